@@ -1,0 +1,47 @@
+import { Effect, Option } from "effect"
+import { StorageUnavailable, Unauthenticated } from "../errors"
+import { TokenStore, type StorageError } from "../storage/contract"
+import type { Principal } from "./principal"
+import { hashToken, newTokenSecret, sameHash } from "./token-hash"
+
+const BEARER = /^Bearer[ \t]+([A-Za-z0-9._~+/=-]{1,512})[ \t]*$/i
+
+const unavailable = (e: StorageError) =>
+  new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); try again shortly` })
+
+/** Resolves bearer tokens to principals and issues new tokens. */
+export class Auth extends Effect.Service<Auth>()("Market/Auth", {
+  effect: Effect.gen(function* () {
+    const tokens = yield* TokenStore
+    return {
+      /** The principal of an `Authorization` header value; 401 when missing, malformed or unknown. */
+      authenticate: Effect.fn("Auth.authenticate")(function* (authorization: string | undefined) {
+        if (authorization === undefined || authorization.length === 0) {
+          return yield* Effect.fail(new Unauthenticated({ detail: "send Authorization: Bearer <token>" }))
+        }
+        const m = BEARER.exec(authorization)
+        if (m === null) return yield* Effect.fail(new Unauthenticated({ detail: "the Authorization header is not a bearer token" }))
+        return yield* authenticateToken(m[1]!)
+      }),
+      /** The principal of a bare token secret (direct calls). */
+      authenticateToken,
+      /** Stores a principal under a new random token and returns the secret, which is not kept. */
+      issue: Effect.fn("Auth.issue")(function* (principal: Principal, secret: string = newTokenSecret()) {
+        yield* Effect.mapError(tokens.put(hashToken(secret), principal), unavailable)
+        return secret
+      })
+    } as const
+
+    function authenticateToken(secret: string): Effect.Effect<Principal, Unauthenticated | StorageUnavailable> {
+      const hash = hashToken(secret)
+      return tokens.find(hash).pipe(
+        Effect.mapError(unavailable),
+        Effect.flatMap((found) =>
+          Option.isSome(found) && sameHash(found.value.tokenHash, hash)
+            ? Effect.succeed(found.value.principal)
+            : Effect.fail(new Unauthenticated({ detail: "the bearer token is not valid" }))
+        )
+      )
+    }
+  })
+}) {}

@@ -1,0 +1,48 @@
+import { Schema } from "effect"
+
+/** The data types a token can be granted. */
+export const DataType = Schema.Literal(
+  "gpu_rental_prices",
+  "gpu_rental_indexes",
+  "gpu_rental_transactions",
+  "gpu_hardware_prices",
+  "llm_token_prices"
+)
+export type DataType = typeof DataType.Type
+
+/** Stable id of a principal (never the secret). */
+export const PrincipalId = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._-]{1,64}$/), Schema.brand("PrincipalId"))
+export type PrincipalId = typeof PrincipalId.Type
+
+/**
+ * How far back a grant may read. `none`: current values only. `unrestricted`: all history.
+ * `since`: from a fixed date. `rolling`: from `days` before today (UTC), moving daily.
+ */
+export const HistoryAccess = Schema.Union(
+  Schema.TaggedStruct("none", {}),
+  Schema.TaggedStruct("unrestricted", {}),
+  Schema.TaggedStruct("since", { date: Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/)) }),
+  Schema.TaggedStruct("rolling", { days: Schema.Int.pipe(Schema.nonNegative()) })
+)
+export type HistoryAccess = typeof HistoryAccess.Type
+
+/** Access to one data type. */
+export const Grant = Schema.Struct({ history: HistoryAccess })
+export type Grant = typeof Grant.Type
+
+/** Who is calling and what they may read. */
+export const Principal = Schema.Struct({
+  id: PrincipalId,
+  name: Schema.String,
+  /** Data types this principal may read; a type not listed is a 403. */
+  grants: Schema.partial(Schema.Record({ key: DataType, value: Grant })),
+  /** Index ids held, or every index. */
+  indices: Schema.Union(Schema.Literal("all"), Schema.Array(Schema.String)),
+  /** The legacy `/v1/custom-index/current` permission. */
+  legacy_custom_index: Schema.Boolean,
+  /** Access to the procurement service. */
+  procurement: Schema.Boolean,
+  /** Data requests per minute. */
+  rate_limit_per_minute: Schema.Int.pipe(Schema.positive())
+})
+export type Principal = typeof Principal.Type

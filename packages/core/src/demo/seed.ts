@@ -1,0 +1,58 @@
+import { Clock, Effect, Option } from "effect"
+import { Auth } from "../auth/auth"
+import { baseProductKey, RentalPriceIngest } from "../ingest/rental-prices"
+import { formatInstant, MICROS_PER_DAY, MICROS_PER_MS } from "../query/time"
+import type { RentalPriceObservation } from "../schema/rental-price"
+import { SettingsStore, TokenStore } from "../storage/contract"
+import { DEMO_HISTORY_DAYS, DEMO_GPUS, demoObservations, demoProducts, epochDay } from "./market"
+import { DEMO_TOKENS } from "./tokens"
+
+const SEEDED_THROUGH = "demo_seeded_through"
+
+/** What seeding did: the days it added (none when the market was already current). */
+export interface DemoSeedReport {
+  readonly firstDay: string | null
+  readonly lastDay: string
+  readonly days: number
+}
+
+/**
+ * Seeds the demo market through the real write path, from 180 days ago on an empty store, or
+ * from the day after the last seeded day, so the market always reaches today. Registers the
+ * demo tokens. Running it twice on one day changes nothing.
+ */
+export const seedDemo = Effect.fn("Demo.seed")(function* () {
+  const settings = yield* SettingsStore
+  const ingest = yield* RentalPriceIngest
+  const auth = yield* Auth
+  const today = epochDay((yield* Clock.currentTimeMillis) * MICROS_PER_MS)
+  const through = yield* settings.get(SEEDED_THROUGH)
+  const first = Option.isSome(through) ? Number(through.value) + 1 : today - DEMO_HISTORY_DAYS
+  const retiring = new Map<number, Array<string>>()
+  for (const gpu of DEMO_GPUS) {
+    if (gpu.retiredDaysAgo === undefined) continue
+    const keys = demoProducts()
+      .filter((p) => p.gpu.slug === gpu.slug)
+      .map((p) => baseProductKey(p.observation as unknown as RentalPriceObservation))
+    retiring.set(today - gpu.retiredDaysAgo, keys)
+  }
+  for (let day = first; day <= today; day++) {
+    yield* ingest.ingest(demoObservations(day, today))
+    const keys = retiring.get(day)
+    if (keys !== undefined) yield* ingest.withdraw(keys, formatInstant(day * MICROS_PER_DAY))
+  }
+  yield* settings.set(SEEDED_THROUGH, String(today))
+  for (const t of DEMO_TOKENS) yield* auth.issue(t.principal, t.secret)
+  const report: DemoSeedReport = {
+    firstDay: first <= today ? formatInstant(first * MICROS_PER_DAY).slice(0, 10) : null,
+    lastDay: formatInstant(today * MICROS_PER_DAY).slice(0, 10),
+    days: Math.max(0, today - first + 1)
+  }
+  return report
+})
+
+/** Revokes the demo tokens, for a server that does not run in demo mode. */
+export const revokeDemoTokens = Effect.gen(function* () {
+  const tokens = yield* TokenStore
+  for (const t of DEMO_TOKENS) yield* tokens.revoke(t.principal.id)
+})

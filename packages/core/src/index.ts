@@ -1,0 +1,27 @@
+/**
+ * @gpu-market/core: schemas, the query engine, auth, market services, the write path and the
+ * storage contract. Everything that is not I/O.
+ */
+export * from "./errors"
+export * from "./schema/envelope"
+export * from "./schema/problem"
+export * from "./schema/rental-price"
+export * from "./schema/rental-metadata"
+export * from "./auth/principal"
+export * from "./auth/history"
+export * from "./auth/token-hash"
+export * from "./auth/entitlements"
+export { Auth } from "./auth/auth"
+export { RateLimits, type RateLimitStatus } from "./auth/rate-limits"
+export * from "./query/time"
+export * from "./query/params"
+export * from "./query/window"
+export * from "./query/collection"
+export { PageTokens, type PageTokenState } from "./query/page-token"
+export * from "./storage/plan"
+export * from "./storage/contract"
+export * as MemoryStorage from "./storage/memory"
+export { RentalPrices, rentalPricesCollection, MAX_SEARCH_GPUS } from "./market/rental-prices"
+export { RentalPriceIngest, baseProductKey, productKey, planChanges, decodeObservations, type IngestSummary } from "./ingest/rental-prices"
+export * as Demo from "./demo/index"
+export { layer as marketLayer, type MarketServices } from "./market/layer"

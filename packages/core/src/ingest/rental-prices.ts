@@ -1,0 +1,177 @@
+import { Effect, Either, ParseResult, Schedule, Schema } from "effect"
+import { createHash } from "node:crypto"
+import { InvalidRecords, type RecordIssue, StorageUnavailable } from "../errors"
+import { formatInstant, parseDateTime } from "../query/time"
+import { type RentalPrice, RentalPriceObservation } from "../schema/rental-price"
+import { type RentalPriceChanges, RentalPriceStore } from "../storage/contract"
+
+/** Fields that identify one priced thing across price changes (`base_product_key`). */
+const IDENTITY = [
+  "vendor", "vendor_sku", "vendor_gpu_name", "vendor_region", "region", "gpu_canonical_name", "gpu_count",
+  "instance_type", "instance_variant", "os", "contract_type", "contract_term"
+] as const
+
+const hash32 = (parts: ReadonlyArray<unknown>): string =>
+  createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 32)
+
+/** `base_product_key`: SHA-256 (first 128 bits, hex) of the identity fields in a fixed order. */
+export const baseProductKey = (o: { readonly [K in (typeof IDENTITY)[number]]: unknown }): string =>
+  hash32(IDENTITY.map((f) => o[f]))
+
+/** `product_key`: SHA-256 (first 128 bits, hex) of the base key, `valid_from` and the price. */
+export const productKey = (base: string, validFrom: string, o: Pick<RentalPrice, "price_usd_per_gpu_hour" | "raw_price" | "raw_price_unit">): string =>
+  hash32([base, validFrom, o.price_usd_per_gpu_hour, o.raw_price, o.raw_price_unit])
+
+const samePrice = (a: RentalPrice, b: RentalPriceObservation) =>
+  a.price_usd_per_gpu_hour === b.price_usd_per_gpu_hour && a.raw_price === b.raw_price && a.raw_price_unit === b.raw_price_unit
+
+/** What one ingest did. */
+export interface IngestSummary {
+  readonly received: number
+  readonly opened: number
+  readonly closed: number
+  readonly unchanged: number
+}
+
+interface Decoded {
+  readonly index: number
+  readonly observation: RentalPriceObservation
+  readonly at: string
+  readonly base: string
+}
+
+const decodeObservation = Schema.decodeUnknownEither(RentalPriceObservation, { errors: "all", onExcessProperty: "error" })
+
+/** Validates a batch; every bad record is reported with its index. */
+export const decodeObservations = (input: ReadonlyArray<unknown>): Either.Either<ReadonlyArray<Decoded>, InvalidRecords> => {
+  const out: Array<Decoded> = []
+  const issues: Array<RecordIssue> = []
+  input.forEach((item, index) => {
+    const d = decodeObservation(item)
+    if (Either.isLeft(d)) {
+      for (const i of ParseResult.ArrayFormatter.formatErrorSync(d.left)) {
+        issues.push({ index, message: `${i.path.join(".") || "record"}: ${i._tag === "Unexpected" ? "unknown field" : i.message}` })
+      }
+      return
+    }
+    const micros = parseDateTime(d.right.extracted_at)
+    if (micros === undefined) {
+      issues.push({ index, message: "extracted_at: expected an ISO 8601 datetime" })
+      return
+    }
+    out.push({ index, observation: d.right, at: formatInstant(micros), base: baseProductKey(d.right) })
+  })
+  return issues.length > 0 ? Either.left(invalidRecords(issues)) : Either.right(out)
+}
+
+const invalidRecords = (errors: ReadonlyArray<RecordIssue>) =>
+  new InvalidRecords({
+    detail: `${errors.length} problem(s); nothing was stored. First: record ${errors[0]!.index}: ${errors[0]!.message}`,
+    errors
+  })
+
+/**
+ * Turns validated observations into a change against the current rows. Observations of one
+ * product apply in time order; an unchanged price touches nothing; a changed one closes the
+ * current row at the observation's time and opens a new one. An observation older than the
+ * row in force with a different price cannot be placed and refuses the batch.
+ */
+export const planChanges = (
+  decoded: ReadonlyArray<Decoded>,
+  current: ReadonlyArray<RentalPrice>
+): Either.Either<{ readonly changes: RentalPriceChanges; readonly summary: IngestSummary }, InvalidRecords> => {
+  const live = new Map<string, RentalPrice>(current.map((r) => [r.base_product_key, r]))
+  const stored = new Set(current.map((r) => r.product_key))
+  const opened = new Map<string, RentalPrice>()
+  const close: Array<{ product_key: string; valid_to: string }> = []
+  const issues: Array<RecordIssue> = []
+  let unchanged = 0
+  let closed = 0
+  const ordered = [...decoded].sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.index - b.index))
+  for (const { index, observation: o, at, base } of ordered) {
+    const now = live.get(base)
+    if (now !== undefined && samePrice(now, o)) {
+      unchanged++
+      continue
+    }
+    if (now !== undefined && at <= now.valid_from) {
+      issues.push({ index, message: `extracted_at ${at} is not after the price in force since ${now.valid_from}` })
+      continue
+    }
+    if (now !== undefined) {
+      closed++
+      if (stored.has(now.product_key)) close.push({ product_key: now.product_key, valid_to: at })
+      else opened.set(now.product_key, { ...now, valid_to: at })
+    }
+    const row: RentalPrice = {
+      vendor: o.vendor, vendor_gpu_name: o.vendor_gpu_name, vendor_sku: o.vendor_sku, vendor_region: o.vendor_region,
+      region: o.region, gpu_canonical_name: o.gpu_canonical_name, gpu_manufacturer: o.gpu_manufacturer,
+      gpu_model: o.gpu_model, gpu_count: o.gpu_count, gpu_memory_gb: o.gpu_memory_gb, vcpu: o.vcpu, ram_gb: o.ram_gb,
+      os: o.os, form_factor: o.form_factor, interconnect: o.interconnect, instance_type: o.instance_type,
+      instance_variant: o.instance_variant, contract_type: o.contract_type, contract_term: o.contract_term,
+      contract_details: o.contract_details, availability: o.availability,
+      price_usd_per_gpu_hour: o.price_usd_per_gpu_hour, raw_price: o.raw_price, raw_price_unit: o.raw_price_unit,
+      valid_from: at, valid_to: null, extracted_at: at, base_product_key: base,
+      product_key: productKey(base, at, o)
+    }
+    opened.set(row.product_key, row)
+    live.set(base, row)
+  }
+  if (issues.length > 0) return Either.left(invalidRecords(issues.sort((a, b) => a.index - b.index)))
+  return Either.right({
+    changes: { close, open: [...opened.values()] },
+    summary: { received: decoded.length, opened: opened.size, closed, unchanged }
+  })
+}
+
+/** The write path of GPU rental prices. */
+export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Market/RentalPriceIngest", {
+  effect: Effect.gen(function* () {
+    const store = yield* RentalPriceStore
+    const unavailable = (e: { readonly operation: string }) =>
+      new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); nothing was stored` })
+
+    /**
+     * Ingests vendor price observations as one atomic batch. Invalid records refuse the whole
+     * batch. A concurrent writer that moves a product's current row makes the batch re-plan.
+     */
+    const ingest = Effect.fn("RentalPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>) {
+      const decoded = yield* decodeObservations(observations)
+      const bases = [...new Set(decoded.map((d) => d.base))]
+      return yield* Effect.gen(function* () {
+        const current = yield* store.current(bases)
+        const { changes, summary } = yield* planChanges(decoded, current)
+        if (changes.close.length > 0 || changes.open.length > 0) yield* store.apply(changes)
+        return summary
+      }).pipe(
+        Effect.retry({ while: (e) => e._tag === "StorageConflict", schedule: Schedule.recurs(5) }),
+        Effect.catchTags({
+          StorageError: (e) => Effect.fail(unavailable(e)),
+          StorageConflict: (e) => Effect.fail(unavailable({ operation: e.detail }))
+        })
+      )
+    })
+
+    /** Marks products as no longer listed from `at`: their current rows close. Unknown keys are ignored. */
+    const withdraw = Effect.fn("RentalPriceIngest.withdraw")(function* (baseProductKeys: ReadonlyArray<string>, at: string) {
+      const micros = parseDateTime(at)
+      if (micros === undefined) return yield* Effect.fail(invalidRecords([{ index: 0, message: "at: expected an ISO 8601 datetime" }]))
+      const valid_to = formatInstant(micros)
+      return yield* Effect.gen(function* () {
+        const current = yield* store.current(baseProductKeys)
+        const late = current.find((r) => r.valid_from >= valid_to)
+        if (late !== undefined) return yield* Effect.fail(invalidRecords([{ index: 0, message: `at is not after the price in force since ${late.valid_from}` }]))
+        if (current.length > 0) yield* store.apply({ close: current.map((r) => ({ product_key: r.product_key, valid_to })), open: [] })
+        return current.length
+      }).pipe(
+        Effect.retry({ while: (e) => e._tag === "StorageConflict", schedule: Schedule.recurs(5) }),
+        Effect.catchTags({
+          StorageError: (e) => Effect.fail(unavailable(e)),
+          StorageConflict: (e) => Effect.fail(unavailable({ operation: e.detail }))
+        })
+      )
+    })
+
+    return { ingest, withdraw } as const
+  })
+}) {}

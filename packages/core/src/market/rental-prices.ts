@@ -1,0 +1,147 @@
+import { Clock, Effect, Schema } from "effect"
+import { reportedHistoryStart, requireGrant } from "../auth/entitlements"
+import { SearchTooBroad, StorageUnavailable, validationFailed } from "../errors"
+import {
+  type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, type Params, runPage
+} from "../query/collection"
+import { PageTokens } from "../query/page-token"
+import { Bound, CommaList, MAX_LIST_VALUES, normaliseName, refuseParameters, Token } from "../query/params"
+import { MICROS_PER_MS } from "../query/time"
+import type { RentalPrice } from "../schema/rental-price"
+import type { RentalPriceMetadata } from "../schema/rental-metadata"
+import { RentalPriceStore, type StorageError } from "../storage/contract"
+import type { Predicate } from "../storage/plan"
+
+const Slug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,99}$/))
+const Key = Schema.String.pipe(
+  Schema.pattern(/^[0-9a-f]{32}$/),
+  Schema.annotations({ message: () => ({ message: "expected a 32-character lower-case hex key", override: true }) })
+)
+
+const list = (param: string, what: string, item: Schema.Schema<string, string> = Token) =>
+  ({ param, field: param, kind: "list", schema: CommaList(item, what) }) as const
+const bounds = (field: string) => [
+  { param: `min_${field}`, field, kind: "min", schema: Bound },
+  { param: `max_${field}`, field, kind: "max", schema: Bound }
+] as const
+
+/** The rental price type: its filters, sorts, anchors and tie-breaker. */
+export const rentalPricesCollection: CollectionDef = {
+  dataType: "gpu_rental_prices",
+  basePath: "/v2/gpu/rental/prices",
+  filters: [
+    list("vendor", "vendor slugs", Slug),
+    list("gpu_canonical_name", "GPU slugs", Slug),
+    list("region", "regions"),
+    list("contract_type", "contract types"),
+    { param: "base_product_key", field: "base_product_key", kind: "single", schema: Key },
+    { param: "product_key", field: "product_key", kind: "single", schema: Key },
+    { param: "availability", field: "availability", kind: "single", schema: Token },
+    ...bounds("price_usd_per_gpu_hour"),
+    ...bounds("gpu_count"),
+    ...bounds("gpu_memory_gb")
+  ],
+  extraParams: { gpu_search: CommaList(Token, "search terms") },
+  sortFields: ["gpu_canonical_name", "gpu_count", "gpu_memory_gb", "price_usd_per_gpu_hour", "region", "valid_from", "vendor"],
+  tieBreaker: "product_key",
+  anchors: ["vendor", "gpu_canonical_name", "gpu_search", "base_product_key", "product_key"]
+}
+
+const endpoints = {
+  latest: { name: "latest", defaultSort: { by: "gpu_canonical_name", order: "asc" }, needsAnchor: true },
+  asOf: { name: "as-of", defaultSort: { by: "gpu_canonical_name", order: "asc" }, needsAnchor: true },
+  history: { name: "history", defaultSort: { by: "valid_from", order: "desc" }, needsAnchor: false, defaultSpanDays: 30 }
+} as const satisfies Record<string, EndpointDef>
+
+const schemas = {
+  latest: endpointSchema(rentalPricesCollection, endpoints.latest),
+  asOf: endpointSchema(rentalPricesCollection, endpoints.asOf),
+  history: endpointSchema(rentalPricesCollection, endpoints.history)
+}
+
+/** Most GPUs one `gpu_search` may resolve to. */
+export const MAX_SEARCH_GPUS = MAX_LIST_VALUES
+
+const unavailable = (e: StorageError) =>
+  new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); try again shortly` })
+
+/** GPU rental prices: `/latest`, `/as-of`, `/history` and `/metadata`. */
+export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalPrices", {
+  effect: Effect.gen(function* () {
+    const store = yield* RentalPriceStore
+    const tokens = yield* PageTokens
+
+    /**
+     * Resolves `gpu_search` terms to catalog GPUs: a term matches a GPU when it is a substring of
+     * any spelling the GPU ever had, ignoring case, spaces and punctuation.
+     */
+    const resolveSearch = (params: Params) => {
+      const terms = params.gpu_search as ReadonlyArray<string> | undefined
+      if (terms === undefined) return Effect.succeed<ReadonlyArray<Predicate>>([])
+      const normalised = terms.map(normaliseName)
+      if (normalised.some((t) => t.length === 0)) {
+        return Effect.fail(validationFailed([{ parameter: "gpu_search", message: "every term needs a letter or digit" }]))
+      }
+      return Effect.flatMap(Effect.mapError(store.spellings, unavailable), (spellings) => {
+        const gpus = new Set<string>()
+        for (const s of spellings) {
+          const name = normaliseName(s.spelling)
+          if (normalised.some((t) => name.includes(t))) gpus.add(s.gpu_canonical_name)
+        }
+        return gpus.size > MAX_SEARCH_GPUS
+          ? Effect.fail(new SearchTooBroad({
+              detail: `gpu_search matches ${gpus.size} GPUs; at most ${MAX_SEARCH_GPUS} are allowed, so narrow the terms`,
+              matched: gpus.size,
+              limit: MAX_SEARCH_GPUS
+            }))
+          : Effect.succeed<ReadonlyArray<Predicate>>([{ op: "in", field: "gpu_canonical_name", values: [...gpus].sort() }])
+      })
+    }
+
+    const now = Effect.map(Clock.currentTimeMillis, (ms) => ms * MICROS_PER_MS)
+    const pageOf = (endpoint: keyof typeof endpoints, request: MarketRequest) =>
+      Effect.flatMap(now, (now) =>
+        runPage<RentalPrice>({
+          collection: rentalPricesCollection,
+          endpoint: endpoints[endpoint],
+          schema: schemas[endpoint],
+          request,
+          tokens,
+          now,
+          resolve: resolveSearch,
+          page: store.page
+        })
+      )
+
+    return {
+      /** Current rows matching the filters; needs an anchor. */
+      latest: Effect.fn("RentalPrices.latest")((request: MarketRequest) => pageOf("latest", request)),
+      /** Rows in force at `at`; needs an anchor and historical access. */
+      asOf: Effect.fn("RentalPrices.asOf")((request: MarketRequest) => pageOf("asOf", request)),
+      /** Rows whose price changed inside `[start, end)`; needs historical access. */
+      history: Effect.fn("RentalPrices.history")((request: MarketRequest) => pageOf("history", request)),
+      /** Anchors, GPUs with their spellings and vendors, and the caller's history floor. */
+      metadata: Effect.fn("RentalPrices.metadata")(function* (request: Pick<MarketRequest, "principal" | "query">) {
+        const principal = request.principal
+        yield* requireGrant(principal, rentalPricesCollection.dataType)
+        yield* refuseParameters(request.query)
+        const gpus = yield* Effect.mapError(store.gpus, unavailable)
+        const body: RentalPriceMetadata = {
+          data_type: "gpu_rental_prices",
+          history_starts_at: reportedHistoryStart(principal, rentalPricesCollection.dataType, yield* now),
+          data: {
+            anchors: rentalPricesCollection.anchors,
+            gpus: gpus.map((g) => ({
+              gpu_canonical_name: g.gpu_canonical_name,
+              gpu_manufacturer: g.gpu_manufacturer,
+              gpu_model_variants: g.spellings,
+              currently_listed: g.currently_listed,
+              vendors: g.vendors
+            }))
+          }
+        }
+        return body
+      })
+    } as const
+  })
+}) {}

@@ -1,0 +1,255 @@
+import { Effect, Either, Schema } from "effect"
+import type { DataType, Principal } from "../auth/principal"
+import { reportedHistoryStart, requireGrant, requireHistory } from "../auth/entitlements"
+import { type MarketError, MissingAnchor, StorageUnavailable, validationFailed } from "../errors"
+import type { Page, PageMeta, SortOrder } from "../schema/envelope"
+import type { PagePlan, Predicate, Scope } from "../storage/plan"
+import type { StorageError } from "../storage/contract"
+import type { PageTokens, PageTokenState } from "./page-token"
+import {
+  collectQuery, decodeParams, DEFAULT_PAGE_SIZE, InstantParam, PageSize, type QueryInput, SortByParam,
+  SortOrderParam
+} from "./params"
+import { formatInstant, type Micros } from "./time"
+import { resolveAt, resolveWindow } from "./window"
+
+/** How one query parameter narrows rows. */
+export interface FilterDef {
+  readonly param: string
+  /** The row field it applies to. */
+  readonly field: string
+  /** `list`: field in any of the values; `single`: field equals; `min`/`max`: inclusive bound. */
+  readonly kind: "list" | "single" | "min" | "max"
+  readonly schema: Schema.Schema<any, string>
+}
+
+/** A paged data type: its filters, sorts and tie-breaker. */
+export interface CollectionDef {
+  readonly dataType: DataType
+  /** Path of the type, e.g. `/v2/gpu/rental/prices`. */
+  readonly basePath: string
+  readonly filters: ReadonlyArray<FilterDef>
+  /** Parameters the type resolves itself (e.g. `gpu_search`), with their schemas. */
+  readonly extraParams: Readonly<Record<string, Schema.Schema<any, string>>>
+  readonly sortFields: ReadonlyArray<string>
+  /** The unique row field that breaks ties in every sort. */
+  readonly tieBreaker: string
+  /** Parameters that anchor a query, where the type needs an anchor. */
+  readonly anchors: ReadonlyArray<string>
+}
+
+/** One paged endpoint of a type. */
+export interface EndpointDef {
+  readonly name: "latest" | "as-of" | "history"
+  readonly defaultSort: { readonly by: string; readonly order: SortOrder }
+  readonly needsAnchor: boolean
+  /** `/history` default span. */
+  readonly defaultSpanDays?: number
+}
+
+/** Where responses say they came from: `meta.next.url` is `origin + prefix + path`. */
+export interface RequestOrigin {
+  readonly origin: string
+  readonly prefix: string
+}
+
+/** Parses a base URL such as `http://127.0.0.1:8787` or `https://example.com/market`. */
+export const requestOrigin = (baseUrl: string): RequestOrigin => {
+  const url = new URL(baseUrl)
+  return { origin: url.origin, prefix: url.pathname.replace(/\/+$/, "") }
+}
+
+/** One data request as every adapter hands it to the core. */
+export interface MarketRequest {
+  readonly principal: Principal
+  readonly query: QueryInput
+  readonly origin: RequestOrigin
+}
+
+/** The decoded parameters of one endpoint. */
+export type Params = Readonly<Record<string, unknown>>
+
+/** Builds the query schema of one endpoint of a collection. */
+export const endpointSchema = (collection: CollectionDef, endpoint: EndpointDef) => {
+  const fields: Record<string, Schema.Schema.All | Schema.PropertySignature.All> = {
+    page_size: Schema.optional(PageSize),
+    sort_by: Schema.optional(SortByParam(collection.sortFields)),
+    sort_order: Schema.optional(SortOrderParam)
+  }
+  for (const f of collection.filters) fields[f.param] = Schema.optional(f.schema)
+  for (const [name, schema] of Object.entries(collection.extraParams)) fields[name] = Schema.optional(schema)
+  if (endpoint.name === "as-of") fields.at = InstantParam
+  if (endpoint.name === "history") {
+    fields.start = Schema.optional(InstantParam)
+    fields.end = Schema.optional(InstantParam)
+  }
+  return Schema.Struct(fields) as unknown as Schema.Schema<Params, Record<string, string>>
+}
+
+/** Merges predicates: two `in` lists on one field become their intersection. */
+export const mergePredicates = (predicates: ReadonlyArray<Predicate>): ReadonlyArray<Predicate> => {
+  const lists = new Map<string, ReadonlyArray<string>>()
+  const rest: Array<Predicate> = []
+  for (const p of predicates) {
+    if (p.op !== "in") rest.push(p)
+    else {
+      const seen = lists.get(p.field)
+      lists.set(p.field, seen === undefined ? [...new Set(p.values)] : seen.filter((v) => p.values.includes(v)))
+    }
+  }
+  return [...[...lists].map(([field, values]): Predicate => ({ op: "in", field, values })), ...rest]
+}
+
+const predicatesOf = (collection: CollectionDef, params: Params): Array<Predicate> => {
+  const out: Array<Predicate> = []
+  for (const f of collection.filters) {
+    const v = params[f.param]
+    if (v === undefined) continue
+    switch (f.kind) {
+      case "list": out.push({ op: "in", field: f.field, values: v as ReadonlyArray<string> }); break
+      case "single": out.push({ op: "eq", field: f.field, value: v as string }); break
+      case "min": out.push({ op: "gte", field: f.field, value: v as number }); break
+      case "max": out.push({ op: "lte", field: f.field, value: v as number }); break
+    }
+  }
+  return out
+}
+
+const anyAbsent = (predicates: ReadonlyArray<Predicate>) => predicates.some((p) => p.op === "in" && p.values.length === 0)
+
+/** What the collection engine needs from a data type's service for one request. */
+export interface PageRun<Row> {
+  readonly collection: CollectionDef
+  readonly endpoint: EndpointDef
+  /** Parameter schema of the endpoint, built once by `endpointSchema`. */
+  readonly schema: Schema.Schema<Params, Record<string, string>>
+  readonly request: MarketRequest
+  readonly tokens: PageTokens["Type"]
+  readonly now: Micros
+  /** Extra predicates from parameters the type resolves itself. */
+  readonly resolve: (params: Params) => Effect.Effect<ReadonlyArray<Predicate>, MarketError>
+  readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<Row>, StorageError>
+}
+
+const fromEither = <A, E>(e: Either.Either<A, E>): Effect.Effect<A, E> =>
+  Either.isRight(e) ? Effect.succeed(e.right) : Effect.fail(e.left)
+
+/** Runs one page request end to end: validation, entitlements, plan, storage, envelope. */
+export const runPage = <Row extends Readonly<Record<string, unknown>>>(
+  run: PageRun<Row>
+): Effect.Effect<Page<Row>, MarketError> =>
+  Effect.gen(function* () {
+    const { collection, endpoint, request, now } = run
+    const principal = request.principal
+    const endpointPath = `${collection.basePath}/${endpoint.name}`
+    yield* fromEither(requireGrant(principal, collection.dataType))
+    const floor = endpoint.name === "latest" ? null : yield* fromEither(requireHistory(principal, collection.dataType, now))
+    const raw = yield* fromEither(collectQuery(request.query))
+
+    let state: Omit<PageTokenState, "after"> & { readonly after: PageTokenState["after"] | undefined }
+    let pageSize = DEFAULT_PAGE_SIZE
+    if (raw.page_token !== undefined) {
+      const beside = Object.keys(raw).filter((k) => k !== "page_token" && k !== "page_size")
+      if (beside.length > 0) {
+        return yield* Effect.fail(validationFailed(beside.map((parameter) => ({
+          parameter,
+          message: "not allowed beside page_token, which carries the whole request; only page_size may change"
+        }))))
+      }
+      const { page_size } = yield* fromEither(decodeParams(Schema.Struct({ page_size: Schema.optional(PageSize) }), { ...(raw.page_size === undefined ? {} : { page_size: raw.page_size }) }))
+      if (page_size !== undefined) pageSize = page_size
+      const opened = yield* fromEither(run.tokens.open(principal.id, endpointPath, raw.page_token))
+      state = yield* fromEither(reapplyFloor(opened, floor))
+    } else {
+      const params = yield* fromEither(decodeParams(run.schema, raw))
+      if (params.page_size !== undefined) pageSize = params.page_size as number
+      if (endpoint.needsAnchor && !collection.anchors.some((a) => params[a] !== undefined)) {
+        return yield* Effect.fail(new MissingAnchor({
+          detail: `this query needs an anchor: at least one of ${collection.anchors.join(", ")}`,
+          anchors: collection.anchors
+        }))
+      }
+      const extra = yield* run.resolve(params)
+      const predicates = mergePredicates([...predicatesOf(collection, params), ...extra])
+      let scope: Scope = { _tag: "latest" }
+      let clamped = false
+      if (endpoint.name === "as-of") {
+        scope = { _tag: "asOf", at: formatInstant(yield* fromEither(resolveAt(params.at as string, now, floor))) }
+      } else if (endpoint.name === "history") {
+        const w = yield* fromEither(resolveWindow(
+          params as { start?: string; end?: string }, endpoint.defaultSpanDays ?? 30, now, floor
+        ))
+        scope = { _tag: "window", start: formatInstant(w.start), end: formatInstant(w.end) }
+        clamped = w.clamped
+      }
+      state = {
+        scope,
+        predicates,
+        sort: {
+          by: (params.sort_by as string | undefined) ?? endpoint.defaultSort.by,
+          order: (params.sort_order as SortOrder | undefined) ?? endpoint.defaultSort.order
+        },
+        clamped,
+        after: undefined
+      }
+    }
+
+    const rows = anyAbsent(state.predicates)
+      ? []
+      : yield* run.page({ scope: state.scope, predicates: state.predicates, sort: state.sort, after: state.after, limit: pageSize + 1 })
+        .pipe(Effect.catchTag("StorageError", (e) =>
+          Effect.fail(new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); try again shortly` }))))
+    const hasMore = rows.length > pageSize
+    const data = hasMore ? rows.slice(0, pageSize) : rows
+    let next: PageMeta["next"] = null
+    if (hasMore) {
+      const last = data[data.length - 1]!
+      const token = run.tokens.sign(principal.id, endpointPath, {
+        scope: state.scope, predicates: state.predicates, sort: state.sort, clamped: state.clamped,
+        after: { value: last[state.sort.by] as string | number, tie: last[collection.tieBreaker] as string }
+      })
+      const path = request.origin.prefix + endpointPath
+      const size = String(pageSize)
+      next = {
+        url: `${request.origin.origin}${path}?page_token=${token}&page_size=${size}`,
+        path,
+        query_params: { page_token: token, page_size: size }
+      }
+    }
+    const meta: { -readonly [K in keyof PageMeta]: PageMeta[K] } = {
+      page_size: pageSize,
+      returned: data.length,
+      has_more: hasMore,
+      next,
+      sort: { by: state.sort.by, order: state.sort.order }
+    }
+    if (state.scope._tag === "window") {
+      meta.window = {
+        start: state.scope.start,
+        end: state.scope.end,
+        clamped: state.clamped,
+        history_starts_at: reportedHistoryStart(principal, collection.dataType, now)
+      }
+    } else if (state.scope._tag === "asOf") meta.as_of = state.scope.at
+    return { data, meta }
+  })
+
+/**
+ * A token's request checked against the caller's floor today: the floor may have moved since
+ * page 1 (a rolling grant) or the grant may have changed, and a token never reads below it.
+ */
+const reapplyFloor = (state: PageTokenState, floor: Micros | null) => {
+  if (floor === null) return Either.right(state)
+  const floorText = formatInstant(floor)
+  const scope = state.scope
+  if (scope._tag === "asOf") {
+    return scope.at < floorText
+      ? resolveAt(scope.at, Number.MAX_SAFE_INTEGER, floor).pipe(Either.map(() => state))
+      : Either.right(state)
+  }
+  if (scope._tag === "window" && scope.start < floorText) {
+    const end = scope.end < floorText ? floorText : scope.end
+    return Either.right({ ...state, scope: { _tag: "window" as const, start: floorText, end }, clamped: true })
+  }
+  return Either.right(state)
+}

@@ -1,0 +1,108 @@
+import { Either, ParseResult, Schema } from "effect"
+import { type ParameterIssue, type ValidationFailed, validationFailed } from "../errors"
+
+/**
+ * The filter vocabulary shared by every data type, and the decoding of a raw query into typed
+ * parameters. Every parameter schema carries one plain message, so a 422 names the parameter and
+ * says what it accepts.
+ */
+
+/** Most values one comma-separated list may carry. */
+export const MAX_LIST_VALUES = 20
+
+const withMessage = (message: string) => ({ message: () => ({ message, override: true }) })
+
+/** A comma-separated list of 1..`max` non-empty values; duplicates are dropped. */
+export const CommaList = (item: Schema.Schema<string, string>, what: string, max = MAX_LIST_VALUES) =>
+  Schema.compose(Schema.split(","), Schema.Array(item).pipe(Schema.minItems(1), Schema.maxItems(max))).pipe(
+    Schema.annotations(withMessage(`expected a comma-separated list of 1 to ${max} ${what}`))
+  )
+
+/** A single non-empty value of at most 200 characters. */
+export const Token = Schema.String.pipe(
+  Schema.minLength(1),
+  Schema.maxLength(200),
+  Schema.annotations(withMessage("expected a non-empty value of at most 200 characters"))
+)
+
+/** An inclusive bound: a plain non-negative decimal number. */
+export const Bound = Schema.compose(
+  Schema.String.pipe(Schema.pattern(/^\d{1,15}(\.\d{1,12})?$/)),
+  Schema.NumberFromString
+).pipe(Schema.annotations(withMessage("expected a number >= 0, written as digits with an optional fraction")))
+
+/** `page_size`: an integer from 1 to 1000. */
+export const PageSize = Schema.compose(Schema.String.pipe(Schema.pattern(/^\d{1,4}$/)), Schema.NumberFromString).pipe(
+  Schema.filter((n) => n >= 1 && n <= 1000),
+  Schema.annotations(withMessage("expected an integer from 1 to 1000"))
+)
+
+export const DEFAULT_PAGE_SIZE = 100
+
+/** `sort_order`. */
+export const SortOrderParam = Schema.Literal("asc", "desc").pipe(
+  Schema.annotations(withMessage("expected asc or desc"))
+)
+
+/** `sort_by` over an endpoint's own set of fields. */
+export const SortByParam = <const F extends ReadonlyArray<string>>(fields: F) =>
+  Schema.Literal(...fields).pipe(Schema.annotations(withMessage(`expected one of ${fields.join(", ")}`)))
+
+/** A datetime or a bare date, kept as text and resolved by the window / as-of rules. */
+export const InstantParam = Schema.String.pipe(
+  Schema.pattern(/^\d{4}-\d{2}-\d{2}([Tt ].+)?$/),
+  Schema.annotations(withMessage("expected an ISO 8601 datetime or a YYYY-MM-DD date"))
+)
+
+/** What a caller may pass as a query: URL search params, pairs, or a record of strings. */
+export type QueryInput =
+  | URLSearchParams
+  | ReadonlyArray<readonly [string, string]>
+  | Readonly<Record<string, string | undefined>>
+
+const pairsOf = (input: QueryInput): Iterable<readonly [string, string]> => {
+  if (input instanceof URLSearchParams || Array.isArray(input)) return input as Iterable<readonly [string, string]>
+  const pairs: Array<readonly [string, string]> = []
+  for (const [k, v] of Object.entries(input as Record<string, string | undefined>)) if (v !== undefined) pairs.push([k, v])
+  return pairs
+}
+
+/** Collects a query into a record, refusing a parameter given twice (lists are comma-separated). */
+export const collectQuery = (input: QueryInput): Either.Either<Record<string, string>, ValidationFailed> => {
+  const out: Record<string, string> = {}
+  const issues: Array<ParameterIssue> = []
+  for (const [k, v] of pairsOf(input)) {
+    if (Object.prototype.hasOwnProperty.call(out, k)) {
+      issues.push({ parameter: k, message: "given more than once; pass a comma-separated list instead" })
+    } else out[k] = v
+  }
+  return issues.length > 0 ? Either.left(validationFailed(issues)) : Either.right(out)
+}
+
+/**
+ * Decodes collected parameters with an endpoint's schema. Unknown parameters are refused and
+ * every issue is reported, each naming its parameter.
+ */
+export const decodeParams = <A, I>(
+  schema: Schema.Schema<A, I>,
+  raw: Record<string, string>
+): Either.Either<A, ValidationFailed> => {
+  const decoded = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })(raw)
+  if (Either.isRight(decoded)) return Either.right(decoded.right)
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map((issue): ParameterIssue => ({
+    parameter: String(issue.path[0] ?? "query"),
+    message: issue._tag === "Unexpected" ? "unknown parameter" : issue.message
+  }))
+  return Either.left(validationFailed(issues))
+}
+
+/** Lower-cases and drops spaces and punctuation, as `gpu_search` compares names. */
+export const normaliseName = (text: string): string => text.toLowerCase().replace(/[^a-z0-9]/g, "")
+
+/** Refuses every parameter, for endpoints that take none (`/metadata`). */
+export const refuseParameters = (input: QueryInput): Either.Either<void, ValidationFailed> => {
+  const names = [...new Set([...pairsOf(input)].map(([k]) => k))]
+  return names.length === 0
+    ? Either.void
+    : Either.left(validationFailed(names.map((parameter) => ({ parameter, message: "unknown parameter; this endpoint takes none" }))))
+}

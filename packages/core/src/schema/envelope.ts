@@ -1,0 +1,44 @@
+import { Schema } from "effect"
+
+/** `asc` or `desc`. */
+export const SortOrder = Schema.Literal("asc", "desc")
+export type SortOrder = typeof SortOrder.Type
+
+/** `meta.next`: the same next-page request as an absolute URL, a path and its query parameters. */
+export const NextPage = Schema.Struct({
+  url: Schema.String,
+  path: Schema.String,
+  query_params: Schema.Record({ key: Schema.String, value: Schema.String })
+})
+export type NextPage = typeof NextPage.Type
+
+/** `meta.window` of `/history` responses. */
+export const HistoryWindowMeta = Schema.Struct({
+  start: Schema.String,
+  end: Schema.String,
+  clamped: Schema.Boolean,
+  history_starts_at: Schema.NullOr(Schema.String)
+})
+export type HistoryWindowMeta = typeof HistoryWindowMeta.Type
+
+/** `meta` of every paged response. */
+export const PageMeta = Schema.Struct({
+  page_size: Schema.Int,
+  returned: Schema.Int,
+  has_more: Schema.Boolean,
+  next: Schema.NullOr(NextPage),
+  sort: Schema.Struct({ by: Schema.String, order: SortOrder }),
+  window: Schema.optional(HistoryWindowMeta),
+  as_of: Schema.optional(Schema.String)
+})
+export type PageMeta = typeof PageMeta.Type
+
+/** The response envelope of every paged v2 endpoint, for rows of `row`. Extra properties are refused. */
+export const Envelope = <A, I, R>(row: Schema.Schema<A, I, R>) =>
+  Schema.Struct({ data: Schema.Array(row), meta: PageMeta })
+
+/** An envelope as plain data. */
+export interface Page<Row> {
+  readonly data: ReadonlyArray<Row>
+  readonly meta: PageMeta
+}

@@ -1,0 +1,103 @@
+import { Schema } from "effect"
+
+/** A vendor slug, e.g. `lambda`. */
+export const VendorSlug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]*$/), Schema.brand("VendorSlug"))
+/** A catalog GPU slug, e.g. `h100-sxm`. */
+export const GpuCanonicalName = Schema.String.pipe(
+  Schema.pattern(/^[a-z0-9][a-z0-9._-]*$/),
+  Schema.brand("GpuCanonicalName")
+)
+/** Identity hash shared by every observation of one priced thing across price changes. */
+export const BaseProductKey = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{32}$/), Schema.brand("BaseProductKey"))
+/** Snapshot identity hash of one exact observation (identity, time, price). */
+export const ProductKey = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{32}$/), Schema.brand("ProductKey"))
+
+const Text = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
+const PositiveInt = Schema.Int.pipe(Schema.positive())
+const PositiveNumber = Schema.Number.pipe(Schema.positive(), Schema.finite())
+/** An instant in the stored fixed-width form `YYYY-MM-DDTHH:MM:SS.ffffffZ`. */
+export const StoredInstant = Schema.String.pipe(
+  Schema.pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/),
+  Schema.brand("StoredInstant")
+)
+
+/**
+ * One vendor's price for one rentable product, normalised to USD per GPU-hour. A price change
+ * produces a new row; the old one gets its `valid_to`. Fields appear in the spec's order, and a
+ * value that is not published is `null`, never absent.
+ */
+export class RentalPriceRow extends Schema.Class<RentalPriceRow>("RentalPriceRow")({
+  vendor: VendorSlug,
+  vendor_gpu_name: Text,
+  vendor_sku: Schema.NullOr(Text),
+  vendor_region: Schema.NullOr(Text),
+  region: Text,
+  gpu_canonical_name: GpuCanonicalName,
+  gpu_manufacturer: Text,
+  gpu_model: Text,
+  gpu_count: PositiveInt,
+  gpu_memory_gb: PositiveNumber,
+  vcpu: Schema.NullOr(PositiveInt),
+  ram_gb: Schema.NullOr(PositiveNumber),
+  os: Schema.NullOr(Text),
+  form_factor: Schema.NullOr(Text),
+  interconnect: Schema.NullOr(Text),
+  instance_type: Schema.NullOr(Text),
+  instance_variant: Schema.NullOr(Text),
+  contract_type: Text,
+  contract_term: Schema.NullOr(Text),
+  contract_details: Schema.NullOr(Text),
+  availability: Schema.NullOr(Text),
+  price_usd_per_gpu_hour: PositiveNumber,
+  raw_price: PositiveNumber,
+  raw_price_unit: Text,
+  valid_from: StoredInstant,
+  valid_to: Schema.NullOr(StoredInstant),
+  extracted_at: StoredInstant,
+  base_product_key: BaseProductKey,
+  product_key: ProductKey
+}) {}
+
+/** The row as plain data (what storage returns and what is serialised). */
+export type RentalPrice = Schema.Schema.Encoded<typeof RentalPriceRow>
+
+/** Field names of the rental price row, in the spec's order. */
+export const rentalPriceFields = Object.keys(RentalPriceRow.fields) as ReadonlyArray<keyof RentalPrice>
+
+const optionalNull = <S extends Schema.Schema.Any>(schema: S) =>
+  Schema.optionalWith(Schema.NullOr(schema), { default: () => null })
+
+/**
+ * One vendor price observation, as fed to `ingest`. Keys and validity are derived; fields that
+ * are not published may be omitted or null. Unknown fields are refused.
+ */
+export const RentalPriceObservation = Schema.Struct({
+  vendor: VendorSlug,
+  vendor_gpu_name: Text,
+  vendor_sku: optionalNull(Text),
+  vendor_region: optionalNull(Text),
+  region: Text,
+  gpu_canonical_name: GpuCanonicalName,
+  gpu_manufacturer: Text,
+  gpu_model: Text,
+  gpu_count: PositiveInt,
+  gpu_memory_gb: PositiveNumber,
+  vcpu: optionalNull(PositiveInt),
+  ram_gb: optionalNull(PositiveNumber),
+  os: optionalNull(Text),
+  form_factor: optionalNull(Text),
+  interconnect: optionalNull(Text),
+  instance_type: optionalNull(Text),
+  instance_variant: optionalNull(Text),
+  contract_type: Text,
+  contract_term: optionalNull(Text),
+  contract_details: optionalNull(Text),
+  availability: optionalNull(Text),
+  price_usd_per_gpu_hour: PositiveNumber,
+  raw_price: PositiveNumber,
+  raw_price_unit: Text,
+  /** ISO 8601 datetime of extraction; becomes `valid_from` when the price changed. */
+  extracted_at: Schema.String
+})
+export type RentalPriceObservation = Schema.Schema.Type<typeof RentalPriceObservation>
+export type RentalPriceObservationInput = Schema.Schema.Encoded<typeof RentalPriceObservation>

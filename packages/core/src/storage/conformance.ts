@@ -1,0 +1,282 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect, Exit, type Layer, Option } from "effect"
+import type { Principal } from "../auth/principal"
+import { hashToken } from "../auth/token-hash"
+import { baseProductKey, productKey } from "../ingest/rental-prices"
+import { formatInstant, MICROS_PER_DAY } from "../query/time"
+import type { RentalPrice } from "../schema/rental-price"
+import { RateLimitStore, RentalPriceStore, SettingsStore, type Storage, TokenStore } from "./contract"
+import { evaluateRentalPlan } from "./memory"
+import type { PagePlan, Predicate, Scope } from "./plan"
+
+/**
+ * The conformance suite every storage backend runs: `suite("sqlite", SqliteStorage.layer(...))`.
+ * The layer is built once per suite and shared, as a deployment shares one store; each test keeps
+ * to data it names with its own prefix, so tests do not see each other.
+ */
+
+let counter = 0
+const namespace = (label: string) => `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`
+
+const T0 = Date.UTC(2026, 0, 1) * 1000
+const at = (day: number, hour = 0) => formatInstant(T0 + day * MICROS_PER_DAY + hour * 3_600_000_000)
+
+/** A valid rental row; `over` replaces fields, and the keys are derived as ingest derives them. */
+export const rentalRow = (over: Partial<RentalPrice> & Pick<RentalPrice, "vendor" | "gpu_canonical_name">): RentalPrice => {
+  const { vendor, gpu_canonical_name, ...rest } = over
+  const base: RentalPrice = {
+    vendor,
+    vendor_gpu_name: `${gpu_canonical_name.toUpperCase()} 80GB`,
+    vendor_sku: "sku-1",
+    vendor_region: "us-east-1",
+    region: "us-east",
+    gpu_canonical_name,
+    gpu_manufacturer: "nvidia",
+    gpu_model: gpu_canonical_name.toUpperCase(),
+    gpu_count: 8,
+    gpu_memory_gb: 80,
+    vcpu: 96,
+    ram_gb: 1024,
+    os: "linux",
+    form_factor: "sxm",
+    interconnect: "nvlink",
+    instance_type: "gpu.8x",
+    instance_variant: null,
+    contract_type: "ondemand",
+    contract_term: null,
+    contract_details: null,
+    availability: "available",
+    price_usd_per_gpu_hour: 2.5,
+    raw_price: 20,
+    raw_price_unit: "usd_per_hour",
+    valid_from: at(0),
+    valid_to: null,
+    extracted_at: at(0),
+    base_product_key: "",
+    product_key: "",
+    ...rest
+  }
+  const bpk = over.base_product_key ?? baseProductKey(base)
+  return { ...base, base_product_key: bpk, product_key: over.product_key ?? productKey(bpk, base.valid_from, base) }
+}
+
+const principal = (id: string): Principal => ({
+  id: id as Principal["id"],
+  name: id,
+  grants: { gpu_rental_prices: { history: { _tag: "unrestricted" } } },
+  indices: "all",
+  legacy_custom_index: false,
+  procurement: false,
+  rate_limit_per_minute: 60
+})
+
+/**
+ * A small market under one namespace: three vendors, two GPUs, ties in every sort field, and
+ * products with several versions, so scopes, sorts and keysets all have work to do.
+ */
+const market = (ns: string): Array<RentalPrice> => {
+  const rows: Array<RentalPrice> = []
+  const vendors = [`${ns}-a`, `${ns}-b`, `${ns}-c`]
+  const gpus = [`${ns}-h100`, `${ns}-a100`]
+  let n = 0
+  for (const vendor of vendors) {
+    for (const gpu of gpus) {
+      for (const sku of ["s1", "s2", "s3"]) {
+        const prices = [2 + (n % 3) * 0.5, 2 + ((n + 1) % 3) * 0.5, 1.5 + (n % 2)]
+        const versions = 1 + (n % 3)
+        for (let v = 0; v < versions; v++) {
+          rows.push(rentalRow({
+            vendor,
+            gpu_canonical_name: gpu,
+            vendor_sku: sku,
+            region: n % 2 === 0 ? "us-east" : "eu-west",
+            gpu_count: n % 2 === 0 ? 8 : 1,
+            gpu_memory_gb: gpu.endsWith("h100") ? 80 : 40,
+            price_usd_per_gpu_hour: prices[v]!,
+            raw_price: prices[v]! * 8,
+            valid_from: at(v * 10),
+            extracted_at: at(v * 10),
+            valid_to: v === versions - 1 ? null : at((v + 1) * 10)
+          }))
+        }
+        n++
+      }
+    }
+  }
+  return rows
+}
+
+const sortFields = ["gpu_canonical_name", "gpu_count", "gpu_memory_gb", "price_usd_per_gpu_hour", "region", "valid_from", "vendor"]
+
+/** Follows keyset positions from the first page to the last. */
+const walk = (page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<RentalPrice>, unknown>, plan: PagePlan) =>
+  Effect.gen(function* () {
+    const pages: Array<ReadonlyArray<RentalPrice>> = []
+    let after: PagePlan["after"] = undefined
+    for (let i = 0; i < 1000; i++) {
+      const rows: ReadonlyArray<RentalPrice> = yield* page({ ...plan, after })
+      pages.push(rows)
+      if (rows.length < plan.limit) break
+      const last: RentalPrice = rows[rows.length - 1]!
+      after = { value: last[plan.sort.by as keyof RentalPrice] as string | number, tie: last.product_key }
+    }
+    return pages
+  })
+
+/** Registers the conformance tests of a storage backend. */
+export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
+  describe(`storage conformance: ${name}`, () => {
+    layer(storage, { timeout: "60 seconds" })((it) => {
+      it.effect("settings: get, set, getOrSet keeps the first value", () =>
+        Effect.gen(function* () {
+          const s = yield* SettingsStore
+          const key = namespace("setting")
+          assert.isTrue(Option.isNone(yield* s.get(key)))
+          assert.strictEqual(yield* s.getOrSet(key, "first"), "first")
+          assert.strictEqual(yield* s.getOrSet(key, "second"), "first")
+          yield* s.set(key, "third")
+          assert.deepStrictEqual(yield* s.get(key), Option.some("third"))
+        }))
+
+      it.effect("tokens: put, find by hash, list by principal, revoke", () =>
+        Effect.gen(function* () {
+          const t = yield* TokenStore
+          const ns = namespace("tok")
+          const h1 = hashToken(`${ns}-1`), h2 = hashToken(`${ns}-2`)
+          const p1 = principal(`${ns}-1`), p2 = principal(`${ns}-2`)
+          yield* t.put(h1, p1)
+          yield* t.put(h2, p2)
+          assert.deepStrictEqual(yield* t.find(h1), Option.some({ tokenHash: h1, principal: p1 }))
+          assert.isTrue(Option.isNone(yield* t.find("f".repeat(64))))
+          const mine = (yield* t.list).filter((x) => x.principal.id.startsWith(ns))
+          assert.deepStrictEqual(mine.map((x) => x.principal.id), [p1.id, p2.id])
+          assert.isTrue(yield* t.revoke(p1.id))
+          assert.isFalse(yield* t.revoke(p1.id))
+          assert.isTrue(Option.isNone(yield* t.find(h1)))
+          assert.isTrue(Option.isSome(yield* t.find(h2)))
+        }))
+
+      it.effect("rate limits: count within a window, reset in the next, keys independent", () =>
+        Effect.gen(function* () {
+          const r = yield* RateLimitStore
+          const key = namespace("rl"), other = namespace("rl")
+          const minute = 60_000_000
+          const start = 1_000 * minute
+          assert.deepStrictEqual(yield* r.hit(key, minute, start + 10_000_000), { count: 1, resetInMicros: 50_000_000 })
+          assert.strictEqual((yield* r.hit(key, minute, start + 20_000_000)).count, 2)
+          assert.strictEqual((yield* r.hit(other, minute, start + 20_000_000)).count, 1)
+          assert.strictEqual((yield* r.hit(key, minute, start + minute - 1)).count, 3)
+          assert.deepStrictEqual(yield* r.hit(key, minute, start + minute), { count: 1, resetInMicros: minute })
+        }))
+
+      it.effect("rental: apply opens and closes rows; current sees only rows in force", () =>
+        Effect.gen(function* () {
+          const s = yield* RentalPriceStore
+          const ns = namespace("apply")
+          const v1 = rentalRow({ vendor: ns, gpu_canonical_name: `${ns}-gpu`, price_usd_per_gpu_hour: 2 })
+          yield* s.apply({ close: [], open: [v1] })
+          assert.deepStrictEqual(yield* s.current([v1.base_product_key]), [v1])
+          const v2 = rentalRow({ vendor: ns, gpu_canonical_name: `${ns}-gpu`, price_usd_per_gpu_hour: 3, valid_from: at(1), extracted_at: at(1) })
+          assert.strictEqual(v2.base_product_key, v1.base_product_key)
+          yield* s.apply({ close: [{ product_key: v1.product_key, valid_to: at(1) }], open: [v2] })
+          assert.deepStrictEqual(yield* s.current([v1.base_product_key]), [v2])
+          const all = yield* s.page({
+            scope: { _tag: "window", start: at(0), end: at(5) }, predicates: [{ op: "in", field: "vendor", values: [ns] }],
+            sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 10
+          })
+          assert.deepStrictEqual(all, [{ ...v1, valid_to: at(1) }, v2])
+        }))
+
+      it.effect("rental: a conflicting apply changes nothing", () =>
+        Effect.gen(function* () {
+          const s = yield* RentalPriceStore
+          const ns = namespace("conflict")
+          const v1 = rentalRow({ vendor: ns, gpu_canonical_name: `${ns}-gpu` })
+          const other = rentalRow({ vendor: ns, gpu_canonical_name: `${ns}-gpu`, vendor_sku: "other" })
+          yield* s.apply({ close: [], open: [v1] })
+          // Closing a row that is not current fails, and the open beside it is not applied.
+          const stale = yield* Effect.exit(s.apply({ close: [{ product_key: other.product_key, valid_to: at(1) }], open: [other] }))
+          assert.isTrue(Exit.isFailure(stale))
+          assert.deepStrictEqual(yield* s.current([other.base_product_key]), [])
+          // A second current row for one product fails, and the close beside it is not applied.
+          const twin = rentalRow({ vendor: ns, gpu_canonical_name: `${ns}-gpu`, price_usd_per_gpu_hour: 9, valid_from: at(2), extracted_at: at(2) })
+          const third = rentalRow({ vendor: ns, gpu_canonical_name: `${ns}-gpu`, price_usd_per_gpu_hour: 7, valid_from: at(3), extracted_at: at(3) })
+          const dup = yield* Effect.exit(s.apply({ close: [], open: [twin, other] }))
+          assert.isTrue(Exit.isFailure(dup))
+          if (Exit.isFailure(dup)) assert.include(JSON.stringify(dup.cause), "StorageConflict")
+          const both = yield* Effect.exit(s.apply({ close: [{ product_key: v1.product_key, valid_to: at(3) }], open: [third, { ...third, product_key: "f".repeat(32) }] }))
+          assert.isTrue(Exit.isFailure(both))
+          assert.deepStrictEqual(yield* s.current([v1.base_product_key, other.base_product_key]), [v1])
+        }))
+
+      it.effect("rental: pages follow scope, predicates, sort and keyset exactly", () =>
+        Effect.gen(function* () {
+          const s = yield* RentalPriceStore
+          const ns = namespace("page")
+          const rows = market(ns)
+          yield* s.apply({ close: [], open: rows })
+          const mine: Predicate = { op: "in", field: "vendor", values: [`${ns}-a`, `${ns}-b`, `${ns}-c`] }
+          const scopes: Array<Scope> = [
+            { _tag: "latest" },
+            { _tag: "asOf", at: at(10) },
+            { _tag: "asOf", at: at(9, 23) },
+            { _tag: "window", start: at(0), end: at(10) },
+            { _tag: "window", start: at(10), end: at(30) }
+          ]
+          const extra: Array<ReadonlyArray<Predicate>> = [
+            [],
+            [{ op: "in", field: "gpu_canonical_name", values: [`${ns}-h100`] }],
+            [{ op: "eq", field: "region", value: "eu-west" }, { op: "gte", field: "price_usd_per_gpu_hour", value: 2 }],
+            [{ op: "lte", field: "gpu_count", value: 1 }, { op: "gte", field: "gpu_memory_gb", value: 40 }],
+            [{ op: "eq", field: "availability", value: "none-such" }]
+          ]
+          for (const scope of scopes) for (const preds of extra) for (const by of sortFields) for (const order of ["asc", "desc"] as const) {
+            const plan: PagePlan = { scope, predicates: [mine, ...preds], sort: { by, order }, after: undefined, limit: 4 }
+            const pages = yield* walk(s.page, plan)
+            const expected = evaluateRentalPlan(rows, { ...plan, limit: rows.length })
+            assert.deepStrictEqual(pages.flat(), expected, `${JSON.stringify(scope)} ${JSON.stringify(preds)} ${by} ${order}`)
+            assert.isTrue(pages.every((p) => p.length <= 4))
+          }
+          // Stated by hand: the current rows of vendor a, cheapest first, ties by product_key.
+          const latestA = rows.filter((r) => r.vendor === `${ns}-a` && r.valid_to === null)
+          const got = yield* s.page({
+            scope: { _tag: "latest" }, predicates: [{ op: "in", field: "vendor", values: [`${ns}-a`] }],
+            sort: { by: "price_usd_per_gpu_hour", order: "asc" }, after: undefined, limit: 100
+          })
+          assert.strictEqual(got.length, 6)
+          assert.sameMembers(got.map((r) => r.product_key), latestA.map((r) => r.product_key))
+          for (let i = 1; i < got.length; i++) {
+            const a = got[i - 1]!, b = got[i]!
+            assert.isTrue(a.price_usd_per_gpu_hour < b.price_usd_per_gpu_hour ||
+              (a.price_usd_per_gpu_hour === b.price_usd_per_gpu_hour && a.product_key < b.product_key))
+          }
+        }))
+
+      it.effect("rental: spellings and GPU summaries cover every version ever stored", () =>
+        Effect.gen(function* () {
+          const s = yield* RentalPriceStore
+          const ns = namespace("spell")
+          const gpu = `${ns}-h100`
+          const old = rentalRow({ vendor: `${ns}-v1`, gpu_canonical_name: gpu, vendor_gpu_name: "Tesla H100 (old)", valid_to: at(5) })
+          const now = rentalRow({ vendor: `${ns}-v2`, gpu_canonical_name: gpu, vendor_gpu_name: "NVIDIA H100 SXM5" })
+          const gone = rentalRow({ vendor: `${ns}-v1`, gpu_canonical_name: `${ns}-v100`, vendor_gpu_name: "V100", gpu_model: "V100", valid_to: at(5) })
+          yield* s.apply({ close: [], open: [old, now, gone] })
+          const spellings = (yield* s.spellings).filter((x) => x.gpu_canonical_name.startsWith(ns))
+          assert.deepStrictEqual(spellings, [
+            { gpu_canonical_name: gpu, spelling: gpu },
+            ...[gpu.toUpperCase(), "NVIDIA H100 SXM5", "Tesla H100 (old)"].sort().map((spelling) => ({ gpu_canonical_name: gpu, spelling })),
+            { gpu_canonical_name: `${ns}-v100`, spelling: `${ns}-v100` },
+            { gpu_canonical_name: `${ns}-v100`, spelling: "V100" }
+          ])
+          const gpus = (yield* s.gpus).filter((g) => g.gpu_canonical_name.startsWith(ns))
+          assert.deepStrictEqual(gpus, [
+            {
+              gpu_canonical_name: gpu, gpu_manufacturer: "nvidia",
+              spellings: [gpu.toUpperCase(), "NVIDIA H100 SXM5", "Tesla H100 (old)"].sort(),
+              currently_listed: true, vendors: [`${ns}-v1`, `${ns}-v2`]
+            },
+            { gpu_canonical_name: `${ns}-v100`, gpu_manufacturer: "nvidia", spellings: ["V100"], currently_listed: false, vendors: [`${ns}-v1`] }
+          ])
+        }))
+    })
+  })

@@ -1,0 +1,112 @@
+import { Context, Data, type Effect, type Option } from "effect"
+import type { Principal } from "../auth/principal"
+import type { RentalPrice } from "../schema/rental-price"
+import type { PagePlan } from "./plan"
+
+/** A backend failure (I/O, connection, corrupt data). Backends wrap theirs into this once. */
+export class StorageError extends Data.TaggedError("StorageError")<{
+  readonly operation: string
+  readonly cause: unknown
+}> {}
+
+/** An optimistic write found the state it expected changed; the caller re-reads and retries. */
+export class StorageConflict extends Data.TaggedError("StorageConflict")<{
+  readonly detail: string
+}> {}
+
+/** A change to the rental price table: close current rows and open new ones, all or nothing. */
+export interface RentalPriceChanges {
+  /** Current rows to close: each must still be current, else the whole change is a conflict. */
+  readonly close: ReadonlyArray<{ readonly product_key: string; readonly valid_to: string }>
+  /** New rows; an open row must not share `base_product_key` with a row left current. */
+  readonly open: ReadonlyArray<RentalPrice>
+}
+
+/** One spelling of a GPU name, as vendors or the catalog wrote it. */
+export interface GpuSpelling {
+  readonly gpu_canonical_name: string
+  readonly spelling: string
+}
+
+/** Aggregates behind the rental price metadata, one per GPU, ordered by `gpu_canonical_name`. */
+export interface RentalGpuSummary {
+  readonly gpu_canonical_name: string
+  readonly gpu_manufacturer: string
+  readonly spellings: ReadonlyArray<string>
+  readonly currently_listed: boolean
+  readonly vendors: ReadonlyArray<string>
+}
+
+/** Storage of GPU rental price rows. */
+export class RentalPriceStore extends Context.Tag("Market/Storage/RentalPriceStore")<
+  RentalPriceStore,
+  {
+    /** The current rows (`valid_to` null) of the given base product keys, in no order. */
+    readonly current: (
+      baseProductKeys: ReadonlyArray<string>
+    ) => Effect.Effect<ReadonlyArray<RentalPrice>, StorageError>
+    /** Applies closes and opens in one transaction; a reader never sees part of it. */
+    readonly apply: (changes: RentalPriceChanges) => Effect.Effect<void, StorageError | StorageConflict>
+    /** Executes a page plan; the tie-breaker is `product_key`. */
+    readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<RentalPrice>, StorageError>
+    /** Every `(gpu, spelling)` pair ever ingested, canonical names and models included. */
+    readonly spellings: Effect.Effect<ReadonlyArray<GpuSpelling>, StorageError>
+    /** Per-GPU aggregates for the metadata endpoint. */
+    readonly gpus: Effect.Effect<ReadonlyArray<RentalGpuSummary>, StorageError>
+  }
+>() {}
+
+/** A token as stored: the hash of its secret and the principal it reaches. */
+export interface StoredToken {
+  readonly tokenHash: string
+  readonly principal: Principal
+}
+
+/** API tokens, kept as SHA-256 hashes of their secrets. */
+export class TokenStore extends Context.Tag("Market/Storage/TokenStore")<
+  TokenStore,
+  {
+    /** Stores (or replaces) the principal reached by a token hash. */
+    readonly put: (tokenHash: string, principal: Principal) => Effect.Effect<void, StorageError>
+    /** The stored token of a hash, if it exists and is not revoked. */
+    readonly find: (tokenHash: string) => Effect.Effect<Option.Option<StoredToken>, StorageError>
+    /** Every stored token, ordered by principal id. */
+    readonly list: Effect.Effect<ReadonlyArray<StoredToken>, StorageError>
+    /** Revokes every token of a principal; true when one existed. */
+    readonly revoke: (principalId: string) => Effect.Effect<boolean, StorageError>
+  }
+>() {}
+
+/** The outcome of one rate-limit hit. */
+export interface RateLimitHit {
+  /** Requests counted in the current window, this one included. */
+  readonly count: number
+  /** Microseconds until the window resets. */
+  readonly resetInMicros: number
+}
+
+/** Fixed-window counters, shared by every process that shares the store. */
+export class RateLimitStore extends Context.Tag("Market/Storage/RateLimitStore")<
+  RateLimitStore,
+  {
+    /**
+     * Counts one request for `key` in the window of `windowMicros` holding `now`, atomically,
+     * and returns the count so far. Counting happens even past the limit.
+     */
+    readonly hit: (key: string, windowMicros: number, now: number) => Effect.Effect<RateLimitHit, StorageError>
+  }
+>() {}
+
+/** Small named values the deployment keeps (the page-token secret, the demo seed mark). */
+export class SettingsStore extends Context.Tag("Market/Storage/SettingsStore")<
+  SettingsStore,
+  {
+    readonly get: (name: string) => Effect.Effect<Option.Option<string>, StorageError>
+    readonly set: (name: string, value: string) => Effect.Effect<void, StorageError>
+    /** Sets `name` to `value` unless it has a value; returns the value that holds. */
+    readonly getOrSet: (name: string, value: string) => Effect.Effect<string, StorageError>
+  }
+>() {}
+
+/** Everything a backend provides. */
+export type Storage = RentalPriceStore | TokenStore | RateLimitStore | SettingsStore

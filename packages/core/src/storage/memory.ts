@@ -1,0 +1,178 @@
+import { Context, Effect, Layer, Option } from "effect"
+import type { Principal } from "../auth/principal"
+import type { RentalPrice } from "../schema/rental-price"
+import {
+  type GpuSpelling, RateLimitStore, type RentalGpuSummary, RentalPriceStore, SettingsStore, StorageConflict, type StoredToken,
+  TokenStore
+} from "./contract"
+import type { PagePlan, Position, Predicate, Scope } from "./plan"
+
+/**
+ * The in-memory reference store: the plain statement of what every backend must return. It
+ * keeps nothing across processes and scans everything, so it is for tests and small embeds.
+ */
+
+const cmp = (a: string | number, b: string | number): number => (a < b ? -1 : a > b ? 1 : 0)
+
+/** Whether a row satisfies every predicate. */
+export const matchesPredicates = (row: Readonly<Record<string, unknown>>, predicates: ReadonlyArray<Predicate>): boolean =>
+  predicates.every((p) => {
+    const v = row[p.field]
+    switch (p.op) {
+      case "in": return p.values.includes(v as string)
+      case "eq": return v === p.value
+      case "gte": return typeof v === "number" && v >= p.value
+      case "lte": return typeof v === "number" && v <= p.value
+    }
+  })
+
+/** Whether a versioned row (`valid_from`/`valid_to`) is in a scope. */
+export const inVersionScope = (row: { readonly valid_from: string; readonly valid_to: string | null }, scope: Scope): boolean => {
+  switch (scope._tag) {
+    case "latest": return row.valid_to === null
+    case "asOf": return row.valid_from <= scope.at && (row.valid_to === null || row.valid_to > scope.at)
+    case "window": return row.valid_from >= scope.start && row.valid_from < scope.end
+  }
+}
+
+/** Orders rows by `(sort.by, tie)` in `sort.order` and keeps those strictly after `after`. */
+export const orderAndSeek = <Row extends Readonly<Record<string, unknown>>>(
+  rows: ReadonlyArray<Row>,
+  plan: PagePlan,
+  tie: string
+): Array<Row> => {
+  const dir = plan.sort.order === "asc" ? 1 : -1
+  const key = (r: Row): Position => ({ value: r[plan.sort.by] as string | number, tie: r[tie] as string })
+  const compare = (a: Position, b: Position) => dir * (cmp(a.value, b.value) || cmp(a.tie, b.tie))
+  const after = plan.after
+  return rows
+    .filter((r) => after === undefined || compare(key(r), after) > 0)
+    .sort((a, b) => compare(key(a), key(b)))
+    .slice(0, plan.limit)
+}
+
+/** The reference evaluation of a rental price plan. */
+export const evaluateRentalPlan = (rows: Iterable<RentalPrice>, plan: PagePlan): Array<RentalPrice> =>
+  orderAndSeek(
+    [...rows].filter((r) => inVersionScope(r, plan.scope) && matchesPredicates(r, plan.predicates)),
+    plan,
+    "product_key"
+  )
+
+/** Spellings and per-GPU summaries derived from rental rows, as every backend reports them. */
+export const summariseGpus = (rows: Iterable<RentalPrice>) => {
+  const byGpu = new Map<string, { manufacturer: string; spellings: Set<string>; vendors: Set<string>; listed: boolean }>()
+  for (const r of rows) {
+    let g = byGpu.get(r.gpu_canonical_name)
+    if (g === undefined) {
+      g = { manufacturer: r.gpu_manufacturer, spellings: new Set(), vendors: new Set(), listed: false }
+      byGpu.set(r.gpu_canonical_name, g)
+    }
+    g.spellings.add(r.vendor_gpu_name).add(r.gpu_model)
+    g.vendors.add(r.vendor)
+    if (r.valid_to === null) g.listed = true
+  }
+  const names = [...byGpu.keys()].sort(cmp)
+  const spellings: Array<GpuSpelling> = []
+  const gpus: Array<RentalGpuSummary> = names.map((name) => {
+    const g = byGpu.get(name)!
+    spellings.push({ gpu_canonical_name: name, spelling: name })
+    for (const s of [...g.spellings].sort(cmp)) spellings.push({ gpu_canonical_name: name, spelling: s })
+    return {
+      gpu_canonical_name: name,
+      gpu_manufacturer: g.manufacturer,
+      spellings: [...g.spellings].sort(cmp),
+      currently_listed: g.listed,
+      vendors: [...g.vendors].sort(cmp)
+    }
+  })
+  return { spellings, gpus }
+}
+
+/** Builds the four in-memory stores over fresh state. */
+export const make = Effect.sync(() => {
+  const rental = new Map<string, RentalPrice>()
+  const tokens = new Map<string, Principal>()
+  const settings = new Map<string, string>()
+  const windows = new Map<string, { start: number; count: number }>()
+
+  const rentalStore: RentalPriceStore["Type"] = {
+    current: (keys) => Effect.sync(() => {
+      const wanted = new Set(keys)
+      return [...rental.values()].filter((r) => r.valid_to === null && wanted.has(r.base_product_key))
+    }),
+    apply: (changes) => Effect.suspend(() => {
+      for (const c of changes.close) {
+        const row = rental.get(c.product_key)
+        if (row === undefined || row.valid_to !== null) {
+          return Effect.fail(new StorageConflict({ detail: `row ${c.product_key} is no longer current` }))
+        }
+      }
+      const closing = new Set(changes.close.map((c) => c.product_key))
+      const currentBases = new Set<string>()
+      for (const r of rental.values()) if (r.valid_to === null && !closing.has(r.product_key)) currentBases.add(r.base_product_key)
+      for (const r of changes.open) {
+        if (rental.has(r.product_key)) return Effect.fail(new StorageConflict({ detail: `row ${r.product_key} exists` }))
+        if (r.valid_to === null) {
+          if (currentBases.has(r.base_product_key)) {
+            return Effect.fail(new StorageConflict({ detail: `product ${r.base_product_key} already has a current row` }))
+          }
+          currentBases.add(r.base_product_key)
+        }
+      }
+      for (const c of changes.close) rental.set(c.product_key, { ...rental.get(c.product_key)!, valid_to: c.valid_to })
+      for (const r of changes.open) rental.set(r.product_key, r)
+      return Effect.void
+    }),
+    page: (plan) => Effect.sync(() => evaluateRentalPlan(rental.values(), plan)),
+    spellings: Effect.sync(() => summariseGpus(rental.values()).spellings),
+    gpus: Effect.sync(() => summariseGpus(rental.values()).gpus)
+  }
+
+  const tokenStore: TokenStore["Type"] = {
+    put: (hash, principal) => Effect.sync(() => void tokens.set(hash, principal)),
+    find: (hash) => Effect.sync(() => Option.map(Option.fromNullable(tokens.get(hash)), (principal): StoredToken => ({ tokenHash: hash, principal }))),
+    list: Effect.sync(() =>
+      [...tokens].map(([tokenHash, principal]) => ({ tokenHash, principal })).sort((a, b) => cmp(a.principal.id, b.principal.id) || cmp(a.tokenHash, b.tokenHash))
+    ),
+    revoke: (id) => Effect.sync(() => {
+      let found = false
+      for (const [hash, p] of tokens) if (p.id === id) { tokens.delete(hash); found = true }
+      return found
+    })
+  }
+
+  const rateLimitStore: RateLimitStore["Type"] = {
+    hit: (key, windowMicros, now) => Effect.sync(() => {
+      const start = Math.floor(now / windowMicros) * windowMicros
+      const w = windows.get(key)
+      const count = w !== undefined && w.start === start ? w.count + 1 : 1
+      windows.set(key, { start, count })
+      return { count, resetInMicros: start + windowMicros - now }
+    })
+  }
+
+  const settingsStore: SettingsStore["Type"] = {
+    get: (name) => Effect.sync(() => Option.fromNullable(settings.get(name))),
+    set: (name, value) => Effect.sync(() => void settings.set(name, value)),
+    getOrSet: (name, value) => Effect.sync(() => {
+      const existing = settings.get(name)
+      if (existing !== undefined) return existing
+      settings.set(name, value)
+      return value
+    })
+  }
+
+  return { rentalStore, tokenStore, rateLimitStore, settingsStore }
+})
+
+/** Every store in memory, fresh for each build of the layer. */
+export const layer: Layer.Layer<RentalPriceStore | TokenStore | RateLimitStore | SettingsStore> = Layer.effectContext(
+  Effect.map(make, (s) =>
+    Context.make(RentalPriceStore, s.rentalStore).pipe(
+      Context.add(TokenStore, s.tokenStore),
+      Context.add(RateLimitStore, s.rateLimitStore),
+      Context.add(SettingsStore, s.settingsStore)
+    )
+  )
+)
