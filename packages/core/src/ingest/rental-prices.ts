@@ -3,7 +3,7 @@ import { createHash } from "node:crypto"
 import { InvalidRecords, type RecordIssue, StorageUnavailable } from "../errors"
 import { formatInstant, parseDateTime } from "../query/time"
 import { type RentalPrice, RentalPriceObservation } from "../schema/rental-price"
-import { type RentalPriceChanges, RentalPriceStore } from "../storage/contract"
+import { type RentalPriceChanges, RentalPriceStore, StorageConflict, StorageError } from "../storage/contract"
 
 /** Fields that identify one priced thing across price changes (`base_product_key`). */
 const IDENTITY = [
@@ -130,6 +130,15 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
     const store = yield* RentalPriceStore
     const unavailable = (e: { readonly operation: string }) =>
       new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); nothing was stored` })
+    /** Re-plans a read-then-apply when another writer moved a row in between; wraps storage failures. */
+    const atomically = <A, E>(readThenApply: Effect.Effect<A, E | StorageError | StorageConflict>) =>
+      readThenApply.pipe(
+        Effect.retry({ while: (e) => (e as { _tag?: string })._tag === "StorageConflict", schedule: Schedule.recurs(5) }),
+        Effect.catchIf(
+          (e): e is StorageError | StorageConflict => e instanceof StorageError || e instanceof StorageConflict,
+          (e) => Effect.fail(unavailable({ operation: e._tag === "StorageError" ? e.operation : e.detail }))
+        )
+      )
 
     /**
      * Ingests vendor price observations as one atomic batch. Invalid records refuse the whole
@@ -143,13 +152,7 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
         const { changes, summary } = yield* planChanges(decoded, current)
         if (changes.close.length > 0 || changes.open.length > 0) yield* store.apply(changes)
         return summary
-      }).pipe(
-        Effect.retry({ while: (e) => e._tag === "StorageConflict", schedule: Schedule.recurs(5) }),
-        Effect.catchTags({
-          StorageError: (e) => Effect.fail(unavailable(e)),
-          StorageConflict: (e) => Effect.fail(unavailable({ operation: e.detail }))
-        })
-      )
+      }).pipe(atomically)
     })
 
     /** Marks products as no longer listed from `at`: their current rows close. Unknown keys are ignored. */
@@ -163,13 +166,7 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
         if (late !== undefined) return yield* Effect.fail(invalidRecords([{ index: 0, message: `at is not after the price in force since ${late.valid_from}` }]))
         if (current.length > 0) yield* store.apply({ close: current.map((r) => ({ product_key: r.product_key, valid_to })), open: [] })
         return current.length
-      }).pipe(
-        Effect.retry({ while: (e) => e._tag === "StorageConflict", schedule: Schedule.recurs(5) }),
-        Effect.catchTags({
-          StorageError: (e) => Effect.fail(unavailable(e)),
-          StorageConflict: (e) => Effect.fail(unavailable({ operation: e.detail }))
-        })
-      )
+      }).pipe(atomically)
     })
 
     return { ingest, withdraw } as const

@@ -11,7 +11,7 @@ import {
   SortOrderParam
 } from "./params"
 import { formatInstant, type Micros } from "./time"
-import { resolveAt, resolveWindow } from "./window"
+import { beforeFloor, resolveAt, resolveWindow } from "./window"
 
 /** How one query parameter narrows rows. */
 export interface FilterDef {
@@ -242,11 +242,7 @@ const reapplyFloor = (state: PageTokenState, floor: Micros | null) => {
   if (floor === null) return Either.right(state)
   const floorText = formatInstant(floor)
   const scope = state.scope
-  if (scope._tag === "asOf") {
-    return scope.at < floorText
-      ? resolveAt(scope.at, Number.MAX_SAFE_INTEGER, floor).pipe(Either.map(() => state))
-      : Either.right(state)
-  }
+  if (scope._tag === "asOf") return scope.at < floorText ? Either.left(beforeFloor(floor)) : Either.right(state)
   if (scope._tag === "window" && scope.start < floorText) {
     const end = scope.end < floorText ? floorText : scope.end
     return Either.right({ ...state, scope: { _tag: "window" as const, start: floorText, end }, clamped: true })

@@ -1,7 +1,7 @@
 import { Either } from "effect"
 import { InsufficientEntitlement, type ValidationFailed, validationFailed } from "../errors"
 import { historyStartsAt } from "../auth/history"
-import { isBareDate, MICROS_PER_DAY, type Micros, parseDate, parseDateTime, startOfDay } from "./time"
+import { isBareDate, MICROS_PER_DAY, type Micros, parseDate, parseDateTime } from "./time"
 
 /** A resolved `/history` window `[start, end)`. */
 export interface HistoryWindow {
@@ -58,15 +58,12 @@ export const resolveAt = (
   floor: Micros | null
 ): Either.Either<Micros, ValidationFailed | InsufficientEntitlement> =>
   Either.flatMap(parseInstant("at", text, (day) => day + MICROS_PER_DAY - 1), (at) =>
-    floor !== null && at < floor
-      ? Either.left(
-          new InsufficientEntitlement({
-            detail: `at is before your history floor; history starts at ${historyStartsAt(floor)}`,
-            history_starts_at: historyStartsAt(floor)
-          })
-        )
-      : Either.right(Math.min(at, now))
+    floor !== null && at < floor ? Either.left(beforeFloor(floor)) : Either.right(Math.min(at, now))
   )
 
-/** The UTC day start of an instant, re-exported for callers that align to days. */
-export { startOfDay }
+/** The refusal of an instant before the caller's history floor. */
+export const beforeFloor = (floor: Micros): InsufficientEntitlement =>
+  new InsufficientEntitlement({
+    detail: `at is before your history floor; history starts at ${historyStartsAt(floor)}`,
+    history_starts_at: historyStartsAt(floor)
+  })

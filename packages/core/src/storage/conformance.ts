@@ -260,7 +260,9 @@ export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
           const old = rentalRow({ vendor: `${ns}-v1`, gpu_canonical_name: gpu, vendor_gpu_name: "Tesla H100 (old)", valid_to: at(5) })
           const now = rentalRow({ vendor: `${ns}-v2`, gpu_canonical_name: gpu, vendor_gpu_name: "NVIDIA H100 SXM5" })
           const gone = rentalRow({ vendor: `${ns}-v1`, gpu_canonical_name: `${ns}-v100`, vendor_gpu_name: "V100", gpu_model: "V100", valid_to: at(5) })
-          yield* s.apply({ close: [], open: [old, now, gone] })
+          // A vendor that writes the slug itself adds no second spelling.
+          const slug = rentalRow({ vendor: `${ns}-v3`, gpu_canonical_name: `${ns}-v100`, vendor_gpu_name: `${ns}-v100`, gpu_model: "V100", valid_to: at(5) })
+          yield* s.apply({ close: [], open: [old, now, gone, slug] })
           const spellings = (yield* s.spellings).filter((x) => x.gpu_canonical_name.startsWith(ns))
           assert.deepStrictEqual(spellings, [
             { gpu_canonical_name: gpu, spelling: gpu },
@@ -275,7 +277,7 @@ export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
               spellings: [gpu.toUpperCase(), "NVIDIA H100 SXM5", "Tesla H100 (old)"].sort(),
               currently_listed: true, vendors: [`${ns}-v1`, `${ns}-v2`]
             },
-            { gpu_canonical_name: `${ns}-v100`, gpu_manufacturer: "nvidia", spellings: ["V100"], currently_listed: false, vendors: [`${ns}-v1`] }
+            { gpu_canonical_name: `${ns}-v100`, gpu_manufacturer: "nvidia", spellings: [`${ns}-v100`, "V100"].sort(), currently_listed: false, vendors: [`${ns}-v1`, `${ns}-v3`] }
           ])
         }))
     })

@@ -77,7 +77,7 @@ export const summariseGpus = (rows: Iterable<RentalPrice>) => {
   const gpus: Array<RentalGpuSummary> = names.map((name) => {
     const g = byGpu.get(name)!
     spellings.push({ gpu_canonical_name: name, spelling: name })
-    for (const s of [...g.spellings].sort(cmp)) spellings.push({ gpu_canonical_name: name, spelling: s })
+    for (const s of [...g.spellings].sort(cmp)) if (s !== name) spellings.push({ gpu_canonical_name: name, spelling: s })
     return {
       gpu_canonical_name: name,
       gpu_manufacturer: g.manufacturer,
