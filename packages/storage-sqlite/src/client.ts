@@ -1,0 +1,116 @@
+import { StorageError } from "@gpu-market/core"
+import Database from "better-sqlite3"
+import { Effect, type Scope } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+/** Where the database lives. */
+export interface SqliteOptions {
+  /** Path of the database file; its directory is created when missing. `:memory:` works too. */
+  readonly filename: string
+}
+
+/** A statement as the stores use it: positional or named parameters, rows as plain objects. */
+export type Statement = Database.Statement<Array<unknown>, unknown>
+
+/**
+ * Thrown inside a transaction body to roll the transaction back and fail with `error` as it is,
+ * rather than as a `StorageError` (a `StorageConflict`, say).
+ */
+export class Rollback<E> {
+  constructor(readonly error: E) {}
+}
+
+/** One better-sqlite3 connection with a statement cache and Effect-returning runners. */
+export interface SqliteClient {
+  readonly db: Database.Database
+  readonly filename: string
+  /** The statement of `sql`, prepared once and reused while it stays in the cache. */
+  readonly prepare: (sql: string) => Statement
+  /** Runs `body` outside any explicit transaction; anything it throws becomes a `StorageError`. */
+  readonly run: <A>(operation: string, body: () => A) => Effect.Effect<A, StorageError>
+  /**
+   * Runs `body` in one `BEGIN IMMEDIATE` transaction, so writers in other processes queue on the
+   * busy timeout instead of failing half-way. A throw rolls back; `abort(e)` fails with `e`.
+   */
+  readonly transaction: <A, E = never>(
+    operation: string,
+    body: (abort: (error: E) => never) => A
+  ) => Effect.Effect<A, StorageError | E>
+}
+
+/**
+ * Statements are cached by SQL text. Page shapes vary with the number of list values and the
+ * filters combined, so the cache is bounded: least recently used shapes go first.
+ */
+const STATEMENT_CACHE_SIZE = 500
+
+const abort = <E>(error: E): never => {
+  throw new Rollback(error)
+}
+
+/** The single place where a backend failure becomes a `StorageError`. */
+const attempt = <A, E>(operation: string, body: () => A): Effect.Effect<A, StorageError | E> => {
+  try {
+    return Effect.succeed(body())
+  } catch (cause) {
+    return cause instanceof Rollback
+      ? Effect.fail(cause.error as E)
+      : Effect.fail(new StorageError({ operation, cause }))
+  }
+}
+
+const open = (filename: string): Database.Database => {
+  if (filename !== ":memory:" && filename !== "") fs.mkdirSync(path.dirname(path.resolve(filename)), { recursive: true })
+  const db = new Database(filename, { timeout: 5000 })
+  try {
+    // WAL lets readers in other processes carry on while one writer commits; NORMAL sync is
+    // durable across application crashes in WAL mode and much cheaper than FULL.
+    db.pragma("journal_mode = WAL")
+    db.pragma("synchronous = NORMAL")
+    db.pragma("foreign_keys = ON")
+    db.pragma("busy_timeout = 5000")
+    // 64 MiB of page cache: the hot partial indexes of current rows stay resident.
+    db.pragma("cache_size = -65536")
+    db.pragma("temp_store = MEMORY")
+  } catch (e) {
+    db.close()
+    throw e
+  }
+  return db
+}
+
+/** Wraps an open connection. The caller owns closing it. */
+export const fromDatabase = (db: Database.Database, filename: string): SqliteClient => {
+  const cache = new Map<string, Statement>()
+  const prepare = (sql: string): Statement => {
+    const hit = cache.get(sql)
+    if (hit !== undefined) {
+      // Re-inserting keeps Map order as recency order, which is what eviction reads.
+      cache.delete(sql)
+      cache.set(sql, hit)
+      return hit
+    }
+    const statement = db.prepare<Array<unknown>, unknown>(sql)
+    if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!)
+    cache.set(sql, statement)
+    return statement
+  }
+  return {
+    db,
+    filename,
+    prepare,
+    run: (operation, body) => Effect.suspend(() => attempt(operation, body)),
+    transaction: <A, E = never>(operation: string, body: (abort: (error: E) => never) => A) =>
+      Effect.suspend(() => attempt<A, E>(operation, () => db.transaction(() => body(abort)).immediate()))
+  }
+}
+
+/** Opens (creating when missing) the database for the life of the scope, and closes it after. */
+export const makeClient = (options: SqliteOptions): Effect.Effect<SqliteClient, StorageError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.suspend(() => attempt<SqliteClient, never>("open", () => fromDatabase(open(options.filename), options.filename))),
+    (client) => Effect.sync(() => {
+      if (client.db.open) client.db.close()
+    })
+  )

@@ -1,0 +1,64 @@
+/**
+ * @gpu-market/storage-sqlite: every gpu-market store in one SQLite file, through better-sqlite3.
+ * WAL mode and IMMEDIATE write transactions let several processes share the file.
+ */
+import {
+  RateLimitStore, RentalPriceStore, SettingsStore, type Storage, type StorageError, TokenStore
+} from "@gpu-market/core"
+import { Config, type ConfigError, Context, Effect, Layer, type Scope } from "effect"
+import { makeClient, type SqliteOptions } from "./client"
+import { migrate } from "./migrations"
+import { makeRateLimitStore } from "./rate-limits"
+import { makeRentalPriceStore } from "./rental-prices"
+import { makeSettingsStore } from "./settings"
+import { makeTokenStore } from "./tokens"
+
+export { fromDatabase, makeClient, Rollback, type SqliteClient, type SqliteOptions, type Statement } from "./client"
+export { LATEST_VERSION, migrate, type Migration, migrations } from "./migrations"
+export { columnsOf, compilePage, type CompiledPage, InvalidPlan, makeRentalPriceStore, rowFromColumns } from "./rental-prices"
+export { makeTokenStore } from "./tokens"
+export { makeRateLimitStore } from "./rate-limits"
+export { makeSettingsStore } from "./settings"
+
+/** The four stores over one connection. */
+export interface SqliteStores {
+  readonly rentalStore: RentalPriceStore["Type"]
+  readonly tokenStore: TokenStore["Type"]
+  readonly rateLimitStore: RateLimitStore["Type"]
+  readonly settingsStore: SettingsStore["Type"]
+}
+
+/**
+ * Opens the database for the life of the scope, migrates it to the current schema and builds
+ * the stores. The connection closes when the scope does.
+ */
+export const make = (options: SqliteOptions): Effect.Effect<SqliteStores, StorageError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const client = yield* makeClient(options)
+    yield* migrate(client)
+    return {
+      rentalStore: makeRentalPriceStore(client),
+      tokenStore: makeTokenStore(client),
+      rateLimitStore: makeRateLimitStore(client),
+      settingsStore: makeSettingsStore(client)
+    }
+  })
+
+/** Every store in the SQLite file `filename`, which the layer opens and closes. */
+export const layer = (options: SqliteOptions): Layer.Layer<Storage, StorageError> =>
+  Layer.scopedContext(
+    Effect.map(make(options), (s) =>
+      Context.make(RentalPriceStore, s.rentalStore).pipe(
+        Context.add(TokenStore, s.tokenStore),
+        Context.add(RateLimitStore, s.rateLimitStore),
+        Context.add(SettingsStore, s.settingsStore)
+      ))
+  )
+
+/** `layer` with the file from `GPU_MARKET_DB`, `./data/market.db` by default. */
+export const layerConfig: Layer.Layer<Storage, StorageError | ConfigError.ConfigError> = Layer.unwrapEffect(
+  Effect.map(
+    Config.string("GPU_MARKET_DB").pipe(Config.withDefault("./data/market.db")),
+    (filename) => layer({ filename })
+  )
+)

@@ -1,0 +1,11 @@
+import { afterAll } from "@effect/vitest"
+import { suite } from "@gpu-market/core/test"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { layer } from "../src/index"
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-market-sqlite-conformance-"))
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
+
+suite("sqlite", layer({ filename: path.join(dir, "market.db") }))

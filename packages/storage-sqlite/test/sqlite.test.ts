@@ -1,0 +1,541 @@
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import {
+  MemoryStorage, type PagePlan, type Predicate, RateLimitStore, type RentalPrice, rentalPriceFields, RentalPriceRow, RentalPriceStore,
+  type Scope as PlanScope, SettingsStore, type Storage, TokenStore
+} from "@gpu-market/core"
+import { rentalRow } from "@gpu-market/core/test"
+import { ConfigProvider, Context, Effect, Exit, Layer, Option } from "effect"
+import fc from "fast-check"
+import { createHash } from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { columnsOf, compilePage, LATEST_VERSION, layer, layerConfig, make, makeClient, migrate, rowFromColumns, type SqliteClient } from "../src/index"
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-market-sqlite-"))
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
+let files = 0
+const freshFile = () => path.join(dir, `db-${files++}`, "market.db")
+
+const SORTS = ["gpu_canonical_name", "gpu_count", "gpu_memory_gb", "price_usd_per_gpu_hour", "region", "valid_from", "vendor"] as const
+const T0 = Date.UTC(2026, 0, 1)
+/** The stored instant `day` days and `hour` hours after 2026-01-01. */
+const at = (day: number, hour = 0) => new Date(T0 + day * 86_400_000 + hour * 3_600_000).toISOString().replace("Z", "000Z")
+const hex32 = (s: string) => createHash("md5").update(s).digest("hex")
+
+/** Builds the stores of `filename` and hands them to `f` inside one scope, which closes the file after. */
+const withStores = <A, E>(filename: string, f: (ctx: Context.Context<Storage>) => Effect.Effect<A, E>) =>
+  Effect.scoped(Effect.flatMap(Layer.build(layer({ filename })), f))
+
+const withClient = <A, E>(f: (client: SqliteClient) => Effect.Effect<A, E>) =>
+  Effect.scoped(Effect.gen(function* () {
+    const client = yield* makeClient({ filename: freshFile() })
+    yield* migrate(client)
+    return yield* f(client)
+  }))
+
+describe("schema", () => {
+  it.effect("columns match the row's fields, in order, with REAL for non-integer numbers", () =>
+    withClient((client) => Effect.sync(() => {
+      const cols = client.db.prepare("PRAGMA table_info(rental_prices)").all() as Array<{ name: string; type: string }>
+      assert.deepStrictEqual(cols.map((c) => c.name), [...rentalPriceFields])
+      const types = Object.fromEntries(cols.map((c) => [c.name, c.type]))
+      for (const f of ["gpu_memory_gb", "ram_gb", "price_usd_per_gpu_hour", "raw_price"]) assert.strictEqual(types[f], "REAL")
+      for (const f of ["gpu_count", "vcpu"]) assert.strictEqual(types[f], "INTEGER")
+      assert.strictEqual(client.db.pragma("user_version", { simple: true }), LATEST_VERSION)
+      assert.strictEqual(String(client.db.pragma("journal_mode", { simple: true })).toLowerCase(), "wal")
+      assert.strictEqual(client.db.pragma("foreign_keys", { simple: true }), 1)
+      assert.strictEqual(client.db.pragma("synchronous", { simple: true }), 1)
+    })))
+
+  it("rows are built with column i under field i, in spec order", () => {
+    const row = rowFromColumns(rentalPriceFields.map((_, i) => i))
+    assert.deepStrictEqual(Object.keys(row), [...rentalPriceFields])
+    assert.deepStrictEqual(Object.values(row), rentalPriceFields.map((_, i) => i))
+    assert.deepStrictEqual(columnsOf(row), rentalPriceFields.map((_, i) => i))
+    assert.include(compilePage({ scope: { _tag: "latest" }, predicates: [], sort: { by: "vendor", order: "asc" }, after: undefined, limit: 1 }).sql,
+      `SELECT ${rentalPriceFields.join(", ")} FROM`)
+  })
+
+  it.effect("a database from a newer schema is refused", () =>
+    Effect.gen(function* () {
+      const file = freshFile()
+      yield* withStores(file, () => Effect.void)
+      yield* Effect.scoped(Effect.flatMap(makeClient({ filename: file }), (c) => Effect.sync(() => c.db.pragma(`user_version = ${LATEST_VERSION + 1}`))))
+      const exit = yield* Effect.exit(withStores(file, () => Effect.void))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.include(JSON.stringify(exit), "StorageError")
+    }))
+
+  it.effect("statements are prepared once per SQL text", () =>
+    withClient((client) => Effect.sync(() => {
+      const plan: PagePlan = {
+        scope: { _tag: "latest" }, predicates: [{ op: "in", field: "vendor", values: ["a"] }],
+        sort: { by: "price_usd_per_gpu_hour", order: "asc" }, after: undefined, limit: 10
+      }
+      const a = compilePage(plan)
+      const b = compilePage({ ...plan, predicates: [{ op: "in", field: "vendor", values: ["b"] }] })
+      assert.strictEqual(a.sql, b.sql)
+      assert.strictEqual(client.prepare(a.sql), client.prepare(b.sql))
+    })))
+})
+
+describe("page SQL", () => {
+  const position = (by: string) => ({ value: ["gpu_count", "gpu_memory_gb", "price_usd_per_gpu_hour"].includes(by) ? 2 : "x", tie: "8".repeat(32) })
+  const plans = (extra: ReadonlyArray<Predicate>): Array<PagePlan> =>
+    (["vendor", "gpu_canonical_name"] as const).flatMap((anchor) =>
+      SORTS.flatMap((by) =>
+        (["asc", "desc"] as const).flatMap((order) =>
+          [undefined, position(by)].map((after): PagePlan => ({
+            scope: { _tag: "latest" },
+            predicates: [{ op: "in", field: anchor, values: ["x"] }, ...extra],
+            sort: { by, order },
+            after,
+            limit: 101
+          })))))
+
+  const explain = (client: SqliteClient, plan: PagePlan) => {
+    const { sql, params } = compilePage(plan)
+    return (client.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map((r) => r.detail).join("\n")
+  }
+
+  const loadSome = (client: SqliteClient) => {
+    const insert = client.db.prepare(`INSERT INTO rental_prices (${rentalPriceFields.join(", ")}) VALUES (${rentalPriceFields.map((f) => `@${f}`).join(", ")})`)
+    client.db.transaction(() => {
+      for (let i = 0; i < 3000; i++) {
+        insert.run(rentalRow({
+          vendor: `v${i % 7}`, gpu_canonical_name: `g${i % 11}`, vendor_sku: `s${i}`, region: `r${i % 5}`,
+          gpu_count: 1 + (i % 8), price_usd_per_gpu_hour: 1 + (i % 13) / 4, valid_from: at(i % 40),
+          valid_to: i % 3 === 0 ? null : at(40 + (i % 9))
+        }))
+      }
+    })()
+  }
+
+  it.effect("/latest with one vendor or GPU anchor never sorts, for every sort, order and position", () =>
+    withClient((client) => Effect.sync(() => {
+      const check = (label: string) => {
+        // A filter no index holds keeps the plan. (One on an indexed field, say region or a
+        // price range, may rightly narrow by that index and sort the few rows left.)
+        for (const extra of [[], [{ op: "eq", field: "contract_type", value: "spot" }]] as const) {
+          for (const plan of plans(extra)) {
+            const detail = explain(client, plan)
+            const what = `${label}: ${JSON.stringify(plan.predicates)} ${plan.sort.by} ${plan.sort.order} after=${plan.after !== undefined}\n${detail}`
+            assert.notInclude(detail, "TEMP B-TREE", what)
+            assert.include(detail, "rental_prices_current_", what)
+            // The position is part of the index seek, so a deep page costs what the first does.
+            if (plan.after !== undefined) assert.match(detail, /AND (\(\w+,)?product_key\)?[<>]/, what)
+          }
+        }
+      }
+      check("empty")
+      loadSome(client)
+      check("loaded")
+      client.db.exec("ANALYZE")
+      check("analyzed")
+    })))
+
+  it.effect("a bound on the sort field does not hide the position from the index seek", () =>
+    withClient((client) => Effect.sync(() => {
+      for (const [op, order, value] of [["gte", "asc", 3], ["lte", "desc", 1]] as const) {
+        const plan: PagePlan = {
+          scope: { _tag: "latest" },
+          predicates: [{ op: "in", field: "vendor", values: ["x"] }, { op, field: "price_usd_per_gpu_hour", value: 2 }],
+          sort: { by: "price_usd_per_gpu_hour", order }, after: { value, tie: "0".repeat(32) }, limit: 10
+        }
+        const detail = explain(client, plan)
+        assert.include(detail, "(price_usd_per_gpu_hour,product_key)", detail)
+        assert.notInclude(detail, "TEMP B-TREE", detail)
+      }
+    })))
+
+  it.effect("history reads by valid_from come from an index in order", () =>
+    withClient((client) => Effect.sync(() => {
+      for (const anchor of [[], [{ op: "in", field: "vendor", values: ["x"] }], [{ op: "in", field: "gpu_canonical_name", values: ["x"] }]] as const) {
+        for (const order of ["asc", "desc"] as const) {
+          const detail = explain(client, {
+            scope: { _tag: "window", start: at(0), end: at(30) }, predicates: anchor,
+            sort: { by: "valid_from", order }, after: { value: at(3), tie: "0".repeat(32) }, limit: 50
+          })
+          assert.notInclude(detail, "TEMP B-TREE", detail)
+        }
+      }
+    })))
+
+  it.effect("plans naming unknown fields or sorting by a nullable field fail with StorageError", () =>
+    withStores(freshFile(), (ctx) => Effect.gen(function* () {
+      const s = Context.get(ctx, RentalPriceStore)
+      const base: PagePlan = { scope: { _tag: "latest" }, predicates: [], sort: { by: "vendor", order: "asc" }, after: undefined, limit: 5 }
+      const bad: Array<PagePlan> = [
+        { ...base, predicates: [{ op: "eq", field: "vendor; DROP TABLE rental_prices", value: "x" }] },
+        { ...base, sort: { by: "rowid", order: "asc" } },
+        { ...base, sort: { by: "vcpu", order: "asc" } }
+      ]
+      for (const plan of bad) {
+        const exit = yield* Effect.exit(s.page(plan))
+        assert.isTrue(Exit.isFailure(exit) && JSON.stringify(exit.cause).includes("StorageError"), JSON.stringify(plan))
+      }
+      assert.deepStrictEqual(yield* s.page(base), [])
+    })))
+})
+
+describe("files", () => {
+  it.effect("data survives closing and reopening the file", () =>
+    Effect.gen(function* () {
+      const file = freshFile()
+      const v1 = rentalRow({ vendor: "lambda", gpu_canonical_name: "h100-sxm", gpu_memory_gb: 80, price_usd_per_gpu_hour: 2.49, ram_gb: 1.5 })
+      const v2 = rentalRow({ vendor: "lambda", gpu_canonical_name: "h100-sxm", gpu_memory_gb: 80, price_usd_per_gpu_hour: 3, valid_from: at(2), extracted_at: at(2) })
+      yield* withStores(file, (ctx) => Effect.gen(function* () {
+        const s = Context.get(ctx, RentalPriceStore)
+        yield* s.apply({ close: [], open: [v1] })
+        yield* s.apply({ close: [{ product_key: v1.product_key, valid_to: at(2) }], open: [v2] })
+        yield* Context.get(ctx, SettingsStore).set("secret", "s3cr3t")
+        yield* Context.get(ctx, TokenStore).put("h".repeat(64), {
+          id: "p1" as never, name: "P One", grants: { gpu_rental_prices: { history: { _tag: "rolling", days: 30 } } },
+          indices: ["idx-1"], legacy_custom_index: true, procurement: false, rate_limit_per_minute: 120
+        })
+        yield* Context.get(ctx, RateLimitStore).hit("k", 60_000_000, 1_000 * 60_000_000 + 5)
+      }))
+      yield* withStores(file, (ctx) => Effect.gen(function* () {
+        const s = Context.get(ctx, RentalPriceStore)
+        const rows = yield* s.page({
+          scope: { _tag: "window", start: at(0), end: at(10) }, predicates: [{ op: "in", field: "vendor", values: ["lambda"] }],
+          sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 10
+        })
+        assert.deepStrictEqual(rows, [{ ...v1, valid_to: at(2) }, v2])
+        // Keys in spec order, numbers as stored (80 stays 80, 2.49 stays 2.49).
+        assert.deepStrictEqual(Object.keys(rows[0]!), [...rentalPriceFields])
+        assert.strictEqual(rows[0]!.gpu_memory_gb, 80)
+        assert.strictEqual(rows[0]!.price_usd_per_gpu_hour, 2.49)
+        assert.deepStrictEqual(yield* s.current([v1.base_product_key]), [v2])
+        assert.deepStrictEqual((yield* s.gpus).map((g) => g.gpu_canonical_name), ["h100-sxm"])
+        assert.deepStrictEqual(yield* Context.get(ctx, SettingsStore).get("secret"), Option.some("s3cr3t"))
+        const token = yield* Context.get(ctx, TokenStore).find("h".repeat(64))
+        assert.isTrue(Option.isSome(token))
+        assert.strictEqual(Option.getOrThrow(token).principal.name, "P One")
+        assert.deepStrictEqual(Option.getOrThrow(token).principal.grants, { gpu_rental_prices: { history: { _tag: "rolling", days: 30 } } })
+        assert.strictEqual((yield* Context.get(ctx, RateLimitStore).hit("k", 60_000_000, 1_000 * 60_000_000 + 6)).count, 2)
+      }))
+    }))
+
+  it.effect("layerConfig opens the file named by GPU_MARKET_DB, creating its directory", () =>
+    Effect.gen(function* () {
+      const file = path.join(dir, "configured", "nested", "market.db")
+      yield* Effect.scoped(Effect.flatMap(Layer.build(layerConfig), (ctx) => Context.get(ctx, SettingsStore).set("k", "v"))).pipe(
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["GPU_MARKET_DB", file]])))
+      )
+      assert.isTrue(fs.existsSync(file))
+      yield* withStores(file, (ctx) => Effect.gen(function* () {
+        assert.deepStrictEqual(yield* Context.get(ctx, SettingsStore).get("k"), Option.some("v"))
+      }))
+    }))
+
+  it.effect("two connections to one file see each other's writes, summaries included", () =>
+    Effect.gen(function* () {
+      const file = freshFile()
+      yield* withStores(file, (a) => withStores(file, (b) => Effect.gen(function* () {
+        const sa = Context.get(a, RentalPriceStore), sb = Context.get(b, RentalPriceStore)
+        assert.deepStrictEqual(yield* sb.spellings, [])
+        const r1 = rentalRow({ vendor: "va", gpu_canonical_name: "g1" })
+        yield* sa.apply({ close: [], open: [r1] })
+        assert.deepStrictEqual((yield* sb.spellings).map((s) => s.spelling), ["g1", "G1", "G1 80GB"])
+        assert.isTrue((yield* sb.gpus)[0]!.currently_listed)
+        // B plans from a stale read; A has moved the product on meanwhile, so B conflicts.
+        const r2 = rentalRow({ vendor: "va", gpu_canonical_name: "g1", price_usd_per_gpu_hour: 4, valid_from: at(1) })
+        yield* sa.apply({ close: [{ product_key: r1.product_key, valid_to: at(1) }], open: [r2] })
+        const r3 = rentalRow({ vendor: "va", gpu_canonical_name: "g1", price_usd_per_gpu_hour: 5, valid_from: at(1) })
+        const stale = yield* Effect.exit(sb.apply({ close: [{ product_key: r1.product_key, valid_to: at(1) }], open: [r3] }))
+        assert.isTrue(Exit.isFailure(stale) && JSON.stringify(stale.cause).includes("StorageConflict"))
+        yield* sa.apply({ close: [{ product_key: r2.product_key, valid_to: at(2) }], open: [] })
+        assert.isFalse((yield* sb.gpus)[0]!.currently_listed)
+        // Counters and settings are shared.
+        const ra = Context.get(a, RateLimitStore), rb = Context.get(b, RateLimitStore)
+        yield* ra.hit("k", 1_000, 5_000)
+        assert.strictEqual((yield* rb.hit("k", 1_000, 5_001)).count, 2)
+        assert.strictEqual(yield* Context.get(a, SettingsStore).getOrSet("x", "from-a"), "from-a")
+        assert.strictEqual(yield* Context.get(b, SettingsStore).getOrSet("x", "from-b"), "from-a")
+      })))
+    }))
+})
+
+describe("apply", () => {
+  it.effect("rows given as RentalPriceRow instances are stored like plain rows", () =>
+    withStores(freshFile(), (ctx) => Effect.gen(function* () {
+      const s = Context.get(ctx, RentalPriceStore)
+      const plain = rentalRow({ vendor: "v", gpu_canonical_name: "g" })
+      yield* s.apply({ close: [], open: [RentalPriceRow.make(plain as never)] })
+      assert.deepStrictEqual(yield* s.current([plain.base_product_key]), [plain])
+    })))
+
+  it.effect("a conflicting apply leaves nothing half-written", () =>
+    withStores(freshFile(), (ctx) => Effect.gen(function* () {
+      const s = Context.get(ctx, RentalPriceStore)
+      const old = [0, 1, 2].map((i) => rentalRow({ vendor: "v", gpu_canonical_name: "g", vendor_sku: `s${i}` }))
+      yield* s.apply({ close: [], open: old })
+      const all = () => s.page({ scope: { _tag: "window", start: at(0), end: at(100) }, predicates: [], sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 100 })
+      const before = { rows: yield* all(), spellings: yield* s.spellings, gpus: yield* s.gpus }
+      const next = old.map((r, i) => rentalRow({ ...r, base_product_key: r.base_product_key, product_key: hex32(`next-${i}`), price_usd_per_gpu_hour: 9, valid_from: at(5), vendor_gpu_name: "NEW SPELLING" }))
+      const newGpu = rentalRow({ vendor: "other-vendor", gpu_canonical_name: "brand-new-gpu", valid_from: at(5) })
+      const cases = [
+        // The last open reuses a stored product_key.
+        { close: old.map((r) => ({ product_key: r.product_key, valid_to: at(5) })), open: [...next, newGpu, { ...newGpu, product_key: old[0]!.product_key }] },
+        // The last open makes a second current row of a product.
+        { close: old.slice(0, 2).map((r) => ({ product_key: r.product_key, valid_to: at(5) })), open: [newGpu, ...next] },
+        // The last close names a row that is not current.
+        { close: [...old.map((r) => ({ product_key: r.product_key, valid_to: at(5) })), { product_key: hex32("missing"), valid_to: at(5) }], open: [newGpu] }
+      ]
+      for (const change of cases) {
+        const exit = yield* Effect.exit(s.apply(change))
+        assert.isTrue(Exit.isFailure(exit) && JSON.stringify(exit.cause).includes("StorageConflict"))
+        assert.deepStrictEqual(yield* all(), before.rows)
+        assert.deepStrictEqual(yield* s.spellings, before.spellings)
+        assert.deepStrictEqual(yield* s.gpus, before.gpus)
+        assert.sameMembers((yield* s.current(old.map((r) => r.base_product_key))).map((r) => r.product_key), old.map((r) => r.product_key))
+      }
+    })))
+})
+
+// ---------------------------------------------------------------------------------------------
+// Differential check against the in-memory reference store.
+
+const VENDORS = ["aws", "lambda", "runpod", "vast.ai"]
+const GPUS = ["a100-80gb", "h100-sxm", "l40s", "mi300x"]
+
+interface Product {
+  readonly vendor: string
+  readonly gpu: string
+  readonly sku: string
+  readonly region: string
+  readonly count: number
+  readonly memory: number
+  readonly contract: string
+  readonly availability: string | null
+  readonly spelling: string
+  readonly manufacturer: string
+  readonly vcpu: number | null
+  readonly versions: ReadonlyArray<{ readonly gap: number; readonly price: number }>
+  readonly closedAtEnd: boolean
+}
+
+const productArb: fc.Arbitrary<Product> = fc.record({
+  vendor: fc.constantFrom(...VENDORS),
+  gpu: fc.constantFrom(...GPUS),
+  sku: fc.constantFrom("s1", "s2", "s3", "s4"),
+  region: fc.constantFrom("us-east", "eu-west", "ap-south", "US-East", "eu-west-2"),
+  count: fc.constantFrom(1, 2, 4, 8),
+  memory: fc.constantFrom(24, 40, 80, 80.5, 141),
+  contract: fc.constantFrom("ondemand", "spot", "reserved"),
+  availability: fc.constantFrom(null, "available", "limited"),
+  spelling: fc.constantFrom("NVIDIA H100", "H100 SXM5", "h100-sxm", "A100 80GB", "Instinct MI300X", "l40s", "L40S 48GB"),
+  manufacturer: fc.constantFrom("nvidia", "NVIDIA", "amd"),
+  vcpu: fc.constantFrom(null, 8, 96),
+  versions: fc.array(fc.record({ gap: fc.integer({ min: 1, max: 6 }), price: fc.constantFrom(0.5, 1, 1.25, 2, 2.49, 3) }), { minLength: 1, maxLength: 4 }),
+  closedAtEnd: fc.boolean()
+})
+
+/** A product's versions as rows, each closed when the next opens. */
+const versionsOf = (p: Product, i: number): Array<RentalPrice> => {
+  const base = hex32(`base-${i}`)
+  let day = 0
+  const starts = p.versions.map((v) => (day += v.gap))
+  return p.versions.map((v, k) => ({
+    vendor: p.vendor, vendor_gpu_name: p.spelling, vendor_sku: p.sku, vendor_region: null, region: p.region,
+    gpu_canonical_name: p.gpu, gpu_manufacturer: p.manufacturer, gpu_model: p.gpu.toUpperCase(), gpu_count: p.count,
+    gpu_memory_gb: p.memory, vcpu: p.vcpu, ram_gb: p.vcpu === null ? null : p.vcpu * 10.5, os: "linux", form_factor: null,
+    interconnect: null, instance_type: `${p.vendor}.${p.count}x`, instance_variant: null, contract_type: p.contract,
+    contract_term: null, contract_details: null, availability: p.availability, price_usd_per_gpu_hour: v.price,
+    raw_price: v.price * p.count, raw_price_unit: "usd_per_hour", valid_from: at(starts[k]!), extracted_at: at(starts[k]!),
+    valid_to: k < p.versions.length - 1 ? at(starts[k + 1]!) : p.closedAtEnd ? at(day + 3) : null,
+    base_product_key: base, product_key: hex32(`row-${i}-${k}`)
+  }))
+}
+
+/**
+ * The changes that produce the products, as ingest would send them: round k closes version k-1
+ * and opens version k (current), a last round closes what ends closed.
+ */
+const changesOf = (products: ReadonlyArray<Product>) => {
+  const rows = products.map(versionsOf)
+  const rounds = Math.max(...products.map((p) => p.versions.length))
+  const changes = []
+  for (let k = 0; k < rounds; k++) {
+    const close = rows.flatMap((vs) => (k > 0 && k < vs.length ? [{ product_key: vs[k - 1]!.product_key, valid_to: vs[k]!.valid_from }] : []))
+    const open = rows.flatMap((vs) => (k < vs.length ? [{ ...vs[k]!, valid_to: null }] : []))
+    changes.push({ close, open })
+  }
+  changes.push({
+    close: rows.flatMap((vs) => {
+      const last = vs[vs.length - 1]!
+      return last.valid_to === null ? [] : [{ product_key: last.product_key, valid_to: last.valid_to }]
+    }),
+    open: []
+  })
+  return { rows: rows.flat(), changes }
+}
+
+const subset = <A>(xs: ReadonlyArray<A>) => fc.subarray([...xs], { minLength: 0, maxLength: xs.length })
+const dayArb = fc.integer({ min: 0, max: 30 })
+
+const scopeArb: fc.Arbitrary<PlanScope> = fc.oneof(
+  fc.constant({ _tag: "latest" as const }),
+  fc.tuple(dayArb, fc.integer({ min: 0, max: 23 })).map(([d, h]) => ({ _tag: "asOf" as const, at: at(d, h) })),
+  fc.tuple(dayArb, fc.integer({ min: 0, max: 20 })).map(([d, span]) => ({ _tag: "window" as const, start: at(d), end: at(d + span) }))
+)
+
+const predicateArb = (baseKeys: ReadonlyArray<string>): fc.Arbitrary<Predicate> => fc.oneof(
+  { withCrossShrink: true },
+  subset(VENDORS).map((values) => ({ op: "in" as const, field: "vendor", values })),
+  subset(GPUS).map((values) => ({ op: "in" as const, field: "gpu_canonical_name", values })),
+  subset(["us-east", "eu-west", "US-East", "nowhere"]).map((values) => ({ op: "in" as const, field: "region", values })),
+  fc.constantFrom("ondemand", "spot").map((value) => ({ op: "eq" as const, field: "contract_type", value })),
+  fc.constantFrom("available", "limited").map((value) => ({ op: "eq" as const, field: "availability", value })),
+  fc.constantFrom(...baseKeys).map((value) => ({ op: "eq" as const, field: "base_product_key", value })),
+  fc.tuple(fc.constantFrom("gte" as const, "lte" as const), fc.constantFrom("price_usd_per_gpu_hour", "gpu_count", "gpu_memory_gb", "vcpu", "ram_gb"), fc.constantFrom(0.5, 1, 2, 2.49, 4, 80, 96))
+    .map(([op, field, value]) => ({ op, field, value })),
+  // Shapes the reference treats strictly: a numeric field never equals text, text has no bounds.
+  fc.constantFrom<Predicate>(
+    { op: "eq", field: "gpu_count", value: "8" },
+    { op: "in", field: "gpu_memory_gb", values: ["80", "24"] },
+    { op: "in", field: "gpu_count", values: ["8"] },
+    { op: "gte", field: "region", value: 1 }
+  )
+)
+
+const planArb = (baseKeys: ReadonlyArray<string>): fc.Arbitrary<PagePlan> => fc.record({
+  scope: scopeArb,
+  predicates: fc.array(predicateArb(baseKeys), { maxLength: 2 }),
+  sort: fc.record({
+    by: fc.constantFrom(...SORTS, "product_key", "contract_type", "raw_price", "extracted_at"),
+    order: fc.constantFrom("asc" as const, "desc" as const)
+  }),
+  after: fc.constant(undefined),
+  limit: fc.integer({ min: 1, max: 9 })
+})
+
+const NUMERIC_SORTS = new Set(["gpu_count", "gpu_memory_gb", "price_usd_per_gpu_hour", "raw_price"])
+
+/** An arbitrary keyset position of the right type for each sort, not only one a walk reaches. */
+const positionArb = fc.record({
+  number: fc.constantFrom(0.5, 1, 2, 2.49, 3, 4, 8, 40, 80, 80.5, 141, 1000),
+  text: fc.constantFrom(...VENDORS, ...GPUS, "us-east", "eu-west", "US-East", "ondemand", "spot", at(5), at(10, 3), "", "m", "zzz"),
+  tie: fc.constantFrom("0".repeat(32), "8".repeat(32), "f".repeat(32), hex32("row-3-0"))
+}).map((p) => (by: string): NonNullable<PagePlan["after"]> =>
+  ({ value: by === "product_key" ? p.tie : NUMERIC_SORTS.has(by) ? p.number : p.text, tie: p.tie }))
+
+const byKey = (rows: ReadonlyArray<RentalPrice>) => [...rows].sort((a, b) => (a.product_key < b.product_key ? -1 : 1))
+
+describe("differential against the memory store", () => {
+  it("returns what the reference returns, page by page", () => {
+    let runs = 0
+    fc.assert(
+      fc.property(
+        fc.array(productArb, { minLength: 20, maxLength: 80 }).chain((products) =>
+          fc.tuple(
+            fc.constant(products),
+            fc.array(fc.tuple(planArb(products.map((_, i) => hex32(`base-${i}`))), fc.option(positionArb)), { minLength: 30, maxLength: 60 })
+          )),
+        ([products, plans]) => {
+          runs++
+          const { changes } = changesOf(products)
+          Effect.runSync(Effect.scoped(Effect.gen(function* () {
+            const sqlite = (yield* make({ filename: freshFile() })).rentalStore
+            const memory = (yield* MemoryStorage.make).rentalStore
+            for (const change of changes) {
+              yield* sqlite.apply(change)
+              yield* memory.apply(change)
+            }
+            assert.deepStrictEqual(yield* sqlite.spellings, yield* memory.spellings)
+            assert.deepStrictEqual(yield* sqlite.gpus, yield* memory.gpus)
+            const keys = [...products.map((_, i) => hex32(`base-${i}`)).filter((_, i) => i % 2 === 0), hex32("base-0"), hex32("no such product")]
+            assert.deepStrictEqual(byKey(yield* sqlite.current(keys)), byKey(yield* memory.current(keys)))
+            for (const [plan, start] of plans) {
+              let after: PagePlan["after"] = start === null ? undefined : start(plan.sort.by)
+              for (let n = 0; n < 500; n++) {
+                const p: PagePlan = { ...plan, after }
+                const got = yield* sqlite.page(p)
+                const want = yield* memory.page(p)
+                assert.deepStrictEqual(got, want, `page ${n} of ${JSON.stringify(plan)}`)
+                if (got.length < plan.limit) break
+                const last = got[got.length - 1]!
+                after = { value: last[plan.sort.by as keyof RentalPrice] as string | number, tie: last.product_key }
+              }
+            }
+          })))
+        }
+      ),
+      { seed: 20260101, numRuns: 40 }
+    )
+    assert.strictEqual(runs, 40)
+  })
+
+  it("agrees for positions anywhere, with the sort field bounded or pinned", () => {
+    const { changes } = changesOf(fc.sample(productArb, { seed: 7, numRuns: 60 }))
+    const scopes: Array<PlanScope> = [{ _tag: "latest" }, { _tag: "window", start: at(0), end: at(40) }]
+    const plans: Array<PagePlan> = []
+    const ties = ["0".repeat(32), "f".repeat(32), hex32("row-5-0")]
+    for (const scope of scopes) for (const order of ["asc", "desc"] as const) for (const tie of ties) {
+      for (const by of ["price_usd_per_gpu_hour", "gpu_count", "gpu_memory_gb"]) {
+        for (const op of ["gte", "lte"] as const) for (const bound of [1, 2, 2.49, 80]) for (const value of [0.5, 2, 2.49, 3, 80.5, 200]) {
+          plans.push({ scope, predicates: [{ op, field: by, value: bound }], sort: { by, order }, after: { value, tie }, limit: 4 })
+        }
+      }
+      for (const [by, pinned] of [["vendor", "lambda"], ["gpu_canonical_name", "h100-sxm"], ["contract_type", "spot"], ["region", "eu-west"]] as const) {
+        for (const value of ["", "a", pinned, `${pinned}0`, "zzz"]) {
+          plans.push({ scope, predicates: [{ op: "in", field: by, values: [pinned] }], sort: { by, order }, after: { value, tie }, limit: 4 })
+          plans.push({ scope, predicates: [{ op: "eq", field: by, value: pinned }], sort: { by, order }, after: { value, tie }, limit: 4 })
+        }
+      }
+    }
+    Effect.runSync(Effect.scoped(Effect.gen(function* () {
+      const sqlite = (yield* make({ filename: freshFile() })).rentalStore
+      const memory = (yield* MemoryStorage.make).rentalStore
+      for (const change of changes) {
+        yield* sqlite.apply(change)
+        yield* memory.apply(change)
+      }
+      let rows = 0
+      for (const plan of plans) {
+        const got = yield* sqlite.page(plan)
+        assert.deepStrictEqual(got, yield* memory.page(plan), JSON.stringify(plan))
+        rows += got.length
+      }
+      assert.isAbove(rows, plans.length)
+    })))
+  })
+
+  it("replays the reference's edge cases of apply", () => {
+    const r = rentalRow({ vendor: "v", gpu_canonical_name: "g", vendor_gpu_name: "g" })
+    const twin = { ...r, price_usd_per_gpu_hour: 7 }
+    const closedTwin = { ...r, valid_to: at(3) }
+    const other = rentalRow({ vendor: "v", gpu_canonical_name: "g", vendor_sku: "other" })
+    const sequences: Array<Array<Parameters<RentalPriceStore["Type"]["apply"]>[0]>> = [
+      // A row opened twice in one change: the last copy stands.
+      [{ close: [], open: [closedTwin, r] }],
+      [{ close: [], open: [r, closedTwin] }],
+      [{ close: [], open: [r, twin] }],
+      // A row closed twice in one change: the last valid_to stands.
+      [{ close: [], open: [r] }, { close: [{ product_key: r.product_key, valid_to: at(4) }, { product_key: r.product_key, valid_to: at(6) }], open: [] }],
+      // The same row applied twice: its key exists and its product has a current row.
+      [{ close: [], open: [r] }, { close: [], open: [other, r] }],
+      // Closing and reopening under one key.
+      [{ close: [], open: [r] }, { close: [{ product_key: r.product_key, valid_to: at(4) }], open: [r] }],
+      [{ close: [], open: [r, other] }, { close: [{ product_key: r.product_key, valid_to: at(4) }], open: [{ ...twin, product_key: hex32("x") }] }]
+    ]
+    for (const seq of sequences) {
+      Effect.runSync(Effect.scoped(Effect.gen(function* () {
+        const sqlite = (yield* make({ filename: freshFile() })).rentalStore
+        const memory = (yield* MemoryStorage.make).rentalStore
+        for (const change of seq) {
+          const a = yield* Effect.either(sqlite.apply(change))
+          const b = yield* Effect.either(memory.apply(change))
+          assert.strictEqual(a._tag, b._tag, JSON.stringify(change))
+          if (a._tag === "Left" && b._tag === "Left") assert.deepStrictEqual([a.left._tag, (a.left as { detail?: string }).detail], [b.left._tag, (b.left as { detail?: string }).detail])
+        }
+        const plan: PagePlan = { scope: { _tag: "window", start: at(0), end: at(10) }, predicates: [], sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 50 }
+        assert.deepStrictEqual(yield* sqlite.page(plan), yield* memory.page(plan))
+        assert.deepStrictEqual(yield* sqlite.spellings, yield* memory.spellings)
+        assert.deepStrictEqual(yield* sqlite.gpus, yield* memory.gpus)
+      })))
+    }
+  })
+})
