@@ -1,0 +1,80 @@
+import { assert, describe, it } from "@effect/vitest"
+import { existsSync, mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { freePort, startUntil } from "./support/process"
+
+const ROOT = resolve(import.meta.dirname, "..")
+
+const start = async (db: string, env: Record<string, string> = {}) => {
+  const port = await freePort()
+  const server = await startUntil("npm", ["start", "--silent"], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: String(port), GPU_MARKET_DB: db, ...env },
+    ready: /listening on http:\/\/127\.0\.0\.1:\d+/,
+    timeoutMs: 120_000
+  })
+  const get = async (path: string, token: string) => {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: `Bearer ${token}` } })
+    return { status: res.status, headers: res.headers, body: await res.json() as any }
+  }
+  return { server, get, port }
+}
+
+describe("npm start", () => {
+  it("creates, seeds and serves the demo market on an empty directory, then reuses it", { timeout: 240_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "gpu-market-start-"))
+    const db = join(dir, "nested", "market.db")
+    const today = new Date().toISOString().slice(0, 10)
+
+    const first = await start(db)
+    let rows: Array<any>
+    try {
+      assert.match(first.server.output(), /Seeded the demo market from \d{4}-\d{2}-\d{2} to \d{4}-\d{2}-\d{2}/)
+      for (const token of ["demo-all", "demo-current", "demo-rental"]) assert.include(first.server.output(), token)
+      assert.isTrue(existsSync(db))
+      const latest = await first.get("/v2/gpu/rental/prices/latest?gpu_canonical_name=h100-sxm&page_size=1000", "demo-all")
+      assert.strictEqual(latest.status, 200)
+      assert.strictEqual(latest.headers.get("content-type"), "application/json")
+      assert.isNotNull(latest.headers.get("x-ratelimit-limit"))
+      rows = latest.body.data
+      assert.isAbove(rows.length, 10)
+      assert.isTrue(rows.every((r) => r.gpu_canonical_name === "h100-sxm" && r.valid_to === null))
+      // The market ends today: the default 30-day history window has changes from today.
+      const history = await first.get("/v2/gpu/rental/prices/history?page_size=1000&sort_by=valid_from", "demo-all")
+      assert.strictEqual(history.status, 200)
+      assert.strictEqual(history.body.data[0].valid_from.slice(0, 10), today)
+      const next = await first.get(history.body.meta.next.path + "?page_token=" + history.body.meta.next.query_params.page_token, "demo-all")
+      assert.strictEqual(next.status, 200)
+      // The demo tokens' entitlements are as documented.
+      assert.strictEqual((await first.get("/v2/gpu/rental/prices/history", "demo-current")).status, 403)
+      const rental = await first.get("/v2/gpu/rental/prices/history?start=2000-01-01", "demo-rental")
+      assert.isTrue(rental.body.meta.window.clamped)
+      const floor = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate()) - 60 * 86_400_000)
+      assert.strictEqual(rental.body.meta.window.history_starts_at, floor.toISOString().slice(0, 10))
+      const meta = await first.get("/v2/gpu/rental/prices/metadata", "demo-all")
+      const v100 = meta.body.data.gpus.find((g: any) => g.gpu_canonical_name === "v100")
+      assert.isFalse(v100.currently_listed)
+    } finally {
+      await first.server.stop()
+    }
+
+    const second = await start(db)
+    try {
+      assert.match(second.server.output(), /Demo market is current through/)
+      const again = await second.get("/v2/gpu/rental/prices/latest?gpu_canonical_name=h100-sxm&page_size=1000", "demo-all")
+      assert.deepStrictEqual(again.body.data, rows)
+    } finally {
+      await second.server.stop()
+    }
+
+    const plain = await start(db, { GPU_MARKET_DEMO: "0" })
+    try {
+      const r = await plain.get("/v2/gpu/rental/prices/latest?gpu_canonical_name=h100-sxm", "demo-all")
+      assert.strictEqual(r.status, 401)
+      assert.strictEqual(r.body.code, "unauthenticated")
+    } finally {
+      await plain.server.stop()
+    }
+  })
+})
