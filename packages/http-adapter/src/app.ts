@@ -1,11 +1,19 @@
 import { type HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import {
   Auth, type MarketError, type MarketRequest, type Principal, RateLimits, type RateLimitStatus, RentalPrices,
-  requestOrigin
+  rentalPricesCollection, requestOrigin
 } from "@gpu-market/core"
 import { Cause, Effect, Either, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { problemResponse } from "./problem"
+
+/** What a data type's service offers the adapter: its paged endpoints and its metadata. */
+export interface CollectionEndpoints {
+  readonly latest?: (request: MarketRequest) => Effect.Effect<unknown, MarketError>
+  readonly asOf?: (request: MarketRequest) => Effect.Effect<unknown, MarketError>
+  readonly history: (request: MarketRequest) => Effect.Effect<unknown, MarketError>
+  readonly metadata: (request: Pick<MarketRequest, "principal" | "query">) => Effect.Effect<unknown, MarketError>
+}
 
 /** Options of the HTTP app. */
 export interface AppOptions {
@@ -59,11 +67,17 @@ export const makeApp = (options: AppOptions) =>
     const page = (endpoint: (request: MarketRequest) => Effect.Effect<unknown, MarketError>) =>
       data((principal, request) => endpoint({ principal, query: queryOf(request.url), origin }))
 
-    const routes: ReadonlyArray<readonly [HttpRouter.PathInput, Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>]> = [
-      ["/v2/gpu/rental/prices/latest", page(rental.latest)],
-      ["/v2/gpu/rental/prices/as-of", page(rental.asOf)],
-      ["/v2/gpu/rental/prices/history", page(rental.history)],
-      ["/v2/gpu/rental/prices/metadata", data((principal, request) => rental.metadata({ principal, query: queryOf(request.url) }))]
+    type Route = readonly [HttpRouter.PathInput, Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>]
+    /** The endpoints a data type's service offers under its path; an endpoint it lacks is a 404. */
+    const collection = (basePath: `/${string}`, service: CollectionEndpoints): ReadonlyArray<Route> => [
+      ...(service.latest === undefined ? [] : [[`${basePath}/latest`, page(service.latest)] as const]),
+      ...(service.asOf === undefined ? [] : [[`${basePath}/as-of`, page(service.asOf)] as const]),
+      [`${basePath}/history`, page(service.history)],
+      [`${basePath}/metadata`, data((principal, request) => service.metadata({ principal, query: queryOf(request.url) }))]
+    ]
+
+    const routes: ReadonlyArray<Route> = [
+      ...collection(rentalPricesCollection.basePath, rental)
     ]
     const known = new Set<string>(routes.map(([path]) => path))
     const routed = yield* HttpRouter.toHttpApp(routes.reduce((r, [path, handler]) => HttpRouter.get(r, path, handler), HttpRouter.empty))

@@ -3,8 +3,9 @@ import type { DataType, Principal } from "../auth/principal"
 import { reportedHistoryStart, requireGrant, requireHistory } from "../auth/entitlements"
 import { type MarketError, MissingAnchor, StorageUnavailable, validationFailed } from "../errors"
 import type { Page, PageMeta, SortOrder } from "../schema/envelope"
-import type { PagePlan, Predicate, Scope } from "../storage/plan"
+import { type PagePlan, type Predicate, type Scope, sortValue } from "../storage/plan"
 import type { StorageError } from "../storage/contract"
+
 import type { PageTokens, PageTokenState } from "./page-token"
 import {
   collectQuery, decodeParams, DEFAULT_PAGE_SIZE, InstantParam, PageSize, type QueryInput, SortByParam,
@@ -27,7 +28,7 @@ export interface FilterDef {
 export interface CollectionDef {
   readonly dataType: DataType
   /** Path of the type, e.g. `/v2/gpu/rental/prices`. */
-  readonly basePath: string
+  readonly basePath: `/${string}`
   readonly filters: ReadonlyArray<FilterDef>
   /** Parameters the type resolves itself (e.g. `gpu_search`), with their schemas. */
   readonly extraParams: Readonly<Record<string, Schema.Schema<any, string>>>
@@ -206,7 +207,7 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
       const last = data[data.length - 1]!
       const token = run.tokens.sign(principal.id, endpointPath, {
         scope: state.scope, predicates: state.predicates, sort: state.sort, clamped: state.clamped,
-        after: { value: last[state.sort.by] as string | number, tie: last[collection.tieBreaker] as string }
+        after: { value: sortValue(last, state.sort.by), tie: last[collection.tieBreaker] as string }
       })
       const path = request.origin.prefix + endpointPath
       const size = String(pageSize)

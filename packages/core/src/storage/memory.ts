@@ -5,7 +5,7 @@ import {
   type GpuSpelling, RateLimitStore, type RentalGpuSummary, RentalPriceStore, SettingsStore, StorageConflict, type StoredToken,
   TokenStore
 } from "./contract"
-import type { PagePlan, Position, Predicate, Scope } from "./plan"
+import { type PagePlan, type Position, type Predicate, type Scope, sortValue } from "./plan"
 
 /**
  * The in-memory reference store: the plain statement of what every backend must return. It
@@ -42,7 +42,7 @@ export const orderAndSeek = <Row extends Readonly<Record<string, unknown>>>(
   tie: string
 ): Array<Row> => {
   const dir = plan.sort.order === "asc" ? 1 : -1
-  const key = (r: Row): Position => ({ value: r[plan.sort.by] as string | number, tie: r[tie] as string })
+  const key = (r: Row): Position => ({ value: sortValue(r, plan.sort.by), tie: r[tie] as string })
   const compare = (a: Position, b: Position) => dir * (cmp(a.value, b.value) || cmp(a.tie, b.tie))
   const after = plan.after
   return rows

@@ -23,13 +23,19 @@ export type Scope =
   | { readonly _tag: "asOf"; readonly at: string }
   | { readonly _tag: "window"; readonly start: string; readonly end: string }
 
-/** A keyset position: the last row's sort value and its unique tie-breaker. */
+/**
+ * A keyset position: the last row's sort value and its unique tie-breaker. A null sort value
+ * sorts as the empty string (first ascending, last descending); text filters never hold "".
+ */
 export interface Position {
   readonly value: string | number
   readonly tie: string
 }
 
-/** One page to fetch. Rows are ordered by `(sort.by, tie-breaker)`, both in `sort.order`. */
+/**
+ * One page to fetch. Rows are ordered by `(sort.by, tie-breaker)`, both in `sort.order`, with a
+ * null sort value ordered as the empty string.
+ */
 export interface PagePlan {
   readonly scope: Scope
   readonly predicates: ReadonlyArray<Predicate>
@@ -37,3 +43,7 @@ export interface PagePlan {
   readonly after: Position | undefined
   readonly limit: number
 }
+
+/** A row's value for sorting and keyset positions: null sorts as the empty string. */
+export const sortValue = (row: Readonly<Record<string, unknown>>, field: string): string | number =>
+  (row[field] ?? "") as string | number
