@@ -118,6 +118,9 @@ const predicatesOf = (collection: CollectionDef, params: Params): Array<Predicat
 
 const anyAbsent = (predicates: ReadonlyArray<Predicate>) => predicates.some((p) => p.op === "in" && p.values.length === 0)
 
+/** The one parameter allowed beside `page_token`; built once, as Schema compiles a parser per schema. */
+const PageSizeOnly = Schema.Struct({ page_size: Schema.optional(PageSize) })
+
 /** What the collection engine needs from a data type's service for one request. */
 export interface PageRun<Row> {
   readonly collection: CollectionDef
@@ -157,7 +160,7 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
           message: "not allowed beside page_token, which carries the whole request; only page_size may change"
         }))))
       }
-      const { page_size } = yield* fromEither(decodeParams(Schema.Struct({ page_size: Schema.optional(PageSize) }), { ...(raw.page_size === undefined ? {} : { page_size: raw.page_size }) }))
+      const { page_size } = yield* fromEither(decodeParams(PageSizeOnly, raw.page_size === undefined ? {} : { page_size: raw.page_size }))
       if (page_size !== undefined) pageSize = page_size
       const opened = yield* fromEither(run.tokens.open(principal.id, endpointPath, raw.page_token))
       state = yield* fromEither(reapplyFloor(opened, floor))
