@@ -66,14 +66,20 @@ describe("rental prices windows and as-of", () => {
     it.effect("a page token cannot carry a caller below a floor that moved", () =>
       Effect.gen(function* () {
         yield* atNow
-        const first = yield* http("/api/v2/gpu/rental/prices/history?start=2026-06-05&page_size=3&sort_by=valid_from&sort_order=asc", { token: "rolling" })
+        const query = "/api/v2/gpu/rental/prices/history?start=2026-06-05&sort_by=valid_from&sort_order=asc"
+        const first = yield* http(`${query}&page_size=3`, { token: "rolling" })
         assert.isFalse(first.body.meta.window.clamped)
-        yield* TestClock.setTime(NOW_MS + 3 * 86_400_000)
-        const next = yield* http(first.body.meta.next.path.replace("/api", "/api") + `?page_token=${first.body.meta.next.query_params.page_token}`, { token: "rolling" })
+        // Five days on, the rolling floor is 2026-06-10: rows between page 1 and it must not leak.
+        const all = yield* http(`${query}&page_size=1000`, { token: "all" })
+        const last = first.body.data[2].valid_from
+        assert.isTrue(all.body.data.some((r: any) => r.valid_from > last && r.valid_from < "2026-06-10"), "rows lie between")
+        yield* TestClock.setTime(NOW_MS + 5 * 86_400_000)
+        const next = yield* http(`${first.body.meta.next.path}?page_token=${first.body.meta.next.query_params.page_token}&page_size=1000`, { token: "rolling" })
         assert.strictEqual(next.status, 200)
         assert.isTrue(next.body.meta.window.clamped)
-        assert.strictEqual(next.body.meta.window.start, "2026-06-08T00:00:00.000000Z")
-        assert.isTrue(next.body.data.every((row: any) => row.valid_from >= "2026-06-08"))
+        assert.strictEqual(next.body.meta.window.start, "2026-06-10T00:00:00.000000Z")
+        assert.isAbove(next.body.data.length, 0)
+        assert.isTrue(next.body.data.every((row: any) => row.valid_from >= "2026-06-10"))
       }))
 
     it.effect("an as-of page token whose instant fell below a moving floor is refused", () =>

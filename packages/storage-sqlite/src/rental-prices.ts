@@ -113,10 +113,25 @@ export const compilePage = (plan: PagePlan): CompiledPage => {
       where.push("valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)")
       params.push(plan.scope.at, plan.scope.at)
       break
-    case "window":
-      where.push("valid_from >= ? AND valid_from < ?")
-      params.push(plan.scope.start, plan.scope.end)
+    case "window": {
+      // Sorted by valid_from after a position, the position already implies the window edge it
+      // walks away from; leaving that edge in makes SQLite seek to it and walk every row up to
+      // the position on each later page, instead of seeking to the position.
+      // Only when the position itself lies inside that edge: a token's window can be raised to
+      // a floor that moved past its position, and then the edge must stay.
+      const at = plan.sort.by === "valid_from" ? plan.after?.value : undefined
+      const startImplied = at !== undefined && plan.sort.order === "asc" && at >= plan.scope.start
+      const endImplied = at !== undefined && plan.sort.order === "desc" && at < plan.scope.end
+      if (!startImplied) {
+        where.push("valid_from >= ?")
+        params.push(plan.scope.start)
+      }
+      if (!endImplied) {
+        where.push("valid_from < ?")
+        params.push(plan.scope.end)
+      }
       break
+    }
   }
   for (const p of plan.predicates) {
     const col = column(p.field)

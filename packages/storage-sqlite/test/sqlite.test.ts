@@ -158,6 +158,8 @@ describe("page SQL", () => {
             sort: { by: "valid_from", order }, after: { value: at(3), tie: "0".repeat(32) }, limit: 50
           })
           assert.notInclude(detail, "TEMP B-TREE", detail)
+          // Later pages seek to the position, not to the window edge they walk away from.
+          assert.include(detail, `(valid_from,product_key)${order === "asc" ? ">" : "<"}(?,?)`, detail)
         }
       }
     })))

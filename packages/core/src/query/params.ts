@@ -89,11 +89,16 @@ export const decodeParams = <A, I>(
 ): Either.Either<A, ValidationFailed> => {
   const decoded = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })(raw)
   if (Either.isRight(decoded)) return Either.right(decoded.right)
-  const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map((issue): ParameterIssue => ({
-    parameter: String(issue.path[0] ?? "query"),
-    message: issue._tag === "Unexpected" ? "unknown parameter" : issue.message
-  }))
-  return Either.left(validationFailed(issues))
+  // An optional parameter is a union with `undefined`, whose failure is reported too ("Expected
+  // undefined"); the first issue of each parameter is the one that says what it accepts.
+  const issues = new Map<string, ParameterIssue>()
+  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(decoded.left)) {
+    const parameter = String(issue.path[0] ?? "query")
+    if (!issues.has(parameter)) {
+      issues.set(parameter, { parameter, message: issue._tag === "Unexpected" ? "unknown parameter" : issue.message })
+    }
+  }
+  return Either.left(validationFailed([...issues.values()]))
 }
 
 /** Lower-cases and drops spaces and punctuation, as `gpu_search` compares names. */
