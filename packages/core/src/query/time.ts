@@ -13,10 +13,19 @@ export const MICROS_PER_DAY = 86_400_000_000
 const pad = (n: number, width: number): string => String(n).padStart(width, "0")
 
 /**
- * Formats an instant as `YYYY-MM-DDTHH:MM:SS.ffffffZ`: always 27 characters, so comparing two
- * formatted instants as strings compares them as times.
+ * The first and last instants kept exactly: epoch microseconds are exact integers only within
+ * ±2^53, about 1685–2255, so instants are held to years 1700–2199, far around any market data.
  */
-export const formatInstant = (micros: Micros): string => {
+export const MIN_INSTANT: Micros = Date.UTC(1700, 0, 1) * MICROS_PER_MS
+export const MAX_INSTANT: Micros = Date.UTC(2200, 0, 1) * MICROS_PER_MS - 1
+
+/**
+ * Formats an instant as `YYYY-MM-DDTHH:MM:SS.ffffffZ`: always 27 characters, so comparing two
+ * formatted instants as strings compares them as times. Instants outside `MIN_INSTANT` ..
+ * `MAX_INSTANT` are clamped to the nearer one (a window ending in 9999 ends at 2199's end).
+ */
+export const formatInstant = (value: Micros): string => {
+  const micros = Math.min(MAX_INSTANT, Math.max(MIN_INSTANT, value))
   const ms = Math.floor(micros / MICROS_PER_MS)
   const sub = micros - ms * MICROS_PER_MS
   const iso = new Date(ms).toISOString() // YYYY-MM-DDTHH:MM:SS.sssZ
@@ -40,13 +49,21 @@ const validDate = (y: number, m: number, d: number): boolean => {
   return d <= days
 }
 
+/** `Date.UTC` reads years 0–99 as 1900–1999; this is the correction to the year actually meant. */
+function yearShift(year: number): number {
+  if (year >= 100) return 0
+  const d = new Date(0)
+  d.setUTCFullYear(year, 0, 1)
+  return (d.getTime() - Date.UTC(year, 0, 1)) * MICROS_PER_MS
+}
+
 /** Parses a bare `YYYY-MM-DD` to the instant of its 00:00 UTC, or undefined. */
 export const parseDate = (text: string): Micros | undefined => {
   const m = DATE_RE.exec(text)
   if (m === null) return undefined
   const y = Number(m[1]), mo = Number(m[2]), d = Number(m[3])
   if (!validDate(y, mo, d)) return undefined
-  return Date.UTC(y, mo - 1, d) * MICROS_PER_MS
+  return Date.UTC(y, mo - 1, d) * MICROS_PER_MS + yearShift(y)
 }
 
 /**
@@ -70,7 +87,7 @@ export const parseDateTime = (text: string): Micros | undefined => {
     offsetMinutes = sign * (oh * 60 + om)
   }
   const ms = Date.UTC(y, mo - 1, d, h, mi, s) - offsetMinutes * 60_000
-  return ms * MICROS_PER_MS + fraction
+  return ms * MICROS_PER_MS + yearShift(y) + fraction
 }
 
 /** Whether `text` is a bare date rather than a datetime. */
