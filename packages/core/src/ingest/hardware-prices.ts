@@ -1,0 +1,171 @@
+import { Effect, Either, ParseResult, Schema } from "effect"
+import { createHmac, randomBytes } from "node:crypto"
+import { InvalidRecords, type RecordIssue, StorageUnavailable } from "../errors"
+import { formatDate, isBareDate, parseDate, parseDateTime } from "../query/time"
+import { CompleteHardwarePriceObservation, type HardwarePrice, hardwarePriceFields, observationId } from "../schema/hardware-price"
+import { SettingsStore } from "../storage/contract"
+import { HardwarePriceStore } from "../storage/hardware"
+
+/**
+ * Words that make a field a seller's identity: the platform or marketplace, the seller, shop or
+ * company and how to reach them, and the listing's own address or id. A record field that is
+ * not one of the observation's own fields and whose name holds one of these words (split at
+ * `_`, `-`, `.`, spaces and camelCase humps, case ignored, a plural `s` dropped) is removed
+ * before the record is read, so its value reaches no row, no index and no log. Any other
+ * unknown field refuses the batch.
+ */
+export const SELLER_IDENTITY_WORDS: ReadonlySet<string> = new Set([
+  "platform", "marketplace", "site", "website", "domain", "url", "uri", "link", "href", "permalink",
+  "seller", "vendor", "merchant", "shop", "store", "storefront", "dealer", "reseller", "retailer", "broker", "distributor",
+  "supplier", "company", "business", "organisation", "organization", "owner", "account", "user", "username", "handle",
+  "profile", "contact", "email", "mail", "phone", "telephone", "tel", "mobile", "fax", "whatsapp", "address", "source",
+  "listing"
+])
+
+const FIELD_NAMES = Object.keys(CompleteHardwarePriceObservation.fields)
+const KNOWN_FIELDS: ReadonlySet<string> = new Set(FIELD_NAMES)
+const REQUIRED_FIELDS: ReadonlySet<string> = new Set(["listing_ref", "gpu_canonical_name", "observed_date"])
+
+const wordsOf = (name: string): ReadonlyArray<string> =>
+  name.replace(/([a-z0-9])([A-Z])/g, "$1_$2").toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 0)
+
+/** Whether an ingest record field names a seller (see `SELLER_IDENTITY_WORDS`); the observation's own fields never do. */
+export const isSellerIdentityField = (name: string): boolean =>
+  !KNOWN_FIELDS.has(name) &&
+  wordsOf(name).some((w) => SELLER_IDENTITY_WORDS.has(w) || (w.endsWith("s") && SELLER_IDENTITY_WORDS.has(w.slice(0, -1))))
+
+/**
+ * A record's own fields, an omitted one as null, and the fields it may not carry (unknown and
+ * not seller identity). Seller identity is never copied. Anything but a plain object is left for
+ * decoding to refuse.
+ */
+const completeRecord = (record: unknown): { readonly record: unknown; readonly unknown: ReadonlyArray<string> } => {
+  if (typeof record !== "object" || record === null || Array.isArray(record)) return { record, unknown: [] }
+  const given = record as Record<string, unknown>
+  const complete: Record<string, unknown> = {}
+  for (const name of FIELD_NAMES) {
+    const value = Object.hasOwn(given, name) ? given[name] : undefined
+    if (value !== undefined) complete[name] = value
+    else if (!REQUIRED_FIELDS.has(name)) complete[name] = null
+  }
+  return { record: complete, unknown: Object.keys(given).filter((name) => !KNOWN_FIELDS.has(name) && !isSellerIdentityField(name)) }
+}
+
+/**
+ * Derives `listing_key` from the source's reference to a listing: the first 128 bits (hex) of
+ * HMAC-SHA256 keyed with the deployment's secret, so a published key can be neither reversed
+ * nor matched against a guessed listing URL.
+ */
+export const listingKeyOf = (secret: string) => (listingRef: string): string =>
+  createHmac("sha256", secret).update(listingRef, "utf8").digest("hex").slice(0, 32)
+
+/** What one ingest did. */
+export interface HardwareIngestSummary {
+  readonly received: number
+  /** Listing-days stored for the first time. */
+  readonly inserted: number
+  /** Listing-days whose stored row was replaced. */
+  readonly replaced: number
+  /** Observations without a USD price: not stored. */
+  readonly skipped: number
+}
+
+const decodeObservation = Schema.decodeUnknownEither(CompleteHardwarePriceObservation, { errors: "all" })
+
+/** The UTC date of a date or an ISO 8601 datetime. */
+const dateOf = (text: string): string | undefined => {
+  if (isBareDate(text)) return parseDate(text) === undefined ? undefined : text
+  const at = parseDateTime(text)
+  return at === undefined ? undefined : formatDate(at)
+}
+
+const invalidRecords = (errors: ReadonlyArray<RecordIssue>) =>
+  new InvalidRecords({
+    detail: `${errors.length} problem(s); nothing was stored. First: record ${errors[0]!.index}: ${errors[0]!.message}`,
+    errors
+  })
+
+/**
+ * Validates a batch into rows: seller identity dropped, dates normalised, keys derived. Every
+ * bad record is reported with its index. Observations without `price_usd` are counted, not kept;
+ * of two records of one listing-day the later stands.
+ */
+export const decodeHardwareObservations = (
+  input: ReadonlyArray<unknown>,
+  listingKey: (listingRef: string) => string
+): Either.Either<{ readonly rows: ReadonlyArray<HardwarePrice>; readonly skipped: number }, InvalidRecords> => {
+  const rows = new Map<string, HardwarePrice>()
+  const issues: Array<RecordIssue> = []
+  let skipped = 0
+  input.forEach((item, index) => {
+    const { record, unknown } = completeRecord(item)
+    for (const name of unknown) issues.push({ index, message: `${name}: unknown field` })
+    const d = decodeObservation(record)
+    if (Either.isLeft(d)) {
+      for (const i of ParseResult.ArrayFormatter.formatErrorSync(d.left)) issues.push({ index, message: `${i.path.join(".") || "record"}: ${i.message}` })
+      return
+    }
+    if (unknown.length > 0) return
+    const { listing_ref, ...o } = d.right
+    const observed_date = dateOf(o.observed_date)
+    if (observed_date === undefined) {
+      issues.push({ index, message: "observed_date: expected a YYYY-MM-DD date or an ISO 8601 datetime" })
+      return
+    }
+    const updated = o.listing_last_updated_date === null ? null : dateOf(o.listing_last_updated_date)
+    if (updated === undefined) {
+      issues.push({ index, message: "listing_last_updated_date: expected a YYYY-MM-DD date or an ISO 8601 datetime" })
+      return
+    }
+    if (o.price_usd_low !== null && o.price_usd_high !== null && o.price_usd_low > o.price_usd_high) {
+      issues.push({ index, message: "price_usd_low: above price_usd_high" })
+      return
+    }
+    if (o.price_usd === null) {
+      skipped++
+      return
+    }
+    const listing_key = listingKey(listing_ref)
+    const values: Record<string, unknown> = {
+      ...o,
+      observation_id: observationId(listing_key, observed_date),
+      listing_key,
+      observed_date,
+      listing_last_updated_date: updated
+    }
+    // Built in the row's field order, so every row has one shape and serialises in spec order.
+    const row = Object.fromEntries(hardwarePriceFields.map((f) => [f, values[f]])) as unknown as HardwarePrice
+    rows.delete(row.observation_id)
+    rows.set(row.observation_id, row)
+  })
+  return issues.length > 0 ? Either.left(invalidRecords(issues)) : Either.right({ rows: [...rows.values()], skipped })
+}
+
+const LISTING_KEY_SECRET = "hardware_listing_key_secret"
+
+/** The write path of GPU hardware prices: daily listing observations. */
+export class HardwarePriceIngest extends Effect.Service<HardwarePriceIngest>()("Market/HardwarePriceIngest", {
+  effect: Effect.gen(function* () {
+    const store = yield* HardwarePriceStore
+    const settings = yield* SettingsStore
+    const listingKey = listingKeyOf(yield* settings.getOrSet(LISTING_KEY_SECRET, randomBytes(32).toString("base64url")))
+
+    return {
+      /**
+       * Ingests listing observations as one atomic batch: one row per listing per observed day,
+       * and a listing-day ingested again replaces its row. Invalid records refuse the whole batch.
+       */
+      ingest: Effect.fn("HardwarePriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>) {
+        const { rows, skipped } = yield* decodeHardwareObservations(observations, listingKey)
+        const put = rows.length === 0
+          ? { inserted: 0, replaced: 0 }
+          : yield* Effect.mapError(store.put(rows), (e) =>
+              new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); nothing was stored` }))
+        const summary: HardwareIngestSummary = { received: observations.length, ...put, skipped }
+        return summary
+      }),
+      /** The `listing_key` this deployment derives from a source's listing reference. */
+      listingKey
+    } as const
+  })
+}) {}

@@ -1,0 +1,36 @@
+import { Schema } from "effect"
+
+/** Coverage of one GPU in the hardware price metadata. */
+export const HardwareGpuEntry = Schema.Struct({
+  gpu_canonical_name: Schema.String,
+  /** First and last day any listing of this GPU was observed with a price. */
+  first_observed: Schema.String,
+  last_observed: Schema.String,
+  /** Distinct listings ever observed. */
+  listings: Schema.Int,
+  /** Listing-days observed. */
+  observations: Schema.Int
+})
+export type HardwareGpuEntry = typeof HardwareGpuEntry.Type
+
+/** The values each classification filter matches (values seen in stored rows). */
+export const HardwareFilterValues = Schema.Struct({
+  condition: Schema.Array(Schema.String),
+  market: Schema.Array(Schema.String),
+  channel: Schema.Array(Schema.String),
+  transaction_level: Schema.Array(Schema.String),
+  stock_status: Schema.Array(Schema.String),
+  country: Schema.Array(Schema.String),
+  country_group: Schema.Array(Schema.String)
+})
+
+/** Body of `GET /v2/gpu/hardware/prices/metadata`. No seller identity appears in it. */
+export const HardwarePriceMetadata = Schema.Struct({
+  data_type: Schema.Literal("gpu_hardware_prices"),
+  history_starts_at: Schema.NullOr(Schema.String),
+  data: Schema.Struct({
+    filters: HardwareFilterValues,
+    gpus: Schema.Array(HardwareGpuEntry)
+  })
+})
+export type HardwarePriceMetadata = typeof HardwarePriceMetadata.Type

@@ -1,0 +1,158 @@
+import { Schema } from "effect"
+import { parseDate } from "../query/time"
+import { GpuCanonicalName } from "./rental-price"
+
+/** Stable identity of one hardware listing across observed days (128 bits, lower-case hex). */
+export const ListingKey = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{32}$/), Schema.brand("ListingKey"))
+export type ListingKey = typeof ListingKey.Type
+
+/** A calendar date `YYYY-MM-DD` that exists. */
+export const IsoDate = Schema.String.pipe(
+  Schema.pattern(/^\d{4}-\d{2}-\d{2}$/),
+  Schema.filter((s) => parseDate(s) !== undefined, { message: () => "expected a calendar date YYYY-MM-DD" }),
+  Schema.brand("IsoDate")
+)
+
+/** `<listing_key>:<observed_date>`: one listing on one day. */
+export const ObservationId = Schema.String.pipe(
+  Schema.pattern(/^[0-9a-f]{32}:\d{4}-\d{2}-\d{2}$/),
+  Schema.brand("ObservationId")
+)
+
+/** The observation id of a listing on a day. */
+export const observationId = (listingKey: string, observedDate: string): string => `${listingKey}:${observedDate}`
+
+/**
+ * A value of a classification a caller filters on (`condition`, `channel`, ...): a lower-case
+ * slug, so the values `/metadata` lists are exactly the values a filter matches.
+ */
+export const ClassSlug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/))
+/** `primary` (new channel) or `secondary` (resale). */
+export const HardwareMarket = Schema.Literal("primary", "secondary")
+/** An ISO 3166 alpha-2 code in upper case (its form; whether it is assigned is not checked). */
+export const CountryCode = Schema.String.pipe(Schema.pattern(/^[A-Z]{2}$/))
+/** An ISO 4217 currency code. */
+export const CurrencyCode = Schema.String.pipe(Schema.pattern(/^[A-Z]{3}$/))
+
+const Text = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
+const Amount = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
+const Price = Schema.Number.pipe(Schema.finite(), Schema.positive())
+const Count = Schema.Int.pipe(Schema.nonNegative())
+const PositiveCount = Schema.Int.pipe(Schema.positive())
+
+/*
+ * The published fields of a hardware price row, in the spec's order, shared by the row and the
+ * ingest record: they differ in identity, in the dates they accept and in what may be omitted.
+ */
+const listed = {
+  price_amount: Schema.NullOr(Amount),
+  currency: Schema.NullOr(CurrencyCode)
+}
+const described = {
+  price_usd_low: Schema.NullOr(Price),
+  price_usd_high: Schema.NullOr(Price),
+  price_type: Schema.NullOr(Text),
+  price_per_gpu_system_attach: Schema.NullOr(Price),
+  price_basis: Schema.NullOr(Text),
+  taxes_included: Schema.NullOr(Schema.Boolean),
+  payment_terms: Schema.NullOr(Text),
+  stock_status: Schema.NullOr(ClassSlug),
+  units_available: Schema.NullOr(Count),
+  min_order_quantity: Schema.NullOr(PositiveCount),
+  lead_time_weeks: Schema.NullOr(Amount),
+  market: Schema.NullOr(HardwareMarket),
+  channel: Schema.NullOr(ClassSlug),
+  source_type: Schema.NullOr(Text),
+  confidence: Schema.NullOr(Text),
+  counterparty_class: Schema.NullOr(Text),
+  transaction_level: Schema.NullOr(ClassSlug),
+  gpu_count_in_unit: Schema.NullOr(PositiveCount),
+  includes_host_cpus: Schema.NullOr(Count),
+  includes_dram_gb: Schema.NullOr(Amount),
+  includes_storage_tb: Schema.NullOr(Amount),
+  includes_nics: Schema.NullOr(Text),
+  includes_nvswitch: Schema.NullOr(Schema.Boolean),
+  includes_scaleout_fabric: Schema.NullOr(Schema.Boolean),
+  includes_chassis_psu: Schema.NullOr(Schema.Boolean),
+  includes_cooling_hw: Schema.NullOr(Text),
+  software_entitlements: Schema.NullOr(Text),
+  support_years: Schema.NullOr(Amount),
+  warranty_months: Schema.NullOr(Amount),
+  services_included: Schema.NullOr(Schema.Array(Text).pipe(Schema.maxItems(50))),
+  condition: Schema.NullOr(ClassSlug),
+  module_packaging: Schema.NullOr(Text),
+  unit_age_months: Schema.NullOr(Amount),
+  unit_age_basis: Schema.NullOr(Text),
+  warranty_remaining_months: Schema.NullOr(Amount),
+  hours_used: Schema.NullOr(Amount),
+  warranty_transferable: Schema.NullOr(Schema.Boolean),
+  firmware_region_lock: Schema.NullOr(Schema.Boolean),
+  country: Schema.NullOr(CountryCode),
+  country_group: Schema.NullOr(ClassSlug),
+  export_control_regime: Schema.NullOr(Text)
+}
+
+/**
+ * One hardware listing on one day it was observed, with a USD price. Fields appear in the spec's
+ * order; a value that is not published is `null`, never absent. No field names a seller.
+ * `observed_date` is never null here: the row's id is made of it, and a window places the row by it.
+ */
+export class HardwarePriceRow extends Schema.Class<HardwarePriceRow>("HardwarePriceRow")({
+  observation_id: ObservationId,
+  listing_key: ListingKey,
+  gpu_canonical_name: GpuCanonicalName,
+  observed_date: IsoDate,
+  listing_last_updated_date: Schema.NullOr(IsoDate),
+  ...listed,
+  price_usd: Price,
+  ...described
+}) {}
+
+/** The row as plain data (what storage returns and what is serialised). */
+export type HardwarePrice = Schema.Schema.Encoded<typeof HardwarePriceRow>
+
+/** Field names of the hardware price row, in the spec's order. */
+export const hardwarePriceFields = Object.keys(HardwarePriceRow.fields) as ReadonlyArray<keyof HardwarePrice>
+
+/** The classification fields a caller filters on, whose values `/metadata` lists. */
+export const hardwareClassFields = [
+  "condition", "market", "channel", "transaction_level", "stock_status", "country", "country_group"
+] as const
+export type HardwareClassField = (typeof hardwareClassFields)[number]
+
+/** What an ingest record may leave out: null when it does. */
+const nullable = {
+  listing_last_updated_date: Schema.NullOr(Schema.String),
+  ...listed,
+  price_usd: Schema.NullOr(Price),
+  ...described
+}
+
+/**
+ * One listing observed on one day, as fed to `HardwarePriceIngest.ingest`. `listing_ref` is the
+ * source's own reference to the listing (a listing id or URL): it only derives `listing_key` and
+ * is never stored. `observed_date` and `listing_last_updated_date` take a date or an ISO 8601
+ * datetime (its UTC date is kept). Fields that are not published may be omitted or null; an
+ * observation without `price_usd` is skipped.
+ */
+export const HardwarePriceObservation = Schema.Struct({
+  listing_ref: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2000)),
+  gpu_canonical_name: GpuCanonicalName,
+  observed_date: Schema.String,
+  ...(Object.fromEntries(Object.entries(nullable).map(([name, schema]) => [name, Schema.optionalWith(schema, { default: () => null })])) as {
+    readonly [K in keyof typeof nullable]: Schema.optionalWith<(typeof nullable)[K], { default: () => null }>
+  })
+})
+export type HardwarePriceObservation = Schema.Schema.Type<typeof HardwarePriceObservation>
+export type HardwarePriceObservationInput = Schema.Schema.Encoded<typeof HardwarePriceObservation>
+
+/**
+ * `HardwarePriceObservation` with every field present (an omitted one filled with null first):
+ * the same checks without per-field defaults, several times faster to decode.
+ */
+export const CompleteHardwarePriceObservation = Schema.Struct({
+  listing_ref: HardwarePriceObservation.fields.listing_ref,
+  gpu_canonical_name: GpuCanonicalName,
+  observed_date: Schema.String,
+  ...nullable
+})

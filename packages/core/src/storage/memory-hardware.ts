@@ -1,0 +1,88 @@
+import { Effect } from "effect"
+import { type HardwareClassField, hardwareClassFields, type HardwarePrice } from "../schema/hardware-price"
+import type { HardwareGpuCoverage, HardwarePriceStore, HardwareSummary } from "./hardware"
+import { matchesPredicates, orderAndSeek } from "./memory"
+import type { PagePlan, Scope } from "./plan"
+
+/**
+ * The in-memory reference of the hardware price store: the plain statement of what every
+ * backend must return, scanning everything.
+ */
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+
+/** The instant a day starts, in the stored fixed-width form: where a window places the day. */
+export const dayStart = (date: string): string => `${date}T00:00:00.000000Z`
+
+/** The rows of a scope: each listing's newest (on or before a date), or the days of a window. */
+export const inHardwareScope = (rows: Iterable<HardwarePrice>, scope: Scope): Array<HardwarePrice> => {
+  if (scope._tag === "window") {
+    const out: Array<HardwarePrice> = []
+    for (const r of rows) {
+      const start = dayStart(r.observed_date)
+      if (start >= scope.start && start < scope.end) out.push(r)
+    }
+    return out
+  }
+  const through = scope._tag === "asOf" ? scope.at.slice(0, 10) : undefined
+  const newest = new Map<string, HardwarePrice>()
+  for (const r of rows) {
+    if (through !== undefined && r.observed_date > through) continue
+    const seen = newest.get(r.listing_key)
+    if (seen === undefined || r.observed_date > seen.observed_date) newest.set(r.listing_key, r)
+  }
+  return [...newest.values()]
+}
+
+/** The reference evaluation of a hardware price plan: scope first, then predicates, order, seek. */
+export const evaluateHardwarePlan = (rows: Iterable<HardwarePrice>, plan: PagePlan): Array<HardwarePrice> =>
+  orderAndSeek(inHardwareScope(rows, plan.scope).filter((r) => matchesPredicates(r, plan.predicates)), plan, "observation_id")
+
+/** Filter values and per-GPU coverage of rows, as every backend reports them. */
+export const summariseHardware = (rows: Iterable<HardwarePrice>): HardwareSummary => {
+  const values = Object.fromEntries(hardwareClassFields.map((f) => [f, new Set<string>()])) as Record<HardwareClassField, Set<string>>
+  const gpus = new Map<string, { first: string; last: string; listings: Set<string>; observations: number }>()
+  for (const r of rows) {
+    for (const f of hardwareClassFields) {
+      const v = r[f]
+      if (v !== null) values[f].add(v)
+    }
+    const g = gpus.get(r.gpu_canonical_name)
+    if (g === undefined) {
+      gpus.set(r.gpu_canonical_name, { first: r.observed_date, last: r.observed_date, listings: new Set([r.listing_key]), observations: 1 })
+    } else {
+      if (r.observed_date < g.first) g.first = r.observed_date
+      if (r.observed_date > g.last) g.last = r.observed_date
+      g.listings.add(r.listing_key)
+      g.observations++
+    }
+  }
+  const sorted = {} as { -readonly [F in HardwareClassField]: ReadonlyArray<string> }
+  for (const f of hardwareClassFields) sorted[f] = [...values[f]].sort(cmp)
+  return {
+    values: sorted,
+    gpus: [...gpus.keys()].sort(cmp).map((name): HardwareGpuCoverage => {
+      const g = gpus.get(name)!
+      return { gpu_canonical_name: name, first_observed: g.first, last_observed: g.last, listings: g.listings.size, observations: g.observations }
+    })
+  }
+}
+
+/** A fresh in-memory hardware price store. */
+export const makeMemoryHardwarePriceStore = (): HardwarePriceStore["Type"] => {
+  const rows = new Map<string, HardwarePrice>()
+  return {
+    put: (batch) => Effect.sync(() => {
+      let inserted = 0
+      let replaced = 0
+      for (const r of batch) {
+        if (rows.has(r.observation_id)) replaced++
+        else inserted++
+        rows.set(r.observation_id, r)
+      }
+      return { inserted, replaced }
+    }),
+    page: (plan) => Effect.sync(() => evaluateHardwarePlan(rows.values(), plan)),
+    summary: Effect.sync(() => summariseHardware(rows.values()))
+  }
+}
