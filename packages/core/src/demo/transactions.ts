@@ -1,0 +1,88 @@
+import { Effect, Option } from "effect"
+import { TransactionIngest } from "../ingest/transactions"
+import { formatDate, MICROS_PER_DAY } from "../query/time"
+import type { TransactionDealInput } from "../schema/transaction"
+import { SettingsStore } from "../storage/contract"
+import { DEMO_HISTORY_DAYS } from "./market"
+import { unit } from "./random"
+
+/**
+ * The demo's settled deals: every deal is a function of its cell (GPU, region group, contract
+ * type, tenor) and day, and a day's deals are recorded as one batch, so seeding any run of days
+ * gives the same deals whatever day seeding starts. About one cell in six has two or more
+ * deals on a day (plain blends); lone deals pair across tenors or region groups, and two-deal
+ * blends roll, so the demo has every kind of row.
+ */
+
+/** GPUs traded in the demo, with a reference price in USD per GPU-hour. */
+export const DEMO_TRANSACTION_GPUS: ReadonlyArray<{ readonly slug: string; readonly model: string; readonly base: number }> = [
+  { slug: "h100-sxm", model: "H100", base: 2.1 },
+  { slug: "h200-sxm", model: "H200", base: 2.95 },
+  { slug: "b200", model: "B200", base: 4.3 },
+  { slug: "a100-sxm-80gb", model: "A100", base: 1.05 },
+  { slug: "mi300x", model: "MI300X", base: 1.85 }
+]
+
+const REGION_GROUPS: ReadonlyArray<readonly [string, number]> = [["north_america", 1], ["europe", 1.06], ["apac", 1.12]]
+
+/** Contract types, their tenors in days, and the price level of each tenor. */
+const CONTRACTS: ReadonlyArray<{ readonly type: string; readonly level: number; readonly tenors: ReadonlyArray<readonly [number, number]> }> = [
+  { type: "reserved", level: 1, tenors: [[30, 1], [90, 0.95], [180, 0.9], [365, 0.84]] },
+  { type: "spot", level: 0.78, tenors: [[30, 1], [90, 0.97]] }
+]
+
+const COUNTS = [8, 16, 32, 64, 128, 256]
+
+const round = (n: number, places: number) => Math.round(n * 10 ** places) / 10 ** places
+
+/** The deals settled on an epoch day, in a fixed order. */
+export const demoDeals = (day: number): ReadonlyArray<TransactionDealInput> => {
+  const date = formatDate(day * MICROS_PER_DAY)
+  const out: Array<TransactionDealInput> = []
+  for (const gpu of DEMO_TRANSACTION_GPUS) for (const [region, regionLevel] of REGION_GROUPS) for (const contract of CONTRACTS) {
+    for (const [tenor, tenorLevel] of contract.tenors) {
+      const cell = `${gpu.slug}:${region}:${contract.type}:${tenor}`
+      const u = unit(cell, "deals", day)
+      const deals = u < 0.62 ? 0 : u < 0.84 ? 1 : u < 0.94 ? 2 : 3
+      const drift = 1 + 0.07 * Math.sin((day + unit(cell, "phase") * 60) / 23)
+      for (let i = 0; i < deals; i++) {
+        const id = `demo:${date}:${cell}:${i}`
+        const count = COUNTS[Math.floor(unit(id, "count") * COUNTS.length)]!
+        const price = round(gpu.base * regionLevel * contract.level * tenorLevel * drift * (0.94 + unit(id, "price") * 0.12), 4)
+        const list = round(gpu.base * regionLevel * 1.3 * drift, 4)
+        const terms = unit(id, "list")
+        out.push({
+          deal_id: id,
+          gpu_canonical_name: gpu.slug,
+          gpu_model: gpu.model,
+          region_group: region,
+          contract_type: contract.type,
+          tenor_days: tenor,
+          gpu_count: count,
+          gpu_hours: Math.round(count * tenor * 24 * (0.55 + unit(id, "use") * 0.45)),
+          price_usd_per_gpu_hour: price,
+          // Most deals name the list price, some the discount off it, a few neither.
+          ...(terms < 0.7 ? { list_price_usd_per_gpu_hour: list } : terms < 0.85 ? { discount_percentage: round(100 * (1 - price / list), 2) } : {}),
+          settlement_date: date
+        })
+      }
+    }
+  }
+  return out
+}
+
+const SEEDED_THROUGH = "demo_transactions_seeded_through"
+
+/**
+ * Records the demo's deals through the real write path, from `DEMO_HISTORY_DAYS` before today on
+ * a store without them, or from the day after the last seeded day. Its own mark, so a market
+ * seeded before transactions existed gets their whole history.
+ */
+export const seedTransactionDemo = Effect.fn("Demo.seedTransactions")(function* (today: number) {
+  const settings = yield* SettingsStore
+  const ingest = yield* TransactionIngest
+  const through = yield* settings.get(SEEDED_THROUGH)
+  const first = Option.isSome(through) ? Number(through.value) + 1 : today - DEMO_HISTORY_DAYS
+  for (let day = first; day <= today; day++) yield* ingest.record(demoDeals(day))
+  yield* settings.set(SEEDED_THROUGH, String(today))
+})

@@ -1,0 +1,366 @@
+import {
+  type AggregatedTransaction, type Cohort, dealPool, type PagePlan, type Predicate, type SeriesState, type StoredDeal,
+  StorageConflict, transactionFields, TransactionStore, windowDates
+} from "@gpu-market/core"
+import type { SqliteClient } from "./client"
+import type { Migration } from "./migrations"
+import { type CompiledPage, InvalidPlan } from "./rental-prices"
+
+/** Row fields that hold numbers; `is_rolling` is stored as 0/1 and every other field as text. */
+const NUMERIC_FIELDS: ReadonlySet<string> = new Set([
+  "tenor_days", "price_usd_per_gpu_hour", "total_gpu_count", "total_gpu_hours", "discount_percentage", "blend_tenor_days"
+])
+const FIELDS: ReadonlySet<string> = new Set(transactionFields)
+
+/** The 15 published columns in the row's field order; the private cohort columns are never selected. */
+const SELECT = `SELECT ${transactionFields.join(", ")} FROM transaction_rows`
+
+/** Builds a row from the raw columns of `SELECT`, in spec order. A test checks the positions. */
+export const transactionFromColumns = (c: ReadonlyArray<any>): AggregatedTransaction => ({
+  gpu_model: c[0], gpu_canonical_name: c[1], region_group: c[2], contract_type: c[3], tenor_days: c[4],
+  price_usd_per_gpu_hour: c[5], total_gpu_count: c[6], total_gpu_hours: c[7], transaction_date: c[8],
+  discount_percentage: c[9], is_rolling: c[10] === 1, blend_axis: c[11], blend_tenor_days: c[12],
+  blend_region_group: c[13], row_key: c[14]
+})
+
+const column = (field: string): string => {
+  // Field names are interpolated into SQL, so only the row's own column names get through.
+  if (!FIELDS.has(field)) throw new InvalidPlan(`unknown aggregated transaction field: ${JSON.stringify(field)}`)
+  return field
+}
+
+const cmp = (a: string | number, b: string | number): number => (a < b ? -1 : a > b ? 1 : 0)
+const placeholders = (n: number): string => (n === 1 ? "?" : `?${",?".repeat(n - 1)}`)
+const isText = (col: string) => !NUMERIC_FIELDS.has(col) && col !== "is_rolling"
+
+/** The one value an equality predicate allows a text `field` to take, if any. */
+const pinnedValue = (plan: PagePlan, field: string): string | undefined => {
+  for (const p of plan.predicates) {
+    if (p.field !== field) continue
+    if (p.op === "eq") return p.value
+    if (p.op === "in" && p.values.length === 1) return p.values[0]
+  }
+  return undefined
+}
+
+/** Whether the keyset position already implies a bound on the sort field (see the rental store). */
+const impliedByPosition = (plan: PagePlan, p: Predicate & { readonly op: "gte" | "lte" }): boolean => {
+  const after = plan.after
+  if (after === undefined || p.field !== plan.sort.by || typeof after.value !== "number") return false
+  return plan.sort.order === "asc" ? p.op === "gte" && after.value >= p.value : p.op === "lte" && after.value <= p.value
+}
+
+/**
+ * Turns a page plan into one statement over published rows, as the rental store does: values
+ * are bound, the text depends only on the plan's shape, and pages continue from the keyset
+ * position (never OFFSET). A window covers the dates whose midnight is inside it.
+ */
+export const compileTransactionPage = (plan: PagePlan): CompiledPage => {
+  const where: Array<string> = []
+  const params: Array<string | number> = []
+  for (const p of plan.predicates) {
+    const col = column(p.field)
+    switch (p.op) {
+      case "in":
+        // The reference compares with `===`, so a text value never matches a number or a boolean.
+        if (!isText(col) || p.values.length === 0) where.push("0")
+        else if (p.values.length === 1) {
+          where.push(`${col} = ?`)
+          params.push(p.values[0]!)
+        } else {
+          where.push(`${col} IN (${placeholders(p.values.length)})`)
+          params.push(...p.values)
+        }
+        break
+      case "eq":
+        if (!isText(col)) where.push("0")
+        else {
+          where.push(`${col} = ?`)
+          params.push(p.value)
+        }
+        break
+      case "gte":
+      case "lte":
+        if (!NUMERIC_FIELDS.has(col)) where.push("0")
+        else if (!impliedByPosition(plan, p)) {
+          where.push(`${col} ${p.op === "gte" ? ">=" : "<="} ?`)
+          params.push(p.value)
+        }
+        break
+    }
+  }
+  const by = column(plan.sort.by)
+  if (by === "discount_percentage" || by === "is_rolling") throw new InvalidPlan(`cannot sort by ${by}`)
+  const desc = plan.sort.order === "desc"
+  const dir = desc ? "DESC" : "ASC"
+  const after = plan.after
+  const pinned = after !== undefined && isText(by) ? pinnedValue(plan, by) : undefined
+  const dates = windowDates(plan.scope)
+  // Which window bound the keyset position makes redundant when sorting by date: dropping it
+  // lets SQLite seek straight to the position instead of walking from the window's edge.
+  let implied: "from" | "to" | "position" | undefined
+  if (dates === undefined) where.push("0")
+  else if (by !== "transaction_date") {
+    // Sorted by another field, a page walks that field's index in order and checks the dates
+    // from the index; the unary `+` keeps SQLite from reading the date range and sorting it.
+    where.push("+transaction_date >= ? AND +transaction_date < ?")
+    params.push(dates.from, dates.to)
+  } else {
+    if (after !== undefined && pinned === undefined) {
+      const v = String(after.value)
+      implied = desc ? (v < dates.to ? "to" : "position") : (v >= dates.from ? "from" : "position")
+    }
+    if (implied !== "from") {
+      where.push("transaction_date >= ?")
+      params.push(dates.from)
+    }
+    if (implied !== "to") {
+      where.push("transaction_date < ?")
+      params.push(dates.to)
+    }
+  }
+  if (after !== undefined && implied !== "position") {
+    if (by === "row_key") {
+      where.push(`row_key ${desc ? "<" : ">"} ?`)
+      params.push(after.tie)
+    } else if (pinned !== undefined) {
+      // A field an equality pins is constant, so the position compares here and the index
+      // range stays on row_key (SQLite would not seek on the row value).
+      const c = desc ? -cmp(pinned, after.value) : cmp(pinned, after.value)
+      if (c < 0) where.push("0")
+      else if (c === 0) {
+        where.push(`row_key ${desc ? "<" : ">"} ?`)
+        params.push(after.tie)
+      }
+    } else {
+      where.push(`(${by}, row_key) ${desc ? "<" : ">"} (?, ?)`)
+      params.push(after.value, after.tie)
+    }
+  }
+  if (!Number.isSafeInteger(plan.limit) || plan.limit < 0) throw new InvalidPlan(`invalid limit ${plan.limit}`)
+  params.push(plan.limit)
+  const order = by === "row_key" ? `row_key ${dir}` : `${by} ${dir}, row_key ${dir}`
+  return { sql: `${SELECT} WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ?`, params }
+}
+
+const DEAL_COLUMNS = [
+  "deal_id", "gpu_canonical_name", "gpu_model", "region_group", "contract_type", "tenor_days", "gpu_count", "gpu_hours",
+  "price_usd_per_gpu_hour", "list_price_usd_per_gpu_hour", "settlement_date", "cohort"
+] as const
+const SELECT_DEALS = `SELECT ${DEAL_COLUMNS.join(", ")} FROM transaction_deals`
+const INSERT_DEAL = `INSERT INTO transaction_deals (pool, ${DEAL_COLUMNS.join(", ")}) VALUES (${placeholders(DEAL_COLUMNS.length + 1)})`
+const INSERT_ROW = `INSERT INTO transaction_rows (${transactionFields.join(", ")}, cohort, rolled_cohort)
+  VALUES (${placeholders(transactionFields.length + 2)})`
+const INSERT_COHORT = `INSERT INTO transaction_cohorts (cohort, series, transaction_date, deals, gpu_count, gpu_hours, price_hours, list_hours)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
+/** Values per `IN (...)` statement: well under SQLite's bound-variable limit. */
+const CHUNK = 256
+
+const isUniqueViolation = (e: unknown): boolean =>
+  e instanceof Error && /^SQLITE_CONSTRAINT_(UNIQUE|PRIMARYKEY)$/.test(String((e as { code?: unknown }).code))
+
+/** The aggregated transaction store over one connection; the schema must be migrated. */
+export const makeTransactionStore = (client: SqliteClient): TransactionStore["Type"] => {
+  const { prepare } = client
+
+  /** Runs `sql` once per chunk of `values`, appended as an `IN (...)` list. */
+  const inChunks = <A>(values: ReadonlyArray<string>, sql: (list: string) => string): Array<A> => {
+    const unique = [...new Set(values)]
+    const out: Array<A> = []
+    for (let i = 0; i < unique.length; i += CHUNK) {
+      const chunk = unique.slice(i, i + CHUNK)
+      out.push(...(prepare(sql(placeholders(chunk.length))).all(...chunk) as Array<A>))
+    }
+    return out
+  }
+
+  const cohortOf = (r: any): Cohort => ({
+    cohort: r.cohort, series: r.series, transaction_date: r.transaction_date, deals: r.deals, gpu_count: r.gpu_count,
+    gpu_hours: r.gpu_hours, price_hours: r.price_hours, list_hours: r.list_hours
+  })
+
+  return {
+    deals: (ids) => client.run("transactions.deals", () =>
+      inChunks<StoredDeal>(ids, (list) => `${SELECT_DEALS} WHERE deal_id IN (${list})`)),
+
+    pending: (pools) => client.run("transactions.pending", () =>
+      inChunks<StoredDeal>(pools, (list) => `${SELECT_DEALS} WHERE cohort IS NULL AND pool IN (${list})`)
+        .sort((a, b) => cmp(a.deal_id, b.deal_id))),
+
+    pendingPools: client.run("transactions.pendingPools", () =>
+      prepare("SELECT DISTINCT pool FROM transaction_deals WHERE cohort IS NULL").pluck().all() as Array<string>),
+
+    series: (ids) => client.run("transactions.series", () =>
+      inChunks<any>(ids, (list) =>
+        `SELECT s.seq AS seq, c.* FROM transaction_series s JOIN transaction_cohorts c ON c.cohort = s.last_cohort
+         WHERE s.series IN (${list})`
+      ).map((r): SeriesState => ({ series: r.series, seq: r.seq, last: cohortOf(r) }))),
+
+    apply: (changes) =>
+      client.transaction<void, StorageConflict>("transactions.apply", (abort) => {
+        const conflict = (detail: string) => abort(new StorageConflict({ detail }))
+        const insertOr = (statement: string, values: ReadonlyArray<unknown>, detail: string) => {
+          try {
+            prepare(statement).run(...values)
+          } catch (e) {
+            if (!isUniqueViolation(e)) throw e
+            conflict(detail)
+          }
+        }
+        const pendingIn = prepare("SELECT deal_id FROM transaction_deals WHERE pool = ? AND cohort IS NULL").pluck()
+        for (const p of changes.pools) {
+          const now = (pendingIn.all(p.pool) as Array<string>).sort(cmp)
+          if (now.join("\u0000") !== [...p.pending].sort(cmp).join("\u0000")) conflict(`pool ${p.pool} changed`)
+        }
+        const assign = prepare("UPDATE transaction_deals SET cohort = ? WHERE deal_id = ? AND cohort IS NULL")
+        for (const a of changes.assign) {
+          if (assign.run(a.cohort, a.deal_id).changes === 0) conflict(`deal ${a.deal_id} is no longer pending`)
+        }
+        for (const d of changes.deals) {
+          insertOr(INSERT_DEAL, [dealPool(d), ...DEAL_COLUMNS.map((c) => d[c])], `deal ${d.deal_id} exists`)
+        }
+        const seqOf = prepare("SELECT seq FROM transaction_series WHERE series = ?").pluck()
+        const upsert = prepare(`INSERT INTO transaction_series (series, seq, last_cohort) VALUES (?, ?, ?)
+          ON CONFLICT (series) DO UPDATE SET seq = excluded.seq, last_cohort = excluded.last_cohort`)
+        for (const c of changes.cohorts) {
+          insertOr(INSERT_COHORT, [c.cohort, c.series, c.transaction_date, c.deals, c.gpu_count, c.gpu_hours, c.price_hours, c.list_hours], `cohort ${c.cohort} exists`)
+        }
+        for (const s of changes.series) {
+          if (((seqOf.get(s.series) as number | undefined) ?? 0) !== s.expected) conflict(`series ${s.series} moved`)
+          upsert.run(s.series, s.seq, s.last)
+        }
+        for (const { row, cohorts } of changes.rows) {
+          const values = transactionFields.map((f) => (f === "is_rolling" ? (row.is_rolling ? 1 : 0) : row[f]))
+          // The row's own cohort is the last; a rolling row's earlier cohort is the first.
+          const own = cohorts[cohorts.length - 1]!
+          insertOr(INSERT_ROW, [...values, own, cohorts.length > 1 ? cohorts[0]! : null], `row ${row.row_key} exists`)
+        }
+      }),
+
+    page: (plan) =>
+      client.run("transactions.page", () => {
+        const { sql, params } = compileTransactionPage(plan)
+        const raw = prepare(sql).raw(true).all(...params) as Array<ReadonlyArray<unknown>>
+        const out = new Array<AggregatedTransaction>(raw.length)
+        for (let i = 0; i < raw.length; i++) out[i] = transactionFromColumns(raw[i]!)
+        return out
+      }),
+
+    summary: client.run("transactions.summary", () => {
+      const distinct = (col: string) => prepare(`SELECT DISTINCT ${col} FROM transaction_rows`).pluck().all() as Array<any>
+      const gpus = prepare(
+        `SELECT gpu_canonical_name, gpu_model, MIN(transaction_date) AS first_transaction_date,
+           MAX(transaction_date) AS last_transaction_date, COUNT(*) AS rows
+         FROM transaction_rows GROUP BY gpu_canonical_name, gpu_model`
+      ).all() as Array<{ gpu_canonical_name: string; gpu_model: string; first_transaction_date: string; last_transaction_date: string; rows: number }>
+      // Sorted with JS `<`, as the reference sorts.
+      return {
+        region_groups: (distinct("region_group") as Array<string>).sort(cmp),
+        contract_types: (distinct("contract_type") as Array<string>).sort(cmp),
+        tenors: (distinct("tenor_days") as Array<number>).sort((a, b) => a - b),
+        gpus: gpus
+          .sort((a, b) => cmp(a.gpu_canonical_name, b.gpu_canonical_name) || cmp(a.gpu_model, b.gpu_model))
+      }
+    }),
+
+    audit: client.run("transactions.audit", () => {
+      const members = new Map<string, Array<string>>()
+      for (const d of prepare("SELECT cohort, deal_id FROM transaction_deals WHERE cohort IS NOT NULL").all() as Array<{ cohort: string; deal_id: string }>) {
+        const list = members.get(d.cohort)
+        if (list === undefined) members.set(d.cohort, [d.deal_id])
+        else list.push(d.deal_id)
+      }
+      const rows = prepare("SELECT row_key, cohort, rolled_cohort FROM transaction_rows").all() as Array<{ row_key: string; cohort: string; rolled_cohort: string | null }>
+      return rows.sort((a, b) => cmp(a.row_key, b.row_key)).map((r) => ({
+        row_key: r.row_key,
+        deal_ids: [...(r.rolled_cohort === null ? [] : members.get(r.rolled_cohort) ?? []), ...(members.get(r.cohort) ?? [])].sort(cmp)
+      }))
+    })
+  }
+}
+
+/**
+ * Migration 3: private deals, cohorts and series, and the published rows with their indexes:
+ * by date (the default sort, the window), and for each sort field alone and after one GPU, so
+ * a page walks an index in order instead of sorting every match.
+ */
+export const transactionsMigration: Migration = {
+  version: 3,
+  name: "aggregated transactions",
+  sql: `
+-- Private: settled deals, never served. cohort is null while a deal waits for a partner.
+CREATE TABLE transaction_deals (
+  deal_id TEXT PRIMARY KEY,
+  pool TEXT NOT NULL,
+  gpu_canonical_name TEXT NOT NULL,
+  gpu_model TEXT NOT NULL,
+  region_group TEXT NOT NULL,
+  contract_type TEXT NOT NULL,
+  tenor_days INTEGER NOT NULL,
+  gpu_count INTEGER NOT NULL,
+  gpu_hours REAL NOT NULL,
+  price_usd_per_gpu_hour REAL NOT NULL,
+  list_price_usd_per_gpu_hour REAL,
+  settlement_date TEXT NOT NULL,
+  cohort TEXT
+) WITHOUT ROWID;
+CREATE INDEX transaction_deals_pending ON transaction_deals(pool, deal_id) WHERE cohort IS NULL;
+CREATE INDEX transaction_deals_cohort ON transaction_deals(cohort) WHERE cohort IS NOT NULL;
+
+-- Private: cohorts (deals always published together) with the sums rows are made of.
+CREATE TABLE transaction_cohorts (
+  cohort TEXT PRIMARY KEY,
+  series TEXT NOT NULL,
+  transaction_date TEXT NOT NULL,
+  deals INTEGER NOT NULL,
+  gpu_count INTEGER NOT NULL,
+  gpu_hours REAL NOT NULL,
+  price_hours REAL NOT NULL,
+  list_hours REAL
+) WITHOUT ROWID;
+
+-- Private: rows published per series and the latest cohort, which a thin cohort rolls in.
+CREATE TABLE transaction_series (
+  series TEXT PRIMARY KEY,
+  seq INTEGER NOT NULL,
+  last_cohort TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- Published rows; cohort and rolled_cohort are private and never selected by a page.
+CREATE TABLE transaction_rows (
+  gpu_model TEXT NOT NULL,
+  gpu_canonical_name TEXT NOT NULL,
+  region_group TEXT NOT NULL,
+  contract_type TEXT NOT NULL,
+  tenor_days INTEGER NOT NULL,
+  price_usd_per_gpu_hour REAL NOT NULL,
+  total_gpu_count INTEGER NOT NULL,
+  total_gpu_hours REAL NOT NULL,
+  transaction_date TEXT NOT NULL,
+  discount_percentage REAL,
+  is_rolling INTEGER NOT NULL,
+  blend_axis TEXT NOT NULL,
+  blend_tenor_days INTEGER NOT NULL,
+  blend_region_group TEXT NOT NULL,
+  row_key TEXT NOT NULL UNIQUE,
+  cohort TEXT NOT NULL,
+  rolled_cohort TEXT
+);
+CREATE INDEX transaction_rows_date ON transaction_rows(transaction_date, row_key);
+CREATE INDEX transaction_rows_gpu_date ON transaction_rows(gpu_canonical_name, transaction_date, row_key);
+-- Sort orders; the trailing date lets a page check the window without reading the row.
+CREATE INDEX transaction_rows_contract_type ON transaction_rows(contract_type, row_key, transaction_date);
+CREATE INDEX transaction_rows_gpu_model ON transaction_rows(gpu_model, row_key, transaction_date);
+CREATE INDEX transaction_rows_price ON transaction_rows(price_usd_per_gpu_hour, row_key, transaction_date);
+CREATE INDEX transaction_rows_region_group ON transaction_rows(region_group, row_key, transaction_date);
+CREATE INDEX transaction_rows_tenor_days ON transaction_rows(tenor_days, row_key, transaction_date);
+CREATE INDEX transaction_rows_total_gpu_count ON transaction_rows(total_gpu_count, row_key, transaction_date);
+CREATE INDEX transaction_rows_gpu_contract_type ON transaction_rows(gpu_canonical_name, contract_type, row_key, transaction_date);
+CREATE INDEX transaction_rows_gpu_gpu_model ON transaction_rows(gpu_canonical_name, gpu_model, row_key, transaction_date);
+CREATE INDEX transaction_rows_gpu_price ON transaction_rows(gpu_canonical_name, price_usd_per_gpu_hour, row_key, transaction_date);
+CREATE INDEX transaction_rows_gpu_region_group ON transaction_rows(gpu_canonical_name, region_group, row_key, transaction_date);
+CREATE INDEX transaction_rows_gpu_tenor_days ON transaction_rows(gpu_canonical_name, tenor_days, row_key, transaction_date);
+CREATE INDEX transaction_rows_gpu_total_gpu_count ON transaction_rows(gpu_canonical_name, total_gpu_count, row_key, transaction_date);
+`
+}
