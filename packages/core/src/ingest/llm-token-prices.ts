@@ -1,0 +1,261 @@
+import { Effect, Either, ParseResult, Schedule, Schema } from "effect"
+import { createHash } from "node:crypto"
+import { InvalidRecords, type RecordIssue, StorageUnavailable } from "../errors"
+import { formatInstant, parseDateTime } from "../query/time"
+import { type LlmTokenPrice, LlmTokenPriceObservation } from "../schema/llm-token-price"
+import { StorageConflict, StorageError } from "../storage/contract"
+import { type LlmTokenPriceChanges, LlmTokenPriceStore } from "../storage/llm-token-prices"
+import type { IngestSummary } from "./rental-prices"
+
+/** Fields that identify one published price across price changes (`base_price_key`). */
+const IDENTITY = ["source", "model", "serving_provider", "price_type", "region", "metric", "qualifiers"] as const
+
+const hash32 = (parts: ReadonlyArray<unknown>): string =>
+  createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 32)
+
+/** `base_price_key`: SHA-256 (first 128 bits, hex) of the identity fields in a fixed order. */
+export const basePriceKey = (o: { readonly [K in (typeof IDENTITY)[number]]: unknown }): string =>
+  hash32(IDENTITY.map((f) => o[f]))
+
+type PriceFields = Pick<LlmTokenPrice, "price_usd_per_1m_tokens" | "raw_price" | "raw_price_unit" | "currency">
+
+/** `price_key`: SHA-256 (first 128 bits, hex) of the base key, `valid_from` and the price. */
+export const priceKey = (base: string, validFrom: string, o: PriceFields): string =>
+  hash32([base, validFrom, o.price_usd_per_1m_tokens, o.raw_price, o.raw_price_unit, o.currency])
+
+const samePrice = (a: PriceFields, b: PriceFields) =>
+  a.price_usd_per_1m_tokens === b.price_usd_per_1m_tokens && a.raw_price === b.raw_price &&
+  a.raw_price_unit === b.raw_price_unit && a.currency === b.currency
+
+/*
+ * The outlier rule. Within one model, price type and metric, each serving provider's figure is
+ * the median of its prices in force (every source, region and qualifier); the reference is the
+ * median of those figures, so a provider with many regional rows counts once. A price more than
+ * `OUTLIER_RATIO` times above or below the reference is an outlier. With fewer than
+ * `OUTLIER_MIN_PROVIDERS` providers there is no reference and nothing is flagged.
+ */
+
+/** A price more than this many times above or below the reference is an outlier. */
+export const OUTLIER_RATIO = 5
+/** Fewest serving providers a reference needs. */
+export const OUTLIER_MIN_PROVIDERS = 3
+/** The fields within which prices are compared. */
+export const OUTLIER_GROUP = ["model", "price_type", "metric"] as const
+
+const median = (values: ReadonlyArray<number>): number => {
+  const s = [...values].sort((a, b) => a - b)
+  const mid = s.length >> 1
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
+}
+
+/** The reference price of one group of rows in force, or undefined with too few providers. */
+export const outlierReference = (
+  rows: ReadonlyArray<Pick<LlmTokenPrice, "serving_provider" | "price_usd_per_1m_tokens">>
+): number | undefined => {
+  const byProvider = new Map<string, Array<number>>()
+  for (const r of rows) {
+    const list = byProvider.get(r.serving_provider)
+    if (list === undefined) byProvider.set(r.serving_provider, [r.price_usd_per_1m_tokens])
+    else list.push(r.price_usd_per_1m_tokens)
+  }
+  if (byProvider.size < OUTLIER_MIN_PROVIDERS) return undefined
+  return median([...byProvider.values()].map(median))
+}
+
+/** Whether a price is an outlier against a reference (none: never). */
+export const isOutlierPrice = (price: number, reference: number | undefined): boolean =>
+  reference !== undefined && (price > reference * OUTLIER_RATIO || price * OUTLIER_RATIO < reference)
+
+const groupOf = (r: Pick<LlmTokenPrice, (typeof OUTLIER_GROUP)[number]>) => JSON.stringify([r.model, r.price_type, r.metric])
+
+/**
+ * Flags the rows a change opens, each judged against the market in force at its `valid_from`:
+ * the stored rows in force then (`storedAt`, for the opened rows' models), less those the change
+ * closes by then, plus the rows the change itself has in force then. Flags are fixed when a row
+ * opens; a later move of the market does not re-judge it.
+ */
+export const judgeOutliers = (
+  changes: LlmTokenPriceChanges,
+  storedAt: (at: string) => ReadonlyArray<LlmTokenPrice>
+): ReadonlyArray<LlmTokenPrice> => {
+  const closedAt = new Map(changes.close.map((c) => [c.price_key, c.valid_to]))
+  const references = new Map<string, Map<string, number | undefined>>()
+  const referencesAt = (at: string) => {
+    let refs = references.get(at)
+    if (refs !== undefined) return refs
+    const inForce = (r: LlmTokenPrice, validTo: string | null) => r.valid_from <= at && (validTo === null || validTo > at)
+    const groups = new Map<string, Array<LlmTokenPrice>>()
+    const add = (r: LlmTokenPrice) => {
+      const g = groupOf(r)
+      const list = groups.get(g)
+      if (list === undefined) groups.set(g, [r])
+      else list.push(r)
+    }
+    for (const r of storedAt(at)) if (inForce(r, closedAt.get(r.price_key) ?? r.valid_to)) add(r)
+    for (const r of changes.open) if (inForce(r, r.valid_to)) add(r)
+    refs = new Map([...groups].map(([g, rows]) => [g, outlierReference(rows)]))
+    references.set(at, refs)
+    return refs
+  }
+  return changes.open.map((r) => {
+    const flag = isOutlierPrice(r.price_usd_per_1m_tokens, referencesAt(r.valid_from).get(groupOf(r)))
+    return flag === r.is_price_outlier ? r : { ...r, is_price_outlier: flag }
+  })
+}
+
+/** What one ingest did; `flagged` counts the opened rows that are outliers. */
+export interface LlmIngestSummary extends IngestSummary {
+  readonly flagged: number
+}
+
+interface Decoded {
+  readonly index: number
+  readonly observation: LlmTokenPriceObservation
+  readonly at: string
+  readonly base: string
+}
+
+const decodeObservation = Schema.decodeUnknownEither(LlmTokenPriceObservation, { errors: "all", onExcessProperty: "error" })
+
+const invalidRecords = (errors: ReadonlyArray<RecordIssue>) =>
+  new InvalidRecords({
+    detail: `${errors.length} problem(s); nothing was stored. First: record ${errors[0]!.index}: ${errors[0]!.message}`,
+    errors
+  })
+
+/** Validates a batch of LLM price observations; every bad record is reported with its index. */
+export const decodeLlmObservations = (input: ReadonlyArray<unknown>): Either.Either<ReadonlyArray<Decoded>, InvalidRecords> => {
+  const out: Array<Decoded> = []
+  const issues: Array<RecordIssue> = []
+  input.forEach((item, index) => {
+    const d = decodeObservation(item)
+    if (Either.isLeft(d)) {
+      for (const i of ParseResult.ArrayFormatter.formatErrorSync(d.left)) {
+        issues.push({ index, message: `${i.path.join(".") || "record"}: ${i._tag === "Unexpected" ? "unknown field" : i.message}` })
+      }
+      return
+    }
+    const micros = parseDateTime(d.right.extracted_at)
+    if (micros === undefined) {
+      issues.push({ index, message: "extracted_at: expected an ISO 8601 datetime" })
+      return
+    }
+    out.push({ index, observation: d.right, at: formatInstant(micros), base: basePriceKey(d.right) })
+  })
+  return issues.length > 0 ? Either.left(invalidRecords(issues)) : Either.right(out)
+}
+
+/**
+ * Turns validated observations into a change against the current rows, as rental prices do:
+ * observations of one price apply in time order; an unchanged price touches nothing; a changed
+ * one closes the current row at the observation's time and opens a new one. An observation older
+ * than the row in force with a different price refuses the batch. Opened rows are not yet judged.
+ */
+export const planLlmChanges = (
+  decoded: ReadonlyArray<Decoded>,
+  current: ReadonlyArray<LlmTokenPrice>
+): Either.Either<{ readonly changes: LlmTokenPriceChanges; readonly summary: IngestSummary }, InvalidRecords> => {
+  const live = new Map<string, LlmTokenPrice>(current.map((r) => [r.base_price_key, r]))
+  const stored = new Set(current.map((r) => r.price_key))
+  const opened = new Map<string, LlmTokenPrice>()
+  const close: Array<{ price_key: string; valid_to: string }> = []
+  const issues: Array<RecordIssue> = []
+  let unchanged = 0
+  let closed = 0
+  const ordered = [...decoded].sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.index - b.index))
+  for (const { index, observation: o, at, base } of ordered) {
+    const now = live.get(base)
+    if (now !== undefined && samePrice(now, o)) {
+      unchanged++
+      continue
+    }
+    if (now !== undefined && at <= now.valid_from) {
+      issues.push({ index, message: `extracted_at ${at} is not after the price in force since ${now.valid_from}` })
+      continue
+    }
+    if (now !== undefined) {
+      closed++
+      if (stored.has(now.price_key)) close.push({ price_key: now.price_key, valid_to: at })
+      else opened.set(now.price_key, { ...now, valid_to: at })
+    }
+    const row: LlmTokenPrice = {
+      source: o.source, model: o.model, model_name: o.model_name, model_family: o.model_family,
+      model_creator: o.model_creator, serving_provider: o.serving_provider, price_type: o.price_type, region: o.region,
+      metric: o.metric, qualifiers: o.qualifiers, price_usd_per_1m_tokens: o.price_usd_per_1m_tokens,
+      raw_price: o.raw_price, raw_price_unit: o.raw_price_unit, currency: o.currency, is_price_outlier: false,
+      valid_from: at, valid_to: null, extracted_at: at, base_price_key: base, price_key: priceKey(base, at, o)
+    }
+    opened.set(row.price_key, row)
+    live.set(base, row)
+  }
+  if (issues.length > 0) return Either.left(invalidRecords(issues.sort((a, b) => a.index - b.index)))
+  return Either.right({
+    changes: { close, open: [...opened.values()] },
+    summary: { received: decoded.length, opened: opened.size, closed, unchanged }
+  })
+}
+
+/** The write path of LLM token prices. */
+export class LlmTokenPriceIngest extends Effect.Service<LlmTokenPriceIngest>()("Market/LlmTokenPriceIngest", {
+  effect: Effect.gen(function* () {
+    const store = yield* LlmTokenPriceStore
+    const unavailable = (e: { readonly operation: string }) =>
+      new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); nothing was stored` })
+    /** Re-plans a read-then-apply when another writer moved a row in between; wraps storage failures. */
+    const atomically = <A, E>(readThenApply: Effect.Effect<A, E | StorageError | StorageConflict>) =>
+      readThenApply.pipe(
+        Effect.retry({ while: (e) => (e as { _tag?: string })._tag === "StorageConflict", schedule: Schedule.recurs(5) }),
+        Effect.catchIf(
+          (e): e is StorageError | StorageConflict => e instanceof StorageError || e instanceof StorageConflict,
+          (e) => Effect.fail(unavailable({ operation: e._tag === "StorageError" ? e.operation : e.detail }))
+        )
+      )
+
+    /**
+     * The opened rows of a change, flagged against the market in force when each opens. The
+     * market is read before the change applies; a concurrent writer's new peers, which do not
+     * conflict with this change, may be missed by that much.
+     */
+    const judged = (changes: LlmTokenPriceChanges) =>
+      Effect.gen(function* () {
+        const models = [...new Set(changes.open.map((r) => r.model))]
+        const storedAt = new Map<string, ReadonlyArray<LlmTokenPrice>>()
+        for (const at of new Set(changes.open.map((r) => r.valid_from))) storedAt.set(at, yield* store.inForce(models, at))
+        return judgeOutliers(changes, (at) => storedAt.get(at)!)
+      })
+
+    /**
+     * Ingests published prices as one atomic batch. Invalid records refuse the whole batch. Each
+     * opened row is flagged `is_price_outlier` by the outlier rule, once, as it opens.
+     */
+    const ingest = Effect.fn("LlmTokenPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>) {
+      const decoded = yield* decodeLlmObservations(observations)
+      const bases = [...new Set(decoded.map((d) => d.base))]
+      return yield* Effect.gen(function* () {
+        const current = yield* store.current(bases)
+        const { changes, summary } = yield* planLlmChanges(decoded, current)
+        if (changes.close.length === 0 && changes.open.length === 0) return { ...summary, flagged: 0 }
+        const open = yield* judged(changes)
+        yield* store.apply({ close: changes.close, open })
+        const result: LlmIngestSummary = { ...summary, flagged: open.filter((r) => r.is_price_outlier).length }
+        return result
+      }).pipe(atomically)
+    })
+
+    /** Marks prices as no longer published from `at`: their current rows close. Unknown keys are ignored. */
+    const withdraw = Effect.fn("LlmTokenPriceIngest.withdraw")(function* (basePriceKeys: ReadonlyArray<string>, at: string) {
+      const micros = parseDateTime(at)
+      if (micros === undefined) return yield* Effect.fail(invalidRecords([{ index: 0, message: "at: expected an ISO 8601 datetime" }]))
+      const valid_to = formatInstant(micros)
+      return yield* Effect.gen(function* () {
+        const current = yield* store.current(basePriceKeys)
+        const late = current.find((r) => r.valid_from >= valid_to)
+        if (late !== undefined) return yield* Effect.fail(invalidRecords([{ index: 0, message: `at is not after the price in force since ${late.valid_from}` }]))
+        if (current.length > 0) yield* store.apply({ close: current.map((r) => ({ price_key: r.price_key, valid_to })), open: [] })
+        return current.length
+      }).pipe(atomically)
+    })
+
+    return { ingest, withdraw } as const
+  })
+}) {}

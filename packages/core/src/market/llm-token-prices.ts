@@ -1,0 +1,175 @@
+import { Clock, Effect, Schema } from "effect"
+import { reportedHistoryStart, requireGrant } from "../auth/entitlements"
+import { SearchTooBroad, StorageUnavailable, validationFailed } from "../errors"
+import { OUTLIER_GROUP, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO } from "../ingest/llm-token-prices"
+import {
+  type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, type Params, runPage
+} from "../query/collection"
+import { PageTokens } from "../query/page-token"
+import { Bound, CommaList, MAX_LIST_VALUES, normaliseName, refuseParameters, Token } from "../query/params"
+import { MICROS_PER_MS } from "../query/time"
+import type { LlmTokenPriceMetadata, LlmOutlierRule } from "../schema/llm-metadata"
+import type { LlmTokenPrice } from "../schema/llm-token-price"
+import type { StorageError } from "../storage/contract"
+import { LlmTokenPriceStore } from "../storage/llm-token-prices"
+import type { Predicate } from "../storage/plan"
+
+const withMessage = (message: string) => ({ message: () => ({ message, override: true }) })
+const Slug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,99}$/))
+const Key = Schema.String.pipe(
+  Schema.pattern(/^[0-9a-f]{32}$/),
+  Schema.annotations(withMessage("expected a 32-character lower-case hex key"))
+)
+/** `exclude_outliers`: exactly `true` or `false`. */
+const Flag = Schema.compose(Schema.String, Schema.Literal("true", "false")).pipe(
+  Schema.annotations(withMessage("expected true or false"))
+)
+
+const list = (param: string, what: string) =>
+  ({ param, field: param, kind: "list", schema: CommaList(Slug, `${what} (lower-case slugs)`) }) as const
+
+/** The LLM token price type: its filters, sorts and tie-breaker. It needs no anchor. */
+export const llmTokenPricesCollection: CollectionDef = {
+  dataType: "llm_token_prices",
+  basePath: "/v2/llm/token/prices",
+  filters: [
+    list("model", "models"),
+    list("serving_provider", "serving providers"),
+    list("source", "sources"),
+    list("price_type", "price types"),
+    list("region", "regions"),
+    { param: "base_price_key", field: "base_price_key", kind: "single", schema: Key },
+    { param: "price_key", field: "price_key", kind: "single", schema: Key },
+    { param: "min_price_usd_per_1m_tokens", field: "price_usd_per_1m_tokens", kind: "min", schema: Bound },
+    { param: "max_price_usd_per_1m_tokens", field: "price_usd_per_1m_tokens", kind: "max", schema: Bound }
+  ],
+  extraParams: { model_search: CommaList(Token, "search terms"), exclude_outliers: Flag },
+  sortFields: ["model", "serving_provider", "price_type", "price_usd_per_1m_tokens", "source", "valid_from"],
+  tieBreaker: "price_key",
+  anchors: []
+}
+
+const endpoints = {
+  latest: { name: "latest", defaultSort: { by: "model", order: "asc" }, needsAnchor: false },
+  asOf: { name: "as-of", defaultSort: { by: "model", order: "asc" }, needsAnchor: false },
+  history: { name: "history", defaultSort: { by: "valid_from", order: "desc" }, needsAnchor: false, defaultSpanDays: 90 }
+} as const satisfies Record<string, EndpointDef>
+
+const schemas = {
+  latest: endpointSchema(llmTokenPricesCollection, endpoints.latest),
+  asOf: endpointSchema(llmTokenPricesCollection, endpoints.asOf),
+  history: endpointSchema(llmTokenPricesCollection, endpoints.history)
+}
+
+/** Most models one `model_search` may resolve to. */
+export const MAX_SEARCH_MODELS = MAX_LIST_VALUES
+
+/** The outlier rule as `/metadata` states it. */
+export const llmOutlierRule: LlmOutlierRule = {
+  compared_within: OUTLIER_GROUP,
+  ratio: OUTLIER_RATIO,
+  min_serving_providers: OUTLIER_MIN_PROVIDERS,
+  description:
+    `A price is an outlier when it is more than ${OUTLIER_RATIO} times above or below the reference price of the same ` +
+    `model, price type and metric at the instant its row opens. The reference is the median, across serving providers, ` +
+    `of each provider's median price in force at that instant (every source, region and qualifier included, the new ` +
+    `price among them). With fewer than ${OUTLIER_MIN_PROVIDERS} serving providers there is no reference and nothing ` +
+    `is flagged. The flag is fixed when the row opens.`
+}
+
+const unavailable = (e: StorageError) =>
+  new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); try again shortly` })
+
+const union = (lists: ReadonlyArray<ReadonlyArray<string>>) => [...new Set(lists.flat())].sort()
+
+/** LLM token prices: `/latest`, `/as-of`, `/history` and `/metadata`. */
+export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/LlmTokenPrices", {
+  effect: Effect.gen(function* () {
+    const store = yield* LlmTokenPriceStore
+    const tokens = yield* PageTokens
+
+    /** `exclude_outliers=true` keeps rows not flagged. */
+    const outliers = (params: Params): ReadonlyArray<Predicate> =>
+      params.exclude_outliers === "true" ? [{ op: "eq", field: "is_price_outlier", value: "false" }] : []
+
+    /**
+     * Resolves `model_search` terms to models: a term matches a model when it is a substring of
+     * its slug or of any name a provider ever wrote for it, ignoring case, spaces and punctuation.
+     */
+    const resolve = (params: Params) => {
+      const terms = params.model_search as ReadonlyArray<string> | undefined
+      if (terms === undefined) return Effect.succeed(outliers(params))
+      const normalised = terms.map(normaliseName)
+      if (normalised.some((t) => t.length === 0)) {
+        return Effect.fail(validationFailed([{ parameter: "model_search", message: "every term needs a letter or digit" }]))
+      }
+      return Effect.flatMap(Effect.mapError(store.models, unavailable), (summaries) => {
+        const models = summaries
+          .filter((m) => [m.model, ...m.model_names].some((s) => normalised.some((t) => normaliseName(s).includes(t))))
+          .map((m) => m.model)
+        return models.length > MAX_SEARCH_MODELS
+          ? Effect.fail(new SearchTooBroad({
+              detail: `model_search matches ${models.length} models; at most ${MAX_SEARCH_MODELS} are allowed, so narrow the terms`,
+              matched: models.length,
+              limit: MAX_SEARCH_MODELS
+            }))
+          : Effect.succeed<ReadonlyArray<Predicate>>([{ op: "in", field: "model", values: models }, ...outliers(params)])
+      })
+    }
+
+    const now = Effect.map(Clock.currentTimeMillis, (ms) => ms * MICROS_PER_MS)
+    const pageOf = (endpoint: keyof typeof endpoints, request: MarketRequest) =>
+      Effect.flatMap(now, (now) =>
+        runPage<LlmTokenPrice>({
+          collection: llmTokenPricesCollection,
+          endpoint: endpoints[endpoint],
+          schema: schemas[endpoint],
+          request,
+          tokens,
+          now,
+          resolve,
+          page: store.page
+        })
+      )
+
+    return {
+      /** Prices in force now matching the filters. */
+      latest: Effect.fn("LlmTokenPrices.latest")((request: MarketRequest) => pageOf("latest", request)),
+      /** Prices in force at `at`; needs historical access. */
+      asOf: Effect.fn("LlmTokenPrices.asOf")((request: MarketRequest) => pageOf("asOf", request)),
+      /** Prices that changed inside `[start, end)`; needs historical access. */
+      history: Effect.fn("LlmTokenPrices.history")((request: MarketRequest) => pageOf("history", request)),
+      /** Models with their names, every accepted filter value, the outlier rule and the caller's history floor. */
+      metadata: Effect.fn("LlmTokenPrices.metadata")(function* (request: Pick<MarketRequest, "principal" | "query">) {
+        const principal = request.principal
+        yield* requireGrant(principal, llmTokenPricesCollection.dataType)
+        yield* refuseParameters(request.query)
+        const models = yield* Effect.mapError(store.models, unavailable)
+        const body: LlmTokenPriceMetadata = {
+          data_type: "llm_token_prices",
+          history_starts_at: reportedHistoryStart(principal, llmTokenPricesCollection.dataType, yield* now),
+          data: {
+            price_unit: "usd_per_1m_tokens",
+            outlier_rule: llmOutlierRule,
+            models: models.map((m) => ({
+              model: m.model,
+              model_family: m.model_family,
+              model_creator: m.model_creator,
+              model_name_variants: m.model_names,
+              currently_listed: m.currently_listed,
+              serving_providers: m.serving_providers,
+              price_types: m.price_types
+            })),
+            serving_providers: union(models.map((m) => m.serving_providers)),
+            sources: union(models.map((m) => m.sources)),
+            price_types: union(models.map((m) => m.price_types)),
+            regions: union(models.map((m) => m.regions)),
+            metrics: union(models.map((m) => m.metrics)),
+            qualifiers: union(models.map((m) => m.qualifiers))
+          }
+        }
+        return body
+      })
+    } as const
+  })
+}) {}

@@ -1,0 +1,243 @@
+import { assert, type Vitest } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import { basePriceKey, priceKey } from "../ingest/llm-token-prices"
+import { formatInstant, MICROS_PER_DAY } from "../query/time"
+import type { LlmTokenPrice } from "../schema/llm-token-price"
+import { LlmTokenPriceStore } from "./llm-token-prices"
+import { evaluateLlmTokenPricePlan } from "./memory-llm-token-prices"
+import type { PagePlan, Predicate, Scope } from "./plan"
+
+let counter = 0
+const namespace = (label: string) => `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`
+
+const T0 = Date.UTC(2026, 0, 1) * 1000
+const at = (day: number, hour = 0) => formatInstant(T0 + day * MICROS_PER_DAY + hour * 3_600_000_000)
+
+/** A valid LLM token price row; `over` replaces fields, and the keys are derived as ingest derives them. */
+export const llmRow = (over: Partial<LlmTokenPrice> & Pick<LlmTokenPrice, "model" | "serving_provider">): LlmTokenPrice => {
+  const base: LlmTokenPrice = {
+    source: "provider-pricing-page",
+    model_name: over.model.toUpperCase(),
+    model_family: "family",
+    model_creator: "creator",
+    price_type: "input",
+    region: "global",
+    metric: "tokens",
+    qualifiers: null,
+    price_usd_per_1m_tokens: 1,
+    raw_price: 1,
+    raw_price_unit: "usd_per_1m_tokens",
+    currency: "USD",
+    is_price_outlier: false,
+    valid_from: at(0),
+    valid_to: null,
+    extracted_at: at(0),
+    base_price_key: "",
+    price_key: "",
+    ...over
+  }
+  const bpk = over.base_price_key ?? basePriceKey(base)
+  return { ...base, base_price_key: bpk, price_key: over.price_key ?? priceKey(bpk, base.valid_from, base) }
+}
+
+/**
+ * A small market under one namespace: three providers, two models, two sources, flagged and
+ * unflagged rows, global and regional rows, ties in every sort field, and prices with several
+ * versions, so scopes, sorts and keysets all have work to do.
+ */
+const market = (ns: string): Array<LlmTokenPrice> => {
+  const rows: Array<LlmTokenPrice> = []
+  let n = 0
+  for (const provider of [`${ns}-p1`, `${ns}-p2`, `${ns}-p3`]) {
+    for (const model of [`${ns}-small`, `${ns}-large`]) {
+      for (const price_type of ["input", "output"]) {
+        for (const source of ["provider-pricing-page", "openrouter"]) {
+          const prices = [1 + (n % 3) * 0.5, 1 + ((n + 1) % 3) * 0.5, 0.5 + (n % 2)]
+          const versions = 1 + (n % 3)
+          for (let v = 0; v < versions; v++) {
+            rows.push(llmRow({
+              model, serving_provider: provider, price_type, source,
+              region: n % 4 === 0 ? "eu-west" : "global",
+              qualifiers: n % 5 === 0 ? "context_gt_128k" : null,
+              model_family: n % 2 === 0 ? null : "fam",
+              price_usd_per_1m_tokens: prices[v]!,
+              raw_price: prices[v]! / 1000,
+              raw_price_unit: "usd_per_1k_tokens",
+              is_price_outlier: (n + v) % 4 === 0,
+              valid_from: at(v * 10),
+              extracted_at: at(v * 10),
+              valid_to: v === versions - 1 ? null : at((v + 1) * 10)
+            }))
+          }
+          n++
+        }
+      }
+    }
+  }
+  return rows
+}
+
+const SORTS = ["model", "serving_provider", "price_type", "price_usd_per_1m_tokens", "source", "valid_from"]
+
+/** Follows keyset positions from the first page to the last. */
+const walk = (page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<LlmTokenPrice>, unknown>, plan: PagePlan) =>
+  Effect.gen(function* () {
+    const pages: Array<ReadonlyArray<LlmTokenPrice>> = []
+    let after: PagePlan["after"] = undefined
+    for (let i = 0; i < 1000; i++) {
+      const rows: ReadonlyArray<LlmTokenPrice> = yield* page({ ...plan, after })
+      pages.push(rows)
+      if (rows.length < plan.limit) break
+      const last: LlmTokenPrice = rows[rows.length - 1]!
+      after = { value: last[plan.sort.by as keyof LlmTokenPrice] as string | number, tie: last.price_key }
+    }
+    return pages
+  })
+
+const byKey = (a: LlmTokenPrice, b: LlmTokenPrice) => (a.price_key < b.price_key ? -1 : a.price_key > b.price_key ? 1 : 0)
+
+/** Registers the LLM token price conformance tests on a suite's `it`. */
+export const llmTokenPriceConformance = (it: Vitest.MethodsNonLive<LlmTokenPriceStore>) => {
+  it.effect("llm: apply opens and closes rows; current and inForce see only rows in force", () =>
+    Effect.gen(function* () {
+      const s = yield* LlmTokenPriceStore
+      const ns = namespace("llm-apply")
+      const v1 = llmRow({ model: `${ns}-m`, serving_provider: ns, qualifiers: "batch;context_gt_128k", is_price_outlier: true })
+      yield* s.apply({ close: [], open: [v1] })
+      assert.deepStrictEqual(yield* s.current([v1.base_price_key]), [v1])
+      const v2 = llmRow({ model: `${ns}-m`, serving_provider: ns, qualifiers: "batch;context_gt_128k", price_usd_per_1m_tokens: 2, valid_from: at(1), extracted_at: at(1) })
+      assert.strictEqual(v2.base_price_key, v1.base_price_key)
+      yield* s.apply({ close: [{ price_key: v1.price_key, valid_to: at(1) }], open: [v2] })
+      assert.deepStrictEqual(yield* s.current([v1.base_price_key, "f".repeat(32)]), [v2])
+      const closed = { ...v1, valid_to: at(1) }
+      // valid_from is inclusive and valid_to exclusive.
+      assert.deepStrictEqual(yield* s.inForce([`${ns}-m`], at(0)), [closed])
+      assert.deepStrictEqual(yield* s.inForce([`${ns}-m`], at(0, 23)), [closed])
+      assert.deepStrictEqual(yield* s.inForce([`${ns}-m`, `${ns}-other`], at(1)), [v2])
+      assert.deepStrictEqual(yield* s.inForce([`${ns}-m`], at(-1)), [])
+      assert.deepStrictEqual(yield* s.inForce([`${ns}-other`], at(1)), [])
+      const all = yield* s.page({
+        scope: { _tag: "window", start: at(0), end: at(5) }, predicates: [{ op: "in", field: "serving_provider", values: [ns] }],
+        sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 10
+      })
+      assert.deepStrictEqual(all, [closed, v2])
+    }))
+
+  it.effect("llm: inForce reads many models at once", () =>
+    Effect.gen(function* () {
+      const s = yield* LlmTokenPriceStore
+      const ns = namespace("llm-many")
+      const rows = Array.from({ length: 300 }, (_, i) => llmRow({ model: `${ns}-m${i}`, serving_provider: ns }))
+      yield* s.apply({ close: [], open: rows })
+      const got = yield* s.inForce(rows.map((r) => r.model), at(3))
+      assert.deepStrictEqual([...got].sort(byKey), [...rows].sort(byKey))
+      assert.strictEqual((yield* s.current(rows.map((r) => r.base_price_key))).length, 300)
+    }))
+
+  it.effect("llm: a conflicting apply changes nothing", () =>
+    Effect.gen(function* () {
+      const s = yield* LlmTokenPriceStore
+      const ns = namespace("llm-conflict")
+      const model = `${ns}-m`
+      const v1 = llmRow({ model, serving_provider: ns })
+      const other = llmRow({ model, serving_provider: ns, price_type: "output" })
+      yield* s.apply({ close: [], open: [v1] })
+      const failsWithConflict = (e: Exit.Exit<void, unknown>) => {
+        assert.isTrue(Exit.isFailure(e))
+        if (Exit.isFailure(e)) assert.include(JSON.stringify(e.cause), "StorageConflict")
+      }
+      // Closing a row that is not current fails, and the open beside it is not applied.
+      failsWithConflict(yield* Effect.exit(s.apply({ close: [{ price_key: other.price_key, valid_to: at(1) }], open: [other] })))
+      // Closing one row twice fails: the second close finds it no longer current.
+      const next = llmRow({ model, serving_provider: ns, price_usd_per_1m_tokens: 3, valid_from: at(2), extracted_at: at(2) })
+      failsWithConflict(yield* Effect.exit(s.apply({
+        close: [{ price_key: v1.price_key, valid_to: at(2) }, { price_key: v1.price_key, valid_to: at(3) }], open: [next]
+      })))
+      // A second current row for one price fails, and the close and open beside it are not applied.
+      const twin = llmRow({ model, serving_provider: ns, price_usd_per_1m_tokens: 9, valid_from: at(2), extracted_at: at(2) })
+      failsWithConflict(yield* Effect.exit(s.apply({ close: [], open: [other, twin] })))
+      failsWithConflict(yield* Effect.exit(s.apply({ close: [{ price_key: v1.price_key, valid_to: at(2) }], open: [next, { ...next, price_key: "f".repeat(32) }] })))
+      // One key opened twice in one change fails.
+      failsWithConflict(yield* Effect.exit(s.apply({ close: [], open: [other, other] })))
+      // A key already stored fails.
+      failsWithConflict(yield* Effect.exit(s.apply({ close: [], open: [{ ...v1, valid_to: at(1) }] })))
+      assert.deepStrictEqual(yield* s.current([v1.base_price_key, other.base_price_key]), [v1])
+      assert.deepStrictEqual(yield* s.inForce([model], at(5)), [v1])
+    }))
+
+  it.effect("llm: pages follow scope, predicates, sort and keyset exactly", () =>
+    Effect.gen(function* () {
+      const s = yield* LlmTokenPriceStore
+      const ns = namespace("llm-page")
+      const rows = market(ns)
+      yield* s.apply({ close: [], open: rows })
+      const mine: Predicate = { op: "in", field: "serving_provider", values: [`${ns}-p1`, `${ns}-p2`, `${ns}-p3`] }
+      const scopes: Array<Scope> = [
+        { _tag: "latest" },
+        { _tag: "asOf", at: at(10) },
+        { _tag: "asOf", at: at(9, 23) },
+        { _tag: "window", start: at(0), end: at(10) },
+        { _tag: "window", start: at(10), end: at(30) }
+      ]
+      const extra: Array<ReadonlyArray<Predicate>> = [
+        [],
+        [{ op: "in", field: "model", values: [`${ns}-large`] }],
+        [{ op: "eq", field: "is_price_outlier", value: "false" }],
+        [{ op: "in", field: "is_price_outlier", values: ["true", "maybe"] }],
+        [{ op: "eq", field: "is_price_outlier", value: "no" }],
+        [{ op: "in", field: "region", values: ["eu-west"] }, { op: "gte", field: "price_usd_per_1m_tokens", value: 1 }],
+        [{ op: "in", field: "source", values: ["openrouter"] }, { op: "in", field: "price_type", values: ["output", "cached_input"] }],
+        [{ op: "lte", field: "price_usd_per_1m_tokens", value: 1.5 }, { op: "eq", field: "model", value: `${ns}-small` }]
+      ]
+      for (const scope of scopes) for (const preds of extra) for (const by of SORTS) for (const order of ["asc", "desc"] as const) {
+        const plan: PagePlan = { scope, predicates: [mine, ...preds], sort: { by, order }, after: undefined, limit: 4 }
+        const pages = yield* walk(s.page, plan)
+        const expected = evaluateLlmTokenPricePlan(rows, { ...plan, limit: rows.length })
+        assert.deepStrictEqual(pages.flat(), expected, `${JSON.stringify(scope)} ${JSON.stringify(preds)} ${by} ${order}`)
+        assert.isTrue(pages.every((p) => p.length <= 4))
+      }
+      // Stated by hand: current rows of p1 not flagged, cheapest first, ties by price_key.
+      const expected = rows.filter((r) => r.serving_provider === `${ns}-p1` && r.valid_to === null && !r.is_price_outlier)
+      const got = yield* s.page({
+        scope: { _tag: "latest" },
+        predicates: [{ op: "in", field: "serving_provider", values: [`${ns}-p1`] }, { op: "eq", field: "is_price_outlier", value: "false" }],
+        sort: { by: "price_usd_per_1m_tokens", order: "asc" }, after: undefined, limit: 100
+      })
+      assert.isAbove(got.length, 0)
+      assert.isBelow(got.length, 8)
+      assert.sameMembers(got.map((r) => r.price_key), expected.map((r) => r.price_key))
+      for (let i = 1; i < got.length; i++) {
+        const a = got[i - 1]!, b = got[i]!
+        assert.isTrue(a.price_usd_per_1m_tokens < b.price_usd_per_1m_tokens ||
+          (a.price_usd_per_1m_tokens === b.price_usd_per_1m_tokens && a.price_key < b.price_key))
+      }
+    }))
+
+  it.effect("llm: model summaries cover every version ever stored", () =>
+    Effect.gen(function* () {
+      const s = yield* LlmTokenPriceStore
+      const ns = namespace("llm-models")
+      const m = `${ns}-m`, gone = `${ns}-gone`
+      const rows = [
+        llmRow({ model: m, serving_provider: `${ns}-b`, model_name: "Model M (old)", model_family: null, model_creator: "zeta", valid_to: at(5) }),
+        llmRow({ model: m, serving_provider: `${ns}-a`, model_name: "Model M", model_family: "fam-b", model_creator: null, price_type: "output", region: "eu-west", source: "openrouter", qualifiers: "context_gt_128k" }),
+        llmRow({ model: m, serving_provider: `${ns}-a`, model_name: "Model M", model_family: "fam-a", model_creator: "alpha", metric: "audio_tokens" }),
+        llmRow({ model: gone, serving_provider: `${ns}-a`, model_name: "Gone", model_family: null, model_creator: null, valid_to: at(5) })
+      ]
+      // Applied one by one, in an order where the first family seen is not the first in order.
+      for (const r of rows) yield* s.apply({ close: [], open: [r] })
+      const models = (yield* s.models).filter((x) => x.model.startsWith(ns))
+      assert.deepStrictEqual(models, [
+        {
+          model: gone, model_family: null, model_creator: null, model_names: ["Gone"], currently_listed: false,
+          serving_providers: [`${ns}-a`], sources: ["provider-pricing-page"], price_types: ["input"], regions: ["global"],
+          metrics: ["tokens"], qualifiers: []
+        },
+        {
+          model: m, model_family: "fam-a", model_creator: "alpha", model_names: ["Model M", "Model M (old)"], currently_listed: true,
+          serving_providers: [`${ns}-a`, `${ns}-b`], sources: ["openrouter", "provider-pricing-page"], price_types: ["input", "output"],
+          regions: ["eu-west", "global"], metrics: ["audio_tokens", "tokens"], qualifiers: ["context_gt_128k"]
+        }
+      ])
+    }))
+}

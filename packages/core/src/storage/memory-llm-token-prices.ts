@@ -1,0 +1,100 @@
+import { Effect } from "effect"
+import type { LlmTokenPrice } from "../schema/llm-token-price"
+import { StorageConflict } from "./contract"
+import type { LlmModelSummary, LlmTokenPriceStore } from "./llm-token-prices"
+import { inVersionScope, matchesPredicates, orderAndSeek } from "./memory"
+import type { PagePlan } from "./plan"
+
+/** The reference LLM token price store: plain statements of what every backend must return. */
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+
+/** The row with its boolean flag in text form, as predicates compare it. */
+const comparable = (r: LlmTokenPrice) => ({ ...r, is_price_outlier: r.is_price_outlier ? "true" : "false" })
+
+/** The reference evaluation of an LLM token price plan. */
+export const evaluateLlmTokenPricePlan = (rows: Iterable<LlmTokenPrice>, plan: PagePlan): Array<LlmTokenPrice> =>
+  orderAndSeek(
+    [...rows].filter((r) => inVersionScope(r, plan.scope) && matchesPredicates(comparable(r), plan.predicates)),
+    plan,
+    "price_key"
+  )
+
+const sorted = (values: Iterable<string>) => [...new Set(values)].sort(cmp)
+const firstOf = (values: Iterable<string | null>): string | null => {
+  let first: string | null = null
+  for (const v of values) if (v !== null && (first === null || v < first)) first = v
+  return first
+}
+
+/** Per-model summaries of LLM token price rows, as every backend reports them. */
+export const summariseLlmModels = (rows: Iterable<LlmTokenPrice>): Array<LlmModelSummary> => {
+  const byModel = new Map<string, Array<LlmTokenPrice>>()
+  for (const r of rows) {
+    const list = byModel.get(r.model)
+    if (list === undefined) byModel.set(r.model, [r])
+    else list.push(r)
+  }
+  return [...byModel.keys()].sort(cmp).map((model): LlmModelSummary => {
+    const rs = byModel.get(model)!
+    return {
+      model,
+      model_family: firstOf(rs.map((r) => r.model_family)),
+      model_creator: firstOf(rs.map((r) => r.model_creator)),
+      model_names: sorted(rs.map((r) => r.model_name)),
+      currently_listed: rs.some((r) => r.valid_to === null),
+      serving_providers: sorted(rs.map((r) => r.serving_provider)),
+      sources: sorted(rs.map((r) => r.source)),
+      price_types: sorted(rs.map((r) => r.price_type)),
+      regions: sorted(rs.map((r) => r.region)),
+      metrics: sorted(rs.map((r) => r.metric)),
+      qualifiers: sorted(rs.flatMap((r) => (r.qualifiers === null ? [] : [r.qualifiers])))
+    }
+  })
+}
+
+/** An in-memory LLM token price store over fresh state. */
+export const makeMemoryLlmTokenPriceStore = (): LlmTokenPriceStore["Type"] => {
+  const rows = new Map<string, LlmTokenPrice>()
+  return {
+    current: (keys) => Effect.sync(() => {
+      const wanted = new Set(keys)
+      return [...rows.values()].filter((r) => r.valid_to === null && wanted.has(r.base_price_key))
+    }),
+    inForce: (models, at) => Effect.sync(() => {
+      const wanted = new Set(models)
+      return [...rows.values()].filter((r) => wanted.has(r.model) && inVersionScope(r, { _tag: "asOf", at }))
+    }),
+    apply: (changes) => Effect.suspend(() => {
+      // Closes apply in order, so a second close of one row finds it no longer current.
+      const closing = new Set<string>()
+      for (const c of changes.close) {
+        const row = rows.get(c.price_key)
+        if (row === undefined || row.valid_to !== null || closing.has(c.price_key)) {
+          return Effect.fail(new StorageConflict({ detail: `row ${c.price_key} is no longer current` }))
+        }
+        closing.add(c.price_key)
+      }
+      const currentBases = new Set<string>()
+      for (const r of rows.values()) if (r.valid_to === null && !closing.has(r.price_key)) currentBases.add(r.base_price_key)
+      const opening = new Set<string>()
+      for (const r of changes.open) {
+        if (rows.has(r.price_key) || opening.has(r.price_key)) {
+          return Effect.fail(new StorageConflict({ detail: `row ${r.price_key} exists` }))
+        }
+        opening.add(r.price_key)
+        if (r.valid_to === null) {
+          if (currentBases.has(r.base_price_key)) {
+            return Effect.fail(new StorageConflict({ detail: `price ${r.base_price_key} already has a current row` }))
+          }
+          currentBases.add(r.base_price_key)
+        }
+      }
+      for (const c of changes.close) rows.set(c.price_key, { ...rows.get(c.price_key)!, valid_to: c.valid_to })
+      for (const r of changes.open) rows.set(r.price_key, r)
+      return Effect.void
+    }),
+    page: (plan) => Effect.sync(() => evaluateLlmTokenPricePlan(rows.values(), plan)),
+    models: Effect.sync(() => summariseLlmModels(rows.values()))
+  }
+}

@@ -1,0 +1,414 @@
+import {
+  type LlmModelSummary, type LlmTokenPrice, llmTokenPriceFields, LlmTokenPriceStore, type PagePlan, type Predicate,
+  StorageConflict
+} from "@gpu-market/core"
+import { Effect } from "effect"
+import type { SqliteClient } from "./client"
+import type { Migration } from "./migrations"
+
+/** Row fields that hold numbers. */
+const NUMERIC_FIELDS: ReadonlySet<string> = new Set(["price_usd_per_1m_tokens", "raw_price"])
+/** Row fields that hold booleans, stored as 0 / 1 and compared by their text form `true` / `false`. */
+const BOOLEAN_FIELDS: ReadonlySet<string> = new Set(["is_price_outlier"])
+/** Row fields that may be null; sorting by one is refused. */
+const NULLABLE_FIELDS: ReadonlySet<string> = new Set(["model_family", "model_creator", "qualifiers", "valid_to"])
+const FIELDS: ReadonlySet<string> = new Set(llmTokenPriceFields)
+
+/** Sort fields of the collection; each gets current-row indexes, unanchored and per anchor. */
+const SORTS = ["model", "serving_provider", "price_type", "price_usd_per_1m_tokens", "source", "valid_from"] as const
+/** Filters common enough to lead an index of current rows. */
+const ANCHORS = ["model", "serving_provider"] as const
+
+const currentRowIndexes = [
+  ...SORTS.map((sort) => `CREATE INDEX llm_token_prices_current_${sort} ON llm_token_prices(${sort}, price_key) WHERE valid_to IS NULL;`),
+  ...ANCHORS.flatMap((anchor) =>
+    SORTS.map((sort) =>
+      anchor === sort
+        ? `CREATE INDEX llm_token_prices_current_${anchor}_only ON llm_token_prices(${anchor}, price_key) WHERE valid_to IS NULL;`
+        : `CREATE INDEX llm_token_prices_current_${anchor}_${sort} ON llm_token_prices(${anchor}, ${sort}, price_key) WHERE valid_to IS NULL;`))
+].join("\n")
+
+/**
+ * Planner statistics for an empty table, shaped like 200k versions of which 20k are current,
+ * across ~500 models and ~50 serving providers. Without them SQLite cannot tell a partial index
+ * of current rows from a full index and, for a model-anchored page sorted by model after a
+ * position, reads the model's whole history and sorts it. A later real ANALYZE agrees.
+ */
+const seededStats = (): string => {
+  const all = 200_000
+  const current = 20_000
+  const perSort: Record<(typeof SORTS)[number], number> = {
+    model: 40, serving_provider: 400, price_type: 3_000, price_usd_per_1m_tokens: 10, source: 2_000, valid_from: 20
+  }
+  const perAnchorSort: Record<(typeof ANCHORS)[number], Record<(typeof SORTS)[number], number>> = {
+    model: { model: 40, serving_provider: 4, price_type: 8, price_usd_per_1m_tokens: 2, source: 20, valid_from: 4 },
+    serving_provider: { model: 4, serving_provider: 400, price_type: 80, price_usd_per_1m_tokens: 4, source: 200, valid_from: 20 }
+  }
+  const rows: Array<[string, string]> = [
+    ["sqlite_autoindex_llm_token_prices_1", `${all} 1`],
+    ["llm_token_prices_current_base", `${current} 1`],
+    ["llm_token_prices_valid_from", `${all} 100 1`],
+    ["llm_token_prices_model_valid_from", `${all} 400 10 1`],
+    ["llm_token_prices_provider_valid_from", `${all} 4000 100 1`],
+    ["llm_token_prices_base_valid_from", `${all} 10 1`],
+    ...SORTS.map((sort): [string, string] => [`llm_token_prices_current_${sort}`, `${current} ${perSort[sort]} 1`]),
+    ...ANCHORS.flatMap((anchor) => SORTS.map((sort): [string, string] => anchor === sort
+      ? [`llm_token_prices_current_${anchor}_only`, `${current} ${perSort[anchor]} 1`]
+      : [`llm_token_prices_current_${anchor}_${sort}`, `${current} ${perSort[anchor]} ${perAnchorSort[anchor][sort]} 1`]))
+  ]
+  return `-- ANALYZE creates sqlite_stat1 if needed; its rows for the empty table are replaced by the seed.
+ANALYZE llm_token_prices;
+DELETE FROM sqlite_stat1 WHERE tbl = 'llm_token_prices';
+INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES
+  ('llm_token_prices', NULL, '${all}'),
+  ${rows.map(([idx, stat]) => `('llm_token_prices', '${idx}', '${stat}')`).join(",\n  ")};
+-- Reloads the statistics into this connection.
+ANALYZE sqlite_schema;`
+}
+
+/** Migration 4: the LLM token price table, its indexes and the summaries behind metadata. */
+export const llmTokenPricesMigration: Migration = {
+  version: 4,
+  name: "llm token prices",
+  sql: `
+CREATE TABLE llm_token_prices (
+  source TEXT NOT NULL,
+  model TEXT NOT NULL,
+  model_name TEXT NOT NULL,
+  model_family TEXT,
+  model_creator TEXT,
+  serving_provider TEXT NOT NULL,
+  price_type TEXT NOT NULL,
+  region TEXT NOT NULL,
+  metric TEXT NOT NULL,
+  qualifiers TEXT,
+  price_usd_per_1m_tokens REAL NOT NULL,
+  raw_price REAL NOT NULL,
+  raw_price_unit TEXT NOT NULL,
+  currency TEXT NOT NULL,
+  is_price_outlier INTEGER NOT NULL CHECK (is_price_outlier IN (0, 1)),
+  valid_from TEXT NOT NULL,
+  valid_to TEXT,
+  extracted_at TEXT NOT NULL,
+  base_price_key TEXT NOT NULL,
+  price_key TEXT NOT NULL UNIQUE
+);
+-- One current row per price: a concurrent writer that raced us fails here, as a conflict.
+CREATE UNIQUE INDEX llm_token_prices_current_base ON llm_token_prices(base_price_key) WHERE valid_to IS NULL;
+${currentRowIndexes}
+-- asOf and window scopes range over valid_from, anchored or not; inForce reads by model.
+CREATE INDEX llm_token_prices_valid_from ON llm_token_prices(valid_from, price_key);
+CREATE INDEX llm_token_prices_model_valid_from ON llm_token_prices(model, valid_from, price_key);
+CREATE INDEX llm_token_prices_provider_valid_from ON llm_token_prices(serving_provider, valid_from, price_key);
+CREATE INDEX llm_token_prices_base_valid_from ON llm_token_prices(base_price_key, valid_from);
+
+-- Summaries behind metadata and model_search, kept in the apply transaction so reading them
+-- never scans llm_token_prices. kind names the row field a value came from.
+CREATE TABLE llm_models (
+  model TEXT PRIMARY KEY,
+  model_family TEXT,
+  model_creator TEXT
+) WITHOUT ROWID;
+CREATE TABLE llm_model_values (
+  model TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (model, kind, value)
+) WITHOUT ROWID;
+
+${seededStats()}
+`
+}
+
+/** The columns in the row's field order, so rows are built in that order. */
+const SELECT = `SELECT ${llmTokenPriceFields.join(", ")} FROM llm_token_prices`
+
+/** Builds a row from the raw column array of `SELECT`; a test checks the positions. */
+export const llmRowFromColumns = (c: ReadonlyArray<any>): LlmTokenPrice => ({
+  source: c[0], model: c[1], model_name: c[2], model_family: c[3], model_creator: c[4], serving_provider: c[5],
+  price_type: c[6], region: c[7], metric: c[8], qualifiers: c[9], price_usd_per_1m_tokens: c[10], raw_price: c[11],
+  raw_price_unit: c[12], currency: c[13], is_price_outlier: c[14] === 1, valid_from: c[15], valid_to: c[16],
+  extracted_at: c[17], base_price_key: c[18], price_key: c[19]
+})
+
+/** A row's values in column order, for positional binding. */
+export const llmColumnsOf = (r: LlmTokenPrice): Array<unknown> => [
+  r.source, r.model, r.model_name, r.model_family, r.model_creator, r.serving_provider,
+  r.price_type, r.region, r.metric, r.qualifiers, r.price_usd_per_1m_tokens, r.raw_price,
+  r.raw_price_unit, r.currency, r.is_price_outlier ? 1 : 0, r.valid_from, r.valid_to,
+  r.extracted_at, r.base_price_key, r.price_key
+]
+
+/** A plan this backend will not turn into SQL (an unknown column, a nullable or boolean sort). */
+export class InvalidLlmPlan extends Error {
+  override readonly name = "InvalidLlmPlan"
+}
+
+const column = (field: string): string => {
+  // Field names are interpolated into SQL, so only the row's own column names get through.
+  if (!FIELDS.has(field)) throw new InvalidLlmPlan(`unknown LLM token price field: ${JSON.stringify(field)}`)
+  return field
+}
+
+const placeholders = (n: number): string => (n === 1 ? "?" : `?${",?".repeat(n - 1)}`)
+const cmp = (a: string | number, b: string | number): number => (a < b ? -1 : a > b ? 1 : 0)
+
+/** The one value an equality predicate allows a text `field` to take, if any. */
+const pinnedValue = (plan: PagePlan, field: string): string | undefined => {
+  for (const p of plan.predicates) {
+    if (p.field !== field) continue
+    if (p.op === "eq") return p.value
+    if (p.op === "in" && p.values.length === 1) return p.values[0]
+  }
+  return undefined
+}
+
+/** Whether the keyset position already implies a bound on the sort field. */
+const impliedByPosition = (plan: PagePlan, p: Predicate & { readonly op: "gte" | "lte" }): boolean => {
+  const after = plan.after
+  if (after === undefined || p.field !== plan.sort.by || typeof after.value !== "number") return false
+  return plan.sort.order === "asc" ? p.op === "gte" && after.value >= p.value : p.op === "lte" && after.value <= p.value
+}
+
+/** `true` / `false` as stored, or undefined for any other text (which no row holds). */
+const booleanValue = (text: string): number | undefined => (text === "true" ? 1 : text === "false" ? 0 : undefined)
+
+/**
+ * Turns a page plan into one statement, as the rental store does: the text depends only on the
+ * plan's shape, values are bound, and pages continue from the keyset position, never an OFFSET.
+ */
+export const compileLlmPage = (plan: PagePlan): { readonly sql: string; readonly params: ReadonlyArray<string | number> } => {
+  const where: Array<string> = []
+  const params: Array<string | number> = []
+  switch (plan.scope._tag) {
+    case "latest":
+      // Spelled exactly so, because that is what lets SQLite use the partial current-row indexes.
+      where.push("valid_to IS NULL")
+      break
+    case "asOf":
+      where.push("valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)")
+      params.push(plan.scope.at, plan.scope.at)
+      break
+    case "window":
+      where.push("valid_from >= ? AND valid_from < ?")
+      params.push(plan.scope.start, plan.scope.end)
+      break
+  }
+  for (const p of plan.predicates) {
+    const col = column(p.field)
+    const numeric = NUMERIC_FIELDS.has(col)
+    const bool = BOOLEAN_FIELDS.has(col)
+    switch (p.op) {
+      case "in":
+      case "eq": {
+        const texts = p.op === "eq" ? [p.value] : p.values
+        // The reference compares with `===`: a text never equals a number, so this matches nothing.
+        const values = numeric ? [] : bool ? texts.flatMap((t) => booleanValue(t) ?? []) : texts
+        if (values.length === 0) where.push("0")
+        else if (values.length === 1) {
+          // An equality (not a one-item IN) is what the planner pairs with the index order.
+          where.push(`${col} = ?`)
+          params.push(values[0]!)
+        } else {
+          where.push(`${col} IN (${placeholders(values.length)})`)
+          params.push(...values)
+        }
+        break
+      }
+      case "gte":
+      case "lte":
+        // The reference only orders numbers; a bound on another field matches nothing.
+        if (!numeric) where.push("0")
+        else if (!impliedByPosition(plan, p)) {
+          where.push(`${col} ${p.op === "gte" ? ">=" : "<="} ?`)
+          params.push(p.value)
+        }
+        break
+    }
+  }
+  const by = column(plan.sort.by)
+  if (NULLABLE_FIELDS.has(by) || BOOLEAN_FIELDS.has(by)) throw new InvalidLlmPlan(`cannot sort by ${by}`)
+  const desc = plan.sort.order === "desc"
+  const dir = desc ? "DESC" : "ASC"
+  if (plan.after !== undefined) {
+    const pinned = NUMERIC_FIELDS.has(by) ? undefined : pinnedValue(plan, by)
+    if (by === "price_key") {
+      where.push(`price_key ${desc ? "<" : ">"} ?`)
+      params.push(plan.after.tie)
+    } else if (pinned !== undefined) {
+      // The sort field is constant (a model anchor sorted by model): compare the position here,
+      // so SQLite seeks on price_key instead of rescanning the anchor on every page.
+      const c = desc ? -cmp(pinned, plan.after.value) : cmp(pinned, plan.after.value)
+      if (c < 0) where.push("0")
+      else if (c === 0) {
+        where.push(`price_key ${desc ? "<" : ">"} ?`)
+        params.push(plan.after.tie)
+      }
+    } else {
+      where.push(`(${by}, price_key) ${desc ? "<" : ">"} (?, ?)`)
+      params.push(plan.after.value, plan.after.tie)
+    }
+  }
+  if (!Number.isSafeInteger(plan.limit) || plan.limit < 0) throw new InvalidLlmPlan(`invalid limit ${plan.limit}`)
+  params.push(plan.limit)
+  const order = by === "price_key" ? `price_key ${dir}` : `${by} ${dir}, price_key ${dir}`
+  return { sql: `${SELECT} WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ?`, params }
+}
+
+/** Keys per statement: well under SQLite's bound-variable limit. */
+const CHUNK = 256
+
+/** Pads a chunk to a power of two by repeating a key, so a handful of statement shapes serve every size. */
+const padded = (chunk: ReadonlyArray<string>): ReadonlyArray<string> => {
+  let size = 1
+  while (size < chunk.length) size *= 2
+  return size === chunk.length ? chunk : [...chunk, ...Array<string>(size - chunk.length).fill(chunk[0]!)]
+}
+
+/** Summary value kinds: the row field each comes from. */
+const KINDS = ["model_name", "serving_provider", "source", "price_type", "region", "metric", "qualifiers"] as const
+type Kind = (typeof KINDS)[number]
+
+const INSERT = `INSERT INTO llm_token_prices (${llmTokenPriceFields.join(", ")}) VALUES (${placeholders(llmTokenPriceFields.length)})`
+const CLOSE = "UPDATE llm_token_prices SET valid_to = ? WHERE price_key = ? AND valid_to IS NULL"
+const EXISTS = "SELECT 1 FROM llm_token_prices WHERE price_key = ?"
+// The first, in sort order, of the non-null values wins, whatever order rows arrive in.
+const UPSERT_MODEL = `INSERT INTO llm_models (model, model_family, model_creator) VALUES (?, ?, ?)
+  ON CONFLICT (model) DO UPDATE SET
+    model_family = CASE WHEN model_family IS NULL OR excluded.model_family < model_family THEN coalesce(excluded.model_family, model_family) ELSE model_family END,
+    model_creator = CASE WHEN model_creator IS NULL OR excluded.model_creator < model_creator THEN coalesce(excluded.model_creator, model_creator) ELSE model_creator END`
+const INSERT_VALUE = "INSERT OR IGNORE INTO llm_model_values (model, kind, value) VALUES (?, ?, ?)"
+
+const isUniqueViolation = (e: unknown): boolean =>
+  e instanceof Error && (e as { code?: unknown }).code === "SQLITE_CONSTRAINT_UNIQUE"
+
+interface ModelRow {
+  readonly model: string
+  readonly model_family: string | null
+  readonly model_creator: string | null
+  readonly listed: number
+}
+interface ValueRow {
+  readonly model: string
+  readonly kind: Kind
+  readonly value: string
+}
+
+/** The LLM token price store over one connection; the schema must be migrated. */
+export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore["Type"] => {
+  const { db, prepare } = client
+
+  const rows = (sql: string, params: ReadonlyArray<unknown>): Array<LlmTokenPrice> => {
+    const raw = prepare(sql).raw(true).all(...params) as Array<ReadonlyArray<unknown>>
+    const out = new Array<LlmTokenPrice>(raw.length)
+    for (let i = 0; i < raw.length; i++) out[i] = llmRowFromColumns(raw[i]!)
+    return out
+  }
+
+  /** Runs `SELECT … WHERE where(list)` over keys in chunks; `params` bind before the list, which comes last. */
+  const byKeys = (keys: ReadonlyArray<string>, where: (inList: string) => string, params: ReadonlyArray<unknown>) => {
+    const unique = [...new Set(keys)]
+    const out: Array<LlmTokenPrice> = []
+    for (let i = 0; i < unique.length; i += CHUNK) {
+      const chunk = padded(unique.slice(i, i + CHUNK))
+      for (const r of rows(`${SELECT} WHERE ${where(`(${placeholders(chunk.length)})`)}`, [...params, ...chunk])) out.push(r)
+    }
+    return out
+  }
+
+  /**
+   * Summaries change only when rows are applied; they are cached until this connection applies a
+   * change or another connection commits one (`PRAGMA data_version` moves only for the latter).
+   */
+  let localWrites = 0
+  let cached: { readonly dataVersion: number; readonly localWrites: number; readonly models: ReadonlyArray<LlmModelSummary> } | undefined
+  const readModels = (): ReadonlyArray<LlmModelSummary> => {
+    const version = prepare("PRAGMA data_version").pluck().get() as number
+    if (cached !== undefined && cached.dataVersion === version && cached.localWrites === localWrites) return cached.models
+    const models = prepare(
+      `SELECT m.model, m.model_family, m.model_creator,
+         EXISTS (SELECT 1 FROM llm_token_prices p WHERE p.model = m.model AND p.valid_to IS NULL) AS listed
+       FROM llm_models m`
+    ).all() as Array<ModelRow>
+    const values = new Map<string, Record<Kind, Array<string>>>()
+    for (const v of prepare("SELECT model, kind, value FROM llm_model_values").all() as Array<ValueRow>) {
+      let lists = values.get(v.model)
+      if (lists === undefined) {
+        lists = Object.fromEntries(KINDS.map((k) => [k, []])) as unknown as Record<Kind, Array<string>>
+        values.set(v.model, lists)
+      }
+      lists[v.kind].push(v.value)
+    }
+    // Sorted here with JS `<`, as the reference sorts, rather than by SQLite's byte order.
+    const of = (model: string, kind: Kind) => [...(values.get(model)?.[kind] ?? [])].sort(cmp)
+    const summaries = models.sort((a, b) => cmp(a.model, b.model)).map((m): LlmModelSummary => ({
+      model: m.model,
+      model_family: m.model_family,
+      model_creator: m.model_creator,
+      model_names: of(m.model, "model_name"),
+      currently_listed: m.listed === 1,
+      serving_providers: of(m.model, "serving_provider"),
+      sources: of(m.model, "source"),
+      price_types: of(m.model, "price_type"),
+      regions: of(m.model, "region"),
+      metrics: of(m.model, "metric"),
+      qualifiers: of(m.model, "qualifiers")
+    }))
+    cached = { dataVersion: version, localWrites, models: summaries }
+    return summaries
+  }
+  // One read transaction, so the version and both tables come from one snapshot.
+  const readModelsConsistently = db.transaction(readModels)
+
+  return {
+    current: (keys) =>
+      client.run("llm_token_prices.current", () => byKeys(keys, (list) => `valid_to IS NULL AND base_price_key IN ${list}`, [])),
+
+    inForce: (models, at) =>
+      client.run("llm_token_prices.inForce", () =>
+        byKeys(models, (list) => `valid_from <= ? AND (valid_to IS NULL OR valid_to > ?) AND model IN ${list}`, [at, at])),
+
+    apply: (changes) =>
+      client.transaction<void, StorageConflict>("llm_token_prices.apply", (abort) => {
+        const close = prepare(CLOSE)
+        for (const c of changes.close) {
+          if (close.run(c.valid_to, c.price_key).changes === 0) {
+            abort(new StorageConflict({ detail: `row ${c.price_key} is no longer current` }))
+          }
+        }
+        const insert = prepare(INSERT)
+        const upsertModel = prepare(UPSERT_MODEL)
+        const insertValue = prepare(INSERT_VALUE)
+        // Summary rows already written in this change; a batch repeats the same few values a lot.
+        const seen = new Set<string>()
+        const once = (key: string) => (seen.has(key) ? false : (seen.add(key), true))
+        for (const r of changes.open) {
+          try {
+            insert.run(llmColumnsOf(r))
+          } catch (e) {
+            if (!isUniqueViolation(e)) throw e
+            abort(new StorageConflict({
+              detail: prepare(EXISTS).get(r.price_key) !== undefined
+                ? `row ${r.price_key} exists`
+                : `price ${r.base_price_key} already has a current row`
+            }))
+          }
+          if (once(`m\u0000${r.model}\u0000${r.model_family}\u0000${r.model_creator}`)) upsertModel.run(r.model, r.model_family, r.model_creator)
+          for (const kind of KINDS) {
+            const value = r[kind]
+            if (value !== null && once(`${kind}\u0000${r.model}\u0000${value}`)) insertValue.run(r.model, kind, value)
+          }
+        }
+      }).pipe(Effect.tap(() => {
+        localWrites++
+      })),
+
+    page: (plan) =>
+      client.run("llm_token_prices.page", () => {
+        const { sql, params } = compileLlmPage(plan)
+        return rows(sql, params)
+      }),
+
+    models: client.run("llm_token_prices.models", () => readModelsConsistently())
+  }
+}
