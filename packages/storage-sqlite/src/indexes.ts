@@ -1,0 +1,231 @@
+import {
+  answersFrom, type FleetWeight, type IndexCoverage, type IndexDefinition, IndexStore, type IndexValue, indexValueFields, intervalStart,
+  type PagePlan, type StoredIndexDefinition
+} from "@gpu-market/core"
+import { Option } from "effect"
+import type { SqliteClient } from "./client"
+import type { Migration } from "./migrations"
+import { type CompiledPage, InvalidPlan } from "./rental-prices"
+
+/**
+ * Index definitions, fleet weights and published values. Values are keyed by `(id, start)`,
+ * the instant their interval starts, which orders one index's values as `timestamp` does; the
+ * as-of scope seeks `(id, answers_from)`. Both columns derive from the row (see core's
+ * `intervalStart` and `answersFrom`).
+ */
+export const indexesMigration: Migration = {
+  version: 5,
+  name: "gpu price indexes",
+  sql: `
+CREATE TABLE index_definitions (
+  id TEXT PRIMARY KEY,
+  definition_json TEXT NOT NULL,
+  computed_through TEXT
+) WITHOUT ROWID;
+
+CREATE TABLE index_values (
+  id TEXT NOT NULL,
+  start TEXT NOT NULL,
+  answers_from TEXT NOT NULL,
+  type TEXT NOT NULL,
+  timestamp TEXT NOT NULL,
+  value REAL NOT NULL,
+  p5 REAL,
+  p95 REAL,
+  PRIMARY KEY (id, start)
+) WITHOUT ROWID;
+CREATE INDEX index_values_value ON index_values(id, value, timestamp);
+CREATE INDEX index_values_answers ON index_values(id, answers_from);
+
+CREATE TABLE index_fleet_weights (
+  gpu_canonical_name TEXT NOT NULL,
+  valid_from TEXT NOT NULL,
+  valid_to TEXT,
+  weight REAL NOT NULL,
+  PRIMARY KEY (gpu_canonical_name, valid_from)
+) WITHOUT ROWID;
+`
+}
+
+const FIELDS: ReadonlySet<string> = new Set(indexValueFields)
+const NUMERIC_FIELDS: ReadonlySet<string> = new Set(["value", "p5", "p95"])
+const NULLABLE_FIELDS: ReadonlySet<string> = new Set(["p5", "p95"])
+
+const SELECT = `SELECT ${indexValueFields.map((f) => `v.${f}`).join(", ")} FROM index_values v`
+
+/** Builds a row from the raw columns of `SELECT`, in spec order. */
+export const indexValueFromColumns = (c: ReadonlyArray<any>): IndexValue => ({
+  id: c[0], type: c[1], timestamp: c[2], value: c[3], p5: c[4], p95: c[5]
+})
+
+const column = (field: string): string => {
+  // Field names are interpolated into SQL, so only the row's own column names get through.
+  if (!FIELDS.has(field)) throw new InvalidPlan(`unknown index value field: ${JSON.stringify(field)}`)
+  return `v.${field}`
+}
+
+const placeholders = (n: number): string => (n === 1 ? "?" : `?${",?".repeat(n - 1)}`)
+
+/** The one index a plan names, if it names exactly one. */
+const pinnedId = (plan: PagePlan): string | undefined => {
+  for (const p of plan.predicates) {
+    if (p.field !== "id") continue
+    if (p.op === "eq") return p.value
+    if (p.op === "in" && p.values.length === 1) return p.values[0]
+  }
+  return undefined
+}
+
+/**
+ * Turns a page plan over index values into one statement (values bound, never OFFSET). Sorting
+ * one index by `timestamp` walks its primary key by `start`, the same order.
+ */
+export const compileIndexPage = (plan: PagePlan): CompiledPage => {
+  const where: Array<string> = []
+  const params: Array<string | number> = []
+  for (const p of plan.predicates) {
+    const col = column(p.field)
+    const numeric = NUMERIC_FIELDS.has(p.field)
+    switch (p.op) {
+      case "in":
+        // As in the reference, a text value never equals a number.
+        if (numeric || p.values.length === 0) where.push("0")
+        else {
+          where.push(p.values.length === 1 ? `${col} = ?` : `${col} IN (${placeholders(p.values.length)})`)
+          params.push(...p.values)
+        }
+        break
+      case "eq":
+        if (numeric) where.push("0")
+        else {
+          where.push(`${col} = ?`)
+          params.push(p.value)
+        }
+        break
+      case "gte":
+      case "lte":
+        if (!numeric) where.push("0")
+        else {
+          where.push(`${col} ${p.op === "gte" ? ">=" : "<="} ?`)
+          params.push(p.value)
+        }
+        break
+    }
+  }
+  switch (plan.scope._tag) {
+    case "latest":
+      where.push("v.start = (SELECT max(w.start) FROM index_values w WHERE w.id = v.id)")
+      break
+    case "asOf":
+      where.push("v.start = (SELECT w.start FROM index_values w WHERE w.id = v.id AND w.answers_from <= ? ORDER BY w.answers_from DESC LIMIT 1)")
+      params.push(plan.scope.at)
+      break
+    case "window":
+      where.push("v.start >= ? AND v.start < ?")
+      params.push(plan.scope.start, plan.scope.end)
+      break
+  }
+  const by = plan.sort.by
+  column(by)
+  if (NULLABLE_FIELDS.has(by)) throw new InvalidPlan(`cannot sort by nullable field ${by}`)
+  const desc = plan.sort.order === "desc"
+  const dir = desc ? "DESC" : "ASC"
+  const op = desc ? "<" : ">"
+  let order: string
+  if (by === "timestamp" && pinnedId(plan) !== undefined) {
+    order = `v.start ${dir}`
+    if (plan.after !== undefined) {
+      where.push(`v.start ${op} ?`)
+      params.push(intervalStart(plan.after.tie))
+    }
+  } else if (by === "timestamp") {
+    order = `v.timestamp ${dir}`
+    if (plan.after !== undefined) {
+      where.push(`v.timestamp ${op} ?`)
+      params.push(plan.after.tie)
+    }
+  } else {
+    order = `v.${by} ${dir}, v.timestamp ${dir}`
+    if (plan.after !== undefined) {
+      where.push(`(v.${by}, v.timestamp) ${op} (?, ?)`)
+      params.push(plan.after.value, plan.after.tie)
+    }
+  }
+  if (!Number.isSafeInteger(plan.limit) || plan.limit < 0) throw new InvalidPlan(`invalid limit ${plan.limit}`)
+  params.push(plan.limit)
+  return { sql: `${SELECT} WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ?`, params }
+}
+
+const UPSERT = `INSERT INTO index_values (id, start, answers_from, type, timestamp, value, p5, p95) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (id, start) DO UPDATE SET answers_from = excluded.answers_from, type = excluded.type, timestamp = excluded.timestamp,
+  value = excluded.value, p5 = excluded.p5, p95 = excluded.p95`
+
+/** The index store over one connection; the schema must be migrated. */
+export const makeIndexStore = (client: SqliteClient): IndexStore["Type"] => {
+  const { prepare } = client
+  const parse = (json: string) => JSON.parse(json) as IndexDefinition
+  return {
+    define: (definitions) =>
+      client.transaction("indexes.define", () => {
+        const put = prepare(`INSERT INTO index_definitions (id, definition_json) VALUES (?, ?)
+          ON CONFLICT (id) DO UPDATE SET definition_json = excluded.definition_json`)
+        for (const d of definitions) put.run(d.id, JSON.stringify(d))
+      }),
+
+    definitions: client.run("indexes.definitions", () =>
+      (prepare("SELECT definition_json, computed_through FROM index_definitions ORDER BY id").raw(true).all() as Array<[string, string | null]>)
+        .map(([json, computed_through]): StoredIndexDefinition => ({ definition: parse(json), computed_through }))),
+
+    definition: (id) =>
+      client.run("indexes.definition", () =>
+        Option.map(Option.fromNullable(prepare("SELECT definition_json FROM index_definitions WHERE id = ?").pluck().get(id) as string | undefined), parse)),
+
+    putWeights: (gpus, weights) =>
+      client.transaction("indexes.putWeights", () => {
+        const remove = prepare("DELETE FROM index_fleet_weights WHERE gpu_canonical_name = ?")
+        for (const gpu of new Set(gpus)) remove.run(gpu)
+        const insert = prepare("INSERT INTO index_fleet_weights (gpu_canonical_name, valid_from, valid_to, weight) VALUES (?, ?, ?, ?)")
+        for (const w of weights) insert.run(w.gpu_canonical_name, w.valid_from, w.valid_to, w.weight)
+      }),
+
+    weights: client.run("indexes.weights", () =>
+      (prepare("SELECT gpu_canonical_name, weight, valid_from, valid_to FROM index_fleet_weights ORDER BY gpu_canonical_name, valid_from")
+        .raw(true).all() as Array<[string, number, string, string | null]>)
+        .map(([gpu_canonical_name, weight, valid_from, valid_to]): FleetWeight => ({ gpu_canonical_name, weight, valid_from, valid_to }))),
+
+    apply: (changes) =>
+      client.transaction("indexes.apply", () => {
+        const clear = prepare("DELETE FROM index_values WHERE id = ? AND start >= ? AND start < ?")
+        for (const c of changes.clear) clear.run(c.id, c.start, c.end)
+        const upsert = prepare(UPSERT)
+        for (const v of changes.values) upsert.run(v.id, intervalStart(v.timestamp), answersFrom(v), v.type, v.timestamp, v.value, v.p5, v.p95)
+        const advance = prepare(`UPDATE index_definitions SET computed_through = ?
+          WHERE id = ? AND (computed_through IS NULL OR computed_through < ?)`)
+        for (const c of changes.cursors) advance.run(c.through, c.id, c.through)
+      }),
+
+    page: (plan) =>
+      client.run("indexes.page", () => {
+        const { sql, params } = compileIndexPage(plan)
+        const raw = prepare(sql).raw(true).all(...params) as Array<ReadonlyArray<unknown>>
+        const out = new Array<IndexValue>(raw.length)
+        for (let i = 0; i < raw.length; i++) out[i] = indexValueFromColumns(raw[i]!)
+        return out
+      }),
+
+    coverage: (ids, from) =>
+      client.run("indexes.coverage", () => {
+        const last = prepare("SELECT timestamp FROM index_values WHERE id = ? ORDER BY start DESC LIMIT 1").pluck()
+        // One index's timestamps order as its starts do, so min(timestamp) is the first one.
+        const since = prepare("SELECT min(timestamp), count(*) FROM index_values WHERE id = ? AND start >= ?").raw(true)
+        const out: Array<IndexCoverage> = []
+        for (const id of [...new Set(ids)].sort()) {
+          const latest = last.get(id) as string | undefined
+          if (latest === undefined) continue
+          const [first, count] = since.get(id, from ?? "") as [string | null, number]
+          out.push({ id, first, count, last: latest })
+        }
+        return out
+      })
+  }
+}
