@@ -1,8 +1,11 @@
 import { type HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import {
-  Auth, type MarketError, type MarketRequest, type Principal, RateLimits, type RateLimitStatus, RentalPrices,
-  rentalPricesCollection, requestOrigin
+  Auth, HardwarePrices, hardwarePricesCollection, type MarketError, type MarketRequest, type Principal, RateLimits,
+  type RateLimitStatus, RentalPrices, rentalPricesCollection, requestOrigin
 } from "@gpu-market/core"
+import { LlmTokenPrices, llmTokenPricesCollection } from "@gpu-market/core"
+import { Transactions, transactionsCollection } from "@gpu-market/core"
+import { Indexes, indexesCollection } from "@gpu-market/core"
 import { Cause, Effect, Either, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { problemResponse } from "./problem"
@@ -42,6 +45,10 @@ export const makeApp = (options: AppOptions) =>
     const auth = yield* Auth
     const limits = yield* RateLimits
     const rental = yield* RentalPrices
+    const llm = yield* LlmTokenPrices
+    const hardware = yield* HardwarePrices
+    const transactions = yield* Transactions
+    const indexes = yield* Indexes
     const origin = requestOrigin(options.baseUrl)
 
     const data = (run: (principal: Principal, request: HttpServerRequest.HttpServerRequest) => Effect.Effect<unknown, MarketError>) =>
@@ -77,7 +84,13 @@ export const makeApp = (options: AppOptions) =>
     ]
 
     const routes: ReadonlyArray<Route> = [
-      ...collection(rentalPricesCollection.basePath, rental)
+      ...collection(rentalPricesCollection.basePath, rental),
+      ...collection(llmTokenPricesCollection.basePath, llm),
+      ...collection(hardwarePricesCollection.basePath, hardware),
+      ...collection(transactionsCollection.basePath, transactions),
+      ...collection(indexesCollection.basePath, indexes),
+      ["/v1/custom-index/current", data((principal, request) => indexes.legacyCurrent({ principal, query: queryOf(request.url) }))],
+      ["/v1/info-index/available", data((principal, request) => indexes.legacyAvailable({ principal, query: queryOf(request.url) }))]
     ]
     const known = new Set<string>(routes.map(([path]) => path))
     const routed = yield* HttpRouter.toHttpApp(routes.reduce((r, [path, handler]) => HttpRouter.get(r, path, handler), HttpRouter.empty))

@@ -5,13 +5,20 @@
 import {
   RateLimitStore, RentalPriceStore, SettingsStore, type Storage, type StorageError, TokenStore
 } from "@gpu-market/core"
+import { HardwarePriceStore, LlmTokenPriceStore } from "@gpu-market/core"
+import { TransactionStore } from "@gpu-market/core"
+import { IndexStore } from "@gpu-market/core"
 import { Config, type ConfigError, Context, Effect, Layer, type Scope } from "effect"
 import { makeClient, type SqliteOptions } from "./client"
 import { migrate } from "./migrations"
+import { makeHardwarePriceStore } from "./hardware-prices"
 import { makeRateLimitStore } from "./rate-limits"
 import { makeRentalPriceStore } from "./rental-prices"
 import { makeSettingsStore } from "./settings"
 import { makeTokenStore } from "./tokens"
+import { makeLlmTokenPriceStore } from "./llm-token-prices"
+import { makeTransactionStore } from "./transactions"
+import { makeIndexStore } from "./indexes"
 
 export { fromDatabase, makeClient, Rollback, type SqliteClient, type SqliteOptions, type Statement } from "./client"
 export { LATEST_VERSION, migrate, type Migration, migrations } from "./migrations"
@@ -19,6 +26,15 @@ export { columnsOf, compilePage, type CompiledPage, InvalidPlan, makeRentalPrice
 export { makeTokenStore } from "./tokens"
 export { makeRateLimitStore } from "./rate-limits"
 export { makeSettingsStore } from "./settings"
+export {
+  compileHardwarePage, type CompiledHardwarePage, hardwareColumnsOf, hardwarePricesMigration, hardwareRowFromColumns,
+  makeHardwarePriceStore
+} from "./hardware-prices"
+export {
+  compileLlmPage, InvalidLlmPlan, llmColumnsOf, llmRowFromColumns, llmTokenPricesMigration, makeLlmTokenPriceStore
+} from "./llm-token-prices"
+export { compileTransactionPage, makeTransactionStore, transactionFromColumns, transactionsMigration } from "./transactions"
+export { compileIndexPage, indexesMigration, indexValueFromColumns, makeIndexStore } from "./indexes"
 
 /** The four stores over one connection. */
 export interface SqliteStores {
@@ -26,6 +42,10 @@ export interface SqliteStores {
   readonly tokenStore: TokenStore["Type"]
   readonly rateLimitStore: RateLimitStore["Type"]
   readonly settingsStore: SettingsStore["Type"]
+  readonly hardwarePriceStore: HardwarePriceStore["Type"]
+  readonly llmTokenPriceStore: LlmTokenPriceStore["Type"]
+  readonly transactionStore: TransactionStore["Type"]
+  readonly indexStore: IndexStore["Type"]
 }
 
 /**
@@ -40,7 +60,11 @@ export const make = (options: SqliteOptions): Effect.Effect<SqliteStores, Storag
       rentalStore: makeRentalPriceStore(client),
       tokenStore: makeTokenStore(client),
       rateLimitStore: makeRateLimitStore(client),
-      settingsStore: makeSettingsStore(client)
+      settingsStore: makeSettingsStore(client),
+      hardwarePriceStore: makeHardwarePriceStore(client),
+      llmTokenPriceStore: makeLlmTokenPriceStore(client),
+      transactionStore: makeTransactionStore(client),
+      indexStore: makeIndexStore(client)
     }
   })
 
@@ -51,7 +75,11 @@ export const layer = (options: SqliteOptions): Layer.Layer<Storage, StorageError
       Context.make(RentalPriceStore, s.rentalStore).pipe(
         Context.add(TokenStore, s.tokenStore),
         Context.add(RateLimitStore, s.rateLimitStore),
-        Context.add(SettingsStore, s.settingsStore)
+        Context.add(SettingsStore, s.settingsStore),
+        Context.add(HardwarePriceStore, s.hardwarePriceStore),
+        Context.add(LlmTokenPriceStore, s.llmTokenPriceStore),
+        Context.add(TransactionStore, s.transactionStore),
+        Context.add(IndexStore, s.indexStore)
       ))
   )
 

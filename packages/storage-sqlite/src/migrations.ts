@@ -1,6 +1,10 @@
 import type { StorageError } from "@gpu-market/core"
 import type { Effect } from "effect"
 import type { SqliteClient } from "./client"
+import { hardwarePricesMigration } from "./hardware-prices"
+import { llmTokenPricesMigration } from "./llm-token-prices"
+import { transactionsMigration } from "./transactions"
+import { indexesMigration } from "./indexes"
 
 /**
  * Schema migrations, numbered from 1 and recorded in `PRAGMA user_version`. A migration is
@@ -158,7 +162,11 @@ CREATE TABLE settings (
 
 ${seededStats()}
 `
-  }
+  },
+  hardwarePricesMigration,
+  transactionsMigration,
+  llmTokenPricesMigration,
+  indexesMigration
 ]
 
 /** The schema version this build writes. */

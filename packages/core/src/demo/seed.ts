@@ -6,6 +6,10 @@ import type { RentalPriceObservation } from "../schema/rental-price"
 import { SettingsStore, TokenStore } from "../storage/contract"
 import { DEMO_HISTORY_DAYS, DEMO_GPUS, demoObservations, demoProducts, epochDay } from "./market"
 import { DEMO_TOKENS } from "./tokens"
+import { seedHardwareDemo } from "./hardware"
+import { seedLlmDemo } from "./llm"
+import { seedTransactionDemo } from "./transactions"
+import { seedIndexDemo } from "./indexes"
 
 const SEEDED_THROUGH = "demo_seeded_through"
 
@@ -42,6 +46,10 @@ export const seedDemo = Effect.fn("Demo.seed")(function* () {
     if (keys !== undefined) yield* ingest.withdraw(keys, formatInstant(day * MICROS_PER_DAY))
   }
   yield* settings.set(SEEDED_THROUGH, String(today))
+  yield* seedHardwareDemo(today)
+  yield* seedLlmDemo(today)
+  yield* seedTransactionDemo(today)
+  yield* seedIndexDemo(today)
   for (const t of DEMO_TOKENS) yield* auth.issue(t.principal, t.secret)
   const report: DemoSeedReport = {
     firstDay: first <= today ? formatInstant(first * MICROS_PER_DAY).slice(0, 10) : null,

@@ -6,8 +6,15 @@ import { baseProductKey, productKey } from "../ingest/rental-prices"
 import { formatInstant, MICROS_PER_DAY } from "../query/time"
 import type { RentalPrice } from "../schema/rental-price"
 import { RateLimitStore, RentalPriceStore, SettingsStore, type Storage, TokenStore } from "./contract"
+import { hardwareConformance } from "./conformance-hardware"
+import { transactionConformance } from "./conformance-transactions"
+import { llmTokenPriceConformance } from "./conformance-llm-token-prices"
+import { indexConformance } from "./conformance-indexes"
 import { evaluateRentalPlan } from "./memory"
 import type { PagePlan, Predicate, Scope } from "./plan"
+
+export { hardwareDay, hardwareRow, testListingKey } from "./conformance-hardware"
+export { llmRow } from "./conformance-llm-token-prices"
 
 /**
  * The conformance suite every storage backend runs: `suite("sqlite", SqliteStorage.layer(...))`.
@@ -127,6 +134,11 @@ const walk = (page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<RentalPrice>
 export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
   describe(`storage conformance: ${name}`, () => {
     layer(storage, { timeout: "60 seconds" })((it) => {
+      hardwareConformance(it)
+      transactionConformance(it)
+      llmTokenPriceConformance(it)
+      indexConformance(it)
+
       it.effect("settings: get, set, getOrSet keeps the first value", () =>
         Effect.gen(function* () {
           const s = yield* SettingsStore

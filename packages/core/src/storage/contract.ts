@@ -1,7 +1,11 @@
 import { Context, Data, type Effect, type Option } from "effect"
 import type { Principal } from "../auth/principal"
 import type { RentalPrice } from "../schema/rental-price"
+import type { LlmTokenPriceStore } from "./llm-token-prices"
+import type { HardwarePriceStore } from "./hardware"
 import type { PagePlan } from "./plan"
+import type { TransactionStore } from "./transactions"
+import type { IndexStore } from "./indexes"
 
 /** A backend failure (I/O, connection, corrupt data). Backends wrap theirs into this once. */
 export class StorageError extends Data.TaggedError("StorageError")<{
@@ -109,4 +113,4 @@ export class SettingsStore extends Context.Tag("Market/Storage/SettingsStore")<
 >() {}
 
 /** Everything a backend provides. */
-export type Storage = RentalPriceStore | TokenStore | RateLimitStore | SettingsStore
+export type Storage = RentalPriceStore | TokenStore | RateLimitStore | SettingsStore | LlmTokenPriceStore | HardwarePriceStore | TransactionStore | IndexStore

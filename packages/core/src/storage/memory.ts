@@ -5,7 +5,15 @@ import {
   type GpuSpelling, RateLimitStore, type RentalGpuSummary, RentalPriceStore, SettingsStore, StorageConflict, type StoredToken,
   TokenStore
 } from "./contract"
+import { LlmTokenPriceStore } from "./llm-token-prices"
+import { makeMemoryLlmTokenPriceStore } from "./memory-llm-token-prices"
+import { HardwarePriceStore } from "./hardware"
+import { makeMemoryHardwarePriceStore } from "./memory-hardware"
 import { type PagePlan, type Position, type Predicate, type Scope, sortValue } from "./plan"
+import { makeMemoryTransactionStore } from "./memory-transactions"
+import { TransactionStore } from "./transactions"
+import { IndexStore } from "./indexes"
+import { makeMemoryIndexStore } from "./memory-indexes"
 
 /**
  * The in-memory reference store: the plain statement of what every backend must return. It
@@ -167,12 +175,16 @@ export const make = Effect.sync(() => {
 })
 
 /** Every store in memory, fresh for each build of the layer. */
-export const layer: Layer.Layer<RentalPriceStore | TokenStore | RateLimitStore | SettingsStore> = Layer.effectContext(
+export const layer: Layer.Layer<RentalPriceStore | TokenStore | RateLimitStore | SettingsStore | LlmTokenPriceStore | HardwarePriceStore | TransactionStore | IndexStore> = Layer.effectContext(
   Effect.map(make, (s) =>
     Context.make(RentalPriceStore, s.rentalStore).pipe(
       Context.add(TokenStore, s.tokenStore),
       Context.add(RateLimitStore, s.rateLimitStore),
-      Context.add(SettingsStore, s.settingsStore)
+      Context.add(SettingsStore, s.settingsStore),
+      Context.add(HardwarePriceStore, makeMemoryHardwarePriceStore()),
+      Context.add(LlmTokenPriceStore, makeMemoryLlmTokenPriceStore()),
+      Context.add(TransactionStore, makeMemoryTransactionStore()),
+      Context.add(IndexStore, makeMemoryIndexStore())
     )
   )
 )
