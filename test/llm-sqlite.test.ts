@@ -1,0 +1,139 @@
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import { llmTokenPriceFields, LlmTokenPriceStore, type PagePlan, type Predicate, type Storage } from "@gpu-market/core"
+import { llmRow } from "@gpu-market/core/test"
+import {
+  compileLlmPage, layer, llmColumnsOf, llmRowFromColumns, makeClient, migrate, type SqliteClient
+} from "@gpu-market/storage-sqlite"
+import { Context, Effect, Exit, Layer } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-market-llm-sqlite-"))
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
+let files = 0
+const freshFile = () => path.join(dir, `db-${files++}`, "market.db")
+
+const SORTS = ["model", "serving_provider", "price_type", "price_usd_per_1m_tokens", "source", "valid_from"] as const
+const at = (day: number) => new Date(Date.UTC(2026, 0, 1) + day * 86_400_000).toISOString().replace("Z", "000Z")
+
+const withStores = <A, E>(filename: string, f: (ctx: Context.Context<Storage>) => Effect.Effect<A, E>) =>
+  Effect.scoped(Effect.flatMap(Layer.build(layer({ filename })), f))
+
+const withClient = <A, E>(f: (client: SqliteClient) => Effect.Effect<A, E>) =>
+  Effect.scoped(Effect.gen(function* () {
+    const client = yield* makeClient({ filename: freshFile() })
+    yield* migrate(client)
+    return yield* f(client)
+  }))
+
+const explain = (client: SqliteClient, plan: PagePlan) => {
+  const { sql, params } = compileLlmPage(plan)
+  return (client.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map((r) => r.detail).join("\n")
+}
+
+describe("LLM token prices in SQLite", () => {
+  it.effect("columns match the row's fields in order; the flag is stored as 0 or 1 and read back as a boolean", () =>
+    withClient((client) => Effect.sync(() => {
+      const cols = client.db.prepare("PRAGMA table_info(llm_token_prices)").all() as Array<{ name: string; type: string }>
+      assert.deepStrictEqual(cols.map((c) => c.name), [...llmTokenPriceFields])
+      const types = Object.fromEntries(cols.map((c) => [c.name, c.type]))
+      assert.strictEqual(types.price_usd_per_1m_tokens, "REAL")
+      assert.strictEqual(types.is_price_outlier, "INTEGER")
+      const row = llmRowFromColumns(llmTokenPriceFields.map((_, i) => i))
+      assert.deepStrictEqual(Object.keys(row), [...llmTokenPriceFields])
+      const flagged = llmRow({ model: "m", serving_provider: "p", is_price_outlier: true })
+      assert.strictEqual(llmColumnsOf(flagged)[llmTokenPriceFields.indexOf("is_price_outlier")], 1)
+      assert.deepStrictEqual(llmRowFromColumns(llmColumnsOf(flagged)), flagged)
+      assert.deepStrictEqual(llmRowFromColumns(llmColumnsOf({ ...flagged, is_price_outlier: false })), { ...flagged, is_price_outlier: false })
+    })))
+
+  it.effect("/latest unanchored or with one model or provider never sorts, for every sort, order and position", () =>
+    withClient((client) => Effect.sync(() => {
+      const position = (by: string) => ({ value: by === "price_usd_per_1m_tokens" ? 2 : "x", tie: "8".repeat(32) })
+      const anchors: ReadonlyArray<ReadonlyArray<Predicate>> = [
+        [], [{ op: "in", field: "model", values: ["x"] }], [{ op: "in", field: "serving_provider", values: ["x"] }]
+      ]
+      const check = (label: string) => {
+        for (const anchor of anchors) for (const extra of [[], [{ op: "eq", field: "is_price_outlier", value: "false" }]] as const) {
+          for (const by of SORTS) for (const order of ["asc", "desc"] as const) for (const after of [undefined, position(by)]) {
+            const plan: PagePlan = { scope: { _tag: "latest" }, predicates: [...anchor, ...extra], sort: { by, order }, after, limit: 101 }
+            const detail = explain(client, plan)
+            const what = `${label}: ${JSON.stringify(plan.predicates)} ${by} ${order} after=${after !== undefined}\n${detail}`
+            assert.notInclude(detail, "TEMP B-TREE", what)
+            assert.include(detail, "llm_token_prices_current_", what)
+            // The position is part of the index seek, so a deep page costs what the first does.
+            if (after !== undefined) assert.match(detail, /(\(\w+,price_key\)|price_key)[<>]/, what)
+          }
+        }
+      }
+      check("empty")
+      const insert = client.db.prepare(`INSERT INTO llm_token_prices (${llmTokenPriceFields.join(", ")}) VALUES (${llmTokenPriceFields.map(() => "?").join(", ")})`)
+      client.db.transaction(() => {
+        for (let i = 0; i < 3000; i++) {
+          insert.run(llmColumnsOf(llmRow({
+            model: `m${i % 40}`, serving_provider: `p${i % 9}`, price_type: ["input", "output", "cached_input"][i % 3]!,
+            region: `r${i % 4}`, qualifiers: `q${i}`, price_usd_per_1m_tokens: 0.1 + (i % 17) / 4, valid_from: at(i % 60),
+            valid_to: i % 4 === 0 ? null : at(60 + (i % 7))
+          })))
+        }
+      })()
+      check("loaded")
+      client.db.exec("ANALYZE")
+      check("analyzed")
+    })))
+
+  it.effect("history and as-of read a model's versions through its valid_from index", () =>
+    withClient((client) => Effect.sync(() => {
+      for (const order of ["asc", "desc"] as const) {
+        const window = explain(client, {
+          scope: { _tag: "window", start: at(0), end: at(30) }, predicates: [{ op: "in", field: "model", values: ["x"] }],
+          sort: { by: "valid_from", order }, after: { value: at(3), tie: "0".repeat(32) }, limit: 50
+        })
+        assert.include(window, "llm_token_prices_model_valid_from", window)
+        assert.notInclude(window, "TEMP B-TREE", window)
+        const unanchored = explain(client, {
+          scope: { _tag: "window", start: at(0), end: at(30) }, predicates: [], sort: { by: "valid_from", order }, after: undefined, limit: 50
+        })
+        assert.notInclude(unanchored, "TEMP B-TREE", unanchored)
+      }
+    })))
+
+  it.effect("plans naming unknown fields or sorting by a nullable or boolean field fail with StorageError", () =>
+    withStores(freshFile(), (ctx) => Effect.gen(function* () {
+      const s = Context.get(ctx, LlmTokenPriceStore)
+      const base: PagePlan = { scope: { _tag: "latest" }, predicates: [], sort: { by: "model", order: "asc" }, after: undefined, limit: 5 }
+      for (const plan of [
+        { ...base, predicates: [{ op: "eq", field: "model; DROP TABLE llm_token_prices", value: "x" }] },
+        { ...base, sort: { by: "rowid", order: "asc" } },
+        { ...base, sort: { by: "qualifiers", order: "asc" } },
+        { ...base, sort: { by: "is_price_outlier", order: "asc" } }
+      ] as Array<PagePlan>) {
+        const exit = yield* Effect.exit(s.page(plan))
+        assert.isTrue(Exit.isFailure(exit) && JSON.stringify(exit.cause).includes("StorageError"), JSON.stringify(plan))
+      }
+      assert.deepStrictEqual(yield* s.page(base), [])
+    })))
+
+  it.effect("two connections to one file see each other's writes, model summaries included", () =>
+    Effect.gen(function* () {
+      const file = freshFile()
+      yield* withStores(file, (a) => withStores(file, (b) => Effect.gen(function* () {
+        const sa = Context.get(a, LlmTokenPriceStore)
+        const sb = Context.get(b, LlmTokenPriceStore)
+        assert.deepStrictEqual(yield* sb.models, [])
+        const r1 = llmRow({ model: "m", serving_provider: "p", model_name: "M One" })
+        yield* sa.apply({ close: [], open: [r1] })
+        assert.deepStrictEqual((yield* sb.models).map((m) => [m.model, m.model_names, m.currently_listed]), [["m", ["M One"], true]])
+        // B plans from a stale read; A has moved the price on meanwhile, so B conflicts.
+        const r2 = llmRow({ model: "m", serving_provider: "p", price_usd_per_1m_tokens: 2, valid_from: at(1) })
+        yield* sa.apply({ close: [{ price_key: r1.price_key, valid_to: at(1) }], open: [r2] })
+        const r3 = llmRow({ model: "m", serving_provider: "p", price_usd_per_1m_tokens: 3, valid_from: at(1) })
+        const stale = yield* Effect.exit(sb.apply({ close: [{ price_key: r1.price_key, valid_to: at(1) }], open: [r3] }))
+        assert.isTrue(Exit.isFailure(stale) && JSON.stringify(stale.cause).includes("StorageConflict"))
+        yield* sa.apply({ close: [{ price_key: r2.price_key, valid_to: at(2) }], open: [] })
+        assert.isFalse((yield* sb.models)[0]!.currently_listed)
+        assert.deepStrictEqual((yield* sb.models)[0]!.model_names, ["M One", "M"].sort())
+      })))
+    }))
+})
