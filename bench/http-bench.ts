@@ -1,0 +1,229 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { deepStrictEqual, ok } from "node:assert/strict"
+import { once } from "node:events"
+import * as fs from "node:fs"
+import { createServer } from "node:net"
+import * as path from "node:path"
+import { setTimeout as sleep } from "node:timers/promises"
+import { type BenchConfig, BENCH_DIR, BENCH_TOKEN, POPULAR_GPU, REPO_ROOT, SORT_BY } from "./config"
+import { median } from "./stats"
+
+/**
+ * (c) Requests per second for the benchmark page over HTTP: the real server and the baseline
+ * each in a child process of its own, loaded in turn by autocannon in a third, so no two of
+ * them share an event loop.
+ */
+
+const PATH = `/v2/gpu/rental/prices/latest?gpu_canonical_name=${POPULAR_GPU}&sort_by=${SORT_BY}&page_size=100`
+const AUTOCANNON = path.join(REPO_ROOT, "node_modules", "autocannon", "autocannon.js")
+const AUTHORIZATION = `Bearer ${BENCH_TOKEN}`
+
+export interface Server {
+  readonly name: string
+  readonly url: string
+  /** CPU seconds (user + system) the server process has used so far, where the OS tells. */
+  readonly cpuSeconds: () => number | undefined
+  readonly stop: () => Promise<void>
+}
+
+export interface LoadRun {
+  readonly server: string
+  readonly reqPerSec: number
+  readonly requests: number
+  readonly seconds: number
+  readonly latencyP50Ms: number
+  readonly latencyP99Ms: number
+  /**
+   * Server CPU time per answered request. On a shared machine req/s drops whenever a neighbour
+   * takes the core; CPU per request moves much less, so it shows whether a change is real.
+   */
+  readonly cpuUsPerRequest: number | undefined
+}
+
+export interface HttpResults {
+  readonly adapter: ReadonlyArray<LoadRun>
+  readonly baseline: ReadonlyArray<LoadRun>
+  readonly adapterMedian: number
+  readonly baselineMedian: number
+  readonly adapterCpuUsMedian: number | undefined
+  readonly baselineCpuUsMedian: number | undefined
+  readonly adapterBodyBytes: number
+  readonly baselineBodyBytes: number
+  readonly connections: number
+  readonly seconds: number
+}
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const s = createServer()
+    s.on("error", reject)
+    s.listen(0, "127.0.0.1", () => {
+      const address = s.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      s.close(() => resolve(port))
+    })
+  })
+
+const clockTicks = (() => {
+  try {
+    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100
+  } catch {
+    return 100
+  }
+})()
+
+/** utime + stime of a process from /proc (Linux); undefined elsewhere. */
+const processCpuSeconds = (pid: number | undefined): number | undefined => {
+  if (pid === undefined) return undefined
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    // Fields after the parenthesised command name, which may itself contain spaces.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return (Number(fields[11]) + Number(fields[12])) / clockTicks
+  } catch {
+    return undefined
+  }
+}
+
+const stopChild = async (child: ChildProcess) => {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = once(child, "exit")
+  child.kill("SIGTERM")
+  const done = await Promise.race([exited.then(() => true), sleep(5000).then(() => false)])
+  if (!done) {
+    child.kill("SIGKILL")
+    await exited
+  }
+}
+
+export const get = async (url: string) => {
+  const response = await fetch(url, { headers: { authorization: AUTHORIZATION } })
+  const text = await response.text()
+  return { status: response.status, contentType: response.headers.get("content-type") ?? "", text }
+}
+
+export const startServer = async (name: string, script: string, env: Record<string, string>): Promise<Server> => {
+  const port = await freePort()
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(BENCH_DIR, script)], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env, BENCH_PORT: String(port) },
+    stdio: ["ignore", "inherit", "inherit"]
+  })
+  const server: Server = {
+    name,
+    url: `http://127.0.0.1:${port}${PATH}`,
+    cpuSeconds: () => processCpuSeconds(child.pid),
+    stop: () => stopChild(child)
+  }
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${name} server exited with code ${child.exitCode} before it answered`)
+    try {
+      await get(server.url)
+      return server
+    } catch (e) {
+      if (Date.now() > deadline) {
+        await server.stop()
+        throw new Error(`${name} server did not answer within 60 s: ${String(e)}`)
+      }
+      await sleep(100)
+    }
+  }
+}
+
+interface AutocannonResult {
+  readonly requests: { readonly total: number }
+  readonly latency: { readonly p50: number; readonly p99: number }
+  readonly duration: number
+  readonly errors: number
+  readonly timeouts: number
+  readonly non2xx: number
+  readonly "2xx": number
+}
+
+export const load = async (server: Server, seconds: number, connections: number): Promise<LoadRun> => {
+  const cpuBefore = server.cpuSeconds()
+  const child = spawn(process.execPath, [
+    AUTOCANNON, "-c", String(connections), "-p", "1", "-d", String(seconds), "-j", "-n",
+    "-H", `authorization=${AUTHORIZATION}`, server.url
+  ], { stdio: ["ignore", "pipe", "pipe"] })
+  let out = ""
+  let err = ""
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()))
+  child.stderr!.on("data", (d: Buffer) => (err += d.toString()))
+  const [code] = (await once(child, "exit")) as [number | null]
+  if (code !== 0) throw new Error(`autocannon exited with ${code}: ${err}`)
+  const cpuAfter = server.cpuSeconds()
+  const r = JSON.parse(out) as AutocannonResult
+  ok(r.errors === 0 && r.timeouts === 0 && r.non2xx === 0, `${server.name}: ${r.errors} errors, ${r.timeouts} timeouts, ${r.non2xx} non-2xx`)
+  return {
+    server: server.name,
+    reqPerSec: r["2xx"] / r.duration,
+    requests: r["2xx"],
+    seconds: r.duration,
+    latencyP50Ms: r.latency.p50,
+    latencyP99Ms: r.latency.p99,
+    cpuUsPerRequest: cpuBefore === undefined || cpuAfter === undefined || r["2xx"] === 0
+      ? undefined
+      : ((cpuAfter - cpuBefore) * 1e6) / r["2xx"]
+  }
+}
+
+const medianOf = (values: ReadonlyArray<number | undefined>): number | undefined =>
+  values.every((v): v is number => v !== undefined) && values.length > 0 ? median(values) : undefined
+
+export const runHttpBench = async (
+  config: BenchConfig,
+  filename: string,
+  pageTokenLength: number,
+  log: (line: string) => void
+): Promise<HttpResults> => {
+  const servers: Array<Server> = []
+  try {
+    const env = { BENCH_DB: filename, BENCH_TOKEN_LENGTH: String(pageTokenLength) }
+    const adapter = await startServer("adapter", "serve-adapter.ts", env)
+    servers.push(adapter)
+    const baseline = await startServer("baseline", "baseline-server.ts", env)
+    servers.push(baseline)
+
+    const a = await get(adapter.url)
+    const b = await get(baseline.url)
+    for (const [name, r] of [["adapter", a], ["baseline", b]] as const) {
+      ok(r.status === 200, `${name} answered ${r.status}: ${r.text.slice(0, 300)}`)
+      ok(r.contentType.startsWith("application/json"), `${name} answered ${r.contentType}`)
+    }
+    const aBody = JSON.parse(a.text) as { data: unknown; meta: Record<string, unknown> }
+    const bBody = JSON.parse(b.text) as { data: unknown; meta: Record<string, unknown> }
+    deepStrictEqual(aBody.data, bBody.data, "the two servers disagree on data")
+    deepStrictEqual(Object.keys(aBody.meta), Object.keys(bBody.meta), "the two servers' meta differ in shape")
+
+    log(`  warm-up: ${config.httpWarmupSeconds} s each`)
+    for (const s of [adapter, baseline]) await load(s, config.httpWarmupSeconds, config.connections)
+    const runs: Array<LoadRun> = []
+    for (let i = 0; i < config.httpRuns; i++) {
+      // Alternating who goes first spreads slow drifts (thermal, neighbours) over both.
+      for (const s of i % 2 === 0 ? [adapter, baseline] : [baseline, adapter]) {
+        const run = await load(s, config.httpSeconds, config.connections)
+        const cpu = run.cpuUsPerRequest === undefined ? "" : `  ${run.cpuUsPerRequest.toFixed(0)} µs CPU/req`
+        log(`  run ${i + 1}/${config.httpRuns} ${s.name.padEnd(8)} ${run.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${run.latencyP50Ms} ms  p99 ${run.latencyP99Ms} ms${cpu}`)
+        runs.push(run)
+      }
+    }
+    const adapterRuns = runs.filter((r) => r.server === "adapter")
+    const baselineRuns = runs.filter((r) => r.server === "baseline")
+    return {
+      adapter: adapterRuns,
+      baseline: baselineRuns,
+      adapterMedian: median(adapterRuns.map((r) => r.reqPerSec)),
+      baselineMedian: median(baselineRuns.map((r) => r.reqPerSec)),
+      adapterCpuUsMedian: medianOf(adapterRuns.map((r) => r.cpuUsPerRequest)),
+      baselineCpuUsMedian: medianOf(baselineRuns.map((r) => r.cpuUsPerRequest)),
+      adapterBodyBytes: Buffer.byteLength(a.text),
+      baselineBodyBytes: Buffer.byteLength(b.text),
+      connections: config.connections,
+      seconds: config.httpSeconds
+    }
+  } finally {
+    for (const s of servers) await s.stop()
+  }
+}

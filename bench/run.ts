@@ -1,0 +1,95 @@
+import { createHash } from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { configFromEnv, DATA_DIR, REPO_ROOT } from "./config"
+import { issueBenchToken, openMarket, runCoreBench } from "./core-bench"
+import { hardwareConfig, runHardwareBench } from "./hardware"
+import { runIndexBench } from "./indexes"
+import { runHttpBench } from "./http-bench"
+import { ensureMarket } from "./market"
+import { consoleTable, lines, machine, markdown } from "./report"
+
+/**
+ * `npm run bench`: builds or reuses the market, runs the three benchmarks, prints the table and
+ * rewrites BENCHMARKS.md. `BENCH_QUICK=1` is a smoke run on a small market whose report goes to
+ * bench/.data instead, so it never replaces real figures. `BENCH_STRICT=1` exits 1 when a
+ * target is missed.
+ */
+
+const log = (line: string) => console.log(line)
+
+/**
+ * A hash of the library sources measured. The packages change under active development and the
+ * repository may have no commit to name, so this ties a figure to the code that produced it.
+ */
+const sourceFingerprint = (): { readonly hash: string; readonly files: number } => {
+  const files: Array<string> = []
+  const walk = (dir: string) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name)
+      if (e.isDirectory()) walk(p)
+      else if (e.name.endsWith(".ts")) files.push(p)
+    }
+  }
+  for (const pkg of fs.readdirSync(path.join(REPO_ROOT, "packages"))) {
+    const src = path.join(REPO_ROOT, "packages", pkg, "src")
+    if (fs.existsSync(src)) walk(src)
+  }
+  const hash = createHash("sha256")
+  for (const f of files.sort()) hash.update(path.relative(REPO_ROOT, f)).update("\0").update(fs.readFileSync(f)).update("\0")
+  return { hash: hash.digest("hex").slice(0, 12), files: files.length }
+}
+
+const main = async () => {
+  const started = performance.now()
+  const config = configFromEnv()
+  const m = machine()
+  log(`gpu-market benchmarks${config.quick ? " (quick mode)" : ""}: ${m.cpu}, ${m.cores} cores, ${m.memory}, Node ${m.node}`)
+
+  const loadBefore = os.loadavg()[0]!
+  if (loadBefore > 0.5 * m.cores) log(`Warning: 1-minute load average is ${loadBefore.toFixed(2)} on ${m.cores} cores; other work will skew the figures.`)
+  const market = ensureMarket(config)
+  log(market.builtNow
+    ? `Built the market in ${market.buildSeconds.toFixed(1)} s: ${market.rows.toLocaleString("en-US")} rows, ${(market.bytes / 2 ** 20).toFixed(0)} MiB`
+    : `Reusing ${path.relative(REPO_ROOT, market.file)} (${market.rows.toLocaleString("en-US")} rows, ${(market.bytes / 2 ** 20).toFixed(0)} MiB; built in ${market.buildSeconds.toFixed(1)} s on ${market.builtAt.slice(0, 10)})`)
+
+  log("(a), (b): core direct calls ...")
+  const runtime = openMarket(market.file)
+  let core
+  try {
+    await issueBenchToken(runtime)
+    core = await runCoreBench(config, market.file, runtime)
+  } finally {
+    // Closed before the load runs, so this process holds no connection the servers compete with.
+    await runtime.dispose()
+  }
+
+  const loadBeforeHttp = os.loadavg()[0]!
+  log("(c): HTTP load ...")
+  const http = await runHttpBench(config, market.file, core.pageTokenLength, log)
+  log("(d): hardware /history paging ...")
+  const hardware = await runHardwareBench(hardwareConfig(config.quick), log)
+  log("(e): index computation from scratch ...")
+  const indexes = await runIndexBench(config.quick, log)
+
+  const results = {
+    config, market, core, http, hardware, indexes,
+    date: new Date(),
+    wallSeconds: (performance.now() - started) / 1000,
+    load: { start: loadBefore, beforeHttp: loadBeforeHttp },
+    sources: sourceFingerprint()
+  }
+  const ls = lines(results)
+  log("")
+  log(consoleTable(ls))
+  const out = config.quick ? path.join(DATA_DIR, "BENCHMARKS.quick.md") : path.join(REPO_ROOT, "BENCHMARKS.md")
+  fs.writeFileSync(out, markdown(results))
+  log(`\nWrote ${path.relative(REPO_ROOT, out)} (${results.wallSeconds.toFixed(0)} s in all).`)
+  if (process.env.BENCH_STRICT === "1" && ls.some((l) => !l.pass)) process.exitCode = 1
+}
+
+main().catch((e: unknown) => {
+  console.error(e)
+  process.exitCode = 1
+})
