@@ -2,42 +2,18 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Envelope, HardwarePriceRow } from "@gpu-market/core"
 import { Effect, Schema } from "effect"
 import { HW, hardwareLayer } from "./support/hardware"
-import { atNow, BASE_URL, http, type Reply } from "./support/market"
+import { atNow, BASE_URL, http } from "./support/market"
+import { compare, followPages } from "./support/paging"
 
 const SORTS = ["condition", "gpu_canonical_name", "observed_date", "price_usd"] as const
 const validEnvelope = Schema.decodeUnknownSync(Envelope(HardwarePriceRow), { onExcessProperty: "error" })
 const encodedEnvelope = Schema.decodeUnknownSync(Envelope(Schema.encodedSchema(HardwarePriceRow)), { onExcessProperty: "error" })
 
-/** Follows `meta.next.url` from the first page to the last, checking each envelope. */
+/** Follows `meta.next.url` from the first page to the last, checking each encoded envelope. */
 const follow = (first: string, token = "hw-all") =>
-  Effect.gen(function* () {
-    const pages: Array<Reply> = []
-    let next: string | null = first
-    while (next !== null) {
-      const reply: Reply = yield* http(next, { token })
-      assert.strictEqual(reply.status, 200, reply.text)
-      encodedEnvelope(reply.body)
-      pages.push(reply)
-      const link = reply.body.meta.next
-      if (link !== null) {
-        assert.isTrue(link.url.startsWith(`${BASE_URL}${HW.slice("/api".length)}/`))
-        assert.strictEqual(link.url, `http://market.test${link.path}?page_token=${link.query_params.page_token}&page_size=${link.query_params.page_size}`)
-      }
-      assert.strictEqual(reply.body.meta.returned, reply.body.data.length)
-      assert.strictEqual(reply.body.meta.has_more, link !== null)
-      next = link === null ? null : link.url.slice("http://market.test".length)
-      assert.isBelow(pages.length, 1000)
-    }
-    return pages
-  })
+  followPages(first, { token, validate: encodedEnvelope, prefix: `${BASE_URL}${HW.slice("/api".length)}/`, maxPages: 1000 })
 
 /** The plan contract's order: a null sorts as "", ties by observation_id. */
-const compare = (by: string, order: "asc" | "desc") => (a: any, b: any) => {
-  const x = a[by] ?? "", y = b[by] ?? ""
-  const d = x < y ? -1 : x > y ? 1 : a.observation_id < b.observation_id ? -1 : a.observation_id > b.observation_id ? 1 : 0
-  return order === "asc" ? d : -d
-}
-
 describe("hardware prices paging", () => {
   layer(hardwareLayer("hw-paging"), { timeout: "180 seconds" })((it) => {
     for (const by of SORTS) for (const order of ["asc", "desc"] as const) {
@@ -53,7 +29,7 @@ describe("hardware prices paging", () => {
             assert.strictEqual(all.status, 200, all.text)
             assert.isFalse(all.body.meta.has_more)
             validEnvelope(all.body)
-            const expected = [...all.body.data].sort(compare(by, order))
+            const expected = [...all.body.data].sort(compare(by, order, "observation_id"))
             assert.deepStrictEqual(all.body.data, expected, "one page is already in order")
             assert.isAbove(expected.length, 20)
             assert.isBelow(new Set(expected.map((r: any) => r[by])).size, expected.length, "the sort key has ties")

@@ -1,8 +1,9 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { HardwarePriceIngest } from "@gpu-market/core"
-import { Effect, TestClock } from "effect"
+import { Effect } from "effect"
 import { fixtureRows, HW, HW_GPUS, HW_LAST_DAY, HW_LISTINGS, hardwareLayer, hwDate, listingRef, seenOn } from "./support/hardware"
-import { atNow, http, NOW_MS } from "./support/market"
+import { atNow, http } from "./support/market"
+import { assertTokenKeepsMovedFloor, assertWindowsTile } from "./support/windows"
 
 const history = (query: string, token = "hw-all") =>
   http(`${HW}/history?${query}&page_size=1000&sort_by=observed_date&sort_order=asc`, { token })
@@ -37,18 +38,11 @@ describe("hardware prices windows and as-of", () => {
       Effect.gen(function* () {
         yield* atNow
         const key = yield* keyOf
-        for (const [a, b, c] of [
+        yield* assertWindowsTile(history, ids, [
           ["2026-03-03T00:00:00Z", "2026-03-10T00:00:00Z", "2026-03-20T00:00:00Z"],
           ["2026-03-03T06:00:00+06:00", "2026-03-10T00:00:00.000001Z", "2026-03-21"],
           ["2026-03-03", "2026-03-09T23:59:59Z", "2026-03-20T12:00:00-05:00"]
-        ]) {
-          const ab = yield* history(`start=${encodeURIComponent(a!)}&end=${encodeURIComponent(b!)}`)
-          const bc = yield* history(`start=${encodeURIComponent(b!)}&end=${encodeURIComponent(c!)}`)
-          const ac = yield* history(`start=${encodeURIComponent(a!)}&end=${encodeURIComponent(c!)}`)
-          assert.isAbove(ids(ab).length, 0)
-          assert.isAbove(ids(bc).length, 0)
-          assert.deepStrictEqual([...ids(ab), ...ids(bc)], ids(ac))
-        }
+        ])
         // 2026-03-10 starts at its midnight: a window starting a microsecond later misses it,
         // and a window ending a microsecond later holds it.
         const later = yield* history("start=2026-03-10T00:00:00.000001Z&end=2026-03-12")
@@ -96,13 +90,7 @@ describe("hardware prices windows and as-of", () => {
         const rolling = yield* history("start=2026-02-01", "hw-rolling")
         assert.strictEqual(rolling.body.meta.window.history_starts_at, "2026-06-05")
         assert.isTrue(rolling.body.data.every((row: any) => row.observed_date >= "2026-06-05"))
-        const first = yield* http(`${HW}/history?start=2026-06-05&page_size=3&sort_by=observed_date&sort_order=asc`, { token: "hw-rolling" })
-        assert.isFalse(first.body.meta.window.clamped)
-        yield* TestClock.setTime(NOW_MS + 3 * 86_400_000)
-        const next = yield* http(`${HW}/history?page_token=${first.body.meta.next.query_params.page_token}`, { token: "hw-rolling" })
-        assert.strictEqual(next.status, 200)
-        assert.isTrue(next.body.meta.window.clamped)
-        assert.isTrue(next.body.data.every((row: any) => row.observed_date >= "2026-06-08"))
+        yield* assertTokenKeepsMovedFloor(`${HW}/history`, "start=2026-06-05&page_size=3&sort_by=observed_date&sort_order=asc", "hw-rolling", "observed_date")
       }))
 
     it.effect("as-of: each listing's most recent observation on or before the date of at", () =>

@@ -2,38 +2,15 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Envelope, LlmTokenPriceRow } from "@gpu-market/core"
 import { Effect, Schema } from "effect"
 import { LLM, llmFixtureLayer } from "./support/llm"
-import { atNow, BASE_URL, http, type Reply } from "./support/market"
+import { atNow, BASE_URL, http } from "./support/market"
+import { compare, followPages } from "./support/paging"
 
 const SORTS = ["model", "serving_provider", "price_type", "price_usd_per_1m_tokens", "source", "valid_from"] as const
 const validEnvelope = Schema.decodeUnknownSync(Envelope(Schema.encodedSchema(LlmTokenPriceRow)), { onExcessProperty: "error" })
 
 /** Follows `meta.next.url` from the first page to the last, checking each envelope. */
 const follow = (first: string, token = "all") =>
-  Effect.gen(function* () {
-    const pages: Array<Reply> = []
-    let next: string | null = first
-    while (next !== null) {
-      const reply: Reply = yield* http(next, { token })
-      assert.strictEqual(reply.status, 200, reply.text)
-      validEnvelope(reply.body)
-      pages.push(reply)
-      const link = reply.body.meta.next
-      if (link !== null) {
-        assert.isTrue(link.url.startsWith(`${BASE_URL}/v2/llm/token/prices/`))
-        assert.strictEqual(link.url, `http://market.test${link.path}?page_token=${link.query_params.page_token}&page_size=${link.query_params.page_size}`)
-      }
-      assert.strictEqual(reply.body.meta.returned, reply.body.data.length)
-      assert.strictEqual(reply.body.meta.has_more, link !== null)
-      next = link === null ? null : link.url.slice("http://market.test".length)
-      assert.isBelow(pages.length, 500)
-    }
-    return pages
-  })
-
-const compare = (by: string, order: "asc" | "desc") => (a: any, b: any) => {
-  const d = a[by] < b[by] ? -1 : a[by] > b[by] ? 1 : a.price_key < b.price_key ? -1 : a.price_key > b.price_key ? 1 : 0
-  return order === "asc" ? d : -d
-}
+  followPages(first, { token, validate: validEnvelope, prefix: `${BASE_URL}/v2/llm/token/prices/`, maxPages: 500 })
 
 describe("LLM token prices paging", () => {
   layer(llmFixtureLayer("llm-paging"), { timeout: "120 seconds" })((it) => {
@@ -49,7 +26,7 @@ describe("LLM token prices paging", () => {
             const all = yield* http(`${base}&page_size=1000`, { token: "all" })
             assert.strictEqual(all.status, 200, all.text)
             assert.isFalse(all.body.meta.has_more)
-            const expected = [...all.body.data].sort(compare(by, order))
+            const expected = [...all.body.data].sort(compare(by, order, "price_key"))
             assert.deepStrictEqual(all.body.data, expected, "one page is already in order")
             assert.isAbove(expected.length, 20)
             assert.isBelow(new Set(expected.map((r: any) => r[by])).size, expected.length, "the sort key has ties")

@@ -1,7 +1,8 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect } from "effect"
 import { LLM, llmFixtureLayer } from "./support/llm"
-import { atNow, http, NOW_MS } from "./support/market"
+import { atNow, http } from "./support/market"
+import { assertTokenKeepsMovedFloor, assertWindowsTile } from "./support/windows"
 
 const history = (query: string, token = "all") => http(`${LLM}/history?${query}&page_size=1000&sort_by=valid_from&sort_order=asc`, { token })
 const asOf = (at: string, query = "", token = "all") => http(`${LLM}/as-of?at=${encodeURIComponent(at)}&page_size=1000${query}`, { token })
@@ -12,17 +13,10 @@ describe("LLM token prices windows and as-of", () => {
     it.effect("[a,b) + [b,c) is exactly [a,c), for datetimes and bare dates", () =>
       Effect.gen(function* () {
         yield* atNow
-        for (const [a, b, c] of [
+        yield* assertWindowsTile(history, keys, [
           ["2026-05-03T00:00:00Z", "2026-05-12T00:00:00Z", "2026-05-25T00:00:00Z"],
           ["2026-05-03T06:00:00+06:00", "2026-05-12T00:00:00.000001Z", "2026-05-25"]
-        ]) {
-          const ab = yield* history(`start=${encodeURIComponent(a!)}&end=${encodeURIComponent(b!)}`)
-          const bc = yield* history(`start=${encodeURIComponent(b!)}&end=${encodeURIComponent(c!)}`)
-          const ac = yield* history(`start=${encodeURIComponent(a!)}&end=${encodeURIComponent(c!)}`)
-          assert.isAbove(keys(ab).length, 0)
-          assert.isAbove(keys(bc).length, 0)
-          assert.deepStrictEqual([...keys(ab), ...keys(bc)], keys(ac))
-        }
+        ])
       }))
 
     it.effect("history holds the rows whose price changed in the window, not those merely in force", () =>
@@ -115,14 +109,7 @@ describe("LLM token prices windows and as-of", () => {
     it.effect("a page token cannot carry a caller below a floor that moved", () =>
       Effect.gen(function* () {
         yield* atNow
-        const first = yield* http(`${LLM}/history?start=2026-06-05&page_size=2&sort_by=valid_from&sort_order=asc`, { token: "rolling" })
-        assert.isFalse(first.body.meta.window.clamped)
-        yield* TestClock.setTime(NOW_MS + 3 * 86_400_000)
-        const next = yield* http(`${LLM}/history?page_token=${first.body.meta.next.query_params.page_token}`, { token: "rolling" })
-        assert.strictEqual(next.status, 200)
-        assert.isTrue(next.body.meta.window.clamped)
-        assert.strictEqual(next.body.meta.window.start, "2026-06-08T00:00:00.000000Z")
-        assert.isTrue(next.body.data.every((row: any) => row.valid_from >= "2026-06-08"))
+        yield* assertTokenKeepsMovedFloor(`${LLM}/history`, "start=2026-06-05&page_size=2&sort_by=valid_from&sort_order=asc", "rolling", "valid_from")
       }))
 
     it.effect("start must be before end; malformed instants are 422", () =>

@@ -1,14 +1,10 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { atNow, http } from "./support/market"
+import { compare } from "./support/paging"
 import { follow, TX, txFixtureLayer } from "./support/transactions"
 
 const SORTS = ["contract_type", "gpu_model", "price_usd_per_gpu_hour", "region_group", "tenor_days", "total_gpu_count", "transaction_date"] as const
-
-const compare = (by: string, order: "asc" | "desc") => (a: any, b: any) => {
-  const d = a[by] < b[by] ? -1 : a[by] > b[by] ? 1 : a.row_key < b.row_key ? -1 : a.row_key > b.row_key ? 1 : 0
-  return order === "asc" ? d : -d
-}
 
 describe("aggregated transactions paging", () => {
   layer(txFixtureLayer("tx-paging"), { timeout: "120 seconds" })((it) => {
@@ -23,7 +19,7 @@ describe("aggregated transactions paging", () => {
             const all = yield* http(`${base}&page_size=1000`, { token: "tx-all" })
             assert.strictEqual(all.status, 200, all.text)
             assert.isFalse(all.body.meta.has_more)
-            const expected = [...all.body.data].sort(compare(by, order))
+            const expected = [...all.body.data].sort(compare(by, order, "row_key"))
             assert.deepStrictEqual(all.body.data, expected, "one page is already in order")
             assert.isAbove(expected.length, 100)
             const ties = new Set(expected.map((r: any) => r[by])).size
@@ -42,7 +38,7 @@ describe("aggregated transactions paging", () => {
         const r = yield* http(`${TX}/history?page_size=1000&gpu_canonical_name=b200`, { token: "tx-all" })
         assert.strictEqual(r.status, 200)
         assert.deepStrictEqual(r.body.meta.sort, { by: "transaction_date", order: "desc" })
-        assert.deepStrictEqual(r.body.data, [...r.body.data].sort(compare("transaction_date", "desc")))
+        assert.deepStrictEqual(r.body.data, [...r.body.data].sort(compare("transaction_date", "desc", "row_key")))
         assert.strictEqual(r.body.data[0].transaction_date, "2026-06-15")
       }))
 

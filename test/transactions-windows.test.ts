@@ -1,8 +1,9 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Problem } from "@gpu-market/core"
-import { Effect, Schema, TestClock } from "effect"
-import { atNow, http, NOW_MS, type Reply } from "./support/market"
+import { Effect, Schema } from "effect"
+import { atNow, http, type Reply } from "./support/market"
 import { follow, TX, txFixtureLayer } from "./support/transactions"
+import { assertTokenKeepsMovedFloor } from "./support/windows"
 
 const history = (query: string, token = "tx-all") =>
   http(`${TX}/history?${query}&page_size=1000&sort_by=transaction_date&sort_order=asc`, { token })
@@ -71,14 +72,7 @@ describe("aggregated transactions windows and entitlements", () => {
         })
         assert.isTrue(since.body.data.every((row: any) => row.transaction_date >= "2026-05-01"))
         assert.isTrue(since.body.data.some((row: any) => row.transaction_date === "2026-05-01"))
-        const first = yield* http(`${TX}/history?start=2026-06-05&page_size=3&sort_by=transaction_date&sort_order=asc`, { token: "tx-rolling" })
-        assert.isFalse(first.body.meta.window.clamped)
-        yield* TestClock.setTime(NOW_MS + 3 * 86_400_000)
-        const next = yield* http(`${TX}/history?page_token=${first.body.meta.next.query_params.page_token}`, { token: "tx-rolling" })
-        assert.strictEqual(next.status, 200)
-        assert.isTrue(next.body.meta.window.clamped)
-        assert.strictEqual(next.body.meta.window.start, "2026-06-08T00:00:00.000000Z")
-        assert.isTrue(next.body.data.every((row: any) => row.transaction_date >= "2026-06-08"))
+        yield* assertTokenKeepsMovedFloor(`${TX}/history`, "start=2026-06-05&page_size=3&sort_by=transaction_date&sort_order=asc", "tx-rolling", "transaction_date")
       }))
 
     it.effect("entitlements: history needs the type and historical access; metadata needs the type only", () =>

@@ -1,4 +1,3 @@
-import { assert } from "@effect/vitest"
 import {
   Auth, Envelope, type Grant, type HistoryAccess, marketLayer, type Principal, type TransactionDealInput, TransactionIngest, TransactionRow
 } from "@gpu-market/core"
@@ -7,7 +6,8 @@ import { Effect, Layer, Schema } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { BASE_URL, http, type Reply } from "./market"
+import { BASE_URL } from "./market"
+import { followPages } from "./paging"
 
 /**
  * A known stream of settled deals in a real SQLite file, recorded day by day through the real
@@ -105,23 +105,7 @@ export const validTxEnvelope = Schema.decodeUnknownSync(Envelope(Schema.encodedS
 
 /** Follows `meta.next` from the first page to the last, checking every envelope and link. */
 export const follow = (first: string, token = "tx-all") =>
-  Effect.gen(function* () {
-    const pages: Array<Reply> = []
-    let next: string | null = first
-    while (next !== null) {
-      const reply: Reply = yield* http(next, { token })
-      assert.strictEqual(reply.status, 200, reply.text)
-      validTxEnvelope(reply.body)
-      pages.push(reply)
-      const link = reply.body.meta.next
-      if (link !== null) {
-        assert.isTrue(link.url.startsWith(`${BASE_URL}/v2/gpu/rental/transactions/aggregated/history`))
-        assert.strictEqual(link.url, `http://market.test${link.path}?page_token=${link.query_params.page_token}&page_size=${link.query_params.page_size}`)
-      }
-      assert.strictEqual(reply.body.meta.returned, reply.body.data.length)
-      assert.strictEqual(reply.body.meta.has_more, link !== null)
-      next = link === null ? null : link.url.slice("http://market.test".length)
-      assert.isBelow(pages.length, 2000)
-    }
-    return { pages, rows: pages.flatMap((p) => p.body.data as Array<any>) }
-  })
+  Effect.map(
+    followPages(first, { token, validate: validTxEnvelope, prefix: `${BASE_URL}/v2/gpu/rental/transactions/aggregated/history`, maxPages: 2000 }),
+    (pages) => ({ pages, rows: pages.flatMap((p) => p.body.data as Array<any>) })
+  )

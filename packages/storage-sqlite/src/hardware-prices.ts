@@ -1,10 +1,13 @@
 import {
   type HardwareClassField, hardwareClassFields, type HardwareGpuCoverage, type HardwarePrice, hardwarePriceFields,
-  HardwarePriceStore, type HardwareSummary, type PagePlan, type Predicate
+  HardwarePriceStore, type HardwareSummary, type PagePlan
 } from "@gpu-market/core"
 import type { SqliteClient } from "./client"
 import type { Migration } from "./migrations"
-import { InvalidPlan } from "./rental-prices"
+import {
+  type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, keysetClause, limitParam, orderBy, type PageSort,
+  pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows
+} from "./page-sql"
 
 /** Text columns: the only ones `in` and `eq` predicates can match. */
 const TEXT_FIELDS: ReadonlySet<string> = new Set([
@@ -37,8 +40,6 @@ const WINDOW_SORT_INDEXES: ReadonlyMap<string, string> = new Map([
   ["gpu_canonical_name", "hardware_prices_gpu"],
   ["price_usd", "hardware_prices_price"]
 ])
-
-const FIELDS: ReadonlySet<string> = new Set(hardwarePriceFields)
 
 /** The row's columns in spec order, so column i is field i. */
 const SELECT = `SELECT ${hardwarePriceFields.join(", ")} FROM hardware_prices`
@@ -73,32 +74,12 @@ export const hardwareColumnsOf = (r: HardwarePrice): Array<unknown> =>
     return typeof v === "boolean" ? (v ? 1 : 0) : Array.isArray(v) ? JSON.stringify(v) : v
   })
 
-const column = (field: string): string => {
-  // Field names are interpolated into SQL, so only the row's own column names get through.
-  if (!FIELDS.has(field)) throw new InvalidPlan(`unknown hardware price field: ${JSON.stringify(field)}`)
-  return field
-}
-
-const cmp = (a: string | number, b: string | number): number => (a < b ? -1 : a > b ? 1 : 0)
-const placeholders = (n: number): string => (n === 1 ? "?" : `?${",?".repeat(n - 1)}`)
-
-/** The one value an equality predicate allows `field` to take, if any. */
-const pinnedValue = (plan: PagePlan, field: string): string | undefined => {
-  for (const p of plan.predicates) {
-    if (p.field !== field) continue
-    if (p.op === "eq") return p.value
-    if (p.op === "in" && p.values.length === 1) return p.values[0]
-  }
-  return undefined
-}
-
-/** Whether the keyset position already implies a bound on the (numeric) sort field. */
-const impliedByPosition = (plan: PagePlan, p: Predicate & { readonly op: "gte" | "lte" }): boolean => {
-  const after = plan.after
-  if (after === undefined || p.field !== plan.sort.by || typeof after.value !== "number") return false
-  return plan.sort.order === "asc"
-    ? p.op === "gte" && after.value >= p.value
-    : p.op === "lte" && after.value <= p.value
+/** The hardware fields predicates see: only text columns equal a text, only number columns take bounds. */
+const PREDICATE_FIELDS: PredicateFields = {
+  column: columnGuard(hardwarePriceFields, "hardware price"),
+  matchable: (field, texts) => (TEXT_FIELDS.has(field) ? texts : []),
+  ordered: (field) => NUMBER_FIELDS.has(field),
+  seekPastBounds: true
 }
 
 const DAY_START = "T00:00:00.000000Z"
@@ -133,10 +114,7 @@ const dayBoundImplied = (plan: PagePlan, op: string, bound: string): boolean => 
 }
 
 /** The SQL of one page and the values it binds, in order. */
-export interface CompiledHardwarePage {
-  readonly sql: string
-  readonly params: ReadonlyArray<string | number>
-}
+export type CompiledHardwarePage = CompiledPage
 
 /**
  * Turns a page plan into one statement, never with OFFSET. `latest` is the rows without a next
@@ -144,8 +122,8 @@ export interface CompiledHardwarePage {
  * rows whose day is on or before the date and whose next day is after it.
  */
 export const compileHardwarePage = (plan: PagePlan): CompiledHardwarePage => {
-  const where: Array<string> = []
-  const params: Array<string | number> = []
+  const c: Clauses = { where: [], params: [] }
+  const { where, params } = c
   switch (plan.scope._tag) {
     case "latest":
       where.push("next_observed_date IS NULL")
@@ -169,71 +147,13 @@ export const compileHardwarePage = (plan: PagePlan): CompiledHardwarePage => {
       break
     }
   }
-  for (const p of plan.predicates) {
-    const col = column(p.field)
-    switch (p.op) {
-      case "in":
-        // The reference compares with `===`: only a text column can equal a text value.
-        if (!TEXT_FIELDS.has(col) || p.values.length === 0) where.push("0")
-        else if (p.values.length === 1) {
-          where.push(`${col} = ?`)
-          params.push(p.values[0]!)
-        } else {
-          where.push(`${col} IN (${placeholders(p.values.length)})`)
-          params.push(...p.values)
-        }
-        break
-      case "eq":
-        if (!TEXT_FIELDS.has(col)) where.push("0")
-        else {
-          where.push(`${col} = ?`)
-          params.push(p.value)
-        }
-        break
-      case "gte":
-      case "lte":
-        // The reference only bounds numbers.
-        if (!NUMBER_FIELDS.has(col)) where.push("0")
-        else if (!impliedByPosition(plan, p)) {
-          // (A bound the position implies is left out, so SQLite seeks to the position.)
-          where.push(`${col} ${p.op === "gte" ? ">=" : "<="} ?`)
-          params.push(p.value)
-        }
-        break
-    }
-  }
+  predicateClauses(c, plan, PREDICATE_FIELDS)
   const by = SORT_EXPRESSIONS.get(plan.sort.by)
   if (by === undefined) throw new InvalidPlan(`cannot sort hardware prices by ${JSON.stringify(plan.sort.by)}`)
-  const desc = plan.sort.order === "desc"
-  const dir = desc ? "DESC" : "ASC"
-  if (plan.after !== undefined) {
-    const pinned = plan.sort.by === "price_usd" ? undefined : pinnedValue(plan, plan.sort.by)
-    if (plan.sort.by === "observation_id") {
-      where.push(`observation_id ${desc ? "<" : ">"} ?`)
-      params.push(plan.after.tie)
-    } else if (pinned !== undefined) {
-      // An equality pins the sort field, and SQLite would not turn (field, id) > (v, ?) into a
-      // range of the (field, ..., id) index; the field is constant, so compare the position here.
-      const c = desc ? -cmp(pinned, plan.after.value) : cmp(pinned, plan.after.value)
-      if (c < 0) where.push("0")
-      else if (c === 0) {
-        where.push(`observation_id ${desc ? "<" : ">"} ?`)
-        params.push(plan.after.tie)
-      }
-    } else if (by !== plan.sort.by) {
-      // SQLite seeks an expression index with a plain bound on the expression, not with a row
-      // value, so the keyset comparison is spelled out around one.
-      const op = desc ? "<" : ">"
-      where.push(`${by} ${op}= ? AND (${by} ${op} ? OR observation_id ${op} ?)`)
-      params.push(plan.after.value, plan.after.value, plan.after.tie)
-    } else {
-      where.push(`(${by}, observation_id) ${desc ? "<" : ">"} (?, ?)`)
-      params.push(plan.after.value, plan.after.tie)
-    }
-  }
-  if (!Number.isSafeInteger(plan.limit) || plan.limit < 0) throw new InvalidPlan(`invalid limit ${plan.limit}`)
-  params.push(plan.limit)
-  const order = plan.sort.by === "observation_id" ? `observation_id ${dir}` : `${by} ${dir}, observation_id ${dir}`
+  const pinned = plan.after === undefined || plan.sort.by === "price_usd" ? undefined : pinnedValue(plan, plan.sort.by)
+  const sort: PageSort = { field: plan.sort.by, sql: by, tie: "observation_id", desc: plan.sort.order === "desc", pinned }
+  if (plan.after !== undefined) keysetClause(c, sort, plan.after)
+  limitParam(c, plan.limit)
   // A window looks selective to the planner, which would range over the day index and sort the
   // whole window for every page. Walking the sort's own index reads rows in order and stops
   // after one page; only a listing filter, a handful of rows, is better served by its index.
@@ -241,7 +161,7 @@ export const compileHardwarePage = (plan: PagePlan): CompiledHardwarePage => {
     ? WINDOW_SORT_INDEXES.get(plan.sort.by)
     : undefined
   const from = walk === undefined ? SELECT : `${SELECT} INDEXED BY ${walk}`
-  return { sql: `${from} WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ?`, params }
+  return { sql: `${from} WHERE ${where.join(" AND ")} ORDER BY ${orderBy(sort)} LIMIT ?`, params }
 }
 
 const INSERT = `INSERT INTO hardware_prices (${hardwarePriceFields.join(", ")}, next_observed_date)
@@ -361,10 +281,7 @@ export const makeHardwarePriceStore = (client: SqliteClient): HardwarePriceStore
     page: (plan) =>
       client.run("hardware_prices.page", () => {
         const { sql, params } = compileHardwarePage(plan)
-        const raw = prepare(sql).raw(true).all(...params) as Array<ReadonlyArray<unknown>>
-        const out = new Array<HardwarePrice>(raw.length)
-        for (let i = 0; i < raw.length; i++) out[i] = hardwareRowFromColumns(raw[i]!)
-        return out
+        return readRows(prepare, sql, params, hardwareRowFromColumns)
       }),
 
     summary: client.run("hardware_prices.summary", () => readSummaryConsistently())

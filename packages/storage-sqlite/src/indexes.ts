@@ -5,7 +5,9 @@ import {
 import { Option } from "effect"
 import type { SqliteClient } from "./client"
 import type { Migration } from "./migrations"
-import { type CompiledPage, InvalidPlan } from "./rental-prices"
+import {
+  type Clauses, columnGuard, type CompiledPage, InvalidPlan, limitParam, pinnedValue, predicateClauses, type PredicateFields, readRows
+} from "./page-sql"
 
 /**
  * Index definitions, fleet weights and published values. Values are keyed by `(id, start)`,
@@ -47,7 +49,6 @@ CREATE TABLE index_fleet_weights (
 `
 }
 
-const FIELDS: ReadonlySet<string> = new Set(indexValueFields)
 const NUMERIC_FIELDS: ReadonlySet<string> = new Set(["value", "p5", "p95"])
 const NULLABLE_FIELDS: ReadonlySet<string> = new Set(["p5", "p95"])
 
@@ -58,22 +59,14 @@ export const indexValueFromColumns = (c: ReadonlyArray<any>): IndexValue => ({
   id: c[0], type: c[1], timestamp: c[2], value: c[3], p5: c[4], p95: c[5]
 })
 
-const column = (field: string): string => {
-  // Field names are interpolated into SQL, so only the row's own column names get through.
-  if (!FIELDS.has(field)) throw new InvalidPlan(`unknown index value field: ${JSON.stringify(field)}`)
-  return `v.${field}`
-}
+const known = columnGuard(indexValueFields, "index value")
 
-const placeholders = (n: number): string => (n === 1 ? "?" : `?${",?".repeat(n - 1)}`)
-
-/** The one index a plan names, if it names exactly one. */
-const pinnedId = (plan: PagePlan): string | undefined => {
-  for (const p of plan.predicates) {
-    if (p.field !== "id") continue
-    if (p.op === "eq") return p.value
-    if (p.op === "in" && p.values.length === 1) return p.values[0]
-  }
-  return undefined
+/** The index value fields predicates see; a text value never equals a number. */
+const PREDICATE_FIELDS: PredicateFields = {
+  column: (field) => `v.${known(field)}`,
+  matchable: (field, texts) => (NUMERIC_FIELDS.has(field) ? [] : texts),
+  ordered: (field) => NUMERIC_FIELDS.has(field),
+  seekPastBounds: false
 }
 
 /**
@@ -81,37 +74,9 @@ const pinnedId = (plan: PagePlan): string | undefined => {
  * one index by `timestamp` walks its primary key by `start`, the same order.
  */
 export const compileIndexPage = (plan: PagePlan): CompiledPage => {
-  const where: Array<string> = []
-  const params: Array<string | number> = []
-  for (const p of plan.predicates) {
-    const col = column(p.field)
-    const numeric = NUMERIC_FIELDS.has(p.field)
-    switch (p.op) {
-      case "in":
-        // As in the reference, a text value never equals a number.
-        if (numeric || p.values.length === 0) where.push("0")
-        else {
-          where.push(p.values.length === 1 ? `${col} = ?` : `${col} IN (${placeholders(p.values.length)})`)
-          params.push(...p.values)
-        }
-        break
-      case "eq":
-        if (numeric) where.push("0")
-        else {
-          where.push(`${col} = ?`)
-          params.push(p.value)
-        }
-        break
-      case "gte":
-      case "lte":
-        if (!numeric) where.push("0")
-        else {
-          where.push(`${col} ${p.op === "gte" ? ">=" : "<="} ?`)
-          params.push(p.value)
-        }
-        break
-    }
-  }
+  const c: Clauses = { where: [], params: [] }
+  const { where, params } = c
+  predicateClauses(c, plan, PREDICATE_FIELDS)
   switch (plan.scope._tag) {
     case "latest":
       where.push("v.start = (SELECT max(w.start) FROM index_values w WHERE w.id = v.id)")
@@ -125,14 +90,13 @@ export const compileIndexPage = (plan: PagePlan): CompiledPage => {
       params.push(plan.scope.start, plan.scope.end)
       break
   }
-  const by = plan.sort.by
-  column(by)
+  const by = known(plan.sort.by)
   if (NULLABLE_FIELDS.has(by)) throw new InvalidPlan(`cannot sort by nullable field ${by}`)
   const desc = plan.sort.order === "desc"
   const dir = desc ? "DESC" : "ASC"
   const op = desc ? "<" : ">"
   let order: string
-  if (by === "timestamp" && pinnedId(plan) !== undefined) {
+  if (by === "timestamp" && pinnedValue(plan, "id") !== undefined) {
     order = `v.start ${dir}`
     if (plan.after !== undefined) {
       where.push(`v.start ${op} ?`)
@@ -151,8 +115,7 @@ export const compileIndexPage = (plan: PagePlan): CompiledPage => {
       params.push(plan.after.value, plan.after.tie)
     }
   }
-  if (!Number.isSafeInteger(plan.limit) || plan.limit < 0) throw new InvalidPlan(`invalid limit ${plan.limit}`)
-  params.push(plan.limit)
+  limitParam(c, plan.limit)
   return { sql: `${SELECT} WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ?`, params }
 }
 
@@ -207,10 +170,7 @@ export const makeIndexStore = (client: SqliteClient): IndexStore["Type"] => {
     page: (plan) =>
       client.run("indexes.page", () => {
         const { sql, params } = compileIndexPage(plan)
-        const raw = prepare(sql).raw(true).all(...params) as Array<ReadonlyArray<unknown>>
-        const out = new Array<IndexValue>(raw.length)
-        for (let i = 0; i < raw.length; i++) out[i] = indexValueFromColumns(raw[i]!)
-        return out
+        return readRows(prepare, sql, params, indexValueFromColumns)
       }),
 
     coverage: (ids, from) =>

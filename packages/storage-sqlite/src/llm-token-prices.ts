@@ -1,10 +1,13 @@
 import {
-  type LlmModelSummary, type LlmTokenPrice, llmTokenPriceFields, LlmTokenPriceStore, type PagePlan, type Predicate,
-  StorageConflict
+  type LlmModelSummary, type LlmTokenPrice, llmTokenPriceFields, LlmTokenPriceStore, type PagePlan, StorageConflict
 } from "@gpu-market/core"
 import { Effect } from "effect"
 import type { SqliteClient } from "./client"
 import type { Migration } from "./migrations"
+import {
+  type Clauses, cmp, columnGuard, type CompiledPage, isUniqueViolation, KEY_CHUNK, keysetClause, limitParam, orderBy, padded,
+  type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows
+} from "./page-sql"
 
 /** Row fields that hold numbers. */
 const NUMERIC_FIELDS: ReadonlySet<string> = new Set(["price_usd_per_1m_tokens", "raw_price"])
@@ -12,7 +15,6 @@ const NUMERIC_FIELDS: ReadonlySet<string> = new Set(["price_usd_per_1m_tokens", 
 const BOOLEAN_FIELDS: ReadonlySet<string> = new Set(["is_price_outlier"])
 /** Row fields that may be null; sorting by one is refused. */
 const NULLABLE_FIELDS: ReadonlySet<string> = new Set(["model_family", "model_creator", "qualifiers", "valid_to"])
-const FIELDS: ReadonlySet<string> = new Set(llmTokenPriceFields)
 
 /** Sort fields of the collection; each gets current-row indexes, unanchored and per anchor. */
 const SORTS = ["model", "serving_provider", "price_type", "price_usd_per_1m_tokens", "source", "valid_from"] as const
@@ -144,42 +146,27 @@ export class InvalidLlmPlan extends Error {
   override readonly name = "InvalidLlmPlan"
 }
 
-const column = (field: string): string => {
-  // Field names are interpolated into SQL, so only the row's own column names get through.
-  if (!FIELDS.has(field)) throw new InvalidLlmPlan(`unknown LLM token price field: ${JSON.stringify(field)}`)
-  return field
-}
-
-const placeholders = (n: number): string => (n === 1 ? "?" : `?${",?".repeat(n - 1)}`)
-const cmp = (a: string | number, b: string | number): number => (a < b ? -1 : a > b ? 1 : 0)
-
-/** The one value an equality predicate allows a text `field` to take, if any. */
-const pinnedValue = (plan: PagePlan, field: string): string | undefined => {
-  for (const p of plan.predicates) {
-    if (p.field !== field) continue
-    if (p.op === "eq") return p.value
-    if (p.op === "in" && p.values.length === 1) return p.values[0]
-  }
-  return undefined
-}
-
-/** Whether the keyset position already implies a bound on the sort field. */
-const impliedByPosition = (plan: PagePlan, p: Predicate & { readonly op: "gte" | "lte" }): boolean => {
-  const after = plan.after
-  if (after === undefined || p.field !== plan.sort.by || typeof after.value !== "number") return false
-  return plan.sort.order === "asc" ? p.op === "gte" && after.value >= p.value : p.op === "lte" && after.value <= p.value
-}
-
 /** `true` / `false` as stored, or undefined for any other text (which no row holds). */
 const booleanValue = (text: string): number | undefined => (text === "true" ? 1 : text === "false" ? 0 : undefined)
+
+const column = columnGuard(llmTokenPriceFields, "LLM token price", InvalidLlmPlan)
+
+/** The LLM fields predicates see: a boolean equals its text form, a number no text. */
+const PREDICATE_FIELDS: PredicateFields = {
+  column,
+  matchable: (field, texts) =>
+    NUMERIC_FIELDS.has(field) ? [] : BOOLEAN_FIELDS.has(field) ? texts.flatMap((t) => booleanValue(t) ?? []) : texts,
+  ordered: (field) => NUMERIC_FIELDS.has(field),
+  seekPastBounds: true
+}
 
 /**
  * Turns a page plan into one statement, as the rental store does: the text depends only on the
  * plan's shape, values are bound, and pages continue from the keyset position, never an OFFSET.
  */
-export const compileLlmPage = (plan: PagePlan): { readonly sql: string; readonly params: ReadonlyArray<string | number> } => {
-  const where: Array<string> = []
-  const params: Array<string | number> = []
+export const compileLlmPage = (plan: PagePlan): CompiledPage => {
+  const c: Clauses = { where: [], params: [] }
+  const { where, params } = c
   switch (plan.scope._tag) {
     case "latest":
       // Spelled exactly so, because that is what lets SQLite use the partial current-row indexes.
@@ -194,75 +181,15 @@ export const compileLlmPage = (plan: PagePlan): { readonly sql: string; readonly
       params.push(plan.scope.start, plan.scope.end)
       break
   }
-  for (const p of plan.predicates) {
-    const col = column(p.field)
-    const numeric = NUMERIC_FIELDS.has(col)
-    const bool = BOOLEAN_FIELDS.has(col)
-    switch (p.op) {
-      case "in":
-      case "eq": {
-        const texts = p.op === "eq" ? [p.value] : p.values
-        // The reference compares with `===`: a text never equals a number, so this matches nothing.
-        const values = numeric ? [] : bool ? texts.flatMap((t) => booleanValue(t) ?? []) : texts
-        if (values.length === 0) where.push("0")
-        else if (values.length === 1) {
-          // An equality (not a one-item IN) is what the planner pairs with the index order.
-          where.push(`${col} = ?`)
-          params.push(values[0]!)
-        } else {
-          where.push(`${col} IN (${placeholders(values.length)})`)
-          params.push(...values)
-        }
-        break
-      }
-      case "gte":
-      case "lte":
-        // The reference only orders numbers; a bound on another field matches nothing.
-        if (!numeric) where.push("0")
-        else if (!impliedByPosition(plan, p)) {
-          where.push(`${col} ${p.op === "gte" ? ">=" : "<="} ?`)
-          params.push(p.value)
-        }
-        break
-    }
-  }
+  predicateClauses(c, plan, PREDICATE_FIELDS)
   const by = column(plan.sort.by)
   if (NULLABLE_FIELDS.has(by) || BOOLEAN_FIELDS.has(by)) throw new InvalidLlmPlan(`cannot sort by ${by}`)
-  const desc = plan.sort.order === "desc"
-  const dir = desc ? "DESC" : "ASC"
-  if (plan.after !== undefined) {
-    const pinned = NUMERIC_FIELDS.has(by) ? undefined : pinnedValue(plan, by)
-    if (by === "price_key") {
-      where.push(`price_key ${desc ? "<" : ">"} ?`)
-      params.push(plan.after.tie)
-    } else if (pinned !== undefined) {
-      // The sort field is constant (a model anchor sorted by model): compare the position here,
-      // so SQLite seeks on price_key instead of rescanning the anchor on every page.
-      const c = desc ? -cmp(pinned, plan.after.value) : cmp(pinned, plan.after.value)
-      if (c < 0) where.push("0")
-      else if (c === 0) {
-        where.push(`price_key ${desc ? "<" : ">"} ?`)
-        params.push(plan.after.tie)
-      }
-    } else {
-      where.push(`(${by}, price_key) ${desc ? "<" : ">"} (?, ?)`)
-      params.push(plan.after.value, plan.after.tie)
-    }
-  }
-  if (!Number.isSafeInteger(plan.limit) || plan.limit < 0) throw new InvalidLlmPlan(`invalid limit ${plan.limit}`)
-  params.push(plan.limit)
-  const order = by === "price_key" ? `price_key ${dir}` : `${by} ${dir}, price_key ${dir}`
-  return { sql: `${SELECT} WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ?`, params }
-}
-
-/** Keys per statement: well under SQLite's bound-variable limit. */
-const CHUNK = 256
-
-/** Pads a chunk to a power of two by repeating a key, so a handful of statement shapes serve every size. */
-const padded = (chunk: ReadonlyArray<string>): ReadonlyArray<string> => {
-  let size = 1
-  while (size < chunk.length) size *= 2
-  return size === chunk.length ? chunk : [...chunk, ...Array<string>(size - chunk.length).fill(chunk[0]!)]
+  // A model anchor sorted by model pins the sort field.
+  const pinned = plan.after === undefined || NUMERIC_FIELDS.has(by) ? undefined : pinnedValue(plan, by)
+  const sort: PageSort = { field: by, sql: by, tie: "price_key", desc: plan.sort.order === "desc", pinned }
+  if (plan.after !== undefined) keysetClause(c, sort, plan.after)
+  limitParam(c, plan.limit, InvalidLlmPlan)
+  return { sql: `${SELECT} WHERE ${where.join(" AND ")} ORDER BY ${orderBy(sort)} LIMIT ?`, params }
 }
 
 /** Summary value kinds: the row field each comes from. */
@@ -278,9 +205,6 @@ const UPSERT_MODEL = `INSERT INTO llm_models (model, model_family, model_creator
     model_family = CASE WHEN model_family IS NULL OR excluded.model_family < model_family THEN coalesce(excluded.model_family, model_family) ELSE model_family END,
     model_creator = CASE WHEN model_creator IS NULL OR excluded.model_creator < model_creator THEN coalesce(excluded.model_creator, model_creator) ELSE model_creator END`
 const INSERT_VALUE = "INSERT OR IGNORE INTO llm_model_values (model, kind, value) VALUES (?, ?, ?)"
-
-const isUniqueViolation = (e: unknown): boolean =>
-  e instanceof Error && (e as { code?: unknown }).code === "SQLITE_CONSTRAINT_UNIQUE"
 
 interface ModelRow {
   readonly model: string
@@ -298,19 +222,14 @@ interface ValueRow {
 export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore["Type"] => {
   const { db, prepare } = client
 
-  const rows = (sql: string, params: ReadonlyArray<unknown>): Array<LlmTokenPrice> => {
-    const raw = prepare(sql).raw(true).all(...params) as Array<ReadonlyArray<unknown>>
-    const out = new Array<LlmTokenPrice>(raw.length)
-    for (let i = 0; i < raw.length; i++) out[i] = llmRowFromColumns(raw[i]!)
-    return out
-  }
+  const rows = (sql: string, params: ReadonlyArray<unknown>): Array<LlmTokenPrice> => readRows(prepare, sql, params, llmRowFromColumns)
 
   /** Runs `SELECT … WHERE where(list)` over keys in chunks; `params` bind before the list, which comes last. */
   const byKeys = (keys: ReadonlyArray<string>, where: (inList: string) => string, params: ReadonlyArray<unknown>) => {
     const unique = [...new Set(keys)]
     const out: Array<LlmTokenPrice> = []
-    for (let i = 0; i < unique.length; i += CHUNK) {
-      const chunk = padded(unique.slice(i, i + CHUNK))
+    for (let i = 0; i < unique.length; i += KEY_CHUNK) {
+      const chunk = padded(unique.slice(i, i + KEY_CHUNK))
       for (const r of rows(`${SELECT} WHERE ${where(`(${placeholders(chunk.length)})`)}`, [...params, ...chunk])) out.push(r)
     }
     return out

@@ -1,9 +1,13 @@
 import {
-  type GpuSpelling, type PagePlan, type Predicate, type RentalGpuSummary, type RentalPrice, rentalPriceFields, RentalPriceStore,
+  type GpuSpelling, type PagePlan, type RentalGpuSummary, type RentalPrice, rentalPriceFields, RentalPriceStore,
   StorageConflict
 } from "@gpu-market/core"
 import { Effect } from "effect"
 import type { SqliteClient } from "./client"
+import {
+  type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, isUniqueViolation, KEY_CHUNK, keysetClause, limitParam,
+  orderBy, padded, type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows
+} from "./page-sql"
 
 /** Row fields that hold numbers; every other field holds text. */
 const NUMERIC_FIELDS: ReadonlySet<string> = new Set([
@@ -18,8 +22,6 @@ const NULLABLE_FIELDS: ReadonlySet<string> = new Set([
   "vendor_sku", "vendor_region", "vcpu", "ram_gb", "os", "form_factor", "interconnect", "instance_type",
   "instance_variant", "contract_term", "contract_details", "availability", "valid_to"
 ])
-
-const FIELDS: ReadonlySet<string> = new Set(rentalPriceFields)
 
 /** The 29 columns in the row's field order, so better-sqlite3 builds each row in spec order. */
 const SELECT = `SELECT ${rentalPriceFields.join(", ")} FROM rental_prices`
@@ -53,48 +55,15 @@ export const columnsOf = (r: RentalPrice): Array<unknown> => [
   r.extracted_at, r.base_product_key, r.product_key
 ]
 
-/** A plan this backend will not turn into SQL (an unknown column, a nullable sort). */
-export class InvalidPlan extends Error {
-  override readonly name = "InvalidPlan"
+const column = columnGuard(rentalPriceFields, "rental price")
+
+/** The rental fields predicates see; a text value never equals a number column. */
+const PREDICATE_FIELDS: PredicateFields = {
+  column,
+  matchable: (field, texts) => (NUMERIC_FIELDS.has(field) ? [] : texts),
+  ordered: (field) => NUMERIC_FIELDS.has(field),
+  seekPastBounds: true
 }
-
-/** The SQL of one page and the values it binds, in order. */
-export interface CompiledPage {
-  readonly sql: string
-  readonly params: ReadonlyArray<string | number>
-}
-
-const column = (field: string): string => {
-  // Field names are interpolated into SQL, so only the row's own column names get through.
-  if (!FIELDS.has(field)) throw new InvalidPlan(`unknown rental price field: ${JSON.stringify(field)}`)
-  return field
-}
-
-const cmp = (a: string | number, b: string | number): number => (a < b ? -1 : a > b ? 1 : 0)
-
-/** The one value an equality predicate allows `field` to take, if any. */
-const pinnedValue = (plan: PagePlan, field: string): string | undefined => {
-  for (const p of plan.predicates) {
-    if (p.field !== field) continue
-    if (p.op === "eq") return p.value
-    if (p.op === "in" && p.values.length === 1) return p.values[0]
-  }
-  return undefined
-}
-
-/**
- * Whether the keyset position already implies a bound on the sort field: ascending from value
- * `a` means `field >= a`, which implies `field >= v` when `a >= v` (and likewise descending).
- */
-const impliedByPosition = (plan: PagePlan, p: Predicate & { readonly op: "gte" | "lte" }): boolean => {
-  const after = plan.after
-  if (after === undefined || p.field !== plan.sort.by || typeof after.value !== "number") return false
-  return plan.sort.order === "asc"
-    ? p.op === "gte" && after.value >= p.value
-    : p.op === "lte" && after.value <= p.value
-}
-
-const placeholders = (n: number): string => (n === 1 ? "?" : `?${",?".repeat(n - 1)}`)
 
 /**
  * Turns a page plan into one statement. The text depends only on the plan's shape (scope, fields,
@@ -102,8 +71,8 @@ const placeholders = (n: number): string => (n === 1 ? "?" : `?${",?".repeat(n -
  * once. Never uses OFFSET: pages continue from the keyset position.
  */
 export const compilePage = (plan: PagePlan): CompiledPage => {
-  const where: Array<string> = []
-  const params: Array<string | number> = []
+  const c: Clauses = { where: [], params: [] }
+  const { where, params } = c
   switch (plan.scope._tag) {
     case "latest":
       // Spelled exactly so, because that is what lets SQLite use the partial current-row indexes.
@@ -133,83 +102,15 @@ export const compilePage = (plan: PagePlan): CompiledPage => {
       break
     }
   }
-  for (const p of plan.predicates) {
-    const col = column(p.field)
-    const numeric = NUMERIC_FIELDS.has(col)
-    switch (p.op) {
-      case "in":
-        // The reference compares with `===`: a text value never equals a number, and SQLite's
-        // column affinity would convert '8' to 8, so such a predicate matches nothing.
-        if (numeric || p.values.length === 0) where.push("0")
-        else if (p.values.length === 1) {
-          // An equality (not a one-item IN) is what the planner pairs with the index order.
-          where.push(`${col} = ?`)
-          params.push(p.values[0]!)
-        } else {
-          where.push(`${col} IN (${placeholders(p.values.length)})`)
-          params.push(...p.values)
-        }
-        break
-      case "eq":
-        if (numeric) where.push("0")
-        else {
-          where.push(`${col} = ?`)
-          params.push(p.value)
-        }
-        break
-      case "gte":
-      case "lte":
-        // The reference only orders numbers; a bound on a text field matches nothing.
-        if (!numeric) where.push("0")
-        else if (impliedByPosition(plan, p)) {
-          // Left out so that SQLite seeks to the position instead of to the bound and then
-          // walks every row between the two on each later page.
-        } else {
-          where.push(`${col} ${p.op === "gte" ? ">=" : "<="} ?`)
-          params.push(p.value)
-        }
-        break
-    }
-  }
+  predicateClauses(c, plan, PREDICATE_FIELDS)
   const by = column(plan.sort.by)
   if (NULLABLE_FIELDS.has(by)) throw new InvalidPlan(`cannot sort by nullable field ${by}`)
-  const desc = plan.sort.order === "desc"
-  const dir = desc ? "DESC" : "ASC"
-  if (plan.after !== undefined) {
-    const pinned = NUMERIC_FIELDS.has(by) ? undefined : pinnedValue(plan, by)
-    if (by === "product_key") {
-      where.push(`product_key ${desc ? "<" : ">"} ?`)
-      params.push(plan.after.tie)
-    } else if (pinned !== undefined) {
-      // Sorting by a field an equality pins (the default: GPU anchor, GPU sort): SQLite would
-      // not turn (field, product_key) > (v, ?) into a range, so every page would rescan the
-      // anchor from its start. The field is constant, so the position compares here instead.
-      const c = desc ? -cmp(pinned, plan.after.value) : cmp(pinned, plan.after.value)
-      if (c < 0) where.push("0")
-      else if (c === 0) {
-        where.push(`product_key ${desc ? "<" : ">"} ?`)
-        params.push(plan.after.tie)
-      }
-    } else {
-      // A row value comparison is one range over the (anchor, sort, product_key) index.
-      where.push(`(${by}, product_key) ${desc ? "<" : ">"} (?, ?)`)
-      params.push(plan.after.value, plan.after.tie)
-    }
-  }
-  if (!Number.isSafeInteger(plan.limit) || plan.limit < 0) throw new InvalidPlan(`invalid limit ${plan.limit}`)
-  params.push(plan.limit)
-  const order = by === "product_key" ? `product_key ${dir}` : `${by} ${dir}, product_key ${dir}`
-  return { sql: `${SELECT} WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ?`, params }
-}
-
-/** Keys per `current` statement: well under SQLite's bound-variable limit. */
-const CURRENT_CHUNK = 256
-
-/** Pads a chunk to a power of two by repeating a key, so a handful of statement shapes serve every size. */
-const padded = (chunk: ReadonlyArray<string>): ReadonlyArray<string> => {
-  let size = 1
-  while (size < chunk.length) size *= 2
-  return size === chunk.length ? chunk : [...chunk, ...Array<string>(size - chunk.length).fill(chunk[0]!)]
+  const pinned = plan.after === undefined || NUMERIC_FIELDS.has(by) ? undefined : pinnedValue(plan, by)
+  // Sorting by a field an equality pins is the default (GPU anchor, GPU sort).
+  const sort: PageSort = { field: by, sql: by, tie: "product_key", desc: plan.sort.order === "desc", pinned }
+  if (plan.after !== undefined) keysetClause(c, sort, plan.after)
+  limitParam(c, plan.limit)
+  return { sql: `${SELECT} WHERE ${where.join(" AND ")} ORDER BY ${orderBy(sort)} LIMIT ?`, params }
 }
 
 const INSERT = `INSERT INTO rental_prices (${rentalPriceFields.join(", ")}) VALUES (${placeholders(rentalPriceFields.length)})`
@@ -234,20 +135,11 @@ interface Summary {
   readonly gpus: ReadonlyArray<RentalGpuSummary>
 }
 
-const isUniqueViolation = (e: unknown): e is Error & { code: string } =>
-  e instanceof Error && (e as { code?: unknown }).code === "SQLITE_CONSTRAINT_UNIQUE"
-
 /** The rental price store over one connection; the schema must be migrated. */
 export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Type"] => {
   const { db, prepare } = client
 
-  /** Runs a rental `SELECT` in raw mode and builds its rows. */
-  const rows = (sql: string, params: ReadonlyArray<unknown>): Array<RentalPrice> => {
-    const raw = prepare(sql).raw(true).all(...params) as Array<ReadonlyArray<unknown>>
-    const out = new Array<RentalPrice>(raw.length)
-    for (let i = 0; i < raw.length; i++) out[i] = rowFromColumns(raw[i]!)
-    return out
-  }
+  const rows = (sql: string, params: ReadonlyArray<unknown>): Array<RentalPrice> => readRows(prepare, sql, params, rowFromColumns)
 
   /**
    * Spellings and summaries are read on every `gpu_search` and metadata request but change only
@@ -320,8 +212,8 @@ export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Ty
     current: (keys) => client.run("rental_prices.current", () => {
       const unique = [...new Set(keys)]
       const out: Array<RentalPrice> = []
-      for (let i = 0; i < unique.length; i += CURRENT_CHUNK) {
-        const chunk = padded(unique.slice(i, i + CURRENT_CHUNK))
+      for (let i = 0; i < unique.length; i += KEY_CHUNK) {
+        const chunk = padded(unique.slice(i, i + KEY_CHUNK))
         for (const r of rows(`${SELECT} WHERE valid_to IS NULL AND base_product_key IN (${placeholders(chunk.length)})`, chunk)) {
           out.push(r)
         }

@@ -1,16 +1,18 @@
 import {
-  type AggregatedTransaction, type Cohort, dealPool, type PagePlan, type Predicate, type SeriesState, type StoredDeal,
+  type AggregatedTransaction, type Cohort, dealPool, type PagePlan, type SeriesState, type StoredDeal,
   StorageConflict, transactionFields, TransactionStore, windowDates
 } from "@gpu-market/core"
 import type { SqliteClient } from "./client"
 import type { Migration } from "./migrations"
-import { type CompiledPage, InvalidPlan } from "./rental-prices"
+import {
+  type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, isUniqueViolation, KEY_CHUNK, keysetClause, limitParam,
+  orderBy, type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows
+} from "./page-sql"
 
 /** Row fields that hold numbers; `is_rolling` is stored as 0/1 and every other field as text. */
 const NUMERIC_FIELDS: ReadonlySet<string> = new Set([
   "tenor_days", "price_usd_per_gpu_hour", "total_gpu_count", "total_gpu_hours", "discount_percentage", "blend_tenor_days"
 ])
-const FIELDS: ReadonlySet<string> = new Set(transactionFields)
 
 /** The 15 published columns in the row's field order; the private cohort columns are never selected. */
 const SELECT = `SELECT ${transactionFields.join(", ")} FROM transaction_rows`
@@ -23,31 +25,15 @@ export const transactionFromColumns = (c: ReadonlyArray<any>): AggregatedTransac
   blend_region_group: c[13], row_key: c[14]
 })
 
-const column = (field: string): string => {
-  // Field names are interpolated into SQL, so only the row's own column names get through.
-  if (!FIELDS.has(field)) throw new InvalidPlan(`unknown aggregated transaction field: ${JSON.stringify(field)}`)
-  return field
-}
-
-const cmp = (a: string | number, b: string | number): number => (a < b ? -1 : a > b ? 1 : 0)
-const placeholders = (n: number): string => (n === 1 ? "?" : `?${",?".repeat(n - 1)}`)
+const column = columnGuard(transactionFields, "aggregated transaction")
 const isText = (col: string) => !NUMERIC_FIELDS.has(col) && col !== "is_rolling"
 
-/** The one value an equality predicate allows a text `field` to take, if any. */
-const pinnedValue = (plan: PagePlan, field: string): string | undefined => {
-  for (const p of plan.predicates) {
-    if (p.field !== field) continue
-    if (p.op === "eq") return p.value
-    if (p.op === "in" && p.values.length === 1) return p.values[0]
-  }
-  return undefined
-}
-
-/** Whether the keyset position already implies a bound on the sort field (see the rental store). */
-const impliedByPosition = (plan: PagePlan, p: Predicate & { readonly op: "gte" | "lte" }): boolean => {
-  const after = plan.after
-  if (after === undefined || p.field !== plan.sort.by || typeof after.value !== "number") return false
-  return plan.sort.order === "asc" ? p.op === "gte" && after.value >= p.value : p.op === "lte" && after.value <= p.value
+/** The transaction fields predicates see: a text value never matches a number or a boolean. */
+const PREDICATE_FIELDS: PredicateFields = {
+  column,
+  matchable: (field, texts) => (isText(field) ? texts : []),
+  ordered: (field) => NUMERIC_FIELDS.has(field),
+  seekPastBounds: true
 }
 
 /**
@@ -56,43 +42,12 @@ const impliedByPosition = (plan: PagePlan, p: Predicate & { readonly op: "gte" |
  * position (never OFFSET). A window covers the dates whose midnight is inside it.
  */
 export const compileTransactionPage = (plan: PagePlan): CompiledPage => {
-  const where: Array<string> = []
-  const params: Array<string | number> = []
-  for (const p of plan.predicates) {
-    const col = column(p.field)
-    switch (p.op) {
-      case "in":
-        // The reference compares with `===`, so a text value never matches a number or a boolean.
-        if (!isText(col) || p.values.length === 0) where.push("0")
-        else if (p.values.length === 1) {
-          where.push(`${col} = ?`)
-          params.push(p.values[0]!)
-        } else {
-          where.push(`${col} IN (${placeholders(p.values.length)})`)
-          params.push(...p.values)
-        }
-        break
-      case "eq":
-        if (!isText(col)) where.push("0")
-        else {
-          where.push(`${col} = ?`)
-          params.push(p.value)
-        }
-        break
-      case "gte":
-      case "lte":
-        if (!NUMERIC_FIELDS.has(col)) where.push("0")
-        else if (!impliedByPosition(plan, p)) {
-          where.push(`${col} ${p.op === "gte" ? ">=" : "<="} ?`)
-          params.push(p.value)
-        }
-        break
-    }
-  }
+  const c: Clauses = { where: [], params: [] }
+  const { where, params } = c
+  predicateClauses(c, plan, PREDICATE_FIELDS)
   const by = column(plan.sort.by)
   if (by === "discount_percentage" || by === "is_rolling") throw new InvalidPlan(`cannot sort by ${by}`)
   const desc = plan.sort.order === "desc"
-  const dir = desc ? "DESC" : "ASC"
   const after = plan.after
   const pinned = after !== undefined && isText(by) ? pinnedValue(plan, by) : undefined
   const dates = windowDates(plan.scope)
@@ -119,28 +74,10 @@ export const compileTransactionPage = (plan: PagePlan): CompiledPage => {
       params.push(dates.to)
     }
   }
-  if (after !== undefined && implied !== "position") {
-    if (by === "row_key") {
-      where.push(`row_key ${desc ? "<" : ">"} ?`)
-      params.push(after.tie)
-    } else if (pinned !== undefined) {
-      // A field an equality pins is constant, so the position compares here and the index
-      // range stays on row_key (SQLite would not seek on the row value).
-      const c = desc ? -cmp(pinned, after.value) : cmp(pinned, after.value)
-      if (c < 0) where.push("0")
-      else if (c === 0) {
-        where.push(`row_key ${desc ? "<" : ">"} ?`)
-        params.push(after.tie)
-      }
-    } else {
-      where.push(`(${by}, row_key) ${desc ? "<" : ">"} (?, ?)`)
-      params.push(after.value, after.tie)
-    }
-  }
-  if (!Number.isSafeInteger(plan.limit) || plan.limit < 0) throw new InvalidPlan(`invalid limit ${plan.limit}`)
-  params.push(plan.limit)
-  const order = by === "row_key" ? `row_key ${dir}` : `${by} ${dir}, row_key ${dir}`
-  return { sql: `${SELECT} WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ?`, params }
+  const sort: PageSort = { field: by, sql: by, tie: "row_key", desc, pinned }
+  if (after !== undefined && implied !== "position") keysetClause(c, sort, after)
+  limitParam(c, plan.limit)
+  return { sql: `${SELECT} WHERE ${where.join(" AND ")} ORDER BY ${orderBy(sort)} LIMIT ?`, params }
 }
 
 const DEAL_COLUMNS = [
@@ -154,12 +91,6 @@ const INSERT_ROW = `INSERT INTO transaction_rows (${transactionFields.join(", ")
 const INSERT_COHORT = `INSERT INTO transaction_cohorts (cohort, series, transaction_date, deals, gpu_count, gpu_hours, price_hours, list_hours)
   VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 
-/** Values per `IN (...)` statement: well under SQLite's bound-variable limit. */
-const CHUNK = 256
-
-const isUniqueViolation = (e: unknown): boolean =>
-  e instanceof Error && /^SQLITE_CONSTRAINT_(UNIQUE|PRIMARYKEY)$/.test(String((e as { code?: unknown }).code))
-
 /** The aggregated transaction store over one connection; the schema must be migrated. */
 export const makeTransactionStore = (client: SqliteClient): TransactionStore["Type"] => {
   const { prepare } = client
@@ -168,8 +99,8 @@ export const makeTransactionStore = (client: SqliteClient): TransactionStore["Ty
   const inChunks = <A>(values: ReadonlyArray<string>, sql: (list: string) => string): Array<A> => {
     const unique = [...new Set(values)]
     const out: Array<A> = []
-    for (let i = 0; i < unique.length; i += CHUNK) {
-      const chunk = unique.slice(i, i + CHUNK)
+    for (let i = 0; i < unique.length; i += KEY_CHUNK) {
+      const chunk = unique.slice(i, i + KEY_CHUNK)
       out.push(...(prepare(sql(placeholders(chunk.length))).all(...chunk) as Array<A>))
     }
     return out
@@ -241,10 +172,7 @@ export const makeTransactionStore = (client: SqliteClient): TransactionStore["Ty
     page: (plan) =>
       client.run("transactions.page", () => {
         const { sql, params } = compileTransactionPage(plan)
-        const raw = prepare(sql).raw(true).all(...params) as Array<ReadonlyArray<unknown>>
-        const out = new Array<AggregatedTransaction>(raw.length)
-        for (let i = 0; i < raw.length; i++) out[i] = transactionFromColumns(raw[i]!)
-        return out
+        return readRows(prepare, sql, params, transactionFromColumns)
       }),
 
     summary: client.run("transactions.summary", () => {

@@ -1,10 +1,11 @@
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { createHmac, randomBytes } from "node:crypto"
-import { InvalidRecords, type RecordIssue, StorageUnavailable } from "../errors"
+import type { InvalidRecords, RecordIssue } from "../errors"
 import { formatDate, isBareDate, parseDate, parseDateTime } from "../query/time"
 import { CompleteHardwarePriceObservation, type HardwarePrice, hardwarePriceFields, observationId } from "../schema/hardware-price"
 import { SettingsStore } from "../storage/contract"
 import { HardwarePriceStore } from "../storage/hardware"
+import { invalidRecords, nothingStored } from "./batch"
 
 /**
  * Words that make a field a seller's identity: the platform or marketplace, the seller, shop or
@@ -78,12 +79,6 @@ const dateOf = (text: string): string | undefined => {
   const at = parseDateTime(text)
   return at === undefined ? undefined : formatDate(at)
 }
-
-const invalidRecords = (errors: ReadonlyArray<RecordIssue>) =>
-  new InvalidRecords({
-    detail: `${errors.length} problem(s); nothing was stored. First: record ${errors[0]!.index}: ${errors[0]!.message}`,
-    errors
-  })
 
 /**
  * Validates a batch into rows: seller identity dropped, dates normalised, keys derived. Every
@@ -159,8 +154,7 @@ export class HardwarePriceIngest extends Effect.Service<HardwarePriceIngest>()("
         const { rows, skipped } = yield* decodeHardwareObservations(observations, listingKey)
         const put = rows.length === 0
           ? { inserted: 0, replaced: 0 }
-          : yield* Effect.mapError(store.put(rows), (e) =>
-              new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); nothing was stored` }))
+          : yield* Effect.mapError(store.put(rows), nothingStored)
         const summary: HardwareIngestSummary = { received: observations.length, ...put, skipped }
         return summary
       }),

@@ -1,33 +1,17 @@
-import { Clock, Effect, Either, ParseResult, Schema } from "effect"
-import { InvalidRecords, type RecordIssue, StorageUnavailable } from "../errors"
+import { Clock, Effect, Schema } from "effect"
 import { formatInstant, isBareDate, MICROS_PER_MS, parseDate, parseDateTime } from "../query/time"
 import { AdministeredValue, FleetWeight, IndexDefinition, type IndexValue } from "../schema/indexes"
-import type { StorageError } from "../storage/contract"
 import { IndexStore } from "../storage/indexes"
+import { decodeRecords, invalidRecords, nothingStored } from "./batch"
 import { IndexComputation, type IndexComputationSummary } from "./index-computation"
 import { intervalMicros } from "./index-method"
-
-const invalidRecords = (errors: ReadonlyArray<RecordIssue>) =>
-  new InvalidRecords({
-    detail: `${errors.length} problem(s); nothing was stored. First: record ${errors[0]!.index}: ${errors[0]!.message}`,
-    errors
-  })
-
-const unavailable = (e: StorageError) => new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); nothing was stored` })
 
 /** Decodes every record of a batch with `schema`, refusing unknown fields; issues carry the record's index. */
 const decodeAll = <A, I>(schema: Schema.Schema<A, I>, input: ReadonlyArray<unknown>) => {
   const decode = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })
   const out: Array<{ readonly index: number; readonly value: A }> = []
-  const issues: Array<RecordIssue> = []
-  input.forEach((item, index) => {
-    const d = decode(item)
-    if (Either.isRight(d)) out.push({ index, value: d.right })
-    else {
-      for (const i of ParseResult.ArrayFormatter.formatErrorSync(d.left)) {
-        issues.push({ index, message: `${i.path.join(".") || "record"}: ${i._tag === "Unexpected" ? "unknown field" : i.message}` })
-      }
-    }
+  const issues = decodeRecords(input, decode, (value, index) => {
+    out.push({ index, value })
   })
   return { out, issues }
 }
@@ -55,7 +39,7 @@ export class IndexIngest extends Effect.Service<IndexIngest>()("Market/IndexInge
      */
     const define = Effect.fn("IndexIngest.define")(function* (definitions: ReadonlyArray<unknown>) {
       const { out, issues } = decodeAll(IndexDefinition, definitions)
-      const stored = new Map((yield* Effect.mapError(store.definitions, unavailable)).map((d) => [d.definition.id as string, d.definition]))
+      const stored = new Map((yield* Effect.mapError(store.definitions, nothingStored)).map((d) => [d.definition.id as string, d.definition]))
       const batch = new Map<string, IndexDefinition>()
       for (const { index, value: d } of out) {
         if (batch.has(d.id)) issues.push({ index, message: `id: ${d.id} appears twice in the batch` })
@@ -75,7 +59,7 @@ export class IndexIngest extends Effect.Service<IndexIngest>()("Market/IndexInge
         }
       }
       if (issues.length > 0) return yield* Effect.fail(invalidRecords(issues.sort((a, b) => a.index - b.index)))
-      yield* Effect.mapError(store.define([...batch.values()]), unavailable)
+      yield* Effect.mapError(store.define([...batch.values()]), nothingStored)
       const summary: IndexDefineSummary = { defined: batch.size, computed: yield* computation.computeDue() }
       return summary
     })
@@ -103,7 +87,7 @@ export class IndexIngest extends Effect.Service<IndexIngest>()("Market/IndexInge
         }
       }
       if (issues.length > 0) return yield* Effect.fail(invalidRecords(issues.sort((a, b) => a.index - b.index)))
-      yield* Effect.mapError(store.putWeights([...byGpu.keys()], out.map((w) => w.value)), unavailable)
+      yield* Effect.mapError(store.putWeights([...byGpu.keys()], out.map((w) => w.value)), nothingStored)
       return out.length
     })
 
@@ -116,7 +100,7 @@ export class IndexIngest extends Effect.Service<IndexIngest>()("Market/IndexInge
     const publish = Effect.fn("IndexIngest.publish")(function* (values: ReadonlyArray<unknown>) {
       const { out, issues } = decodeAll(AdministeredValue, values)
       const now = (yield* Clock.currentTimeMillis) * MICROS_PER_MS
-      const defs = new Map((yield* Effect.mapError(store.definitions, unavailable)).map((d) => [d.definition.id as string, d.definition]))
+      const defs = new Map((yield* Effect.mapError(store.definitions, nothingStored)).map((d) => [d.definition.id as string, d.definition]))
       const rows: Array<IndexValue> = []
       const seen = new Set<string>()
       for (const { index, value: v } of out) {
@@ -151,7 +135,7 @@ export class IndexIngest extends Effect.Service<IndexIngest>()("Market/IndexInge
         rows.push({ id: v.id, type: d.row_type, timestamp, value: v.value, p5: null, p95: null })
       }
       if (issues.length > 0) return yield* Effect.fail(invalidRecords(issues.sort((a, b) => a.index - b.index)))
-      if (rows.length > 0) yield* Effect.mapError(store.apply({ clear: [], values: rows, cursors: [] }), unavailable)
+      if (rows.length > 0) yield* Effect.mapError(store.apply({ clear: [], values: rows, cursors: [] }), nothingStored)
       return rows.length
     })
 

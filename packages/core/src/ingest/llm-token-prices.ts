@@ -1,11 +1,10 @@
-import { Effect, Either, ParseResult, Schedule, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { createHash } from "node:crypto"
-import { InvalidRecords, type RecordIssue, StorageUnavailable } from "../errors"
+import type { InvalidRecords } from "../errors"
 import { formatInstant, parseDateTime } from "../query/time"
 import { type LlmTokenPrice, LlmTokenPriceObservation } from "../schema/llm-token-price"
-import { StorageConflict, StorageError } from "../storage/contract"
 import { type LlmTokenPriceChanges, LlmTokenPriceStore } from "../storage/llm-token-prices"
-import type { IngestSummary } from "./rental-prices"
+import { atomically, decodeTimed, type IngestSummary, invalidRecords, planVersions, type Timed, type VersionRules } from "./batch"
 
 /** Fields that identify one published price across price changes (`base_price_key`). */
 const IDENTITY = ["source", "model", "serving_provider", "price_type", "region", "metric", "qualifiers"] as const
@@ -108,41 +107,25 @@ export interface LlmIngestSummary extends IngestSummary {
   readonly flagged: number
 }
 
-interface Decoded {
-  readonly index: number
-  readonly observation: LlmTokenPriceObservation
-  readonly at: string
-  readonly base: string
-}
-
 const decodeObservation = Schema.decodeUnknownEither(LlmTokenPriceObservation, { errors: "all", onExcessProperty: "error" })
 
-const invalidRecords = (errors: ReadonlyArray<RecordIssue>) =>
-  new InvalidRecords({
-    detail: `${errors.length} problem(s); nothing was stored. First: record ${errors[0]!.index}: ${errors[0]!.message}`,
-    errors
-  })
-
 /** Validates a batch of LLM price observations; every bad record is reported with its index. */
-export const decodeLlmObservations = (input: ReadonlyArray<unknown>): Either.Either<ReadonlyArray<Decoded>, InvalidRecords> => {
-  const out: Array<Decoded> = []
-  const issues: Array<RecordIssue> = []
-  input.forEach((item, index) => {
-    const d = decodeObservation(item)
-    if (Either.isLeft(d)) {
-      for (const i of ParseResult.ArrayFormatter.formatErrorSync(d.left)) {
-        issues.push({ index, message: `${i.path.join(".") || "record"}: ${i._tag === "Unexpected" ? "unknown field" : i.message}` })
-      }
-      return
-    }
-    const micros = parseDateTime(d.right.extracted_at)
-    if (micros === undefined) {
-      issues.push({ index, message: "extracted_at: expected an ISO 8601 datetime" })
-      return
-    }
-    out.push({ index, observation: d.right, at: formatInstant(micros), base: basePriceKey(d.right) })
+export const decodeLlmObservations = (
+  input: ReadonlyArray<unknown>
+): Either.Either<ReadonlyArray<Timed<LlmTokenPriceObservation>>, InvalidRecords> =>
+  decodeTimed(input, decodeObservation, basePriceKey)
+
+const rules: VersionRules<LlmTokenPriceObservation, LlmTokenPrice> = {
+  key: (r) => r.price_key,
+  base: (r) => r.base_price_key,
+  samePrice,
+  open: (o, at, base): LlmTokenPrice => ({
+    source: o.source, model: o.model, model_name: o.model_name, model_family: o.model_family,
+    model_creator: o.model_creator, serving_provider: o.serving_provider, price_type: o.price_type, region: o.region,
+    metric: o.metric, qualifiers: o.qualifiers, price_usd_per_1m_tokens: o.price_usd_per_1m_tokens,
+    raw_price: o.raw_price, raw_price_unit: o.raw_price_unit, currency: o.currency, is_price_outlier: false,
+    valid_from: at, valid_to: null, extracted_at: at, base_price_key: base, price_key: priceKey(base, at, o)
   })
-  return issues.length > 0 ? Either.left(invalidRecords(issues)) : Either.right(out)
 }
 
 /**
@@ -152,64 +135,18 @@ export const decodeLlmObservations = (input: ReadonlyArray<unknown>): Either.Eit
  * than the row in force with a different price refuses the batch. Opened rows are not yet judged.
  */
 export const planLlmChanges = (
-  decoded: ReadonlyArray<Decoded>,
+  decoded: ReadonlyArray<Timed<LlmTokenPriceObservation>>,
   current: ReadonlyArray<LlmTokenPrice>
-): Either.Either<{ readonly changes: LlmTokenPriceChanges; readonly summary: IngestSummary }, InvalidRecords> => {
-  const live = new Map<string, LlmTokenPrice>(current.map((r) => [r.base_price_key, r]))
-  const stored = new Set(current.map((r) => r.price_key))
-  const opened = new Map<string, LlmTokenPrice>()
-  const close: Array<{ price_key: string; valid_to: string }> = []
-  const issues: Array<RecordIssue> = []
-  let unchanged = 0
-  let closed = 0
-  const ordered = [...decoded].sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.index - b.index))
-  for (const { index, observation: o, at, base } of ordered) {
-    const now = live.get(base)
-    if (now !== undefined && samePrice(now, o)) {
-      unchanged++
-      continue
-    }
-    if (now !== undefined && at <= now.valid_from) {
-      issues.push({ index, message: `extracted_at ${at} is not after the price in force since ${now.valid_from}` })
-      continue
-    }
-    if (now !== undefined) {
-      closed++
-      if (stored.has(now.price_key)) close.push({ price_key: now.price_key, valid_to: at })
-      else opened.set(now.price_key, { ...now, valid_to: at })
-    }
-    const row: LlmTokenPrice = {
-      source: o.source, model: o.model, model_name: o.model_name, model_family: o.model_family,
-      model_creator: o.model_creator, serving_provider: o.serving_provider, price_type: o.price_type, region: o.region,
-      metric: o.metric, qualifiers: o.qualifiers, price_usd_per_1m_tokens: o.price_usd_per_1m_tokens,
-      raw_price: o.raw_price, raw_price_unit: o.raw_price_unit, currency: o.currency, is_price_outlier: false,
-      valid_from: at, valid_to: null, extracted_at: at, base_price_key: base, price_key: priceKey(base, at, o)
-    }
-    opened.set(row.price_key, row)
-    live.set(base, row)
-  }
-  if (issues.length > 0) return Either.left(invalidRecords(issues.sort((a, b) => a.index - b.index)))
-  return Either.right({
-    changes: { close, open: [...opened.values()] },
-    summary: { received: decoded.length, opened: opened.size, closed, unchanged }
-  })
-}
+): Either.Either<{ readonly changes: LlmTokenPriceChanges; readonly summary: IngestSummary }, InvalidRecords> =>
+  Either.map(planVersions(decoded, current, rules), ({ close, open, summary }) => ({
+    changes: { close: close.map(({ key, valid_to }) => ({ price_key: key, valid_to })), open },
+    summary
+  }))
 
 /** The write path of LLM token prices. */
 export class LlmTokenPriceIngest extends Effect.Service<LlmTokenPriceIngest>()("Market/LlmTokenPriceIngest", {
   effect: Effect.gen(function* () {
     const store = yield* LlmTokenPriceStore
-    const unavailable = (e: { readonly operation: string }) =>
-      new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); nothing was stored` })
-    /** Re-plans a read-then-apply when another writer moved a row in between; wraps storage failures. */
-    const atomically = <A, E>(readThenApply: Effect.Effect<A, E | StorageError | StorageConflict>) =>
-      readThenApply.pipe(
-        Effect.retry({ while: (e) => (e as { _tag?: string })._tag === "StorageConflict", schedule: Schedule.recurs(5) }),
-        Effect.catchIf(
-          (e): e is StorageError | StorageConflict => e instanceof StorageError || e instanceof StorageConflict,
-          (e) => Effect.fail(unavailable({ operation: e._tag === "StorageError" ? e.operation : e.detail }))
-        )
-      )
 
     /**
      * The opened rows of a change, flagged against the market in force when each opens. The

@@ -1,9 +1,10 @@
-import { Effect, Either, ParseResult, Schedule, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { createHash } from "node:crypto"
-import { InvalidRecords, type RecordIssue, StorageUnavailable } from "../errors"
+import type { InvalidRecords } from "../errors"
 import { formatInstant, parseDateTime } from "../query/time"
 import { type RentalPrice, RentalPriceObservation } from "../schema/rental-price"
-import { type RentalPriceChanges, RentalPriceStore, StorageConflict, StorageError } from "../storage/contract"
+import { type RentalPriceChanges, RentalPriceStore } from "../storage/contract"
+import { atomically, decodeTimed, type IngestSummary, invalidRecords, planVersions, type Timed, type VersionRules } from "./batch"
 
 /** Fields that identify one priced thing across price changes (`base_product_key`). */
 const IDENTITY = [
@@ -25,50 +26,30 @@ export const productKey = (base: string, validFrom: string, o: Pick<RentalPrice,
 const samePrice = (a: RentalPrice, b: RentalPriceObservation) =>
   a.price_usd_per_gpu_hour === b.price_usd_per_gpu_hour && a.raw_price === b.raw_price && a.raw_price_unit === b.raw_price_unit
 
-/** What one ingest did. */
-export interface IngestSummary {
-  readonly received: number
-  readonly opened: number
-  readonly closed: number
-  readonly unchanged: number
-}
-
-interface Decoded {
-  readonly index: number
-  readonly observation: RentalPriceObservation
-  readonly at: string
-  readonly base: string
-}
-
 const decodeObservation = Schema.decodeUnknownEither(RentalPriceObservation, { errors: "all", onExcessProperty: "error" })
 
 /** Validates a batch; every bad record is reported with its index. */
-export const decodeObservations = (input: ReadonlyArray<unknown>): Either.Either<ReadonlyArray<Decoded>, InvalidRecords> => {
-  const out: Array<Decoded> = []
-  const issues: Array<RecordIssue> = []
-  input.forEach((item, index) => {
-    const d = decodeObservation(item)
-    if (Either.isLeft(d)) {
-      for (const i of ParseResult.ArrayFormatter.formatErrorSync(d.left)) {
-        issues.push({ index, message: `${i.path.join(".") || "record"}: ${i._tag === "Unexpected" ? "unknown field" : i.message}` })
-      }
-      return
-    }
-    const micros = parseDateTime(d.right.extracted_at)
-    if (micros === undefined) {
-      issues.push({ index, message: "extracted_at: expected an ISO 8601 datetime" })
-      return
-    }
-    out.push({ index, observation: d.right, at: formatInstant(micros), base: baseProductKey(d.right) })
-  })
-  return issues.length > 0 ? Either.left(invalidRecords(issues)) : Either.right(out)
-}
+export const decodeObservations = (
+  input: ReadonlyArray<unknown>
+): Either.Either<ReadonlyArray<Timed<RentalPriceObservation>>, InvalidRecords> =>
+  decodeTimed(input, decodeObservation, baseProductKey)
 
-const invalidRecords = (errors: ReadonlyArray<RecordIssue>) =>
-  new InvalidRecords({
-    detail: `${errors.length} problem(s); nothing was stored. First: record ${errors[0]!.index}: ${errors[0]!.message}`,
-    errors
+const rules: VersionRules<RentalPriceObservation, RentalPrice> = {
+  key: (r) => r.product_key,
+  base: (r) => r.base_product_key,
+  samePrice,
+  open: (o, at, base): RentalPrice => ({
+    vendor: o.vendor, vendor_gpu_name: o.vendor_gpu_name, vendor_sku: o.vendor_sku, vendor_region: o.vendor_region,
+    region: o.region, gpu_canonical_name: o.gpu_canonical_name, gpu_manufacturer: o.gpu_manufacturer,
+    gpu_model: o.gpu_model, gpu_count: o.gpu_count, gpu_memory_gb: o.gpu_memory_gb, vcpu: o.vcpu, ram_gb: o.ram_gb,
+    os: o.os, form_factor: o.form_factor, interconnect: o.interconnect, instance_type: o.instance_type,
+    instance_variant: o.instance_variant, contract_type: o.contract_type, contract_term: o.contract_term,
+    contract_details: o.contract_details, availability: o.availability,
+    price_usd_per_gpu_hour: o.price_usd_per_gpu_hour, raw_price: o.raw_price, raw_price_unit: o.raw_price_unit,
+    valid_from: at, valid_to: null, extracted_at: at, base_product_key: base,
+    product_key: productKey(base, at, o)
   })
+}
 
 /**
  * Turns validated observations into a change against the current rows. Observations of one
@@ -77,68 +58,18 @@ const invalidRecords = (errors: ReadonlyArray<RecordIssue>) =>
  * row in force with a different price cannot be placed and refuses the batch.
  */
 export const planChanges = (
-  decoded: ReadonlyArray<Decoded>,
+  decoded: ReadonlyArray<Timed<RentalPriceObservation>>,
   current: ReadonlyArray<RentalPrice>
-): Either.Either<{ readonly changes: RentalPriceChanges; readonly summary: IngestSummary }, InvalidRecords> => {
-  const live = new Map<string, RentalPrice>(current.map((r) => [r.base_product_key, r]))
-  const stored = new Set(current.map((r) => r.product_key))
-  const opened = new Map<string, RentalPrice>()
-  const close: Array<{ product_key: string; valid_to: string }> = []
-  const issues: Array<RecordIssue> = []
-  let unchanged = 0
-  let closed = 0
-  const ordered = [...decoded].sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.index - b.index))
-  for (const { index, observation: o, at, base } of ordered) {
-    const now = live.get(base)
-    if (now !== undefined && samePrice(now, o)) {
-      unchanged++
-      continue
-    }
-    if (now !== undefined && at <= now.valid_from) {
-      issues.push({ index, message: `extracted_at ${at} is not after the price in force since ${now.valid_from}` })
-      continue
-    }
-    if (now !== undefined) {
-      closed++
-      if (stored.has(now.product_key)) close.push({ product_key: now.product_key, valid_to: at })
-      else opened.set(now.product_key, { ...now, valid_to: at })
-    }
-    const row: RentalPrice = {
-      vendor: o.vendor, vendor_gpu_name: o.vendor_gpu_name, vendor_sku: o.vendor_sku, vendor_region: o.vendor_region,
-      region: o.region, gpu_canonical_name: o.gpu_canonical_name, gpu_manufacturer: o.gpu_manufacturer,
-      gpu_model: o.gpu_model, gpu_count: o.gpu_count, gpu_memory_gb: o.gpu_memory_gb, vcpu: o.vcpu, ram_gb: o.ram_gb,
-      os: o.os, form_factor: o.form_factor, interconnect: o.interconnect, instance_type: o.instance_type,
-      instance_variant: o.instance_variant, contract_type: o.contract_type, contract_term: o.contract_term,
-      contract_details: o.contract_details, availability: o.availability,
-      price_usd_per_gpu_hour: o.price_usd_per_gpu_hour, raw_price: o.raw_price, raw_price_unit: o.raw_price_unit,
-      valid_from: at, valid_to: null, extracted_at: at, base_product_key: base,
-      product_key: productKey(base, at, o)
-    }
-    opened.set(row.product_key, row)
-    live.set(base, row)
-  }
-  if (issues.length > 0) return Either.left(invalidRecords(issues.sort((a, b) => a.index - b.index)))
-  return Either.right({
-    changes: { close, open: [...opened.values()] },
-    summary: { received: decoded.length, opened: opened.size, closed, unchanged }
-  })
-}
+): Either.Either<{ readonly changes: RentalPriceChanges; readonly summary: IngestSummary }, InvalidRecords> =>
+  Either.map(planVersions(decoded, current, rules), ({ close, open, summary }) => ({
+    changes: { close: close.map(({ key, valid_to }) => ({ product_key: key, valid_to })), open },
+    summary
+  }))
 
 /** The write path of GPU rental prices. */
 export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Market/RentalPriceIngest", {
   effect: Effect.gen(function* () {
     const store = yield* RentalPriceStore
-    const unavailable = (e: { readonly operation: string }) =>
-      new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); nothing was stored` })
-    /** Re-plans a read-then-apply when another writer moved a row in between; wraps storage failures. */
-    const atomically = <A, E>(readThenApply: Effect.Effect<A, E | StorageError | StorageConflict>) =>
-      readThenApply.pipe(
-        Effect.retry({ while: (e) => (e as { _tag?: string })._tag === "StorageConflict", schedule: Schedule.recurs(5) }),
-        Effect.catchIf(
-          (e): e is StorageError | StorageConflict => e instanceof StorageError || e instanceof StorageConflict,
-          (e) => Effect.fail(unavailable({ operation: e._tag === "StorageError" ? e.operation : e.detail }))
-        )
-      )
 
     /**
      * Ingests vendor price observations as one atomic batch. Invalid records refuse the whole

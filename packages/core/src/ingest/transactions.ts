@@ -1,13 +1,13 @@
-import { Effect, Either, ParseResult, Schedule, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { createHash } from "node:crypto"
-import { InvalidRecords, type RecordIssue, StorageUnavailable } from "../errors"
+import type { InvalidRecords, RecordIssue } from "../errors"
 import { MICROS_PER_DAY, parseDate } from "../query/time"
 import { type AggregatedTransaction, type BlendAxis, TransactionDeal } from "../schema/transaction"
-import { StorageConflict, StorageError } from "../storage/contract"
 import {
   type Cohort, type Deal, dealPool, type PublishedRow, type SeriesState, type StoredDeal, type TransactionChanges,
   TransactionStore
 } from "../storage/transactions"
+import { atomically, decodeRecords, invalidRecords } from "./batch"
 
 /**
  * The write path of aggregated transactions. Settled deals are stored privately; what is
@@ -223,29 +223,14 @@ export interface DecodedDeal {
 
 const decodeDeal = Schema.decodeUnknownEither(TransactionDeal, { errors: "all", onExcessProperty: "error" })
 
-const invalidRecords = (errors: ReadonlyArray<RecordIssue>) =>
-  new InvalidRecords({
-    detail: `${errors.length} problem(s); nothing was stored. First: record ${errors[0]!.index}: ${errors[0]!.message}`,
-    errors
-  })
-
 /**
  * Validates a batch of deals; every bad record is reported with its index. A discount becomes
  * the list price it implies. A deal id given twice in one batch is refused.
  */
 export const decodeDeals = (input: ReadonlyArray<unknown>): Either.Either<ReadonlyArray<DecodedDeal>, InvalidRecords> => {
   const out: Array<DecodedDeal> = []
-  const issues: Array<RecordIssue> = []
   const seen = new Set<string>()
-  input.forEach((item, index) => {
-    const decoded = decodeDeal(item)
-    if (Either.isLeft(decoded)) {
-      for (const i of ParseResult.ArrayFormatter.formatErrorSync(decoded.left)) {
-        issues.push({ index, message: `${i.path.join(".") || "record"}: ${i._tag === "Unexpected" ? "unknown field" : i.message}` })
-      }
-      return
-    }
-    const d = decoded.right
+  const issues = decodeRecords(input, decodeDeal, (d, index, issues) => {
     const before = issues.length
     if (d.list_price_usd_per_gpu_hour !== null && d.discount_percentage !== null) {
       issues.push({ index, message: "discount_percentage: give list_price_usd_per_gpu_hour or discount_percentage, not both" })
@@ -329,17 +314,6 @@ export interface TransactionIngestSummary {
 export class TransactionIngest extends Effect.Service<TransactionIngest>()("Market/TransactionIngest", {
   effect: Effect.gen(function* () {
     const store = yield* TransactionStore
-    const unavailable = (e: { readonly operation: string }) =>
-      new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); nothing was stored` })
-    /** Re-plans a read-then-apply when another writer moved a deal or series in between. */
-    const atomically = <A, E>(readThenApply: Effect.Effect<A, E | StorageError | StorageConflict>) =>
-      readThenApply.pipe(
-        Effect.retry({ while: (e) => (e as { _tag?: string })._tag === "StorageConflict", schedule: Schedule.recurs(5) }),
-        Effect.catchIf(
-          (e): e is StorageError | StorageConflict => e instanceof StorageError || e instanceof StorageConflict,
-          (e) => Effect.fail(unavailable({ operation: e._tag === "StorageError" ? e.operation : e.detail }))
-        )
-      )
 
     const publishWith = (fresh: ReadonlyArray<Deal>, pools: ReadonlyArray<string>) =>
       Effect.gen(function* () {

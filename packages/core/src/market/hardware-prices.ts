@@ -1,47 +1,37 @@
-import { Clock, Effect, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { reportedHistoryStart, requireGrant } from "../auth/entitlements"
-import { StorageUnavailable } from "../errors"
 import {
   type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, runPage
 } from "../query/collection"
 import { PageTokens } from "../query/page-token"
-import { Bound, CommaList, refuseParameters } from "../query/params"
-import { MICROS_PER_MS } from "../query/time"
+import { bounds, HexKey, list, single, Slug } from "../query/filters"
+import { refuseParameters } from "../query/params"
 import type { HardwarePriceMetadata } from "../schema/hardware-metadata"
 import type { HardwarePrice } from "../schema/hardware-price"
-import type { StorageError } from "../storage/contract"
 import { HardwarePriceStore } from "../storage/hardware"
 import type { Predicate } from "../storage/plan"
+import { nowMicros, unavailable } from "./storage"
 
-const withMessage = (message: string) => Schema.annotations({ message: () => ({ message, override: true }) })
-const GpuSlug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,99}$/))
 const ClassValue = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/))
 const Market = Schema.String.pipe(Schema.pattern(/^(primary|secondary)$/))
 const Country = Schema.String.pipe(Schema.pattern(/^[A-Z]{2}$/))
-const ListingKeyParam = Schema.String.pipe(
-  Schema.pattern(/^[0-9a-f]{32}$/),
-  withMessage("expected a listing_key from a previous response: 32 lower-case hex characters")
-)
-
-const list = (param: string, what: string, item: Schema.Schema<string, string> = ClassValue) =>
-  ({ param, field: param, kind: "list", schema: CommaList(item, what) }) as const
+const ListingKeyParam = HexKey("expected a listing_key from a previous response: 32 lower-case hex characters")
 
 /** The hardware price type: its filters, sorts and tie-breaker. No filter names a seller. */
 export const hardwarePricesCollection: CollectionDef = {
   dataType: "gpu_hardware_prices",
   basePath: "/v2/gpu/hardware/prices",
   filters: [
-    list("gpu_canonical_name", "GPU slugs", GpuSlug),
-    { param: "listing_key", field: "listing_key", kind: "single", schema: ListingKeyParam },
-    list("condition", "lower-case conditions"),
+    list("gpu_canonical_name", "GPU slugs", Slug),
+    single("listing_key", ListingKeyParam),
+    list("condition", "lower-case conditions", ClassValue),
     list("market", "markets (primary, secondary)", Market),
-    list("channel", "lower-case channels"),
-    list("transaction_level", "lower-case transaction levels"),
-    list("stock_status", "lower-case stock statuses"),
+    list("channel", "lower-case channels", ClassValue),
+    list("transaction_level", "lower-case transaction levels", ClassValue),
+    list("stock_status", "lower-case stock statuses", ClassValue),
     list("country", "upper-case ISO 3166 alpha-2 country codes", Country),
-    list("country_group", "lower-case country groups"),
-    { param: "min_price_usd", field: "price_usd", kind: "min", schema: Bound },
-    { param: "max_price_usd", field: "price_usd", kind: "max", schema: Bound }
+    list("country_group", "lower-case country groups", ClassValue),
+    ...bounds("price_usd")
   ],
   extraParams: {},
   sortFields: ["condition", "gpu_canonical_name", "observed_date", "price_usd"],
@@ -61,9 +51,6 @@ const schemas = {
   history: endpointSchema(hardwarePricesCollection, endpoints.history)
 }
 
-const unavailable = (e: StorageError) =>
-  new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); try again shortly` })
-
 const noExtraPredicates = () => Effect.succeed<ReadonlyArray<Predicate>>([])
 
 /** GPU hardware prices: `/latest`, `/as-of`, `/history` and `/metadata`. */
@@ -72,9 +59,8 @@ export class HardwarePrices extends Effect.Service<HardwarePrices>()("Market/Har
     const store = yield* HardwarePriceStore
     const tokens = yield* PageTokens
 
-    const now = Effect.map(Clock.currentTimeMillis, (ms) => ms * MICROS_PER_MS)
     const pageOf = (endpoint: keyof typeof endpoints, request: MarketRequest) =>
-      Effect.flatMap(now, (now) =>
+      Effect.flatMap(nowMicros, (now) =>
         runPage<HardwarePrice>({
           collection: hardwarePricesCollection,
           endpoint: endpoints[endpoint],
@@ -102,7 +88,7 @@ export class HardwarePrices extends Effect.Service<HardwarePrices>()("Market/Har
         const summary = yield* Effect.mapError(store.summary, unavailable)
         const body: HardwarePriceMetadata = {
           data_type: "gpu_hardware_prices",
-          history_starts_at: reportedHistoryStart(principal, hardwarePricesCollection.dataType, yield* now),
+          history_starts_at: reportedHistoryStart(principal, hardwarePricesCollection.dataType, yield* nowMicros),
           data: { filters: summary.values, gpus: summary.gpus }
         }
         return body

@@ -1,22 +1,23 @@
-import { Clock, Effect, Option, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { reportedHistoryStart, requireGrant } from "../auth/entitlements"
 import { historyFloor } from "../auth/history"
 import type { Principal } from "../auth/principal"
-import { InsufficientEntitlement, NotFound, StorageUnavailable, validationFailed } from "../errors"
+import { InsufficientEntitlement, NotFound, validationFailed } from "../errors"
 import { IndexComputation } from "../ingest/index-computation"
 import { type CollectionDef, type EndpointDef, type MarketRequest, type Params, runPage } from "../query/collection"
+import { Slug } from "../query/filters"
 import { PageTokens } from "../query/page-token"
 import {
-  collectQuery, decodeParams, InstantParam, PageSize, type QueryInput, refuseParameters, SortByParam, SortOrderParam
+  collectQuery, decodeParams, InstantParam, PageSize, type QueryInput, refuseParameters, SortByParam, SortOrderParam, withMessage
 } from "../query/params"
-import { formatInstant, MICROS_PER_MS } from "../query/time"
+import { formatInstant } from "../query/time"
 import {
   INDEX_UNITS, type IndexDefinition, type IndexMetadata, type IndexMetadataEntry, type IndexValue, type LegacyAvailableIndexBody,
   type LegacyCurrentIndexBody
 } from "../schema/indexes"
-import type { StorageError } from "../storage/contract"
 import { IndexStore } from "../storage/indexes"
 import type { PagePlan, Predicate } from "../storage/plan"
+import { nowMicros, unavailable } from "./storage"
 
 /** The index type: one index per request, named by the required `id`. */
 export const indexesCollection: CollectionDef = {
@@ -35,13 +36,8 @@ const endpoints = {
   history: { name: "history", defaultSort: { by: "timestamp", order: "asc" }, needsAnchor: false, defaultSpanDays: 30 }
 } as const satisfies Record<string, EndpointDef>
 
-const withMessage = (message: string) => ({ message: () => ({ message, override: true }) })
-
 /** One index id (a list is refused: one index per request). */
-const IndexIdParam = Schema.String.pipe(
-  Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,99}$/),
-  Schema.annotations(withMessage("expected one index id, as /metadata lists them"))
-)
+const IndexIdParam = Slug.pipe(Schema.annotations(withMessage("expected one index id, as /metadata lists them")))
 
 const common = {
   id: IndexIdParam,
@@ -67,9 +63,6 @@ export const holdsIndex = (principal: Principal, id: string): boolean =>
  */
 const notFound = new NotFound({ detail: "no index with this id is available to this token; /metadata lists the ones it holds" })
 
-const unavailable = (e: StorageError) =>
-  new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); try again shortly` })
-
 /** The metadata entry of a definition: the spec's fifteen fields. */
 const metadataEntry = (d: IndexDefinition): IndexMetadataEntry => ({
   id: d.id, index_type: d.index_type, row_type: d.row_type, asset: d.asset, tenor: d.tenor, publication: d.publication,
@@ -91,7 +84,6 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
     const store = yield* IndexStore
     const tokens = yield* PageTokens
     const computation = yield* IndexComputation
-    const now = Effect.map(Clock.currentTimeMillis, (ms) => ms * MICROS_PER_MS)
 
     /** The definition of an id the principal holds, or the one 404 for both "not held" and "no such index". */
     const heldDefinition = (principal: Principal, id: string) =>
@@ -107,7 +99,7 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
           schema: schemas[endpoint],
           request,
           tokens,
-          now: yield* now,
+          now: yield* nowMicros,
           resolve: (params) =>
             Effect.as(heldDefinition(request.principal, params.id as string), [{ op: "eq", field: "id", value: params.id as string }] as ReadonlyArray<Predicate>),
           // A page token names the index it was issued for; one no longer held reads nothing.
@@ -143,7 +135,7 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
         const defs = yield* Effect.mapError(store.definitions, unavailable)
         const body: IndexMetadata = {
           data_type: "gpu_rental_indexes",
-          history_starts_at: reportedHistoryStart(principal, indexesCollection.dataType, yield* now),
+          history_starts_at: reportedHistoryStart(principal, indexesCollection.dataType, yield* nowMicros),
           data: {
             index_units: INDEX_UNITS,
             indices: defs.filter((d) => holdsIndex(principal, d.definition.id)).map((d) => metadataEntry(d.definition))
@@ -227,7 +219,7 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
         const defs = (yield* Effect.mapError(store.definitions, unavailable))
           .map((d) => d.definition)
           .filter((d) => d.row_type === "daily" && holdsIndex(principal, d.id))
-        const floor = historyFloor(grant.history, yield* now)
+        const floor = historyFloor(grant.history, yield* nowMicros)
         const coverage = yield* Effect.mapError(
           store.coverage(defs.map((d) => d.id), floor === null || floor === undefined ? null : formatInstant(floor)),
           unavailable

@@ -1,47 +1,40 @@
-import { Clock, Effect, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { reportedHistoryStart, requireGrant } from "../auth/entitlements"
-import { SearchTooBroad, StorageUnavailable, validationFailed } from "../errors"
+import { SearchTooBroad, validationFailed } from "../errors"
 import { OUTLIER_GROUP, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO } from "../ingest/llm-token-prices"
 import {
   type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, type Params, runPage
 } from "../query/collection"
 import { PageTokens } from "../query/page-token"
-import { Bound, CommaList, MAX_LIST_VALUES, normaliseName, refuseParameters, Token } from "../query/params"
-import { MICROS_PER_MS } from "../query/time"
+import { bounds, HexKey, list, single, Slug } from "../query/filters"
+import { CommaList, MAX_LIST_VALUES, normaliseName, refuseParameters, Token, withMessage } from "../query/params"
 import type { LlmTokenPriceMetadata, LlmOutlierRule } from "../schema/llm-metadata"
 import type { LlmTokenPrice } from "../schema/llm-token-price"
-import type { StorageError } from "../storage/contract"
 import { LlmTokenPriceStore } from "../storage/llm-token-prices"
 import type { Predicate } from "../storage/plan"
+import { nowMicros, unavailable } from "./storage"
 
-const withMessage = (message: string) => ({ message: () => ({ message, override: true }) })
-const Slug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,99}$/))
-const Key = Schema.String.pipe(
-  Schema.pattern(/^[0-9a-f]{32}$/),
-  Schema.annotations(withMessage("expected a 32-character lower-case hex key"))
-)
+const Key = HexKey()
 /** `exclude_outliers`: exactly `true` or `false`. */
 const Flag = Schema.compose(Schema.String, Schema.Literal("true", "false")).pipe(
   Schema.annotations(withMessage("expected true or false"))
 )
 
-const list = (param: string, what: string) =>
-  ({ param, field: param, kind: "list", schema: CommaList(Slug, `${what} (lower-case slugs)`) }) as const
+const slugs = (param: string, what: string) => list(param, `${what} (lower-case slugs)`, Slug)
 
 /** The LLM token price type: its filters, sorts and tie-breaker. It needs no anchor. */
 export const llmTokenPricesCollection: CollectionDef = {
   dataType: "llm_token_prices",
   basePath: "/v2/llm/token/prices",
   filters: [
-    list("model", "models"),
-    list("serving_provider", "serving providers"),
-    list("source", "sources"),
-    list("price_type", "price types"),
-    list("region", "regions"),
-    { param: "base_price_key", field: "base_price_key", kind: "single", schema: Key },
-    { param: "price_key", field: "price_key", kind: "single", schema: Key },
-    { param: "min_price_usd_per_1m_tokens", field: "price_usd_per_1m_tokens", kind: "min", schema: Bound },
-    { param: "max_price_usd_per_1m_tokens", field: "price_usd_per_1m_tokens", kind: "max", schema: Bound }
+    slugs("model", "models"),
+    slugs("serving_provider", "serving providers"),
+    slugs("source", "sources"),
+    slugs("price_type", "price types"),
+    slugs("region", "regions"),
+    single("base_price_key", Key),
+    single("price_key", Key),
+    ...bounds("price_usd_per_1m_tokens")
   ],
   extraParams: { model_search: CommaList(Token, "search terms"), exclude_outliers: Flag },
   sortFields: ["model", "serving_provider", "price_type", "price_usd_per_1m_tokens", "source", "valid_from"],
@@ -76,9 +69,6 @@ export const llmOutlierRule: LlmOutlierRule = {
     `price among them). With fewer than ${OUTLIER_MIN_PROVIDERS} serving providers there is no reference and nothing ` +
     `is flagged. The flag is fixed when the row opens.`
 }
-
-const unavailable = (e: StorageError) =>
-  new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); try again shortly` })
 
 const union = (lists: ReadonlyArray<ReadonlyArray<string>>) => [...new Set(lists.flat())].sort()
 
@@ -117,9 +107,8 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
       })
     }
 
-    const now = Effect.map(Clock.currentTimeMillis, (ms) => ms * MICROS_PER_MS)
     const pageOf = (endpoint: keyof typeof endpoints, request: MarketRequest) =>
-      Effect.flatMap(now, (now) =>
+      Effect.flatMap(nowMicros, (now) =>
         runPage<LlmTokenPrice>({
           collection: llmTokenPricesCollection,
           endpoint: endpoints[endpoint],
@@ -147,7 +136,7 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
         const models = yield* Effect.mapError(store.models, unavailable)
         const body: LlmTokenPriceMetadata = {
           data_type: "llm_token_prices",
-          history_starts_at: reportedHistoryStart(principal, llmTokenPricesCollection.dataType, yield* now),
+          history_starts_at: reportedHistoryStart(principal, llmTokenPricesCollection.dataType, yield* nowMicros),
           data: {
             price_unit: "usd_per_1m_tokens",
             outlier_rule: llmOutlierRule,

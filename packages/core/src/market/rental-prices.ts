@@ -1,29 +1,19 @@
-import { Clock, Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { reportedHistoryStart, requireGrant } from "../auth/entitlements"
-import { SearchTooBroad, StorageUnavailable, validationFailed } from "../errors"
+import { SearchTooBroad, validationFailed } from "../errors"
 import {
   type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, type Params, runPage
 } from "../query/collection"
 import { PageTokens } from "../query/page-token"
-import { Bound, CommaList, MAX_LIST_VALUES, normaliseName, refuseParameters, Token } from "../query/params"
-import { MICROS_PER_MS } from "../query/time"
+import { bounds, HexKey, list, single, Slug } from "../query/filters"
+import { CommaList, MAX_LIST_VALUES, normaliseName, refuseParameters, Token } from "../query/params"
 import type { RentalPrice } from "../schema/rental-price"
 import type { RentalPriceMetadata } from "../schema/rental-metadata"
-import { RentalPriceStore, type StorageError } from "../storage/contract"
+import { RentalPriceStore } from "../storage/contract"
 import type { Predicate } from "../storage/plan"
+import { nowMicros, unavailable } from "./storage"
 
-const Slug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,99}$/))
-const Key = Schema.String.pipe(
-  Schema.pattern(/^[0-9a-f]{32}$/),
-  Schema.annotations({ message: () => ({ message: "expected a 32-character lower-case hex key", override: true }) })
-)
-
-const list = (param: string, what: string, item: Schema.Schema<string, string> = Token) =>
-  ({ param, field: param, kind: "list", schema: CommaList(item, what) }) as const
-const bounds = (field: string) => [
-  { param: `min_${field}`, field, kind: "min", schema: Bound },
-  { param: `max_${field}`, field, kind: "max", schema: Bound }
-] as const
+const Key = HexKey()
 
 /** The rental price type: its filters, sorts, anchors and tie-breaker. */
 export const rentalPricesCollection: CollectionDef = {
@@ -34,9 +24,9 @@ export const rentalPricesCollection: CollectionDef = {
     list("gpu_canonical_name", "GPU slugs", Slug),
     list("region", "regions"),
     list("contract_type", "contract types"),
-    { param: "base_product_key", field: "base_product_key", kind: "single", schema: Key },
-    { param: "product_key", field: "product_key", kind: "single", schema: Key },
-    { param: "availability", field: "availability", kind: "single", schema: Token },
+    single("base_product_key", Key),
+    single("product_key", Key),
+    single("availability", Token),
     ...bounds("price_usd_per_gpu_hour"),
     ...bounds("gpu_count"),
     ...bounds("gpu_memory_gb")
@@ -61,9 +51,6 @@ const schemas = {
 
 /** Most GPUs one `gpu_search` may resolve to. */
 export const MAX_SEARCH_GPUS = MAX_LIST_VALUES
-
-const unavailable = (e: StorageError) =>
-  new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); try again shortly` })
 
 /** GPU rental prices: `/latest`, `/as-of`, `/history` and `/metadata`. */
 export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalPrices", {
@@ -98,9 +85,8 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
       })
     }
 
-    const now = Effect.map(Clock.currentTimeMillis, (ms) => ms * MICROS_PER_MS)
     const pageOf = (endpoint: keyof typeof endpoints, request: MarketRequest) =>
-      Effect.flatMap(now, (now) =>
+      Effect.flatMap(nowMicros, (now) =>
         runPage<RentalPrice>({
           collection: rentalPricesCollection,
           endpoint: endpoints[endpoint],
@@ -128,7 +114,7 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
         const gpus = yield* Effect.mapError(store.gpus, unavailable)
         const body: RentalPriceMetadata = {
           data_type: "gpu_rental_prices",
-          history_starts_at: reportedHistoryStart(principal, rentalPricesCollection.dataType, yield* now),
+          history_starts_at: reportedHistoryStart(principal, rentalPricesCollection.dataType, yield* nowMicros),
           data: {
             anchors: rentalPricesCollection.anchors,
             gpus: gpus.map((g) => ({

@@ -1,29 +1,23 @@
-import { Clock, Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { reportedHistoryStart, requireGrant } from "../auth/entitlements"
-import { StorageUnavailable } from "../errors"
 import { type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, runPage } from "../query/collection"
 import { PageTokens } from "../query/page-token"
-import { Bound, CommaList, refuseParameters } from "../query/params"
-import { MICROS_PER_MS } from "../query/time"
+import { bounds, list, Slug } from "../query/filters"
+import { refuseParameters } from "../query/params"
 import { type AggregatedTransaction, BlendAxis, type TransactionMetadata } from "../schema/transaction"
-import type { StorageError } from "../storage/contract"
 import type { Predicate } from "../storage/plan"
 import { TransactionStore } from "../storage/transactions"
-
-const Slug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,99}$/))
-
-const list = (param: string, what: string) => ({ param, field: param, kind: "list", schema: CommaList(Slug, what) }) as const
+import { nowMicros, unavailable } from "./storage"
 
 /** The aggregated transaction type: its filters, sorts and tie-breaker. It needs no anchor. */
 export const transactionsCollection: CollectionDef = {
   dataType: "gpu_rental_transactions",
   basePath: "/v2/gpu/rental/transactions/aggregated",
   filters: [
-    list("gpu_canonical_name", "GPU slugs"),
-    list("region_group", "region groups"),
-    list("contract_type", "contract types"),
-    { param: "min_total_gpu_count", field: "total_gpu_count", kind: "min", schema: Bound },
-    { param: "max_total_gpu_count", field: "total_gpu_count", kind: "max", schema: Bound }
+    list("gpu_canonical_name", "GPU slugs", Slug),
+    list("region_group", "region groups", Slug),
+    list("contract_type", "contract types", Slug),
+    ...bounds("total_gpu_count")
   ],
   extraParams: {},
   sortFields: ["contract_type", "gpu_model", "price_usd_per_gpu_hour", "region_group", "tenor_days", "total_gpu_count", "transaction_date"],
@@ -40,15 +34,11 @@ const historySchema = endpointSchema(transactionsCollection, history)
 
 const noPredicates = () => Effect.succeed<ReadonlyArray<Predicate>>([])
 
-const unavailable = (e: StorageError) =>
-  new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); try again shortly` })
-
 /** GPU rental aggregated transactions: `/history` and `/metadata` (no `/latest`, no `/as-of`). */
 export class Transactions extends Effect.Service<Transactions>()("Market/Transactions", {
   effect: Effect.gen(function* () {
     const store = yield* TransactionStore
     const tokens = yield* PageTokens
-    const now = Effect.map(Clock.currentTimeMillis, (ms) => ms * MICROS_PER_MS)
 
     return {
       /**
@@ -56,7 +46,7 @@ export class Transactions extends Effect.Service<Transactions>()("Market/Transac
        * needs historical access.
        */
       history: Effect.fn("Transactions.history")((request: MarketRequest) =>
-        Effect.flatMap(now, (now) =>
+        Effect.flatMap(nowMicros, (now) =>
           runPage<AggregatedTransaction>({
             collection: transactionsCollection,
             endpoint: history,
@@ -75,7 +65,7 @@ export class Transactions extends Effect.Service<Transactions>()("Market/Transac
         const summary = yield* Effect.mapError(store.summary, unavailable)
         const body: TransactionMetadata = {
           data_type: "gpu_rental_transactions",
-          history_starts_at: reportedHistoryStart(principal, transactionsCollection.dataType, yield* now),
+          history_starts_at: reportedHistoryStart(principal, transactionsCollection.dataType, yield* nowMicros),
           data: {
             region_groups: summary.region_groups,
             contract_types: summary.contract_types,

@@ -10,7 +10,8 @@ import { type ParameterIssue, type ValidationFailed, validationFailed } from "..
 /** Most values one comma-separated list may carry. */
 export const MAX_LIST_VALUES = 20
 
-const withMessage = (message: string) => ({ message: () => ({ message, override: true }) })
+/** The annotation that makes `message` the one message a parameter's failure reports. */
+export const withMessage = (message: string) => ({ message: () => ({ message, override: true }) })
 
 /** A comma-separated list of 1..`max` non-empty values; duplicates are dropped. */
 export const CommaList = (item: Schema.Schema<string, string>, what: string, max = MAX_LIST_VALUES) =>

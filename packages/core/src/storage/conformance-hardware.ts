@@ -5,7 +5,8 @@ import { type HardwarePrice, hardwarePriceFields, observationId } from "../schem
 import type { Storage } from "./contract"
 import { HardwarePriceStore } from "./hardware"
 import { evaluateHardwarePlan, summariseHardware } from "./memory-hardware"
-import { type PagePlan, type Predicate, type Scope, sortValue } from "./plan"
+import { assertPagesMatchReference } from "./conformance-walk"
+import type { PagePlan, Predicate, Scope } from "./plan"
 
 /**
  * The hardware price cases of the storage conformance suite. Each test keeps to GPUs and values
@@ -70,21 +71,6 @@ const market = (ns: string): Array<HardwarePrice> => {
   }
   return rows
 }
-
-/** Follows keyset positions from the first page to the last. */
-const walk = (page: HardwarePriceStore["Type"]["page"], plan: PagePlan) =>
-  Effect.gen(function* () {
-    const pages: Array<ReadonlyArray<HardwarePrice>> = []
-    let after: PagePlan["after"] = undefined
-    for (let i = 0; i < 1000; i++) {
-      const rows: ReadonlyArray<HardwarePrice> = yield* page({ ...plan, after })
-      pages.push(rows)
-      if (rows.length < plan.limit) break
-      const last: HardwarePrice = rows[rows.length - 1]!
-      after = { value: sortValue(last, plan.sort.by), tie: last.observation_id }
-    }
-    return pages
-  })
 
 const everyRow = (gpus: ReadonlyArray<string>): PagePlan => ({
   scope: { _tag: "window", start: "0000-01-01T00:00:00.000000Z", end: "9999-12-31T00:00:00.000000Z" },
@@ -168,15 +154,7 @@ export const hardwareConformance = (it: Vitest.MethodsNonLive<Storage>) => {
         [{ op: "in", field: "market", values: ["secondary"] }, { op: "in", field: "stock_status", values: ["in_stock"] }],
         [{ op: "in", field: "condition", values: ["used"] }]
       ]
-      let compared = 0
-      for (const scope of scopes) for (const preds of extra) for (const by of SORTS) for (const order of ["asc", "desc"] as const) {
-        const plan: PagePlan = { scope, predicates: [mine, ...preds], sort: { by, order }, after: undefined, limit: 4 }
-        const pages = yield* walk(s.page, plan)
-        const expected = evaluateHardwarePlan(rows, { ...plan, limit: rows.length })
-        assert.deepStrictEqual(pages.flat(), expected, `${JSON.stringify(scope)} ${JSON.stringify(preds)} ${by} ${order}`)
-        assert.isTrue(pages.every((p) => p.length <= 4))
-        compared += expected.length
-      }
+      const compared = yield* assertPagesMatchReference(s.page, evaluateHardwarePlan, rows, "observation_id", { scopes, mine, extra, sorts: SORTS, limit: 4 })
       assert.isAbove(compared, 1000)
       // Stated by hand: nulls sort as "" by condition, first ascending, ties by observation id.
       const byCondition = yield* s.page({ ...everyRow(gpus), sort: { by: "condition", order: "asc" } })

@@ -5,6 +5,7 @@ import { type FleetWeight, IndexDefinition, type IndexDefinitionInput, type Inde
 import type { Storage } from "./contract"
 import { IndexStore, INTRADAY_MICROS } from "./indexes"
 import { evaluateIndexPlan, indexCoverage } from "./memory-indexes"
+import { walk } from "./conformance-walk"
 import type { PagePlan, Scope } from "./plan"
 
 /**
@@ -45,21 +46,6 @@ const market = (ns: string): Array<IndexValue> => {
   }
   return out
 }
-
-/** Follows keyset positions from the first page to the last. */
-const walk = (page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<IndexValue>, unknown>, plan: PagePlan) =>
-  Effect.gen(function* () {
-    const pages: Array<ReadonlyArray<IndexValue>> = []
-    let after: PagePlan["after"] = undefined
-    for (let i = 0; i < 1000; i++) {
-      const rows: ReadonlyArray<IndexValue> = yield* page({ ...plan, after })
-      pages.push(rows)
-      if (rows.length < plan.limit) break
-      const last = rows[rows.length - 1]!
-      after = { value: last[plan.sort.by as "timestamp" | "value"], tie: last.timestamp }
-    }
-    return pages
-  })
 
 const at = (micros: number) => formatInstant(micros)
 
@@ -146,7 +132,7 @@ export const indexConformance = (it: Vitest.MethodsNonLive<Storage>) => {
       for (const id of [`${ns}-daily`, `${ns}-intraday`, `${ns}-none`]) for (const scope of scopes) {
         for (const by of ["timestamp", "value"]) for (const order of ["asc", "desc"] as const) for (const extra of [[], [{ op: "gte", field: "value", value: 1.5 } as const]]) {
           const plan: PagePlan = { scope, predicates: [{ op: "eq", field: "id", value: id }, ...extra], sort: { by, order }, after: undefined, limit: 3 }
-          const pages = yield* walk(s.page, plan)
+          const pages = yield* walk(s.page, plan, "timestamp")
           const expected = evaluateIndexPlan(values, { ...plan, limit: values.length })
           assert.deepStrictEqual(pages.flat(), expected, `${id} ${JSON.stringify(scope)} ${by} ${order} ${JSON.stringify(extra)}`)
         }

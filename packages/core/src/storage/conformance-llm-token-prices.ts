@@ -5,7 +5,8 @@ import { formatInstant, MICROS_PER_DAY } from "../query/time"
 import type { LlmTokenPrice } from "../schema/llm-token-price"
 import { LlmTokenPriceStore } from "./llm-token-prices"
 import { evaluateLlmTokenPricePlan } from "./memory-llm-token-prices"
-import type { PagePlan, Predicate, Scope } from "./plan"
+import { assertPagesMatchReference } from "./conformance-walk"
+import type { Predicate, Scope } from "./plan"
 
 let counter = 0
 const namespace = (label: string) => `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`
@@ -78,21 +79,6 @@ const market = (ns: string): Array<LlmTokenPrice> => {
 }
 
 const SORTS = ["model", "serving_provider", "price_type", "price_usd_per_1m_tokens", "source", "valid_from"]
-
-/** Follows keyset positions from the first page to the last. */
-const walk = (page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<LlmTokenPrice>, unknown>, plan: PagePlan) =>
-  Effect.gen(function* () {
-    const pages: Array<ReadonlyArray<LlmTokenPrice>> = []
-    let after: PagePlan["after"] = undefined
-    for (let i = 0; i < 1000; i++) {
-      const rows: ReadonlyArray<LlmTokenPrice> = yield* page({ ...plan, after })
-      pages.push(rows)
-      if (rows.length < plan.limit) break
-      const last: LlmTokenPrice = rows[rows.length - 1]!
-      after = { value: last[plan.sort.by as keyof LlmTokenPrice] as string | number, tie: last.price_key }
-    }
-    return pages
-  })
 
 const byKey = (a: LlmTokenPrice, b: LlmTokenPrice) => (a.price_key < b.price_key ? -1 : a.price_key > b.price_key ? 1 : 0)
 
@@ -189,13 +175,7 @@ export const llmTokenPriceConformance = (it: Vitest.MethodsNonLive<LlmTokenPrice
         [{ op: "in", field: "source", values: ["openrouter"] }, { op: "in", field: "price_type", values: ["output", "cached_input"] }],
         [{ op: "lte", field: "price_usd_per_1m_tokens", value: 1.5 }, { op: "eq", field: "model", value: `${ns}-small` }]
       ]
-      for (const scope of scopes) for (const preds of extra) for (const by of SORTS) for (const order of ["asc", "desc"] as const) {
-        const plan: PagePlan = { scope, predicates: [mine, ...preds], sort: { by, order }, after: undefined, limit: 4 }
-        const pages = yield* walk(s.page, plan)
-        const expected = evaluateLlmTokenPricePlan(rows, { ...plan, limit: rows.length })
-        assert.deepStrictEqual(pages.flat(), expected, `${JSON.stringify(scope)} ${JSON.stringify(preds)} ${by} ${order}`)
-        assert.isTrue(pages.every((p) => p.length <= 4))
-      }
+      yield* assertPagesMatchReference(s.page, evaluateLlmTokenPricePlan, rows, "price_key", { scopes, mine, extra, sorts: SORTS, limit: 4 })
       // Stated by hand: current rows of p1 not flagged, cheapest first, ties by price_key.
       const expected = rows.filter((r) => r.serving_provider === `${ns}-p1` && r.valid_to === null && !r.is_price_outlier)
       const got = yield* s.page({

@@ -3,7 +3,8 @@ import { Effect, Exit } from "effect"
 import type { AggregatedTransaction } from "../schema/transaction"
 import type { Storage } from "./contract"
 import { evaluateTransactionPlan } from "./memory-transactions"
-import type { PagePlan, Predicate, Scope } from "./plan"
+import { assertPagesMatchReference } from "./conformance-walk"
+import type { Predicate, Scope } from "./plan"
 import {
   type Cohort, dealPool, type StoredDeal, type TransactionChanges, TransactionStore
 } from "./transactions"
@@ -98,21 +99,6 @@ const market = (ns: string): Array<AggregatedTransaction> => {
 }
 
 const SORTS = ["contract_type", "gpu_model", "price_usd_per_gpu_hour", "region_group", "tenor_days", "total_gpu_count", "transaction_date"]
-
-/** Follows keyset positions from the first page to the last. */
-const walk = (page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<AggregatedTransaction>, unknown>, plan: PagePlan) =>
-  Effect.gen(function* () {
-    const pages: Array<ReadonlyArray<AggregatedTransaction>> = []
-    let after: PagePlan["after"] = undefined
-    for (let i = 0; i < 1000; i++) {
-      const rows: ReadonlyArray<AggregatedTransaction> = yield* page({ ...plan, after })
-      pages.push(rows)
-      if (rows.length < plan.limit) break
-      const last = rows[rows.length - 1]!
-      after = { value: last[plan.sort.by as keyof AggregatedTransaction] as string | number, tie: last.row_key }
-    }
-    return pages
-  })
 
 const window = (start: string, end: string): Scope => ({ _tag: "window", start, end })
 
@@ -224,13 +210,7 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
         [{ op: "gte", field: "discount_percentage", value: 5 }, { op: "lte", field: "price_usd_per_gpu_hour", value: 2 }],
         [{ op: "in", field: "contract_type", values: ["none-such"] }]
       ]
-      for (const scope of scopes) for (const preds of extra) for (const by of SORTS) for (const order of ["asc", "desc"] as const) {
-        const plan: PagePlan = { scope, predicates: [mine, ...preds], sort: { by, order }, after: undefined, limit: 7 }
-        const pages = yield* walk(s.page, plan)
-        const expected = evaluateTransactionPlan(rows, { ...plan, limit: rows.length })
-        assert.deepStrictEqual(pages.flat(), expected, `${JSON.stringify(scope)} ${JSON.stringify(preds)} ${by} ${order}`)
-        assert.isTrue(pages.every((p) => p.length <= 7))
-      }
+      yield* assertPagesMatchReference(s.page, evaluateTransactionPlan, rows, "row_key", { scopes, mine, extra, sorts: SORTS, limit: 7 })
       // Stated by hand: the dates of the second window, and nothing outside a window scope.
       const got = yield* s.page({ scope: scopes[1]!, predicates: [mine], sort: { by: "transaction_date", order: "asc" }, after: undefined, limit: 1000 })
       assert.deepStrictEqual([...new Set(got.map((r) => r.transaction_date))], ["2026-01-03", "2026-01-04", "2026-01-05", "2026-01-06", "2026-01-07"])

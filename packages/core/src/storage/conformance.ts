@@ -11,7 +11,8 @@ import { transactionConformance } from "./conformance-transactions"
 import { llmTokenPriceConformance } from "./conformance-llm-token-prices"
 import { indexConformance } from "./conformance-indexes"
 import { evaluateRentalPlan } from "./memory"
-import type { PagePlan, Predicate, Scope } from "./plan"
+import { assertPagesMatchReference } from "./conformance-walk"
+import type { Predicate, Scope } from "./plan"
 
 export { hardwareDay, hardwareRow, testListingKey } from "./conformance-hardware"
 export { llmRow } from "./conformance-llm-token-prices"
@@ -114,21 +115,6 @@ const market = (ns: string): Array<RentalPrice> => {
 }
 
 const sortFields = ["gpu_canonical_name", "gpu_count", "gpu_memory_gb", "price_usd_per_gpu_hour", "region", "valid_from", "vendor"]
-
-/** Follows keyset positions from the first page to the last. */
-const walk = (page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<RentalPrice>, unknown>, plan: PagePlan) =>
-  Effect.gen(function* () {
-    const pages: Array<ReadonlyArray<RentalPrice>> = []
-    let after: PagePlan["after"] = undefined
-    for (let i = 0; i < 1000; i++) {
-      const rows: ReadonlyArray<RentalPrice> = yield* page({ ...plan, after })
-      pages.push(rows)
-      if (rows.length < plan.limit) break
-      const last: RentalPrice = rows[rows.length - 1]!
-      after = { value: last[plan.sort.by as keyof RentalPrice] as string | number, tie: last.product_key }
-    }
-    return pages
-  })
 
 /** Registers the conformance tests of a storage backend. */
 export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
@@ -242,13 +228,7 @@ export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
             [{ op: "lte", field: "gpu_count", value: 1 }, { op: "gte", field: "gpu_memory_gb", value: 40 }],
             [{ op: "eq", field: "availability", value: "none-such" }]
           ]
-          for (const scope of scopes) for (const preds of extra) for (const by of sortFields) for (const order of ["asc", "desc"] as const) {
-            const plan: PagePlan = { scope, predicates: [mine, ...preds], sort: { by, order }, after: undefined, limit: 4 }
-            const pages = yield* walk(s.page, plan)
-            const expected = evaluateRentalPlan(rows, { ...plan, limit: rows.length })
-            assert.deepStrictEqual(pages.flat(), expected, `${JSON.stringify(scope)} ${JSON.stringify(preds)} ${by} ${order}`)
-            assert.isTrue(pages.every((p) => p.length <= 4))
-          }
+          yield* assertPagesMatchReference(s.page, evaluateRentalPlan, rows, "product_key", { scopes, mine, extra, sorts: sortFields, limit: 4 })
           // Stated by hand: the current rows of vendor a, cheapest first, ties by product_key.
           const latestA = rows.filter((r) => r.vendor === `${ns}-a` && r.valid_to === null)
           const got = yield* s.page({

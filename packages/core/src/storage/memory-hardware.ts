@@ -1,15 +1,13 @@
 import { Effect } from "effect"
 import { type HardwareClassField, hardwareClassFields, type HardwarePrice } from "../schema/hardware-price"
 import type { HardwareGpuCoverage, HardwarePriceStore, HardwareSummary } from "./hardware"
-import { matchesPredicates, orderAndSeek } from "./memory"
+import { cmp, matchesPredicates, orderAndSeek } from "./memory"
 import type { PagePlan, Scope } from "./plan"
 
 /**
  * The in-memory reference of the hardware price store: the plain statement of what every
  * backend must return, scanning everything.
  */
-
-const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 
 /** The instant a day starts, in the stored fixed-width form: where a window places the day. */
 export const dayStart = (date: string): string => `${date}T00:00:00.000000Z`

@@ -1,10 +1,8 @@
 import { Effect, Option } from "effect"
 import type { FleetWeight, IndexDefinition, IndexValue } from "../schema/indexes"
 import { answersFrom, type IndexCoverage, type IndexStore, intervalStart, type StoredIndexDefinition } from "./indexes"
-import { matchesPredicates, orderAndSeek } from "./memory"
+import { cmp, matchesPredicates, orderAndSeek } from "./memory"
 import type { PagePlan } from "./plan"
-
-const cmp = (a: string | number, b: string | number): number => (a < b ? -1 : a > b ? 1 : 0)
 
 /**
  * The reference evaluation of an index value plan (see `IndexStore.page`): the scope picks the

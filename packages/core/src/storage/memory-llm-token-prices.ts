@@ -2,12 +2,10 @@ import { Effect } from "effect"
 import type { LlmTokenPrice } from "../schema/llm-token-price"
 import { StorageConflict } from "./contract"
 import type { LlmModelSummary, LlmTokenPriceStore } from "./llm-token-prices"
-import { inVersionScope, matchesPredicates, orderAndSeek } from "./memory"
+import { cmp, inVersionScope, matchesPredicates, orderAndSeek } from "./memory"
 import type { PagePlan } from "./plan"
 
 /** The reference LLM token price store: plain statements of what every backend must return. */
-
-const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 
 /** The row with its boolean flag in text form, as predicates compare it. */
 const comparable = (r: LlmTokenPrice) => ({ ...r, is_price_outlier: r.is_price_outlier ? "true" : "false" })

@@ -1,14 +1,12 @@
 import { Effect } from "effect"
 import type { AggregatedTransaction } from "../schema/transaction"
 import { StorageConflict } from "./contract"
-import { matchesPredicates, orderAndSeek } from "./memory"
+import { cmp, matchesPredicates, orderAndSeek } from "./memory"
 import type { PagePlan } from "./plan"
 import {
   type Cohort, dealPool, type PublishedRow, type SeriesState, type StoredDeal, type TransactionStore, type TransactionSummary,
   windowDates
 } from "./transactions"
-
-const cmp = (a: string | number, b: string | number): number => (a < b ? -1 : a > b ? 1 : 0)
 
 /** The reference evaluation of a transaction page plan: window scopes only, tie-breaker `row_key`. */
 export const evaluateTransactionPlan = (rows: Iterable<AggregatedTransaction>, plan: PagePlan): Array<AggregatedTransaction> => {

@@ -20,7 +20,8 @@ import { makeMemoryIndexStore } from "./memory-indexes"
  * keeps nothing across processes and scans everything, so it is for tests and small embeds.
  */
 
-const cmp = (a: string | number, b: string | number): number => (a < b ? -1 : a > b ? 1 : 0)
+/** Orders two values with JS `<`, the order every backend must reproduce. */
+export const cmp = (a: string | number, b: string | number): number => (a < b ? -1 : a > b ? 1 : 0)
 
 /** Whether a row satisfies every predicate. */
 export const matchesPredicates = (row: Readonly<Record<string, unknown>>, predicates: ReadonlyArray<Predicate>): boolean =>

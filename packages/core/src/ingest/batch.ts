@@ -1,0 +1,152 @@
+import { Effect, Either, ParseResult, Schedule } from "effect"
+import { InvalidRecords, type RecordIssue, StorageUnavailable } from "../errors"
+import { formatInstant, parseDateTime } from "../query/time"
+import { StorageConflict, StorageError } from "../storage/contract"
+
+/** The refusal of a whole batch, naming the first of its problems. */
+export const invalidRecords = (errors: ReadonlyArray<RecordIssue>): InvalidRecords =>
+  new InvalidRecords({
+    detail: `${errors.length} problem(s); nothing was stored. First: record ${errors[0]!.index}: ${errors[0]!.message}`,
+    errors
+  })
+
+/** A storage failure on the write path, as the caller sees it. */
+export const nothingStored = (e: { readonly operation: string }): StorageUnavailable =>
+  new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); nothing was stored` })
+
+/**
+ * Re-plans a read-then-apply when another writer moved a row in between (a `StorageConflict`),
+ * a few times; a storage failure, or a conflict that outlasts them, becomes `StorageUnavailable`.
+ */
+export const atomically = <A, E, R>(
+  readThenApply: Effect.Effect<A, E | StorageError | StorageConflict, R>
+) =>
+  readThenApply.pipe(
+    Effect.retry({ while: (e) => (e as { _tag?: string })._tag === "StorageConflict", schedule: Schedule.recurs(5) }),
+    Effect.catchIf(
+      (e): e is StorageError | StorageConflict => e instanceof StorageError || e instanceof StorageConflict,
+      (e) => Effect.fail(nothingStored({ operation: e._tag === "StorageError" ? e.operation : e.detail }))
+    )
+  )
+
+/**
+ * Decodes each record of a batch, in order. Every decode problem is an issue with the record's
+ * index (an excess property reads "unknown field"); `onValid` sees each record that decodes and
+ * may add issues of its own. Returns all the issues, in record order.
+ */
+export const decodeRecords = <A>(
+  input: ReadonlyArray<unknown>,
+  decode: (u: unknown) => Either.Either<A, ParseResult.ParseError>,
+  onValid: (value: A, index: number, issues: Array<RecordIssue>) => void
+): Array<RecordIssue> => {
+  const issues: Array<RecordIssue> = []
+  input.forEach((item, index) => {
+    const d = decode(item)
+    if (Either.isRight(d)) onValid(d.right, index, issues)
+    else {
+      for (const i of ParseResult.ArrayFormatter.formatErrorSync(d.left)) {
+        issues.push({ index, message: `${i.path.join(".") || "record"}: ${i._tag === "Unexpected" ? "unknown field" : i.message}` })
+      }
+    }
+  })
+  return issues
+}
+
+/** What one ingest of versioned prices did. */
+export interface IngestSummary {
+  readonly received: number
+  readonly opened: number
+  readonly closed: number
+  readonly unchanged: number
+}
+
+/** One valid observation of a versioned price: its batch index, instant and base key. */
+export interface Timed<O> {
+  readonly index: number
+  readonly observation: O
+  readonly at: string
+  readonly base: string
+}
+
+/**
+ * Validates a batch of price observations, each stamped with `extracted_at`; every bad record
+ * is reported with its index. `baseKey` names the priced thing an observation is of.
+ */
+export const decodeTimed = <O extends { readonly extracted_at: string }>(
+  input: ReadonlyArray<unknown>,
+  decode: (u: unknown) => Either.Either<O, ParseResult.ParseError>,
+  baseKey: (o: O) => string
+): Either.Either<ReadonlyArray<Timed<O>>, InvalidRecords> => {
+  const out: Array<Timed<O>> = []
+  const issues = decodeRecords(input, decode, (observation, index, issues) => {
+    const micros = parseDateTime(observation.extracted_at)
+    if (micros === undefined) issues.push({ index, message: "extracted_at: expected an ISO 8601 datetime" })
+    else out.push({ index, observation, at: formatInstant(micros), base: baseKey(observation) })
+  })
+  return issues.length > 0 ? Either.left(invalidRecords(issues)) : Either.right(out)
+}
+
+/** How one versioned price type keys, compares and opens its rows. */
+export interface VersionRules<O, Row> {
+  /** The row's own key (one per version). */
+  readonly key: (row: Row) => string
+  /** The key of the priced thing, shared by its versions. */
+  readonly base: (row: Row) => string
+  readonly samePrice: (row: Row, o: O) => boolean
+  /** The row an observation opens at `at`. */
+  readonly open: (o: O, at: string, base: string) => Row
+}
+
+/**
+ * Turns validated observations into a change against the current rows. Observations of one
+ * priced thing apply in time order; an unchanged price touches nothing; a changed one closes
+ * the current row at the observation's time and opens a new one. An observation older than the
+ * row in force with a different price cannot be placed and refuses the batch. `close` names
+ * stored rows by their key.
+ */
+export const planVersions = <O, Row extends { readonly valid_from: string; readonly valid_to: string | null }>(
+  decoded: ReadonlyArray<Timed<O>>,
+  current: ReadonlyArray<Row>,
+  rules: VersionRules<O, Row>
+): Either.Either<
+  {
+    readonly close: ReadonlyArray<{ readonly key: string; readonly valid_to: string }>
+    readonly open: ReadonlyArray<Row>
+    readonly summary: IngestSummary
+  },
+  InvalidRecords
+> => {
+  const live = new Map<string, Row>(current.map((r) => [rules.base(r), r]))
+  const stored = new Set(current.map(rules.key))
+  const opened = new Map<string, Row>()
+  const close: Array<{ key: string; valid_to: string }> = []
+  const issues: Array<RecordIssue> = []
+  let unchanged = 0
+  let closed = 0
+  const ordered = [...decoded].sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.index - b.index))
+  for (const { index, observation: o, at, base } of ordered) {
+    const now = live.get(base)
+    if (now !== undefined && rules.samePrice(now, o)) {
+      unchanged++
+      continue
+    }
+    if (now !== undefined && at <= now.valid_from) {
+      issues.push({ index, message: `extracted_at ${at} is not after the price in force since ${now.valid_from}` })
+      continue
+    }
+    if (now !== undefined) {
+      closed++
+      if (stored.has(rules.key(now))) close.push({ key: rules.key(now), valid_to: at })
+      else opened.set(rules.key(now), { ...now, valid_to: at })
+    }
+    const row = rules.open(o, at, base)
+    opened.set(rules.key(row), row)
+    live.set(base, row)
+  }
+  if (issues.length > 0) return Either.left(invalidRecords(issues.sort((a, b) => a.index - b.index)))
+  return Either.right({
+    close,
+    open: [...opened.values()],
+    summary: { received: decoded.length, opened: opened.size, closed, unchanged }
+  })
+}

@@ -1,0 +1,11 @@
+import { Clock, Effect } from "effect"
+import { StorageUnavailable } from "../errors"
+import { MICROS_PER_MS } from "../query/time"
+import type { StorageError } from "../storage/contract"
+
+/** A storage failure on the read path, as the caller sees it: worth retrying. */
+export const unavailable = (e: StorageError): StorageUnavailable =>
+  new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); try again shortly` })
+
+/** The clock's time in microseconds, the unit instants are stored in. */
+export const nowMicros: Effect.Effect<number> = Effect.map(Clock.currentTimeMillis, (ms) => ms * MICROS_PER_MS)
