@@ -55,6 +55,33 @@ describe("npm start", () => {
       const meta = await first.get("/v2/gpu/rental/prices/metadata", "demo-all")
       const v100 = meta.body.data.gpus.find((g: any) => g.gpu_canonical_name === "v100")
       assert.isFalse(v100.currently_listed)
+      // Every type's demo is seeded, ends today, and is served.
+      const hardware = await first.get("/v2/gpu/hardware/prices/latest?page_size=1000&sort_by=observed_date&sort_order=desc", "demo-all")
+      assert.strictEqual(hardware.status, 200)
+      assert.strictEqual(hardware.body.data[0].observed_date, today)
+      const deals = await first.get("/v2/gpu/rental/transactions/aggregated/history?page_size=1000", "demo-all")
+      assert.strictEqual(deals.status, 200)
+      assert.isAbove(deals.body.data.length, 100)
+      assert.isTrue(deals.body.data.some((r: any) => r.is_rolling))
+      const llm = await first.get("/v2/llm/token/prices/latest?page_size=1000", "demo-all")
+      assert.isAbove(llm.body.data.length, 20)
+      assert.isTrue(llm.body.data.some((r: any) => r.is_price_outlier))
+      const daily = await first.get("/v2/gpu/rental/indexes/latest?id=gpu-h100-sxm-na-daily", "demo-all")
+      assert.strictEqual(daily.status, 200)
+      assert.strictEqual(daily.body.data[0].timestamp, new Date(Date.now() - 86_400_000).toISOString().slice(0, 10))
+      const reference = await first.get("/v2/gpu/rental/indexes/latest?id=gpu-reference-price-intraday", "demo-all")
+      assert.strictEqual(reference.status, 200)
+      assert.strictEqual(reference.body.data.length, 1)
+      const legacy = await first.get("/v1/info-index/available", "demo-all")
+      assert.strictEqual(legacy.status, 200)
+      assert.strictEqual(legacy.body.total, legacy.body.data.length)
+      // demo-rental reads rental prices and a subset of indices only.
+      for (const path of ["/v2/gpu/hardware/prices/latest", "/v2/gpu/rental/transactions/aggregated/history", "/v2/llm/token/prices/latest"]) {
+        assert.strictEqual((await first.get(path, "demo-rental")).status, 403, path)
+      }
+      const held = await first.get("/v2/gpu/rental/indexes/metadata", "demo-rental")
+      assert.deepStrictEqual(held.body.data.indices.map((i: any) => i.id).sort(), ["gpu-a100-sxm-80gb-na-daily", "gpu-h100-sxm-na-daily"])
+      assert.strictEqual((await first.get("/v2/gpu/rental/indexes/latest?id=gpu-b200-na-daily", "demo-rental")).status, 404)
     } finally {
       await first.server.stop()
     }
