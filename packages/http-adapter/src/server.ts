@@ -13,12 +13,14 @@ export interface ServerOptions {
 }
 
 /**
- * The standalone HTTP server: the market's HTTP app on a Node `http.Server`. Request spans are
- * off by default: a span per request costs more than the rest of a cached page.
+ * The standalone HTTP server: the market's HTTP app on a Node `http.Server`. It has no tracer to
+ * report to, so tracing is off for its requests: the request span and the service spans
+ * (`RentalPrices.latest`, …) would cost more than the rest of a cached page and be read by no
+ * one. An app that wants them mounts `makeApp` in a runtime with its own tracer.
  */
 export const layer = (options: ServerOptions) =>
   Layer.unwrapEffect(
     Effect.map(makeApp({ baseUrl: options.baseUrl ?? `http://${options.host}:${options.port}` }), (app) =>
-      HttpServer.serve(app).pipe(HttpMiddleware.withTracerDisabledWhen(() => true))
+      HttpServer.serve(app.pipe(Effect.withTracerEnabled(false))).pipe(HttpMiddleware.withTracerDisabledWhen(() => true))
     )
   ).pipe(Layer.provide(NodeHttpServer.layer(createServer, { port: options.port, host: options.host })))
