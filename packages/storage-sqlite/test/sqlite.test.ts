@@ -77,6 +77,10 @@ describe("schema", () => {
       const b = compilePage({ ...plan, predicates: [{ op: "in", field: "vendor", values: ["b"] }] })
       assert.strictEqual(a.sql, b.sql)
       assert.strictEqual(client.prepare(a.sql), client.prepare(b.sql))
+      // A statement one caller read raw rows from gives the next caller objects again.
+      const sql = "SELECT name FROM sqlite_schema WHERE name = 'rental_prices'"
+      assert.deepStrictEqual(client.prepare(sql).raw(true).all(), [["rental_prices"]])
+      assert.deepStrictEqual(client.prepare(sql).all(), [{ name: "rental_prices" }])
     })))
 })
 
