@@ -1,8 +1,8 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Problem } from "@gpu-market/core"
-import { Effect, Schema } from "effect"
+import { Auth, hashToken, type Principal, Problem, TokenStore } from "@gpu-market/core"
+import { Effect, Exit, Schema } from "effect"
 import fc from "fast-check"
-import { atNow, fixtureLayer, http, type Reply } from "./support/market"
+import { atNow, fixtureLayer, http, type Reply, TOKENS } from "./support/market"
 
 const validProblem = Schema.decodeUnknownSync(Problem, { onExcessProperty: "error" })
 
@@ -86,7 +86,9 @@ describe("errors are RFC 9457 problems with the spec's statuses and codes", () =
           ["base_product_key=xyz", "base_product_key"],
           ["gpu_search=---", "gpu_search"],
           [`vendor=${Array.from({ length: 21 }, (_, i) => `v${i}`).join(",")}`, "vendor"],
-          ["vendor=v-alpha&at=2026-06-01", "at"]
+          ["vendor=v-alpha&at=2026-06-01", "at"],
+          ["vendor=v-alpha&__proto__=x", "__proto__"],
+          ["vendor=v-alpha&constructor=x", "constructor"]
         ]
         for (const [q, parameter] of cases) {
           const p = expectProblem(yield* http(`${LATEST}?${q}`, { token: "all" }), 422, "validation_failed")
@@ -98,6 +100,20 @@ describe("errors are RFC 9457 problems with the spec's statuses and codes", () =
         assert.strictEqual((yield* http(`${LATEST}?vendor=${twenty}`, { token: "all" })).status, 200)
         expectProblem(yield* http("/api/v2/gpu/rental/prices/metadata?x=1", { token: "all" }), 422, "validation_failed")
         expectProblem(yield* http("/api/v2/gpu/rental/prices/as-of?vendor=v-alpha", { token: "all" }), 422, "validation_failed")
+      }))
+
+    it.effect("a grant's history date must be a real date; a corrupt one reads no history, never all of it", () =>
+      Effect.gen(function* () {
+        yield* atNow
+        const auth = yield* Auth
+        const bad = { ...TOKENS.since, id: "t-bad-since" as Principal["id"], grants: { gpu_rental_prices: { history: { _tag: "since" as const, date: "2026-02-30" } } } }
+        const refused = yield* Effect.exit(auth.issue(bad, "bad-since"))
+        assert.isTrue(Exit.isFailure(refused) && JSON.stringify(refused.cause).includes("ValidationFailed"))
+        expectProblem(yield* http(`${LATEST}?vendor=v-alpha`, { token: "bad-since" }), 401, "unauthenticated")
+        // Stored behind issue's back (an older release, a hand edit), it still opens no history.
+        yield* (yield* TokenStore).put(hashToken("corrupt-since"), bad)
+        expectProblem(yield* http("/api/v2/gpu/rental/prices/history?start=2025-01-01", { token: "corrupt-since" }), 403, "insufficient_entitlement")
+        assert.strictEqual((yield* http(`${LATEST}?vendor=v-alpha`, { token: "corrupt-since" })).status, 200)
       }))
 
     it.effect("gpu_search matches every spelling, ignoring case, spaces and punctuation; past 20 GPUs it is refused", () =>

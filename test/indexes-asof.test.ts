@@ -80,6 +80,10 @@ describe("index as-of: the spec's four rules at interval edges", () => {
         // A rolling floor moves with today: three days before 2026-06-15.
         assert.strictEqual((yield* asOf("h100-na-intraday", "2026-06-11T23:59:59Z", "rolling")).status, 403)
         assert.strictEqual(answer(yield* asOf("h100-na-intraday", "2026-06-12T00:30:00Z", "rolling")).timestamp, "2026-06-12T00:00:00.000000Z")
+        // "The latest earlier value" never reaches below the floor: at 00:10 the last completed
+        // interval is 2026-06-11T23:30, which the caller may not read, so the answer is empty.
+        assert.strictEqual(answer(yield* asOf("h100-na-intraday", "2026-06-12T00:10:00Z", "all")).timestamp, "2026-06-11T23:30:00.000000Z")
+        assert.isNull(answer(yield* asOf("h100-na-intraday", "2026-06-12T00:10:00Z", "rolling")).timestamp)
         // No historical access at all: as-of is refused whatever the instant.
         const current = yield* asOf("h100-na-daily", "2026-06-14", "current")
         assert.strictEqual(current.status, 403)

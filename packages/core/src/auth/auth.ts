@@ -1,8 +1,10 @@
-import { Effect, Option } from "effect"
-import { StorageUnavailable, Unauthenticated } from "../errors"
+import { Effect, Option, ParseResult, Schema } from "effect"
+import { StorageUnavailable, Unauthenticated, validationFailed } from "../errors"
 import { TokenStore, type StorageError } from "../storage/contract"
-import type { Principal } from "./principal"
+import { Principal } from "./principal"
 import { hashToken, newTokenSecret, sameHash } from "./token-hash"
+
+const decodePrincipal = Schema.decodeUnknown(Principal, { errors: "all", onExcessProperty: "error" })
 
 const BEARER = /^Bearer[ \t]+([A-Za-z0-9._~+/=-]{1,512})[ \t]*$/i
 
@@ -27,7 +29,14 @@ export class Auth extends Effect.Service<Auth>()("Market/Auth", {
       authenticateToken,
       /** Stores a principal under a new random token and returns the secret, which is not kept. */
       issue: Effect.fn("Auth.issue")(function* (principal: Principal, secret: string = newTokenSecret()) {
-        yield* Effect.mapError(tokens.put(hashToken(secret), principal), unavailable)
+        // Grants are validated here, where they enter: a principal read back is trusted.
+        const valid = yield* decodePrincipal(principal).pipe(Effect.mapError((e) =>
+          validationFailed(ParseResult.ArrayFormatter.formatErrorSync(e).map((i) => ({
+            parameter: i.path.join(".") || "principal",
+            message: i.message
+          })))
+        ))
+        yield* Effect.mapError(tokens.put(hashToken(secret), valid), unavailable)
         return secret
       })
     } as const

@@ -12,7 +12,8 @@ export const historyFloor = (access: HistoryAccess, now: Micros): Micros | null 
     case "unrestricted":
       return null
     case "since":
-      return parseDate(access.date) ?? null
+      // A date that does not parse reads no history: never the unrestricted `null`.
+      return parseDate(access.date) ?? undefined
     case "rolling":
       return startOfDay(now) - access.days * MICROS_PER_DAY
   }

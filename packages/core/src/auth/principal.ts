@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { parseDate } from "../query/time"
 
 /** The data types a token can be granted. */
 export const DataType = Schema.Literal(
@@ -21,7 +22,11 @@ export type PrincipalId = typeof PrincipalId.Type
 export const HistoryAccess = Schema.Union(
   Schema.TaggedStruct("none", {}),
   Schema.TaggedStruct("unrestricted", {}),
-  Schema.TaggedStruct("since", { date: Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/)) }),
+  Schema.TaggedStruct("since", {
+    date: Schema.String.pipe(
+      Schema.filter((d) => parseDate(d) !== undefined, { message: () => "expected a real calendar date YYYY-MM-DD" })
+    )
+  }),
   Schema.TaggedStruct("rolling", { days: Schema.Int.pipe(Schema.nonNegative()) })
 )
 export type HistoryAccess = typeof HistoryAccess.Type

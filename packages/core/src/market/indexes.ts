@@ -90,20 +90,38 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
       Effect.flatMap(Effect.mapError(store.definition(id), unavailable), (d) =>
         Option.isSome(d) && holdsIndex(principal, id) ? Effect.succeed(d.value) : Effect.fail(notFound))
 
+    /**
+     * Whether an as-of answer lies at or above the caller's floor. "The most recent earlier
+     * value" may come from any distance back; it must not come from before the floor.
+     */
+    const aboveFloor = (principal: Principal, now: number) => {
+      const grant = principal.grants.gpu_rental_indexes
+      const floor = grant === undefined ? undefined : historyFloor(grant.history, now)
+      if (floor === null) return () => true
+      if (floor === undefined) return () => false
+      const day = formatInstant(floor).slice(0, 10), instant = formatInstant(floor)
+      return (row: IndexValue) => row.timestamp >= (row.type === "daily" ? day : instant)
+    }
+
     const pageOf = (endpoint: keyof typeof endpoints, request: MarketRequest) =>
       Effect.gen(function* () {
         yield* computation.ensureCurrent
+        const now = yield* nowMicros
         return yield* runPage<IndexValue>({
           collection: indexesCollection,
           endpoint: endpoints[endpoint],
           schema: schemas[endpoint],
           request,
           tokens,
-          now: yield* nowMicros,
+          now,
           resolve: (params) =>
             Effect.as(heldDefinition(request.principal, params.id as string), [{ op: "eq", field: "id", value: params.id as string }] as ReadonlyArray<Predicate>),
           // A page token names the index it was issued for; one no longer held reads nothing.
-          page: (plan) => planIds(plan).every((id) => holdsIndex(request.principal, id)) ? store.page(plan) : Effect.succeed([])
+          page: (plan) => !planIds(plan).every((id) => holdsIndex(request.principal, id))
+            ? Effect.succeed([])
+            : plan.scope._tag === "asOf"
+            ? Effect.map(store.page(plan), (rows) => rows.filter(aboveFloor(request.principal, now)))
+            : store.page(plan)
         })
       })
 

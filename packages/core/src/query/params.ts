@@ -70,7 +70,8 @@ const pairsOf = (input: QueryInput): Iterable<readonly [string, string]> => {
 
 /** Collects a query into a record, refusing a parameter given twice (lists are comma-separated). */
 export const collectQuery = (input: QueryInput): Either.Either<Record<string, string>, ValidationFailed> => {
-  const out: Record<string, string> = {}
+  // No prototype: `__proto__` and friends are ordinary keys, so they are refused as unknown.
+  const out: Record<string, string> = Object.create(null)
   const issues: Array<ParameterIssue> = []
   for (const [k, v] of pairsOf(input)) {
     if (Object.prototype.hasOwnProperty.call(out, k)) {
