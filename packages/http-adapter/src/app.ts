@@ -1,11 +1,9 @@
 import { type HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import {
-  Auth, HardwarePrices, hardwarePricesCollection, type MarketError, type MarketRequest, type Principal, RateLimits,
-  type RateLimitStatus, RentalPrices, rentalPricesCollection, requestOrigin
+  Auth, HardwarePrices, hardwarePricesCollection, Indexes, indexesCollection, LlmTokenPrices, llmTokenPricesCollection,
+  type MarketError, type MarketRequest, type Principal, RateLimits, type RateLimitStatus, RentalPrices,
+  rentalPricesCollection, requestOrigin, Transactions, transactionsCollection
 } from "@gpu-market/core"
-import { LlmTokenPrices, llmTokenPricesCollection } from "@gpu-market/core"
-import { Transactions, transactionsCollection } from "@gpu-market/core"
-import { Indexes, indexesCollection } from "@gpu-market/core"
 import { Cause, Effect, Either, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { problemResponse } from "./problem"

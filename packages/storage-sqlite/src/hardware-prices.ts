@@ -114,14 +114,13 @@ const dayBoundImplied = (plan: PagePlan, op: string, bound: string): boolean => 
 }
 
 /** The SQL of one page and the values it binds, in order. */
-export type CompiledHardwarePage = CompiledPage
 
 /**
  * Turns a page plan into one statement, never with OFFSET. `latest` is the rows without a next
  * observed day (`next_observed_date IS NULL`, spelled so for the partial indexes); `asOf` the
  * rows whose day is on or before the date and whose next day is after it.
  */
-export const compileHardwarePage = (plan: PagePlan): CompiledHardwarePage => {
+export const compileHardwarePage = (plan: PagePlan): CompiledPage => {
   const c: Clauses = { where: [], params: [] }
   const { where, params } = c
   switch (plan.scope._tag) {

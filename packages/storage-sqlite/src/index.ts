@@ -28,7 +28,7 @@ export { makeTokenStore } from "./tokens"
 export { makeRateLimitStore } from "./rate-limits"
 export { makeSettingsStore } from "./settings"
 export {
-  compileHardwarePage, type CompiledHardwarePage, hardwareColumnsOf, hardwarePricesMigration, hardwareRowFromColumns,
+  compileHardwarePage, hardwareColumnsOf, hardwarePricesMigration, hardwareRowFromColumns,
   makeHardwarePriceStore
 } from "./hardware-prices"
 export {

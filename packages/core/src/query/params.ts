@@ -38,6 +38,7 @@ export const PageSize = Schema.compose(Schema.String.pipe(Schema.pattern(/^\d{1,
   Schema.annotations(withMessage("expected an integer from 1 to 1000"))
 )
 
+/** `page_size` when a request names none. */
 export const DEFAULT_PAGE_SIZE = 100
 
 /** `sort_order`. */

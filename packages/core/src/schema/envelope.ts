@@ -33,7 +33,10 @@ export const PageMeta = Schema.Struct({
 })
 export type PageMeta = typeof PageMeta.Type
 
-/** The response envelope of every paged v2 endpoint, for rows of `row`. Extra properties are refused. */
+/**
+ * The response envelope of every paged v2 endpoint, for rows of `row`. It carries no extra
+ * properties; decode with `onExcessProperty: "error"` to hold a response to that.
+ */
 export const Envelope = <A, I, R>(row: Schema.Schema<A, I, R>) =>
   Schema.Struct({ data: Schema.Array(row), meta: PageMeta })
 

@@ -64,6 +64,7 @@ export const AdministeredInputs = Schema.Struct({
   administrator: Text
 })
 
+/** What feeds an index: rental rows, other indices (the reference price), or an administrator. */
 export const IndexInputs = Schema.Union(RentalInputs, ReferenceInputs, AdministeredInputs)
 export type IndexInputs = typeof IndexInputs.Type
 
