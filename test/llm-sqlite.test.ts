@@ -33,6 +33,18 @@ const explain = (client: SqliteClient, plan: PagePlan) => {
 }
 
 describe("LLM token prices in SQLite", () => {
+  it.effect("history pages sorted by valid_from seek to their position, not to the window edge", () =>
+    withClient((client) => Effect.sync(() => {
+      for (const order of ["asc", "desc"] as const) {
+        const detail = explain(client, {
+          scope: { _tag: "window", start: at(0), end: at(30) }, predicates: [],
+          sort: { by: "valid_from", order }, after: { value: at(3), tie: "0".repeat(32) }, limit: 50
+        })
+        assert.notInclude(detail, "TEMP B-TREE", detail)
+        assert.include(detail, `(valid_from,price_key)${order === "asc" ? ">" : "<"}(?,?)`, detail)
+      }
+    })))
+
   it.effect("columns match the row's fields in order; the flag is stored as 0 or 1 and read back as a boolean", () =>
     withClient((client) => Effect.sync(() => {
       const cols = client.db.prepare("PRAGMA table_info(llm_token_prices)").all() as Array<{ name: string; type: string }>

@@ -6,7 +6,7 @@ import type { SqliteClient } from "./client"
 import type { Migration } from "./migrations"
 import {
   type Clauses, cmp, columnGuard, type CompiledPage, isUniqueViolation, KEY_CHUNK, keysetClause, limitParam, orderBy, padded,
-  type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows
+  type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows, versionScopeClause
 } from "./page-sql"
 
 /** Row fields that hold numbers. */
@@ -167,20 +167,7 @@ const PREDICATE_FIELDS: PredicateFields = {
 export const compileLlmPage = (plan: PagePlan): CompiledPage => {
   const c: Clauses = { where: [], params: [] }
   const { where, params } = c
-  switch (plan.scope._tag) {
-    case "latest":
-      // Spelled exactly so, because that is what lets SQLite use the partial current-row indexes.
-      where.push("valid_to IS NULL")
-      break
-    case "asOf":
-      where.push("valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)")
-      params.push(plan.scope.at, plan.scope.at)
-      break
-    case "window":
-      where.push("valid_from >= ? AND valid_from < ?")
-      params.push(plan.scope.start, plan.scope.end)
-      break
-  }
+  versionScopeClause(c, plan)
   predicateClauses(c, plan, PREDICATE_FIELDS)
   const by = column(plan.sort.by)
   if (NULLABLE_FIELDS.has(by) || BOOLEAN_FIELDS.has(by)) throw new InvalidLlmPlan(`cannot sort by ${by}`)

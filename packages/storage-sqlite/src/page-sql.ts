@@ -195,3 +195,40 @@ export const readRows = <A>(
 /** Whether `e` is SQLite refusing a row whose key another row already holds. */
 export const isUniqueViolation = (e: unknown): boolean =>
   e instanceof Error && /^SQLITE_CONSTRAINT_(UNIQUE|PRIMARYKEY)$/.test(String((e as { code?: unknown }).code))
+
+/**
+ * The scope of a versioned table (`valid_from` / `valid_to`): rows current now, in force at an
+ * instant, or opened inside a window.
+ */
+export const versionScopeClause = (c: Clauses, plan: PagePlan): void => {
+  const { where, params } = c
+    switch (plan.scope._tag) {
+    case "latest":
+      // Spelled exactly so, because that is what lets SQLite use the partial current-row indexes.
+      where.push("valid_to IS NULL")
+      break
+    case "asOf":
+      where.push("valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)")
+      params.push(plan.scope.at, plan.scope.at)
+      break
+    case "window": {
+      // Sorted by valid_from after a position, the position already implies the window edge it
+      // walks away from; leaving that edge in makes SQLite seek to it and walk every row up to
+      // the position on each later page, instead of seeking to the position.
+      // Only when the position itself lies inside that edge: a token's window can be raised to
+      // a floor that moved past its position, and then the edge must stay.
+      const at = plan.sort.by === "valid_from" ? plan.after?.value : undefined
+      const startImplied = at !== undefined && plan.sort.order === "asc" && at >= plan.scope.start
+      const endImplied = at !== undefined && plan.sort.order === "desc" && at < plan.scope.end
+      if (!startImplied) {
+        where.push("valid_from >= ?")
+        params.push(plan.scope.start)
+      }
+      if (!endImplied) {
+        where.push("valid_from < ?")
+        params.push(plan.scope.end)
+      }
+      break
+    }
+  }
+}

@@ -6,7 +6,7 @@ import { Effect } from "effect"
 import type { SqliteClient } from "./client"
 import {
   type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, isUniqueViolation, KEY_CHUNK, keysetClause, limitParam,
-  orderBy, padded, type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows
+  orderBy, padded, type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows, versionScopeClause
 } from "./page-sql"
 
 /** Row fields that hold numbers; every other field holds text. */
@@ -73,35 +73,7 @@ const PREDICATE_FIELDS: PredicateFields = {
 export const compilePage = (plan: PagePlan): CompiledPage => {
   const c: Clauses = { where: [], params: [] }
   const { where, params } = c
-  switch (plan.scope._tag) {
-    case "latest":
-      // Spelled exactly so, because that is what lets SQLite use the partial current-row indexes.
-      where.push("valid_to IS NULL")
-      break
-    case "asOf":
-      where.push("valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)")
-      params.push(plan.scope.at, plan.scope.at)
-      break
-    case "window": {
-      // Sorted by valid_from after a position, the position already implies the window edge it
-      // walks away from; leaving that edge in makes SQLite seek to it and walk every row up to
-      // the position on each later page, instead of seeking to the position.
-      // Only when the position itself lies inside that edge: a token's window can be raised to
-      // a floor that moved past its position, and then the edge must stay.
-      const at = plan.sort.by === "valid_from" ? plan.after?.value : undefined
-      const startImplied = at !== undefined && plan.sort.order === "asc" && at >= plan.scope.start
-      const endImplied = at !== undefined && plan.sort.order === "desc" && at < plan.scope.end
-      if (!startImplied) {
-        where.push("valid_from >= ?")
-        params.push(plan.scope.start)
-      }
-      if (!endImplied) {
-        where.push("valid_from < ?")
-        params.push(plan.scope.end)
-      }
-      break
-    }
-  }
+  versionScopeClause(c, plan)
   predicateClauses(c, plan, PREDICATE_FIELDS)
   const by = column(plan.sort.by)
   if (NULLABLE_FIELDS.has(by)) throw new InvalidPlan(`cannot sort by nullable field ${by}`)
