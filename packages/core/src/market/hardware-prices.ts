@@ -1,15 +1,14 @@
 import { Effect, Schema } from "effect"
-import { reportedHistoryStart, requireGrant } from "../auth/entitlements"
 import {
   type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, runPage
 } from "../query/collection"
 import { PageTokens } from "../query/page-token"
 import { bounds, HexKey, list, single, Slug } from "../query/filters"
-import { refuseParameters } from "../query/params"
 import type { HardwarePriceMetadata } from "../schema/hardware-metadata"
 import type { HardwarePrice } from "../schema/hardware-price"
 import { HardwarePriceStore } from "../storage/hardware"
 import type { Predicate } from "../storage/plan"
+import { metadataAccess } from "./metadata"
 import { nowMicros, unavailable } from "./storage"
 
 const ClassValue = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/))
@@ -82,13 +81,11 @@ export class HardwarePrices extends Effect.Service<HardwarePrices>()("Market/Har
       history: Effect.fn("HardwarePrices.history")((request: MarketRequest) => pageOf("history", request)),
       /** The values of every classification filter, coverage per GPU, and the caller's history floor. */
       metadata: Effect.fn("HardwarePrices.metadata")(function* (request: Pick<MarketRequest, "principal" | "query">) {
-        const principal = request.principal
-        yield* requireGrant(principal, hardwarePricesCollection.dataType)
-        yield* refuseParameters(request.query)
+        const history_starts_at = yield* metadataAccess(request, hardwarePricesCollection.dataType)
         const summary = yield* Effect.mapError(store.summary, unavailable)
         const body: HardwarePriceMetadata = {
           data_type: "gpu_hardware_prices",
-          history_starts_at: reportedHistoryStart(principal, hardwarePricesCollection.dataType, yield* nowMicros),
+          history_starts_at,
           data: { filters: summary.values, gpus: summary.gpus }
         }
         return body

@@ -1,14 +1,14 @@
 import { Effect, Option, Schema } from "effect"
-import { reportedHistoryStart, requireGrant } from "../auth/entitlements"
+import { requireGrant } from "../auth/entitlements"
 import { historyFloor } from "../auth/history"
 import type { Principal } from "../auth/principal"
 import { InsufficientEntitlement, NotFound, validationFailed } from "../errors"
 import { IndexComputation } from "../ingest/index-computation"
-import { type CollectionDef, type EndpointDef, type MarketRequest, type Params, runPage } from "../query/collection"
+import { type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, runPage } from "../query/collection"
 import { Slug } from "../query/filters"
 import { PageTokens } from "../query/page-token"
 import {
-  collectQuery, decodeParams, InstantParam, PageSize, type QueryInput, refuseParameters, SortByParam, SortOrderParam, withMessage
+  collectQuery, decodeParams, type QueryInput, refuseParameters, withMessage
 } from "../query/params"
 import { formatInstant } from "../query/time"
 import {
@@ -17,14 +17,20 @@ import {
 } from "../schema/indexes"
 import { IndexStore } from "../storage/indexes"
 import type { PagePlan, Predicate } from "../storage/plan"
+import { metadataAccess } from "./metadata"
 import { nowMicros, unavailable } from "./storage"
 
 /** The index type: one index per request, named by the required `id`. */
+/** One index id (a list is refused: one index per request). */
+const IndexIdParam = Slug.pipe(Schema.annotations(withMessage("expected one index id, as /metadata lists them")))
+
+/** The index type: one index per request, sorted by time or value; the timestamp is unique within one. */
 export const indexesCollection: CollectionDef = {
   dataType: "gpu_rental_indexes",
   basePath: "/v2/gpu/rental/indexes",
   filters: [],
   extraParams: {},
+  requiredParams: { id: IndexIdParam },
   sortFields: ["timestamp", "value"],
   tieBreaker: "timestamp",
   anchors: []
@@ -36,20 +42,10 @@ const endpoints = {
   history: { name: "history", defaultSort: { by: "timestamp", order: "asc" }, needsAnchor: false, defaultSpanDays: 30 }
 } as const satisfies Record<string, EndpointDef>
 
-/** One index id (a list is refused: one index per request). */
-const IndexIdParam = Slug.pipe(Schema.annotations(withMessage("expected one index id, as /metadata lists them")))
-
-const common = {
-  id: IndexIdParam,
-  page_size: Schema.optional(PageSize),
-  sort_by: Schema.optional(SortByParam(indexesCollection.sortFields)),
-  sort_order: Schema.optional(SortOrderParam)
-}
-const asParams = (s: Schema.Schema.Any) => s as unknown as Schema.Schema<Params, Record<string, string>>
 const schemas = {
-  latest: asParams(Schema.Struct(common)),
-  asOf: asParams(Schema.Struct({ ...common, at: InstantParam })),
-  history: asParams(Schema.Struct({ ...common, start: Schema.optional(InstantParam), end: Schema.optional(InstantParam) }))
+  latest: endpointSchema(indexesCollection, endpoints.latest),
+  asOf: endpointSchema(indexesCollection, endpoints.asOf),
+  history: endpointSchema(indexesCollection, endpoints.history)
 }
 const LegacyCurrentParams = Schema.Struct({ index_id: Schema.optional(IndexIdParam) })
 
@@ -147,16 +143,14 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
       history: Effect.fn("Indexes.history")((request: MarketRequest) => pageOf("history", request)),
       /** The indices the token holds (none: an empty list), their units and the caller's history floor. */
       metadata: Effect.fn("Indexes.metadata")(function* (request: Pick<MarketRequest, "principal" | "query">) {
-        const principal = request.principal
-        yield* requireGrant(principal, indexesCollection.dataType)
-        yield* refuseParameters(request.query)
+        const history_starts_at = yield* metadataAccess(request, indexesCollection.dataType)
         const defs = yield* Effect.mapError(store.definitions, unavailable)
         const body: IndexMetadata = {
           data_type: "gpu_rental_indexes",
-          history_starts_at: reportedHistoryStart(principal, indexesCollection.dataType, yield* nowMicros),
+          history_starts_at,
           data: {
             index_units: INDEX_UNITS,
-            indices: defs.filter((d) => holdsIndex(principal, d.definition.id)).map((d) => metadataEntry(d.definition))
+            indices: defs.filter((d) => holdsIndex(request.principal, d.definition.id)).map((d) => metadataEntry(d.definition))
           }
         }
         return body

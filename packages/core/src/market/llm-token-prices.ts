@@ -1,5 +1,4 @@
 import { Effect, Schema } from "effect"
-import { reportedHistoryStart, requireGrant } from "../auth/entitlements"
 import { SearchTooBroad, validationFailed } from "../errors"
 import { OUTLIER_GROUP, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO } from "../ingest/llm-token-prices"
 import {
@@ -7,11 +6,12 @@ import {
 } from "../query/collection"
 import { PageTokens } from "../query/page-token"
 import { bounds, HexKey, list, single, Slug } from "../query/filters"
-import { CommaList, MAX_LIST_VALUES, normaliseName, refuseParameters, Token, withMessage } from "../query/params"
+import { CommaList, MAX_LIST_VALUES, normaliseName, Token, withMessage } from "../query/params"
 import type { LlmTokenPriceMetadata, LlmOutlierRule } from "../schema/llm-metadata"
 import type { LlmTokenPrice } from "../schema/llm-token-price"
 import { LlmTokenPriceStore } from "../storage/llm-token-prices"
 import type { Predicate } from "../storage/plan"
+import { metadataAccess } from "./metadata"
 import { nowMicros, unavailable } from "./storage"
 
 const Key = HexKey()
@@ -130,13 +130,11 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
       history: Effect.fn("LlmTokenPrices.history")((request: MarketRequest) => pageOf("history", request)),
       /** Models with their names, every accepted filter value, the outlier rule and the caller's history floor. */
       metadata: Effect.fn("LlmTokenPrices.metadata")(function* (request: Pick<MarketRequest, "principal" | "query">) {
-        const principal = request.principal
-        yield* requireGrant(principal, llmTokenPricesCollection.dataType)
-        yield* refuseParameters(request.query)
+        const history_starts_at = yield* metadataAccess(request, llmTokenPricesCollection.dataType)
         const models = yield* Effect.mapError(store.models, unavailable)
         const body: LlmTokenPriceMetadata = {
           data_type: "llm_token_prices",
-          history_starts_at: reportedHistoryStart(principal, llmTokenPricesCollection.dataType, yield* nowMicros),
+          history_starts_at,
           data: {
             price_unit: "usd_per_1m_tokens",
             outlier_rule: llmOutlierRule,

@@ -1,16 +1,16 @@
 import { Effect } from "effect"
-import { reportedHistoryStart, requireGrant } from "../auth/entitlements"
 import { SearchTooBroad, validationFailed } from "../errors"
 import {
   type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, type Params, runPage
 } from "../query/collection"
 import { PageTokens } from "../query/page-token"
 import { bounds, HexKey, list, single, Slug } from "../query/filters"
-import { CommaList, MAX_LIST_VALUES, normaliseName, refuseParameters, Token } from "../query/params"
+import { CommaList, MAX_LIST_VALUES, normaliseName, Token } from "../query/params"
 import type { RentalPrice } from "../schema/rental-price"
 import type { RentalPriceMetadata } from "../schema/rental-metadata"
 import { RentalPriceStore } from "../storage/contract"
 import type { Predicate } from "../storage/plan"
+import { metadataAccess } from "./metadata"
 import { nowMicros, unavailable } from "./storage"
 
 const Key = HexKey()
@@ -108,13 +108,11 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
       history: Effect.fn("RentalPrices.history")((request: MarketRequest) => pageOf("history", request)),
       /** Anchors, GPUs with their spellings and vendors, and the caller's history floor. */
       metadata: Effect.fn("RentalPrices.metadata")(function* (request: Pick<MarketRequest, "principal" | "query">) {
-        const principal = request.principal
-        yield* requireGrant(principal, rentalPricesCollection.dataType)
-        yield* refuseParameters(request.query)
+        const history_starts_at = yield* metadataAccess(request, rentalPricesCollection.dataType)
         const gpus = yield* Effect.mapError(store.gpus, unavailable)
         const body: RentalPriceMetadata = {
           data_type: "gpu_rental_prices",
-          history_starts_at: reportedHistoryStart(principal, rentalPricesCollection.dataType, yield* nowMicros),
+          history_starts_at,
           data: {
             anchors: rentalPricesCollection.anchors,
             gpus: gpus.map((g) => ({

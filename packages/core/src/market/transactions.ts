@@ -1,12 +1,11 @@
 import { Effect } from "effect"
-import { reportedHistoryStart, requireGrant } from "../auth/entitlements"
 import { type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, runPage } from "../query/collection"
 import { PageTokens } from "../query/page-token"
 import { bounds, list, Slug } from "../query/filters"
-import { refuseParameters } from "../query/params"
 import { type AggregatedTransaction, BlendAxis, type TransactionMetadata } from "../schema/transaction"
 import type { Predicate } from "../storage/plan"
 import { TransactionStore } from "../storage/transactions"
+import { metadataAccess } from "./metadata"
 import { nowMicros, unavailable } from "./storage"
 
 /** The aggregated transaction type: its filters, sorts and tie-breaker. It needs no anchor. */
@@ -59,13 +58,11 @@ export class Transactions extends Effect.Service<Transactions>()("Market/Transac
           }))),
       /** Value sets, per-GPU coverage and the caller's history floor; any grant of the type reads it. */
       metadata: Effect.fn("Transactions.metadata")(function* (request: Pick<MarketRequest, "principal" | "query">) {
-        const principal = request.principal
-        yield* requireGrant(principal, transactionsCollection.dataType)
-        yield* refuseParameters(request.query)
+        const history_starts_at = yield* metadataAccess(request, transactionsCollection.dataType)
         const summary = yield* Effect.mapError(store.summary, unavailable)
         const body: TransactionMetadata = {
           data_type: "gpu_rental_transactions",
-          history_starts_at: reportedHistoryStart(principal, transactionsCollection.dataType, yield* nowMicros),
+          history_starts_at,
           data: {
             region_groups: summary.region_groups,
             contract_types: summary.contract_types,

@@ -32,6 +32,8 @@ export interface CollectionDef {
   readonly filters: ReadonlyArray<FilterDef>
   /** Parameters the type resolves itself (e.g. `gpu_search`), with their schemas. */
   readonly extraParams: Readonly<Record<string, Schema.Schema<any, string>>>
+  /** Parameters every paged endpoint of the type requires (an index's `id`), resolved by the type. */
+  readonly requiredParams?: Readonly<Record<string, Schema.Schema<any, string>>>
   readonly sortFields: ReadonlyArray<string>
   /** The unique row field that breaks ties in every sort. */
   readonly tieBreaker: string
@@ -79,6 +81,7 @@ export const endpointSchema = (collection: CollectionDef, endpoint: EndpointDef)
   }
   for (const f of collection.filters) fields[f.param] = Schema.optional(f.schema)
   for (const [name, schema] of Object.entries(collection.extraParams)) fields[name] = Schema.optional(schema)
+  for (const [name, schema] of Object.entries(collection.requiredParams ?? {})) fields[name] = schema
   if (endpoint.name === "as-of") fields.at = InstantParam
   if (endpoint.name === "history") {
     fields.start = Schema.optional(InstantParam)

@@ -1,0 +1,17 @@
+import { Effect } from "effect"
+import { reportedHistoryStart, requireGrant } from "../auth/entitlements"
+import type { DataType } from "../auth/principal"
+import type { MarketRequest } from "../query/collection"
+import { refuseParameters } from "../query/params"
+import { nowMicros } from "./storage"
+
+/**
+ * What every `/metadata` checks before it reads: the caller holds the type (else 403) and sent
+ * no parameters (else 422). Returns the caller's `history_starts_at` for the body.
+ */
+export const metadataAccess = (request: Pick<MarketRequest, "principal" | "query">, dataType: DataType) =>
+  Effect.gen(function* () {
+    yield* requireGrant(request.principal, dataType)
+    yield* refuseParameters(request.query)
+    return reportedHistoryStart(request.principal, dataType, yield* nowMicros)
+  })
