@@ -87,7 +87,8 @@ export const TOKENS = {
 } as const
 export type TokenName = keyof typeof TOKENS
 
-const seed = Effect.gen(function* () {
+/** Seeds the fixture market through the write paths and issues `TOKENS`, on any backend. */
+export const seed = Effect.gen(function* () {
   const ingest = yield* RentalPriceIngest
   const auth = yield* Auth
   for (let day = 0; day <= LAST_DAY; day++) {
@@ -119,13 +120,24 @@ export interface Reply {
 }
 
 /** Calls the HTTP app in-process at the fixture's "now" (unless the test moved the clock). */
-export const http = (pathAndQuery: string, options: { readonly token?: TokenName | string; readonly method?: string; readonly authorization?: string } = {}) =>
+export const http = (pathAndQuery: string, options: {
+  readonly token?: TokenName | string
+  readonly method?: string
+  readonly authorization?: string
+  /** Extra request headers (`content-type`, `idempotency-key`, …). */
+  readonly headers?: Readonly<Record<string, string>>
+  readonly body?: string | Uint8Array
+  /** Options of the app (`supplyPrefix`). */
+  readonly app?: { readonly supplyPrefix?: `/${string}` }
+} = {}) =>
   Effect.gen(function* () {
-    const app = yield* makeApp({ baseUrl: BASE_URL })
-    const headers: Record<string, string> = {}
+    const app = yield* makeApp({ baseUrl: BASE_URL, ...options.app })
+    const headers: Record<string, string> = { ...options.headers }
     if (options.authorization !== undefined) headers.authorization = options.authorization
     else if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
-    const request = HttpServerRequest.fromWeb(new Request(`http://market.test${pathAndQuery}`, { method: options.method ?? "GET", headers }))
+    const request = HttpServerRequest.fromWeb(new Request(`http://market.test${pathAndQuery}`, {
+      method: options.method ?? "GET", headers, ...(options.body === undefined ? {} : { body: options.body })
+    }))
     const response = yield* app.pipe(Effect.provideService(HttpServerRequest.HttpServerRequest, request), Effect.scoped)
     const web = HttpServerResponse.toWeb(response)
     const text = yield* Effect.promise(() => web.text())

@@ -70,6 +70,50 @@ export class InvalidRecords extends Schema.TaggedError<InvalidRecords>()("Invali
   errors: Schema.Array(RecordIssue)
 }) {}
 
+/** The offer's 30 minutes are over: it can no longer be procured. */
+export class OfferExpired extends Schema.TaggedError<OfferExpired>()("OfferExpired", {
+  detail: Schema.String,
+  expires_at: Schema.String
+}) {}
+
+/** A request body in a media type the endpoint does not take. */
+export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", {
+  detail: Schema.String,
+  /** The media type the endpoint takes. */
+  accept: Schema.String
+}) {}
+
+/** A request body over the endpoint's byte cap; it was not parsed. */
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", {
+  detail: Schema.String,
+  limit_bytes: Schema.Int
+}) {}
+
+/** An `Idempotency-Key` already used by this caller for a different request. */
+export class IdempotencyConflict extends Schema.TaggedError<IdempotencyConflict>()("IdempotencyConflict", {
+  detail: Schema.String
+}) {}
+
+/** The supply provider cannot be reached; the request may be retried. */
+export class ProviderUnavailable extends Schema.TaggedError<ProviderUnavailable>()("ProviderUnavailable", {
+  detail: Schema.String
+}) {}
+
+/** Any error a procurement request can end with. */
+export type ProcurementError =
+  | Unauthenticated
+  | InsufficientEntitlement
+  | NotFound
+  | ValidationFailed
+  | SearchTooBroad
+  | RateLimited
+  | StorageUnavailable
+  | OfferExpired
+  | UnsupportedMediaType
+  | PayloadTooLarge
+  | IdempotencyConflict
+  | ProviderUnavailable
+
 /** Any error a market request can end with. */
 export type MarketError =
   | Unauthenticated

@@ -5,6 +5,7 @@ import { hardwarePricesMigration } from "./hardware-prices"
 import { llmTokenPricesMigration } from "./llm-token-prices"
 import { transactionsMigration } from "./transactions"
 import { indexesMigration } from "./indexes"
+import { procurementMigration } from "./procurement"
 
 /**
  * Schema migrations, numbered from 1 and recorded in `PRAGMA user_version`. A migration is
@@ -166,7 +167,8 @@ ${seededStats()}
   hardwarePricesMigration,
   transactionsMigration,
   llmTokenPricesMigration,
-  indexesMigration
+  indexesMigration,
+  procurementMigration
 ]
 
 /** The schema version this build writes. */

@@ -8,7 +8,7 @@ import { bounds, HexKey, list, single, Slug } from "../query/filters"
 import { CommaList, MAX_LIST_VALUES, normaliseName, Token } from "../query/params"
 import type { RentalPrice } from "../schema/rental-price"
 import type { RentalPriceMetadata } from "../schema/rental-metadata"
-import { RentalPriceStore } from "../storage/contract"
+import { type GpuSpelling, RentalPriceStore } from "../storage/contract"
 import type { Predicate } from "../storage/plan"
 import { metadataAccess } from "./metadata"
 import { nowMicros, unavailable } from "./storage"
@@ -37,7 +37,8 @@ export const rentalPricesCollection: CollectionDef = {
   anchors: ["vendor", "gpu_canonical_name", "gpu_search", "base_product_key", "product_key"]
 }
 
-const endpoints = {
+/** The type's paged endpoints: name, default sort, anchor rule and default span. */
+export const endpoints = {
   latest: { name: "latest", defaultSort: { by: "gpu_canonical_name", order: "asc" }, needsAnchor: true },
   asOf: { name: "as-of", defaultSort: { by: "gpu_canonical_name", order: "asc" }, needsAnchor: true },
   history: { name: "history", defaultSort: { by: "valid_from", order: "desc" }, needsAnchor: false, defaultSpanDays: 30 }
@@ -51,6 +52,16 @@ const schemas = {
 
 /** Most GPUs one `gpu_search` may resolve to. */
 export const MAX_SEARCH_GPUS = MAX_LIST_VALUES
+
+/** The GPUs named by any of `terms` (normalised): a term is a substring of a spelling the GPU ever had. */
+export const gpusMatching = (spellings: ReadonlyArray<GpuSpelling>, terms: ReadonlyArray<string>): ReadonlySet<string> => {
+  const gpus = new Set<string>()
+  for (const s of spellings) {
+    const name = normaliseName(s.spelling)
+    if (terms.some((t) => name.includes(t))) gpus.add(s.gpu_canonical_name)
+  }
+  return gpus
+}
 
 /** GPU rental prices: `/latest`, `/as-of`, `/history` and `/metadata`. */
 export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalPrices", {
@@ -70,11 +81,7 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
         return Effect.fail(validationFailed([{ parameter: "gpu_search", message: "every term needs a letter or digit" }]))
       }
       return Effect.flatMap(Effect.mapError(store.spellings, unavailable), (spellings) => {
-        const gpus = new Set<string>()
-        for (const s of spellings) {
-          const name = normaliseName(s.spelling)
-          if (normalised.some((t) => name.includes(t))) gpus.add(s.gpu_canonical_name)
-        }
+        const gpus = gpusMatching(spellings, normalised)
         return gpus.size > MAX_SEARCH_GPUS
           ? Effect.fail(new SearchTooBroad({
               detail: `gpu_search matches ${gpus.size} GPUs; at most ${MAX_SEARCH_GPUS} are allowed, so narrow the terms`,

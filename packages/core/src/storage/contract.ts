@@ -6,6 +6,7 @@ import type { HardwarePriceStore } from "./hardware"
 import type { PagePlan } from "./plan"
 import type { TransactionStore } from "./transactions"
 import type { IndexStore } from "./indexes"
+import type { ProcurementStore } from "./procurement"
 
 /** A backend failure (I/O, connection, corrupt data). Backends wrap theirs into this once. */
 export class StorageError extends Data.TaggedError("StorageError")<{
@@ -113,4 +114,4 @@ export class SettingsStore extends Context.Tag("Market/Storage/SettingsStore")<
 >() {}
 
 /** Everything a backend provides. */
-export type Storage = RentalPriceStore | TokenStore | RateLimitStore | SettingsStore | LlmTokenPriceStore | HardwarePriceStore | TransactionStore | IndexStore
+export type Storage = RentalPriceStore | TokenStore | RateLimitStore | SettingsStore | LlmTokenPriceStore | HardwarePriceStore | TransactionStore | IndexStore | ProcurementStore

@@ -2,7 +2,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import type { Principal } from "../auth/principal"
 import type { RentalPrice } from "../schema/rental-price"
 import {
-  type GpuSpelling, RateLimitStore, type RentalGpuSummary, RentalPriceStore, SettingsStore, StorageConflict, type StoredToken,
+  type GpuSpelling, RateLimitStore, type Storage, type RentalGpuSummary, RentalPriceStore, SettingsStore, StorageConflict, type StoredToken,
   TokenStore
 } from "./contract"
 import { LlmTokenPriceStore } from "./llm-token-prices"
@@ -14,6 +14,8 @@ import { makeMemoryTransactionStore } from "./memory-transactions"
 import { TransactionStore } from "./transactions"
 import { IndexStore } from "./indexes"
 import { makeMemoryIndexStore } from "./memory-indexes"
+import { ProcurementStore } from "./procurement"
+import { makeMemoryProcurementStore } from "./memory-procurement"
 
 /**
  * The in-memory reference store: the plain statement of what every backend must return. It
@@ -176,7 +178,7 @@ export const make = Effect.sync(() => {
 })
 
 /** Every store in memory, fresh for each build of the layer. */
-export const layer: Layer.Layer<RentalPriceStore | TokenStore | RateLimitStore | SettingsStore | LlmTokenPriceStore | HardwarePriceStore | TransactionStore | IndexStore> = Layer.effectContext(
+export const layer: Layer.Layer<Storage> = Layer.effectContext(
   Effect.map(make, (s) =>
     Context.make(RentalPriceStore, s.rentalStore).pipe(
       Context.add(TokenStore, s.tokenStore),
@@ -185,7 +187,8 @@ export const layer: Layer.Layer<RentalPriceStore | TokenStore | RateLimitStore |
       Context.add(HardwarePriceStore, makeMemoryHardwarePriceStore()),
       Context.add(LlmTokenPriceStore, makeMemoryLlmTokenPriceStore()),
       Context.add(TransactionStore, makeMemoryTransactionStore()),
-      Context.add(IndexStore, makeMemoryIndexStore())
+      Context.add(IndexStore, makeMemoryIndexStore()),
+      Context.add(ProcurementStore, makeMemoryProcurementStore())
     )
   )
 )

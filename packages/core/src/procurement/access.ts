@@ -1,0 +1,24 @@
+import { Effect, Schema } from "effect"
+import { randomBytes } from "node:crypto"
+import type { Principal } from "../auth/principal"
+import { InsufficientEntitlement, NotFound } from "../errors"
+
+/** The procurement grant, checked first on every procurement call. */
+export const requireProcurement = (principal: Principal): Effect.Effect<void, InsufficientEntitlement> =>
+  principal.procurement
+    ? Effect.void
+    : Effect.fail(new InsufficientEntitlement({ detail: "this token is not granted the procurement service" }))
+
+/** A new opaque id: the kind's prefix and 128 random bits. */
+export const newId = <A>(prefix: "off" | "prc" | "res"): A => `${prefix}_${randomBytes(16).toString("base64url")}` as A
+
+/**
+ * The id in a path as the schema's branded id, or the same 404 as an unknown id: a malformed id,
+ * an unknown one and another caller's are indistinguishable.
+ */
+export const pathId = <A, I>(schema: Schema.Schema<A, I>, what: string, id: string): Effect.Effect<A, NotFound> =>
+  Schema.is(schema)(id) ? Effect.succeed(id) : Effect.fail(notFound(what, id))
+
+/** The 404 of a missing (or foreign) record. */
+export const notFound = (what: string, id: string): NotFound =>
+  new NotFound({ detail: `no ${what} ${JSON.stringify(id.slice(0, 64))}` })

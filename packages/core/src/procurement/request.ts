@@ -1,0 +1,84 @@
+import { Either, ParseResult, Schema } from "effect"
+import { LineCounter, parseDocument } from "yaml"
+import { type ParameterIssue, PayloadTooLarge, type ValidationFailed, validationFailed } from "../errors"
+import { OfferRequest } from "../schema/procurement"
+
+/**
+ * The YAML body of `POST /get_offers`, parsed defensively: a byte cap before the parser sees
+ * anything, the YAML 1.2 core schema with no custom tags, unique keys, one document, and a cap
+ * on alias expansion (a "billion laughs" body is refused, not expanded). Every failure is a
+ * `ValidationFailed` naming where: the field path, or the YAML line and column.
+ */
+
+/** Largest body accepted, in bytes. */
+export const MAX_OFFER_REQUEST_BYTES = 16 * 1024
+
+/** Most nodes alias expansion may produce. */
+const MAX_ALIAS_COUNT = 100
+
+const decode = Schema.decodeUnknownEither(OfferRequest, { errors: "all", onExcessProperty: "error" })
+
+const bodyIssue = (message: string): ValidationFailed => validationFailed([{ parameter: "body", message }])
+
+/** `regions[1]`, `storage.size_gb`: a path as a reader writes it. */
+const pathText = (path: ReadonlyArray<PropertyKey>): string =>
+  path.reduce<string>((out, k) => (typeof k === "number" ? `${out}[${k}]` : out === "" ? String(k) : `${out}.${String(k)}`), "")
+
+/** Parses and validates an offer request; `body` is the raw text (or bytes) as received. */
+export const parseOfferRequest = (body: string | Uint8Array): Either.Either<OfferRequest, ValidationFailed | PayloadTooLarge> => {
+  const bytes = typeof body === "string" ? Buffer.byteLength(body, "utf8") : body.byteLength
+  if (bytes > MAX_OFFER_REQUEST_BYTES) {
+    return Either.left(new PayloadTooLarge({
+      detail: `the body is ${bytes} bytes; at most ${MAX_OFFER_REQUEST_BYTES} are accepted`,
+      limit_bytes: MAX_OFFER_REQUEST_BYTES
+    }))
+  }
+  let text: string
+  try {
+    text = typeof body === "string" ? body : new TextDecoder("utf-8", { fatal: true }).decode(body)
+  } catch {
+    return Either.left(bodyIssue("not valid UTF-8"))
+  }
+  const lines = new LineCounter()
+  let value: unknown
+  let doc: ReturnType<typeof parseDocument>
+  try {
+    doc = parseDocument(text, {
+      schema: "core", customTags: [], uniqueKeys: true, merge: false, strict: true, prettyErrors: false, lineCounter: lines
+    })
+    const problem = doc.errors[0] ?? doc.warnings[0]
+    if (problem !== undefined) {
+      const at = lines.linePos(problem.pos[0])
+      return Either.left(validationFailed([{
+        parameter: `line ${at.line}, column ${at.col}`,
+        message: `invalid YAML: ${problem.message.split("\n", 1)[0]}`
+      }]))
+    }
+    value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT })
+  } catch (e) {
+    // The parser throws for excessive alias expansion and runs out of stack on absurd nesting.
+    return Either.left(bodyIssue(
+      e instanceof RangeError ? "nested too deeply" : `refused: ${e instanceof Error ? e.message.split("\n", 1)[0] : "unreadable YAML"}`
+    ))
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return Either.left(bodyIssue("expected a YAML mapping of the request's fields (gpu, gpu_count, …)"))
+  }
+  const decoded = decode(value)
+  if (Either.isRight(decoded)) return Either.right(decoded.right)
+  // Optional fields report an "Expected undefined" issue beside the real one: keep each path's first.
+  const issues = new Map<string, ParameterIssue>()
+  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(decoded.left)) {
+    const parameter = pathText(issue.path) || "body"
+    if (issues.has(parameter)) continue
+    const node = issue.path.length > 0 ? doc.getIn(issue.path as Array<string | number>, true) : undefined
+    const range = (node as { range?: [number, number, number] } | undefined)?.range
+    const where = range === undefined ? "" : ` (line ${lines.linePos(range[0]).line})`
+    const message = issue._tag === "Unexpected" ? "unknown field" : issue._tag === "Missing" ? "required" : issue.message
+    issues.set(parameter, { parameter, message: `${message}${where}` })
+  }
+  // A field whose part failed also reports the field itself (its optional union): keep the part.
+  const named = [...issues.values()]
+  return Either.left(validationFailed(named.filter((i) =>
+    !named.some((j) => j.parameter.startsWith(`${i.parameter}.`) || j.parameter.startsWith(`${i.parameter}[`)))))
+}

@@ -1,0 +1,112 @@
+import { Effect, Either, Option, Schema } from "effect"
+import type { Principal } from "../auth/principal"
+import type { ValidationFailed } from "../errors"
+import { unavailable } from "../market/storage"
+import { continueFromToken, cutPage, mergePredicates, predicatesOf, type RequestOrigin } from "../query/collection"
+import { list, Slug } from "../query/filters"
+import { PageTokens, type PageTokenState } from "../query/page-token"
+import { collectQuery, decodeParams, DEFAULT_PAGE_SIZE, PageSize, type QueryInput, SortByParam, SortOrderParam } from "../query/params"
+import type { Page } from "../schema/envelope"
+import { type Resource, ResourceId, ResourceStatus } from "../schema/procurement"
+import { ProcurementStore } from "../storage/procurement"
+import { notFound, pathId, requireProcurement } from "./access"
+import { Lifecycle } from "./lifecycle"
+
+/** Filters of `GET /resources`: comma lists, as the market's endpoints take them. */
+export const resourceFilters = [
+  list("status", "statuses (running, deleting, deleted)", ResourceStatus as Schema.Schema<string, string>),
+  list("vendor", "vendor slugs", Slug),
+  list("gpu_canonical_name", "GPU slugs", Slug)
+] as const
+
+/** The query schema of `GET /resources`. */
+export const ResourceListParams = Schema.Struct({
+  page_size: Schema.optional(PageSize),
+  sort_by: Schema.optional(SortByParam(["created_at"])),
+  sort_order: Schema.optional(SortOrderParam),
+  status: Schema.optional(resourceFilters[0].schema),
+  vendor: Schema.optional(resourceFilters[1].schema),
+  gpu_canonical_name: Schema.optional(resourceFilters[2].schema)
+})
+
+/** The path page tokens of the resource list are bound to (below the supply prefix). */
+export const RESOURCES_PATH = "/resources"
+
+/** Where a page starts: after a token's position, or at the top. */
+interface PageRequest {
+  readonly state: Omit<PageTokenState, "after"> & { readonly after: PageTokenState["after"] | undefined }
+  readonly pageSize: number
+}
+
+/** A list request: the caller, the raw query, and where `meta.next` points (origin and supply prefix). */
+export interface ResourceListRequest {
+  readonly principal: Principal
+  readonly query: QueryInput
+  readonly origin: RequestOrigin
+}
+
+/** Provisioned resources: list, inspect, delete. */
+export class Resources extends Effect.Service<Resources>()("Procurement/Resources", {
+  dependencies: [Lifecycle.Default],
+  effect: Effect.gen(function* () {
+    const store = yield* ProcurementStore
+    const lifecycle = yield* Lifecycle
+    const tokens = yield* PageTokens
+
+    const find = (principal: Principal, resourceId: string) =>
+      Effect.gen(function* () {
+        yield* requireProcurement(principal)
+        const id = yield* pathId(ResourceId, "resource", resourceId)
+        const found = yield* Effect.mapError(store.resource(principal.id, id), unavailable)
+        if (Option.isNone(found)) return yield* Effect.fail(notFound("resource", id))
+        return found.value
+      })
+
+    /** The page request: from a page token, or from filters (newest first by default). */
+    const pageState = (principal: Principal, query: QueryInput) =>
+      Either.flatMap(collectQuery(query), (raw): Either.Either<PageRequest, ValidationFailed> =>
+        raw.page_token !== undefined
+          ? continueFromToken(raw, tokens, principal.id, RESOURCES_PATH)
+          : Either.map(decodeParams(ResourceListParams, raw), (params) => ({
+              pageSize: params.page_size ?? DEFAULT_PAGE_SIZE,
+              state: {
+                scope: { _tag: "latest" as const },
+                predicates: mergePredicates(predicatesOf({ filters: resourceFilters }, params)),
+                sort: { by: params.sort_by ?? "created_at", order: params.sort_order ?? "desc" },
+                clamped: false,
+                after: undefined
+              }
+            })))
+
+    return {
+      /**
+       * The caller's resources in the standard envelope, newest first unless asked otherwise.
+       * Records between states are advanced first, so the statuses and filters are current.
+       */
+      list: Effect.fn("Resources.list")(function* (request: ResourceListRequest) {
+        const { principal } = request
+        yield* requireProcurement(principal)
+        const { state, pageSize } = yield* pageState(principal, request.query)
+        yield* lifecycle.settle(principal.id)
+        const rows = state.predicates.some((p) => p.op === "in" && p.values.length === 0)
+          ? []
+          : yield* Effect.mapError(store.resources(principal.id, { ...state, limit: pageSize + 1 }), unavailable)
+        const page: Page<Resource> = cutPage(rows, {
+          pageSize, state, tieBreaker: "resource_id", tokens, principal: principal.id, endpointPath: RESOURCES_PATH, origin: request.origin
+        })
+        return page
+      }),
+      /** One of the caller's resources, advanced to where its deletion stands now. */
+      get: Effect.fn("Resources.get")(function* (input: { readonly principal: Principal; readonly resourceId: string }) {
+        const found = yield* find(input.principal, input.resourceId)
+        return (yield* lifecycle.advanceResource(found)).resource
+      }),
+      /** Deletes a resource: `running → deleting → deleted`; deleting again answers with where it stands. */
+      delete: Effect.fn("Resources.delete")(function* (input: { readonly principal: Principal; readonly resourceId: string }) {
+        const found = yield* find(input.principal, input.resourceId)
+        return (yield* lifecycle.deleteResource(found)).resource
+      })
+    } as const
+  })
+}) {}
+
