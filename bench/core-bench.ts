@@ -30,7 +30,7 @@ export interface Timing {
   readonly samples: number
 }
 
-const timing = (samples: ReadonlyArray<number>): Timing => ({
+export const timing = (samples: ReadonlyArray<number>): Timing => ({
   medianUs: median(samples),
   meanUs: mean(samples),
   p10Us: quantile(samples, 0.1),

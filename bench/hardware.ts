@@ -160,13 +160,26 @@ const readCached = (config: HardwareConfig): Stored | undefined => {
   }
 }
 
+/** The market's observations, one batch per day, oldest day first: what daily ingest writes. */
+export function* hardwareDays(config: HardwareConfig): Generator<{ readonly day: number; readonly batch: Array<HardwarePrice> }> {
+  const listings = Array.from({ length: config.listings }, (_, l) => listing(l))
+  for (let day = LAST_DAY - HISTORY_DAYS + 1; day <= LAST_DAY; day++) {
+    const batch: Array<HardwarePrice> = []
+    listings.forEach((x, l) => {
+      if (day < x.first || day > x.last) return
+      const u = mulberry32(Math.imul(l + 1, 0x85ebca6b) ^ day)()
+      if (u < x.seen) batch.push(x.row(day, u / x.seen))
+    })
+    yield { day, batch }
+  }
+}
+
 /** Writes the market day by day through `HardwarePriceStore.put`, as daily ingest does. */
 const build = (config: HardwareConfig, log: (line: string) => void): void => {
   fs.mkdirSync(DATA_DIR, { recursive: true })
   const tmp = `${config.dbFile}.building`
   removeDb(tmp)
   const started = performance.now()
-  const listings = Array.from({ length: config.listings }, (_, l) => listing(l))
   let rows = 0
   Effect.runSync(Effect.scoped(Effect.gen(function* () {
     const client = yield* SqliteStorage.makeClient({ filename: tmp })
@@ -174,13 +187,7 @@ const build = (config: HardwareConfig, log: (line: string) => void): void => {
     // A half-built file is thrown away, never reused, so durability while building buys nothing.
     client.db.pragma("synchronous = OFF")
     const store = SqliteStorage.makeHardwarePriceStore(client)
-    for (let day = LAST_DAY - HISTORY_DAYS + 1; day <= LAST_DAY; day++) {
-      const batch: Array<HardwarePrice> = []
-      listings.forEach((x, l) => {
-        if (day < x.first || day > x.last) return
-        const u = mulberry32(Math.imul(l + 1, 0x85ebca6b) ^ day)()
-        if (u < x.seen) batch.push(x.row(day, u / x.seen))
-      })
+    for (const { day, batch } of hardwareDays(config)) {
       yield* store.put(batch)
       rows += batch.length
       if ((LAST_DAY - day) % 30 === 0) log(`  ${dateOf(day)}  ${rows.toLocaleString("en-US")} rows  ${((performance.now() - started) / 1000).toFixed(1)} s`)

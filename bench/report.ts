@@ -5,6 +5,7 @@ import type { HttpResults } from "./http-bench"
 import { HARDWARE_TARGET, hardwareMarkdown, type HardwareResults } from "./hardware"
 import { type IndexBenchResults, indexMarkdown } from "./indexes"
 import type { MarketInfo } from "./market"
+import { REDIS_TARGET, type RedisBenchResults, redisMarkdown } from "./redis"
 
 /** The run's figures as a console table and as the whole of BENCHMARKS.md. */
 
@@ -15,6 +16,7 @@ export interface RunResults {
   readonly http: HttpResults
   readonly hardware: HardwareResults
   readonly indexes: IndexBenchResults
+  readonly redis: RedisBenchResults
   readonly date: Date
   readonly wallSeconds: number
   /** 1-minute load averages: at the start, and before the HTTP load (after (a) and (b)). */
@@ -46,7 +48,9 @@ export const lines = (r: RunResults): ReadonlyArray<Line> => {
     { name: "(a) core /latest page of 100 vs bare statement", figure: us(direct.core.medianUs), baseline: us(direct.bare.medianUs), ratio: a, target: "≤ 1.50×", pass: a <= 1.5 },
     { name: `(b) page ${thousands(deep.page)} vs page 1 (page_size ${deep.pageSize}), core`, figure: us(deep.deep.medianUs), baseline: us(deep.first.medianUs), ratio: b, target: "≤ 1.20×", pass: b <= 1.2 },
     { name: "(c) HTTP req/s, adapter vs node:http baseline", figure: rps(r.http.adapterMedian), baseline: rps(r.http.baselineMedian), ratio: c, target: "≥ 0.80×", pass: c >= 0.8 },
-    { name: "(d) hardware /history rows/s, core paging vs bare scan", figure: `${r.hardware.coreMedian.toFixed(0)} rows/s`, baseline: `${r.hardware.bareMedian.toFixed(0)} rows/s`, ratio: r.hardware.ratio, target: `≥ ${HARDWARE_TARGET.toFixed(2)}×`, pass: r.hardware.ratio >= HARDWARE_TARGET }
+    { name: "(d) hardware /history rows/s, core paging vs bare scan", figure: `${r.hardware.coreMedian.toFixed(0)} rows/s`, baseline: `${r.hardware.bareMedian.toFixed(0)} rows/s`, ratio: r.hardware.ratio, target: `≥ ${HARDWARE_TARGET.toFixed(2)}×`, pass: r.hardware.ratio >= HARDWARE_TARGET },
+    { name: "(f) rental /latest page of 100, Redis vs SQLite", figure: us(r.redis.rental.redis.medianUs), baseline: us(r.redis.rental.sqlite.medianUs), ratio: r.redis.rental.ratio, target: `≤ ${REDIS_TARGET.toFixed(2)}×`, pass: r.redis.rental.ratio <= REDIS_TARGET },
+    { name: "(g) hardware /history scan, SQLite rows/s over Redis rows/s", figure: `${r.redis.hardware.redisMedian.toFixed(0)} rows/s`, baseline: `${r.redis.hardware.sqliteMedian.toFixed(0)} rows/s`, ratio: r.redis.hardware.ratio, target: `≤ ${REDIS_TARGET.toFixed(2)}×`, pass: r.redis.hardware.ratio <= REDIS_TARGET }
   ]
 }
 
@@ -146,5 +150,6 @@ ${http.adapterCpuUsMedian === undefined || http.baselineCpuUsMedian === undefine
 Server CPU time per request (user + system, from /proc), median run: adapter ${us(http.adapterCpuUsMedian)}, baseline ${us(http.baselineCpuUsMedian)} (${times(http.baselineCpuUsMedian / http.adapterCpuUsMedian)}). Unlike req/s it hardly moves when a neighbour takes the core, so it is the steadier view of the same gap.
 `}
 ${hardwareMarkdown(r.hardware)}
-${indexMarkdown(r.indexes)}`
+${indexMarkdown(r.indexes)}
+${redisMarkdown(r.redis)}`
 }

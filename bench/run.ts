@@ -7,6 +7,7 @@ import { issueBenchToken, openMarket, runCoreBench } from "./core-bench"
 import { hardwareConfig, runHardwareBench } from "./hardware"
 import { runIndexBench } from "./indexes"
 import { runHttpBench } from "./http-bench"
+import { runRedisBench } from "./redis"
 import { ensureMarket } from "./market"
 import { consoleTable, lines, machine, markdown } from "./report"
 
@@ -72,9 +73,11 @@ const main = async () => {
   const hardware = await runHardwareBench(hardwareConfig(config.quick), log)
   log("(e): index computation from scratch ...")
   const indexes = await runIndexBench(config.quick, log)
+  log("(f), (g): Redis vs SQLite ...")
+  const redis = await runRedisBench(config.quick, log)
 
   const results = {
-    config, market, core, http, hardware, indexes,
+    config, market, core, http, hardware, indexes, redis,
     date: new Date(),
     wallSeconds: (performance.now() - started) / 1000,
     load: { start: loadBefore, beforeHttp: loadBeforeHttp },

@@ -34,6 +34,27 @@ const timeOnce = (run: () => unknown): number => {
   return Number(process.hrtime.bigint() - start) / 1_000
 }
 
+/** `interleaved` for subjects whose call returns a promise: each call is awaited before the next starts. */
+export const interleavedAsync = async (
+  subjects: ReadonlyArray<{ readonly name: string; readonly run: () => Promise<unknown> }>,
+  options: { readonly iterations: number; readonly warmup: number; readonly rounds: number }
+): Promise<Samples> => {
+  for (let i = 0; i < options.warmup; i++) for (const s of subjects) sink = await s.run()
+  const samples: Samples = Object.fromEntries(subjects.map((s) => [s.name, [] as Array<number>]))
+  const perRound = Math.ceil(options.iterations / options.rounds)
+  for (let r = 0; r < options.rounds; r++) {
+    for (const s of r % 2 === 0 ? subjects : [...subjects].reverse()) {
+      const out = samples[s.name]!
+      for (let i = 0; i < perRound && out.length < options.iterations; i++) {
+        const start = process.hrtime.bigint()
+        sink = await s.run()
+        out.push(Number(process.hrtime.bigint() - start) / 1_000)
+      }
+    }
+  }
+  return samples
+}
+
 /**
  * Times every subject `iterations` times after `warmup` untimed calls each. Calls run in
  * `rounds` blocks and the subjects take turns going first, so a burst of machine noise or a

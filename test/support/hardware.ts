@@ -90,7 +90,8 @@ export const HW_TOKENS = {
   "hw-rental": principal("hw-rental", { gpu_rental_prices: { history: { _tag: "unrestricted" } } })
 } as const
 
-const seed = Effect.gen(function* () {
+/** Seeds the fixture hardware market and its tokens through the write paths, on any storage. */
+export const seed = Effect.gen(function* () {
   const ingest = yield* HardwarePriceIngest
   const auth = yield* Auth
   for (let day = 0; day <= HW_LAST_DAY; day++) yield* ingest.ingest(observationsOn(day))

@@ -115,7 +115,8 @@ export const INDEX_TOKENS = {
 } as const satisfies Record<string, Principal>
 export type IndexTokenName = keyof typeof INDEX_TOKENS
 
-const seed = Effect.gen(function* () {
+/** Seeds the fixture market, indices and tokens through the write paths, on any storage. */
+export const seed = Effect.gen(function* () {
   yield* atIndexNow
   const rentalIngest = yield* RentalPriceIngest
   const indexes = yield* IndexIngest

@@ -122,7 +122,8 @@ export const LLM_TOKENS = {
   rentalOnly: principal("l-rental", { gpu_rental_prices: { history: { _tag: "unrestricted" } } })
 } as const
 
-const seed = Effect.gen(function* () {
+/** Seeds the fixture LLM market and its tokens through the write paths, on any storage. */
+export const seed = Effect.gen(function* () {
   const ingest = yield* LlmTokenPriceIngest
   const auth = yield* Auth
   for (let day = 0; day <= LAST_DAY; day++) {

@@ -84,7 +84,8 @@ export const TX_TOKENS = {
   "tx-rental": principal("tx-rental", { gpu_rental_prices: { history: { _tag: "unrestricted" } } })
 } as const
 
-const seed = Effect.gen(function* () {
+/** Records the fixture deals and issues its tokens through the write paths, on any storage. */
+export const seed = Effect.gen(function* () {
   const ingest = yield* TransactionIngest
   const auth = yield* Auth
   for (let day = 0; day <= TX_LAST_DAY; day++) yield* ingest.record(txDeals(day))

@@ -2,13 +2,8 @@
  * @gpu-market/storage-sqlite: every gpu-market store in one SQLite file, through better-sqlite3.
  * WAL mode and IMMEDIATE write transactions let several processes share the file.
  */
-import {
-  RateLimitStore, RentalPriceStore, SettingsStore, type Storage, type StorageError, TokenStore
-} from "@gpu-market/core"
-import { HardwarePriceStore, LlmTokenPriceStore } from "@gpu-market/core"
-import { TransactionStore } from "@gpu-market/core"
-import { IndexStore } from "@gpu-market/core"
-import { Config, type ConfigError, Context, Effect, Layer, type Scope } from "effect"
+import { type Storage, storageContext, type StorageError, type Stores } from "@gpu-market/core"
+import { Config, type ConfigError, Effect, Layer, type Scope } from "effect"
 import { makeClient, type SqliteOptions } from "./client"
 import { migrate } from "./migrations"
 import { makeHardwarePriceStore } from "./hardware-prices"
@@ -19,6 +14,7 @@ import { makeTokenStore } from "./tokens"
 import { makeLlmTokenPriceStore } from "./llm-token-prices"
 import { makeTransactionStore } from "./transactions"
 import { makeIndexStore } from "./indexes"
+import { makeProcurementStore } from "./procurement"
 
 export { fromDatabase, makeClient, Rollback, type SqliteClient, type SqliteOptions, type Statement } from "./client"
 export { LATEST_VERSION, migrate, type Migration, migrations } from "./migrations"
@@ -36,18 +32,10 @@ export {
 } from "./llm-token-prices"
 export { compileTransactionPage, makeTransactionStore, transactionFromColumns, transactionsMigration } from "./transactions"
 export { compileIndexPage, indexesMigration, indexValueFromColumns, makeIndexStore } from "./indexes"
+export { compileResourcePage, makeProcurementStore, procurementMigration } from "./procurement"
 
-/** The four stores over one connection. */
-export interface SqliteStores {
-  readonly rentalStore: RentalPriceStore["Type"]
-  readonly tokenStore: TokenStore["Type"]
-  readonly rateLimitStore: RateLimitStore["Type"]
-  readonly settingsStore: SettingsStore["Type"]
-  readonly hardwarePriceStore: HardwarePriceStore["Type"]
-  readonly llmTokenPriceStore: LlmTokenPriceStore["Type"]
-  readonly transactionStore: TransactionStore["Type"]
-  readonly indexStore: IndexStore["Type"]
-}
+/** The stores over one connection. */
+export type SqliteStores = Stores
 
 /**
  * Opens the database for the life of the scope, migrates it to the current schema and builds
@@ -65,24 +53,17 @@ export const make = (options: SqliteOptions): Effect.Effect<SqliteStores, Storag
       hardwarePriceStore: makeHardwarePriceStore(client),
       llmTokenPriceStore: makeLlmTokenPriceStore(client),
       transactionStore: makeTransactionStore(client),
-      indexStore: makeIndexStore(client)
+      indexStore: makeIndexStore(client),
+      procurementStore: makeProcurementStore(client)
     }
   })
 
 /** Every store in the SQLite file `filename`, which the layer opens and closes. */
 export const layer = (options: SqliteOptions): Layer.Layer<Storage, StorageError> =>
-  Layer.scopedContext(
-    Effect.map(make(options), (s) =>
-      Context.make(RentalPriceStore, s.rentalStore).pipe(
-        Context.add(TokenStore, s.tokenStore),
-        Context.add(RateLimitStore, s.rateLimitStore),
-        Context.add(SettingsStore, s.settingsStore),
-        Context.add(HardwarePriceStore, s.hardwarePriceStore),
-        Context.add(LlmTokenPriceStore, s.llmTokenPriceStore),
-        Context.add(TransactionStore, s.transactionStore),
-        Context.add(IndexStore, s.indexStore)
-      ))
-  )
+  Layer.scopedContext(Effect.map(make(options), storageContext))
+
+/** The SQLite file `filename` as a market's storage: `createMarket({ storage: sqlite("market.db") })`. */
+export const sqlite = (filename: string): Layer.Layer<Storage, StorageError> => layer({ filename })
 
 /** `layer` with the file from `GPU_MARKET_DB`, `./data/market.db` by default. */
 export const layerConfig: Layer.Layer<Storage, StorageError | ConfigError.ConfigError> = Layer.unwrapEffect(

@@ -10,9 +10,15 @@ export const invalidRecords = (errors: ReadonlyArray<RecordIssue>): InvalidRecor
     errors
   })
 
-/** A storage failure on the write path, as the caller sees it. */
-export const nothingStored = (e: { readonly operation: string }): StorageUnavailable =>
-  new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); nothing was stored` })
+/**
+ * A storage failure on the write path, as the caller sees it. Every backend applies a batch whole
+ * or not at all, but a reply lost to a dropped connection or a timeout leaves which one unknown;
+ * every write path is idempotent, so the answer is to send the same batch again.
+ */
+export const unavailableWrite = (e: { readonly operation: string }): StorageUnavailable =>
+  new StorageUnavailable({
+    detail: `storage is unavailable (${e.operation}); the batch was applied whole or not at all, and sending it again is safe`
+  })
 
 /**
  * Re-plans a read-then-apply when another writer moved a row in between (a `StorageConflict`),
@@ -25,7 +31,7 @@ export const atomically = <A, E, R>(
     Effect.retry({ while: (e) => (e as { _tag?: string })._tag === "StorageConflict", schedule: Schedule.recurs(5) }),
     Effect.catchIf(
       (e): e is StorageError | StorageConflict => e instanceof StorageError || e instanceof StorageConflict,
-      (e) => Effect.fail(nothingStored({ operation: e._tag === "StorageError" ? e.operation : e.detail }))
+      (e) => Effect.fail(unavailableWrite({ operation: e._tag === "StorageError" ? e.operation : e.detail }))
     )
   )
 

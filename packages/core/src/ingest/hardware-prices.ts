@@ -5,7 +5,7 @@ import { formatDate, isBareDate, parseDate, parseDateTime } from "../query/time"
 import { CompleteHardwarePriceObservation, type HardwarePrice, hardwarePriceFields, observationId } from "../schema/hardware-price"
 import { SettingsStore } from "../storage/contract"
 import { HardwarePriceStore } from "../storage/hardware"
-import { invalidRecords, nothingStored } from "./batch"
+import { invalidRecords, unavailableWrite } from "./batch"
 
 /**
  * Words that make a field a seller's identity: the platform or marketplace, the seller, shop or
@@ -154,7 +154,7 @@ export class HardwarePriceIngest extends Effect.Service<HardwarePriceIngest>()("
         const { rows, skipped } = yield* decodeHardwareObservations(observations, listingKey)
         const put = rows.length === 0
           ? { inserted: 0, replaced: 0 }
-          : yield* Effect.mapError(store.put(rows), nothingStored)
+          : yield* Effect.mapError(store.put(rows), unavailableWrite)
         const summary: HardwareIngestSummary = { received: observations.length, ...put, skipped }
         return summary
       }),

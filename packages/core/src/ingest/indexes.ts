@@ -2,7 +2,7 @@ import { Clock, Effect, Schema } from "effect"
 import { formatInstant, isBareDate, MICROS_PER_MS, parseDate, parseDateTime } from "../query/time"
 import { AdministeredValue, FleetWeight, IndexDefinition, type IndexValue } from "../schema/indexes"
 import { IndexStore } from "../storage/indexes"
-import { decodeRecords, invalidRecords, nothingStored } from "./batch"
+import { decodeRecords, invalidRecords, unavailableWrite } from "./batch"
 import { IndexComputation, type IndexComputationSummary } from "./index-computation"
 import { intervalMicros } from "./index-method"
 
@@ -39,7 +39,7 @@ export class IndexIngest extends Effect.Service<IndexIngest>()("Market/IndexInge
      */
     const define = Effect.fn("IndexIngest.define")(function* (definitions: ReadonlyArray<unknown>) {
       const { out, issues } = decodeAll(IndexDefinition, definitions)
-      const stored = new Map((yield* Effect.mapError(store.definitions, nothingStored)).map((d) => [d.definition.id as string, d.definition]))
+      const stored = new Map((yield* Effect.mapError(store.definitions, unavailableWrite)).map((d) => [d.definition.id as string, d.definition]))
       const batch = new Map<string, IndexDefinition>()
       for (const { index, value: d } of out) {
         if (batch.has(d.id)) issues.push({ index, message: `id: ${d.id} appears twice in the batch` })
@@ -59,7 +59,7 @@ export class IndexIngest extends Effect.Service<IndexIngest>()("Market/IndexInge
         }
       }
       if (issues.length > 0) return yield* Effect.fail(invalidRecords(issues.sort((a, b) => a.index - b.index)))
-      yield* Effect.mapError(store.define([...batch.values()]), nothingStored)
+      yield* Effect.mapError(store.define([...batch.values()]), unavailableWrite)
       const summary: IndexDefineSummary = { defined: batch.size, computed: yield* computation.computeDue() }
       return summary
     })
@@ -87,7 +87,7 @@ export class IndexIngest extends Effect.Service<IndexIngest>()("Market/IndexInge
         }
       }
       if (issues.length > 0) return yield* Effect.fail(invalidRecords(issues.sort((a, b) => a.index - b.index)))
-      yield* Effect.mapError(store.putWeights([...byGpu.keys()], out.map((w) => w.value)), nothingStored)
+      yield* Effect.mapError(store.putWeights([...byGpu.keys()], out.map((w) => w.value)), unavailableWrite)
       return out.length
     })
 
@@ -100,7 +100,7 @@ export class IndexIngest extends Effect.Service<IndexIngest>()("Market/IndexInge
     const publish = Effect.fn("IndexIngest.publish")(function* (values: ReadonlyArray<unknown>) {
       const { out, issues } = decodeAll(AdministeredValue, values)
       const now = (yield* Clock.currentTimeMillis) * MICROS_PER_MS
-      const defs = new Map((yield* Effect.mapError(store.definitions, nothingStored)).map((d) => [d.definition.id as string, d.definition]))
+      const defs = new Map((yield* Effect.mapError(store.definitions, unavailableWrite)).map((d) => [d.definition.id as string, d.definition]))
       const rows: Array<IndexValue> = []
       const seen = new Set<string>()
       for (const { index, value: v } of out) {
@@ -135,7 +135,7 @@ export class IndexIngest extends Effect.Service<IndexIngest>()("Market/IndexInge
         rows.push({ id: v.id, type: d.row_type, timestamp, value: v.value, p5: null, p95: null })
       }
       if (issues.length > 0) return yield* Effect.fail(invalidRecords(issues.sort((a, b) => a.index - b.index)))
-      if (rows.length > 0) yield* Effect.mapError(store.apply({ clear: [], values: rows, cursors: [] }), nothingStored)
+      if (rows.length > 0) yield* Effect.mapError(store.apply({ clear: [], values: rows, cursors: [] }), unavailableWrite)
       return rows.length
     })
 

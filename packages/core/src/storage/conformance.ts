@@ -10,6 +10,7 @@ import { hardwareConformance } from "./conformance-hardware"
 import { transactionConformance } from "./conformance-transactions"
 import { llmTokenPriceConformance } from "./conformance-llm-token-prices"
 import { indexConformance } from "./conformance-indexes"
+import { procurementConformance } from "./conformance-procurement"
 import { evaluateRentalPlan } from "./memory"
 import { assertPagesMatchReference } from "./conformance-walk"
 import type { Predicate, Scope } from "./plan"
@@ -116,7 +117,7 @@ const market = (ns: string): Array<RentalPrice> => {
 
 const sortFields = ["gpu_canonical_name", "gpu_count", "gpu_memory_gb", "price_usd_per_gpu_hour", "region", "valid_from", "vendor"]
 
-/** Registers the conformance tests of a storage backend. */
+/** Registers the conformance tests of a storage backend: every store of the contract. */
 export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
   describe(`storage conformance: ${name}`, () => {
     layer(storage, { timeout: "60 seconds" })((it) => {
@@ -124,6 +125,7 @@ export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
       transactionConformance(it)
       llmTokenPriceConformance(it)
       indexConformance(it)
+      procurementConformance(it)
 
       it.effect("settings: get, set, getOrSet keeps the first value", () =>
         Effect.gen(function* () {

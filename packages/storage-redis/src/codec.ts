@@ -1,0 +1,35 @@
+import { Packr } from "msgpackr"
+
+/**
+ * Stored values are msgpack with msgpackr records. A table declares its row shapes in code as
+ * shared structures (`TableSpec.structures`), so a row holds only its values, and every process
+ * and every restart decodes it with no state in Redis. A value of another shape carries its own
+ * record definition inline, so it still decodes anywhere.
+ *
+ * Measured on a rental row (29 fields): JSON 776 bytes, parse 9.1 µs; self-describing records
+ * 674 bytes, unpack 18.9 µs; declared structures 305 bytes, unpack 2.6 µs, pack 6.1 µs.
+ *
+ * The structure list of a table is append-only: a stored value names its structure by position,
+ * so changing or reordering an entry would misread every value written with it. A new row shape
+ * is a new entry at the end.
+ */
+export interface Codec {
+  readonly encode: (value: unknown) => Buffer
+  readonly decode: <A>(bytes: Buffer) => A
+}
+
+/** A codec whose records use `structures` (field names in order) as shared structures. */
+export const makeCodec = (structures: ReadonlyArray<ReadonlyArray<string>> = []): Codec => {
+  // Capped at the declared list, so a new shape never becomes a shared structure that only
+  // this process knows.
+  const packr = new Packr({ useRecords: true, moreTypes: false, structures: structures.map((s) => [...s]), maxSharedStructures: structures.length })
+  return { encode: (value) => packr.pack(value), decode: <A>(bytes: Buffer) => packr.unpack(bytes) as A }
+}
+
+const plain = makeCodec()
+
+/** Encodes a value with no declared structure (self-describing records). */
+export const encode = plain.encode
+
+/** Decodes a value written by `encode`. */
+export const decode = plain.decode

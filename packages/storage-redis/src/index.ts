@@ -1,0 +1,82 @@
+/**
+ * @gpu-market/storage-redis: the gpu-market stores in Redis, shared by any number of processes.
+ * Rows are msgpack (msgpackr records); pages walk sorted-set indexes kept on write; every write
+ * is one checked Lua batch; requests fail fast with a `StorageError` while Redis is away.
+ */
+import { type Storage, storageContext, type StorageError, type Stores } from "@gpu-market/core"
+import { Config, type ConfigError, Effect, Layer, type Scope } from "effect"
+import { makeClient, type RedisOptions } from "./client"
+import { makeHardwarePriceStore } from "./hardware-prices"
+import { makeIndexStore } from "./indexes"
+import { makeLlmTokenPriceStore } from "./llm-token-prices"
+import { makeProcurementStore } from "./procurement"
+import { makeRateLimitStore } from "./rate-limits"
+import { makeRentalPriceStore } from "./rental-prices"
+import { makeSettingsStore } from "./settings"
+import { makeTokenStore } from "./tokens"
+import { makeTransactionStore } from "./transactions"
+
+export { fromRedis, makeClient, type RedisClient, type RedisOptions, type Script, script } from "./client"
+export { Batch, BATCH_ATTEMPTS, untilApplied } from "./batch"
+export { cachedByVersion, replies, type Versioned } from "./reads"
+export { type Codec, decode, encode, makeCodec } from "./codec"
+export { type Keys, makeKeys } from "./keys"
+export { AFTER_VALUE, decodeText, encodeMember, encodeText, encodeValue, memberText, memberTie } from "./lex"
+export {
+  type Bound, type Bounds, InvalidPlan, makeTable, type StoredRow, type Subset, type Table, type TableSpec, versionScopeBounds
+} from "./table"
+export { makeRentalPriceStore, rentalTable } from "./rental-prices"
+export { makeTokenStore } from "./tokens"
+export { makeSettingsStore } from "./settings"
+export { makeRateLimitStore } from "./rate-limits"
+export { llmTokenPriceTable, makeLlmTokenPriceStore, type StoredLlmTokenPrice } from "./llm-token-prices"
+export { indexValueTable, makeIndexStore } from "./indexes"
+export { hardwareTable, makeHardwarePriceStore, type StoredHardwarePrice } from "./hardware-prices"
+export { makeTransactionStore, transactionTable } from "./transactions"
+export { makeProcurementStore, OFFER_RETENTION_MILLIS, resourceTable, type StoredResource } from "./procurement"
+
+/** The stores this backend provides: every store of core's `Storage`. */
+export type RedisStorage = Storage
+
+/** The stores over one connection. */
+export type RedisStores = Stores
+
+/**
+ * Connects for the life of the scope and builds the stores. Fails with a `StorageError` when
+ * Redis cannot be reached within the connect timeout; once connected, requests fail fast while
+ * Redis is away and the connection comes back by itself.
+ */
+export const make = (options: RedisOptions): Effect.Effect<RedisStores, StorageError, Scope.Scope> =>
+  Effect.map(makeClient(options), (client) => ({
+    rentalStore: makeRentalPriceStore(client),
+    tokenStore: makeTokenStore(client),
+    rateLimitStore: makeRateLimitStore(client),
+    settingsStore: makeSettingsStore(client),
+    llmTokenPriceStore: makeLlmTokenPriceStore(client),
+    indexStore: makeIndexStore(client),
+    hardwarePriceStore: makeHardwarePriceStore(client),
+    transactionStore: makeTransactionStore(client),
+    procurementStore: makeProcurementStore(client)
+  }))
+
+/** Every store in the Redis at `options.url`, over one connection the layer opens and closes. */
+export const layer = (options: RedisOptions): Layer.Layer<RedisStorage, StorageError> =>
+  Layer.scopedContext(Effect.map(make(options), storageContext))
+
+/** `url` fit to print: `redis://` with any user and password left out. */
+export const redactUrl = (url: string): string => url.replace(/\/\/[^@/]*@/, "//")
+
+/** The Redis at `url` as a market's storage: `createMarket({ storage: redis("redis://127.0.0.1:6379") })`. */
+export const redis = (url: string, prefix?: string): Layer.Layer<Storage, StorageError> =>
+  layer(prefix === undefined ? { url } : { url, prefix })
+
+/** `layer` from `GPU_MARKET_REDIS_URL` (required) and `GPU_MARKET_REDIS_PREFIX` (default `gpu-market`). */
+export const layerConfig: Layer.Layer<RedisStorage, StorageError | ConfigError.ConfigError> = Layer.unwrapEffect(
+  Effect.map(
+    Config.all({
+      url: Config.string("GPU_MARKET_REDIS_URL"),
+      prefix: Config.string("GPU_MARKET_REDIS_PREFIX").pipe(Config.withDefault("gpu-market"))
+    }),
+    (options) => layer(options)
+  )
+)

@@ -1,0 +1,29 @@
+import { RateLimitStore } from "@gpu-market/core"
+import { script } from "./client"
+import type { RedisClient } from "./client"
+
+/**
+ * INCR and, on the first hit of a window, PEXPIRE, as one script: a counter never lives on
+ * without its expiry, and every process sharing the server counts into the same key.
+ */
+const HIT = script("gmRateLimitHit", `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return n
+`)
+
+/**
+ * Fixed-window counters, one key per client key and window: `<prefix>:{rl:<key>}:<window start>`.
+ * The window comes from the caller's clock (`now`), never Redis TIME, so tests can move time.
+ * The expiry only collects old windows (it runs on Redis time), so it is two windows long: a
+ * caller clock a little off Redis time never loses a live count.
+ */
+export const makeRateLimitStore = (client: RedisClient): RateLimitStore["Type"] => ({
+  hit: (key, windowMicros, now) =>
+    client.run("rate_limits.hit", async () => {
+      const start = Math.floor(now / windowMicros) * windowMicros
+      const expiryMs = Math.max(1000, Math.ceil((2 * windowMicros) / 1000))
+      const count = Number(await client.evalScript(HIT, [client.keys.key(`rl:${key}`, String(start))], [String(expiryMs)]))
+      return { count, resetInMicros: start + windowMicros - now }
+    })
+})

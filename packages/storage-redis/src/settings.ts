@@ -1,0 +1,21 @@
+import { SettingsStore } from "@gpu-market/core"
+import { Option } from "effect"
+import type { RedisClient } from "./client"
+
+/**
+ * Settings in one hash, `<prefix>:{settings}:values`. `getOrSet` is HSETNX then HGET in one
+ * MULTI, so processes starting together all end up with the first value written.
+ */
+export const makeSettingsStore = (client: RedisClient): SettingsStore["Type"] => {
+  const key = client.keys.key("settings", "values")
+  return {
+    get: (name) => client.run("settings.get", async (redis) => Option.fromNullable(await redis.hget(key, name))),
+    set: (name, value) => client.run("settings.set", async (redis) => void (await redis.hset(key, name, value))),
+    getOrSet: (name, value) =>
+      client.run("settings.getOrSet", async (redis) => {
+        const replies = (await redis.multi().hsetnx(key, name, value).hget(key, name).exec()) ?? []
+        for (const [error] of replies) if (error !== null) throw error
+        return replies[1]![1] as string
+      })
+  }
+}

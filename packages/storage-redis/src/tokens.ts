@@ -1,0 +1,74 @@
+import { type Principal, StorageError, type StoredToken, TokenStore } from "@gpu-market/core"
+import { Effect, Option } from "effect"
+import { Batch, BATCH_ATTEMPTS } from "./batch"
+import type { RedisClient } from "./client"
+import { decode, encode } from "./codec"
+import { AFTER_VALUE, encodeMember, encodeValue, memberTie } from "./lex"
+
+/**
+ * Tokens under the hash tag `{tokens}`: `by-hash` (hash token hash → msgpack principal) and
+ * `by-principal` (sorted set, member `lex(principal id) ++ lex(token hash)`), which lists tokens
+ * in the reference's order and finds a principal's tokens with one range. Both change together
+ * in one checked batch.
+ */
+export const makeTokenStore = (client: RedisClient): TokenStore["Type"] => {
+  const { redis } = client
+  const byHash = client.keys.key("tokens", "by-hash")
+  const byPrincipal = client.keys.key("tokens", "by-principal")
+
+  /** Runs `attempt` until its batch applies; a batch whose checks failed is decided again. */
+  const retrying = (operation: string, attempt: () => Promise<boolean | "retry">) =>
+    Effect.gen(function* () {
+      for (let n = 0; n < BATCH_ATTEMPTS; n++) {
+        const outcome = yield* client.run(operation, attempt)
+        if (outcome !== "retry") return outcome
+      }
+      return yield* new StorageError({ operation, cause: "the tokens kept changing under this write" })
+    })
+
+  return {
+    put: (tokenHash, principal) =>
+      Effect.asVoid(retrying("tokens.put", async () => {
+        const old = await redis.hgetBuffer(byHash, tokenHash)
+        const batch = new Batch().expect(byHash, tokenHash, old)
+        if (old !== null) batch.op("ZREM", byPrincipal, encodeMember(decode<Principal>(old).id, tokenHash))
+        batch.op("HSET", byHash, tokenHash, encode(principal)).op("ZADD", byPrincipal, "0", encodeMember(principal.id, tokenHash))
+        return (await batch.execute(client)) === 0 || "retry"
+      })),
+
+    find: (tokenHash) =>
+      client.run("tokens.find", async () => {
+        const bytes = await redis.hgetBuffer(byHash, tokenHash)
+        return bytes === null ? Option.none() : Option.some<StoredToken>({ tokenHash, principal: decode<Principal>(bytes) })
+      }),
+
+    list: client.run("tokens.list", async () => {
+      const hashes = (await redis.zrangeBuffer(byPrincipal, 0, -1)).map(memberTie)
+      if (hashes.length === 0) return []
+      const values = await redis.hmgetBuffer(byHash, ...hashes)
+      const out: Array<StoredToken> = []
+      hashes.forEach((tokenHash, i) => {
+        const bytes = values[i]
+        if (bytes != null) out.push({ tokenHash, principal: decode<Principal>(bytes) })
+      })
+      return out
+    }),
+
+    revoke: (principalId) =>
+      retrying("tokens.revoke", async () => {
+        const prefix = encodeValue(principalId)
+        const members = await redis.zrangebylexBuffer(
+          byPrincipal, Buffer.concat([Buffer.from("["), prefix]), Buffer.concat([Buffer.from("["), prefix, AFTER_VALUE])
+        )
+        if (members.length === 0) return false
+        const batch = new Batch()
+        const hashes = members.map(memberTie)
+        const values = await redis.hmgetBuffer(byHash, ...hashes)
+        hashes.forEach((hash, i) => {
+          batch.expect(byHash, hash, values[i] ?? null).op("ZREM", byPrincipal, members[i]!)
+          batch.op("HDEL", byHash, hash)
+        })
+        return (await batch.execute(client)) === 0 || "retry"
+      })
+  }
+}

@@ -1,0 +1,93 @@
+import { assert, describe, it, layer } from "@effect/vitest"
+import { MemoryStorage, RateLimitStore, RentalPriceStore, StorageError } from "@gpu-market/core"
+import { rentalRow } from "@gpu-market/core/test"
+import { Effect, Exit } from "effect"
+import fc from "fast-check"
+import { Redis } from "ioredis"
+import { freePort } from "../../../test/support/process"
+import { redisStorageLayer, TestRedis, testRedisLayer } from "../../../test/support/redis"
+import { encodeMember, make, memberTie } from "../src/index"
+
+const sign = (n: number) => (n < 0 ? -1 : n > 0 ? 1 : 0)
+
+describe("member encoding", () => {
+  it("orders as JS < does, on (value, tie), for any text and number", () => {
+    const value = fc.oneof(fc.string({ unit: "binary" }), fc.constantFrom("", "\u0000", "\u0001", "\uffff", "\ud83d\ude00"))
+    fc.assert(fc.property(value, value, fc.string({ unit: "binary" }), fc.string({ unit: "binary" }), (a, b, ta, tb) => {
+      const expected = MemoryStorage.cmp(a, b) || MemoryStorage.cmp(ta, tb)
+      assert.strictEqual(sign(Buffer.compare(encodeMember(a, ta), encodeMember(b, tb))), expected)
+      assert.strictEqual(memberTie(encodeMember(a, ta)), ta)
+    }))
+    const number = fc.double({ noNaN: true })
+    fc.assert(fc.property(number, number, fc.string(), (a, b, tie) => {
+      assert.strictEqual(sign(Buffer.compare(encodeMember(a, tie), encodeMember(b, tie))), MemoryStorage.cmp(a, b))
+      assert.strictEqual(memberTie(encodeMember(a, tie)), tie)
+    }))
+  })
+})
+
+describe("connection", () => {
+  it.effect("an unreachable Redis fails the layer with a StorageError, quickly", () =>
+    Effect.gen(function* () {
+      const port = yield* Effect.promise(freePort)
+      const exit = yield* Effect.exit(Effect.scoped(make({ url: `redis://127.0.0.1:${port}`, connectTimeoutMs: 500 })))
+      assert.isTrue(Exit.isFailure(exit))
+      if (Exit.isFailure(exit)) {
+        const error = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+        assert.instanceOf(error, StorageError)
+        assert.strictEqual(error?.operation, "connect")
+      }
+    }))
+})
+
+const storage = (label: string) => redisStorageLayer(label)
+
+layer(testRedisLayer(), { timeout: "30 seconds" })("on one server", (it) => {
+  it.effect("scripts still run after the server forgets them (SCRIPT FLUSH, as after a restart)", () =>
+    Effect.gen(function* () {
+      const server = yield* TestRedis
+      const limits = yield* RateLimitStore
+      assert.strictEqual((yield* limits.hit("flush", 60_000_000, 0)).count, 1)
+      yield* Effect.promise(async () => {
+        const admin = new Redis(server.url)
+        await admin.script("FLUSH")
+        await admin.quit()
+      })
+      assert.strictEqual((yield* limits.hit("flush", 60_000_000, 1)).count, 2)
+    }).pipe(Effect.provide(storage("flush"))))
+
+  it.effect("two connections hitting one key concurrently count every hit exactly once", () =>
+    Effect.gen(function* () {
+      const server = yield* TestRedis
+      // Two stores under one prefix, each with its own connection, as two processes would be.
+      const prefix = `shared-${Date.now().toString(36)}`
+      const [first, second] = yield* Effect.all([0, 1].map(() => Effect.map(make({ url: server.url, prefix }), (s) => s.rateLimitStore)))
+      const hits = Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? first! : second!).hit("client", 60_000_000, 5))
+      const counts = (yield* Effect.all(hits, { concurrency: "unbounded" })).map((h) => h.count).sort((x, y) => x - y)
+      assert.deepStrictEqual(counts, Array.from({ length: 200 }, (_, i) => i + 1))
+      // A different prefix is a different market.
+      const other = yield* make({ url: server.url, prefix: `${prefix}-other` })
+      assert.strictEqual((yield* other.rateLimitStore.hit("client", 60_000_000, 5)).count, 1)
+    }).pipe(Effect.scoped))
+
+  it.effect("pages over text outside the BMP and control characters follow the reference, global index included", () =>
+    Effect.gen(function* () {
+      const store = yield* RentalPriceStore
+      const ns = `uni-${Date.now().toString(36)}`
+      const names = ["a", "\u0000x", "\u0001", "\uffff", "\ud83d\ude00", "é", "Z", ""]
+      const rows = names.flatMap((name, i) => [0, 1].map((sku) =>
+        rentalRow({ vendor: `${ns}-v${i % 3}`, gpu_canonical_name: `${ns}-g`, region: name, vendor_sku: `s${sku}`, price_usd_per_gpu_hour: i % 2 })))
+      yield* store.apply({ close: [], open: rows })
+      for (const order of ["asc", "desc"] as const) {
+        for (const predicates of [[{ op: "eq", field: "gpu_canonical_name", value: `${ns}-g` }], []] as const) {
+          const plan = {
+            scope: { _tag: "window", start: "2000", end: "3000" }, predicates: [...predicates],
+            sort: { by: "region", order }, after: undefined, limit: 1000
+          } as const
+          const expected = MemoryStorage.evaluateRentalPlan(rows, plan)
+          const got = (yield* store.page(plan)).filter((r) => r.vendor.startsWith(ns))
+          assert.deepStrictEqual(got, expected)
+        }
+      }
+    }).pipe(Effect.provide(storage("unicode"))))
+})
