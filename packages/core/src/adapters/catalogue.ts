@@ -1,0 +1,292 @@
+import { Effect, Schema } from "effect"
+import type { MarketError } from "../errors"
+import { Envelope, type Page } from "../schema/envelope"
+import { HardwarePriceMetadata } from "../schema/hardware-metadata"
+import { type HardwarePrice, HardwarePriceRow } from "../schema/hardware-price"
+import {
+  IndexMetadata, type IndexValue, IndexValueRow, LegacyAvailableIndexBody, LegacyCurrentIndexBody
+} from "../schema/indexes"
+import { LlmTokenPriceMetadata } from "../schema/llm-metadata"
+import { type LlmTokenPrice, LlmTokenPriceRow } from "../schema/llm-token-price"
+import { RentalPriceMetadata } from "../schema/rental-metadata"
+import { type RentalPrice, RentalPriceRow } from "../schema/rental-price"
+import { type AggregatedTransaction, TransactionMetadata, TransactionRow } from "../schema/transaction"
+import {
+  type CollectionDef, type EndpointDef, type EndpointParameter, endpointParameters, type MarketRequest, optionalParameters
+} from "../query/collection"
+import { HardwarePrices, hardwarePricesCollection, endpoints as hardwareEndpoints } from "../market/hardware-prices"
+import { Indexes, indexesCollection, endpoints as indexEndpoints, LegacyCurrentParams } from "../market/indexes"
+import { LlmTokenPrices, llmTokenPricesCollection, endpoints as llmEndpoints } from "../market/llm-token-prices"
+import { RentalPrices, rentalPricesCollection, endpoints as rentalEndpoints } from "../market/rental-prices"
+import { Transactions, transactionsCollection, endpoints as transactionEndpoints } from "../market/transactions"
+
+/**
+ * The read endpoints every adapter offers, by dotted name (`rental.prices.latest`), and the typed
+ * namespaces built from them. The Promise API, the worker and the HTTP client all build their
+ * `market.rental.prices.latest(...)` surface here, so the list is written once.
+ */
+
+type Paged = "latest" | "asOf" | "history"
+
+/** One read endpoint: its dotted name, HTTP path, what it takes and answers, and the service method behind it. */
+export interface CatalogueEntry {
+  readonly name: EndpointName
+  readonly path: `/${string}`
+  /** Answers with the paged envelope (and takes `page_token`). */
+  readonly paged: boolean
+  /** The service (by namespace) and method behind it. */
+  readonly service: ServiceName
+  readonly method: Paged | "metadata" | "legacyCurrent" | "legacyAvailable"
+  /** The data type's collection; absent on the legacy endpoints. */
+  readonly collection?: CollectionDef
+  /** The paged endpoint's definition (sort, anchor, window); only on paged entries. */
+  readonly endpoint?: EndpointDef
+  /** The query parameters it accepts, besides a paged entry's `page_token`; any other is a 422. */
+  readonly parameters: ReadonlyArray<EndpointParameter>
+  /** Body of a 200, named by its `identifier` annotation (a paged entry's is the envelope of its rows). */
+  readonly response: Schema.Schema.AnyNoContext
+}
+
+/** A schema under its name (`identifier`), so it is one shared definition wherever it appears. */
+const named = <S extends Schema.Schema.AnyNoContext>(identifier: string, schema: S) => schema.annotations({ identifier })
+
+const collectionEntries = <const S extends ServiceName, E extends { readonly [P in Paged]?: EndpointDef }>(
+  service: S,
+  collection: CollectionDef,
+  endpoints: E,
+  schemas: { readonly row: readonly [name: string, schema: Schema.Schema.AnyNoContext]; readonly metadata: readonly [name: string, schema: Schema.Schema.AnyNoContext] }
+) => {
+  const [rowName, row] = schemas.row
+  const page = named(`${rowName}Page`, Envelope(named(rowName, row)))
+  return [
+    ...(["latest", "asOf", "history"] as const).filter((method): method is keyof E & Paged => endpoints[method] !== undefined).map((method) => ({
+      name: `${service}.${method}` as const, path: `${collection.basePath}/${endpoints[method]!.name}` as const, paged: true, service, method,
+      collection, endpoint: endpoints[method]!, parameters: endpointParameters(collection, endpoints[method]!), response: page
+    })),
+    {
+      name: `${service}.metadata` as const, path: `${collection.basePath}/metadata` as const, paged: false, service, method: "metadata" as const,
+      collection, parameters: [], response: named(...schemas.metadata)
+    }
+  ]
+}
+
+/** The namespaces of the data types, each answered by one market service. */
+export type ServiceName = "rental.prices" | "hardware.prices" | "transactions" | "llm.tokenPrices" | "indices"
+
+/** Every read endpoint, in the order of the HTTP API's docs. */
+export const catalogue: ReadonlyArray<CatalogueEntry> = [
+  ...collectionEntries("rental.prices", rentalPricesCollection, rentalEndpoints, {
+    row: ["RentalPriceRow", RentalPriceRow], metadata: ["RentalPriceMetadata", RentalPriceMetadata]
+  }),
+  ...collectionEntries("hardware.prices", hardwarePricesCollection, hardwareEndpoints, {
+    row: ["HardwarePriceRow", HardwarePriceRow], metadata: ["HardwarePriceMetadata", HardwarePriceMetadata]
+  }),
+  ...collectionEntries("transactions", transactionsCollection, transactionEndpoints, {
+    row: ["TransactionRow", TransactionRow], metadata: ["TransactionMetadata", TransactionMetadata]
+  }),
+  ...collectionEntries("indices", indexesCollection, indexEndpoints, {
+    row: ["IndexValueRow", IndexValueRow], metadata: ["IndexMetadata", IndexMetadata]
+  }),
+  ...collectionEntries("llm.tokenPrices", llmTokenPricesCollection, llmEndpoints, {
+    row: ["LlmTokenPriceRow", LlmTokenPriceRow], metadata: ["LlmTokenPriceMetadata", LlmTokenPriceMetadata]
+  }),
+  {
+    name: "indices.legacy.current", path: "/v1/custom-index/current", paged: false, service: "indices", method: "legacyCurrent",
+    parameters: optionalParameters(LegacyCurrentParams.fields), response: named("LegacyCurrentIndexBody", LegacyCurrentIndexBody)
+  },
+  {
+    name: "indices.legacy.available", path: "/v1/info-index/available", paged: false, service: "indices", method: "legacyAvailable",
+    parameters: [], response: named("LegacyAvailableIndexBody", LegacyAvailableIndexBody)
+  }
+]
+
+/** One read as a market service answers it. */
+export type ReadCall = (request: MarketRequest) => Effect.Effect<unknown, MarketError>
+
+/**
+ * The service method behind each catalogue entry, over the market's services in context: every
+ * adapter (HTTP routes, the Promise API, the worker) reaches a service through this one map.
+ */
+export const makeReadCalls = Effect.gen(function* () {
+  const services: Record<ServiceName, Partial<Record<CatalogueEntry["method"], ReadCall>>> = {
+    "rental.prices": yield* RentalPrices,
+    "hardware.prices": yield* HardwarePrices,
+    "transactions": yield* Transactions,
+    "llm.tokenPrices": yield* LlmTokenPrices,
+    "indices": yield* Indexes
+  }
+  return (entry: CatalogueEntry): ReadCall =>
+    services[entry.service][entry.method] ?? (() => Effect.dieMessage(`${entry.service} has no ${entry.method}`))
+})
+
+/** How a call authenticates: the token's secret, exactly as an HTTP caller sends it after `Bearer`. */
+export interface CallOptions {
+  readonly token?: string
+}
+
+/** A comma list: one value, or several. */
+type List = string | ReadonlyArray<string>
+/** A number parameter: a number, or its decimal text. */
+type Num = number | string
+/** An instant: a `Date`, or the text the HTTP API takes (a date or an ISO 8601 datetime). */
+type Instant = string | Date
+
+interface Paging<Sort extends string> {
+  readonly page_size?: number
+  readonly sort_by?: Sort
+  readonly sort_order?: "asc" | "desc"
+  /** From `meta.next.query_params`; only `page_size` may be given beside it. */
+  readonly page_token?: string
+}
+interface Window { readonly start?: Instant; readonly end?: Instant }
+interface At { readonly at: Instant }
+
+/** Query of the rental price endpoints. */
+export interface RentalPriceQuery extends Paging<"gpu_canonical_name" | "gpu_count" | "gpu_memory_gb" | "price_usd_per_gpu_hour" | "region" | "valid_from" | "vendor"> {
+  readonly vendor?: List
+  readonly gpu_canonical_name?: List
+  readonly region?: List
+  readonly contract_type?: List
+  readonly gpu_search?: List
+  readonly base_product_key?: string
+  readonly product_key?: string
+  readonly availability?: string
+  readonly min_price_usd_per_gpu_hour?: Num
+  readonly max_price_usd_per_gpu_hour?: Num
+  readonly min_gpu_count?: Num
+  readonly max_gpu_count?: Num
+  readonly min_gpu_memory_gb?: Num
+  readonly max_gpu_memory_gb?: Num
+}
+
+/** Query of the hardware price endpoints. */
+export interface HardwarePriceQuery extends Paging<"condition" | "gpu_canonical_name" | "observed_date" | "price_usd"> {
+  readonly gpu_canonical_name?: List
+  readonly listing_key?: string
+  readonly condition?: List
+  readonly market?: List
+  readonly channel?: List
+  readonly transaction_level?: List
+  readonly stock_status?: List
+  readonly country?: List
+  readonly country_group?: List
+  readonly min_price_usd?: Num
+  readonly max_price_usd?: Num
+}
+
+/** Query of the aggregated transaction endpoints. */
+export interface TransactionQuery extends Paging<"contract_type" | "gpu_model" | "price_usd_per_gpu_hour" | "region_group" | "tenor_days" | "total_gpu_count" | "transaction_date">, Window {
+  readonly gpu_canonical_name?: List
+  readonly region_group?: List
+  readonly contract_type?: List
+  readonly min_total_gpu_count?: Num
+  readonly max_total_gpu_count?: Num
+}
+
+/** Query of the LLM token price endpoints. */
+export interface LlmTokenPriceQuery extends Paging<"model" | "serving_provider" | "price_type" | "price_usd_per_1m_tokens" | "source" | "valid_from"> {
+  readonly model?: List
+  readonly serving_provider?: List
+  readonly source?: List
+  readonly price_type?: List
+  readonly region?: List
+  readonly model_search?: List
+  readonly base_price_key?: string
+  readonly price_key?: string
+  readonly exclude_outliers?: boolean
+  readonly min_price_usd_per_1m_tokens?: Num
+  readonly max_price_usd_per_1m_tokens?: Num
+}
+
+/** Query of the index endpoints: one index per request. */
+export interface IndexQuery extends Paging<"timestamp" | "value"> {
+  readonly id: string
+}
+
+/** A call answered by one body. */
+export type Call<Q, A> = {} extends Q
+  ? (query?: Q, options?: CallOptions) => Promise<A>
+  : (query: Q, options?: CallOptions) => Promise<A>
+
+/** A paged call: one page, or every page (`pages`) or row (`rows`) by following `meta.next`. */
+export type PagedCall<Q, Row> = Call<Q, Page<Row>> & {
+  readonly pages: (query: Q, options?: CallOptions) => AsyncIterable<Page<Row>>
+  readonly rows: (query: Q, options?: CallOptions) => AsyncIterable<Row>
+}
+
+/** `latest`, `asOf`, `history` and `metadata` of one data type. */
+export interface Collection<Q, Row, Metadata> {
+  readonly latest: PagedCall<Q, Row>
+  readonly asOf: PagedCall<Q & At, Row>
+  readonly history: PagedCall<Q & Window, Row>
+  readonly metadata: Call<{}, Metadata>
+}
+
+/** The read API, shaped like the HTTP API's paths. */
+export interface MarketReads {
+  readonly rental: { readonly prices: Collection<RentalPriceQuery, RentalPrice, RentalPriceMetadata> }
+  readonly hardware: { readonly prices: Collection<HardwarePriceQuery, HardwarePrice, HardwarePriceMetadata> }
+  readonly transactions: {
+    readonly history: PagedCall<TransactionQuery, AggregatedTransaction>
+    readonly metadata: Call<{}, TransactionMetadata>
+  }
+  readonly llm: { readonly tokenPrices: Collection<LlmTokenPriceQuery, LlmTokenPrice, LlmTokenPriceMetadata> }
+  readonly indices: Collection<IndexQuery, IndexValue, IndexMetadata> & {
+    readonly legacy: {
+      readonly current: Call<{ readonly index_id?: string }, LegacyCurrentIndexBody>
+      readonly available: Call<{}, LegacyAvailableIndexBody>
+    }
+  }
+}
+
+/** Dotted name of a read endpoint: `rental.prices.latest`, `indices.legacy.current`, … */
+export type EndpointName = Leaves<MarketReads>
+type Leaves<T, P extends string = ""> = {
+  [K in keyof T & string]: T[K] extends (...args: any) => any ? `${P}${K}` : Leaves<T[K], `${P}${K}.`>
+}[keyof T & string]
+
+/** A query as the HTTP layer gets it: lists joined with commas, numbers, flags and instants as text. */
+export const toQueryRecord = (query: object | undefined): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const [k, v] of Object.entries(query ?? {})) {
+    if (v === undefined) continue
+    out[k] = Array.isArray(v) ? v.join(",") : v instanceof Date ? v.toISOString() : String(v)
+  }
+  return out
+}
+
+/** What an adapter provides to build the namespaces: one call, and how to fetch a next page. */
+export interface Transport {
+  readonly call: (entry: CatalogueEntry, query: Record<string, string>, options: CallOptions) => Promise<unknown>
+  /** Fetches the page `next` describes (by its page token, or its URL). */
+  readonly next: (entry: CatalogueEntry, next: NonNullable<Page<unknown>["meta"]["next"]>, options: CallOptions) => Promise<unknown>
+}
+
+/** Builds the typed read namespaces over a transport. */
+export const buildReads = (transport: Transport): MarketReads => {
+  const root: Record<string, any> = {}
+  for (const entry of catalogue) {
+    const call = (query?: object, options: CallOptions = {}) => transport.call(entry, toQueryRecord(query), options)
+    if (entry.paged) {
+      const pages = async function* (query: object, options: CallOptions = {}) {
+        let page = (await call(query, options)) as Page<unknown>
+        yield page
+        while (page.meta.next !== null) {
+          page = (await transport.next(entry, page.meta.next, options)) as Page<unknown>
+          yield page
+        }
+      }
+      Object.assign(call, {
+        pages,
+        rows: async function* (query: object, options?: CallOptions) {
+          for await (const page of pages(query, options)) yield* page.data
+        }
+      })
+    }
+    const path = entry.name.split(".")
+    let node = root
+    for (const key of path.slice(0, -1)) node = node[key] ??= {}
+    node[path[path.length - 1]!] = call
+  }
+  return root as MarketReads
+}

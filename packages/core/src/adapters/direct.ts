@@ -1,0 +1,107 @@
+import { Cause, type Effect, Exit, Layer, ManagedRuntime, Option, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import { layer as marketLayer } from "../market/layer"
+import { requestOrigin } from "../query/collection"
+import { type Storage, StorageError } from "../storage/contract"
+import { unavailable } from "../market/storage"
+import { layer as memoryLayer } from "../storage/memory"
+import { buildReads, type MarketReads, type Transport } from "./catalogue"
+import { makeOperations, type Operations, OperationError, type WriteName, writeNames } from "./operations"
+import { MarketProblemError, problemOf } from "./problem"
+
+const isOperationError = Schema.is(OperationError)
+
+/**
+ * The Promise API: the market for apps that do not use Effect. Every call takes the same path as
+ * an HTTP request (token, rate limit, validation, entitlements, envelope) and resolves with the
+ * same JSON the HTTP API answers, or rejects with a `MarketProblemError` carrying its problem.
+ */
+
+type Promised<F> = F extends (...args: infer A) => Effect.Effect<infer R, any, any> ? (...args: A) => Promise<R> : never
+type Writes = Operations["writes"]
+
+/** The token admin and write paths, shaped by dotted name: `tokens.create`, `ingest.rental`, … */
+export type MarketWrites = {
+  readonly [NS in WriteName extends `${infer H}.${string}` ? H : never]: {
+    readonly [N in WriteName as N extends `${NS}.${infer M}` ? M : never]: Promised<Writes[N]>
+  }
+}
+
+/** A market: the read API, token admin, write paths, and `close`. */
+export type Market = MarketReads & MarketWrites & {
+  /** Releases the storage (closes the SQLite file, the Redis connection) or stops the workers. */
+  readonly close: () => Promise<void>
+}
+
+/** What an adapter provides to build a `Market`: reads, writes and shutdown. */
+export interface MarketTransport extends Transport {
+  readonly write: (name: WriteName, args: ReadonlyArray<unknown>) => Promise<unknown>
+  readonly close: () => Promise<void>
+}
+
+/** Builds the Promise surface over a transport; the direct API and the worker share it. */
+export const buildMarket = (transport: MarketTransport): Market => {
+  const writes: Record<string, Record<string, unknown>> = {}
+  for (const name of writeNames) {
+    const [ns, method] = name.split(".") as [string, string]
+    ;(writes[ns] ??= {})[method] = (...args: ReadonlyArray<unknown>) => transport.write(name, args)
+  }
+  return Object.assign(buildReads(transport), writes, { close: transport.close }) as unknown as Market
+}
+
+/** The problem a failure ends with: a typed error's own, or a 500 for a defect. */
+export const toProblemError = (cause: Cause.Cause<unknown>): MarketProblemError => {
+  const failure = Option.map(Cause.failureOption(cause), (e) => (e instanceof StorageError ? unavailable(e) : e))
+  return Option.isSome(failure) && isOperationError(failure.value)
+    ? new MarketProblemError(problemOf(failure.value, randomUUID()), { cause: failure.value })
+    : new MarketProblemError(problemOf({ _tag: "InternalError" }, randomUUID()), { cause: Cause.squash(cause) })
+}
+
+/** Runs an operation to a Promise that rejects with a `MarketProblemError` (a 500 for what is not a market error). */
+export const runOperation = <A, E, R>(
+  runtime: ManagedRuntime.ManagedRuntime<R, unknown>,
+  effect: Effect.Effect<A, E, R>
+): Promise<A> =>
+  runtime.runPromiseExit(effect).then((exit) => {
+    if (Exit.isSuccess(exit)) return exit.value
+    throw toProblemError(exit.cause)
+  })
+
+/** Options of `createMarket`. */
+export interface MarketOptions {
+  /** The storage backend: `sqlite("market.db")`, `memory()`, `redis(url)`, or any `Layer<Storage>`. */
+  readonly storage: Layer.Layer<Storage, StorageError>
+  /**
+   * Base URL `meta.next.url` starts with (default `http://localhost`). Direct calls follow
+   * `meta.next.query_params`; set this when pages are handed to HTTP callers of a mounted API.
+   */
+  readonly baseUrl?: string
+}
+
+/** The in-memory store: a fresh, empty market per `createMarket`; for tests and trials. */
+export const memory = (): Layer.Layer<Storage> => memoryLayer
+
+/**
+ * Opens a market in this process. Resolves once storage is open and migrated; rejects with the
+ * storage's error otherwise.
+ *
+ * @example
+ * const market = await createMarket({ storage: sqlite("market.db") })
+ * const page = await market.rental.prices.latest({ gpu_canonical_name: ["h100-sxm"] }, { token })
+ */
+export const createMarket = async (options: MarketOptions): Promise<Market> => {
+  const runtime = ManagedRuntime.make(marketLayer.pipe(Layer.provideMerge(options.storage)))
+  const origin = requestOrigin(options.baseUrl ?? "http://localhost")
+  const opened = await runtime.runPromiseExit(makeOperations)
+  if (Exit.isFailure(opened)) {
+    await runtime.dispose()
+    throw toProblemError(opened.cause)
+  }
+  const operations = opened.value
+  return buildMarket({
+    call: (entry, query, { token }) => runOperation(runtime, operations.read(entry, query, token, origin)),
+    next: (entry, next, { token }) => runOperation(runtime, operations.read(entry, next.query_params, token, origin)),
+    write: (name, args) => runOperation(runtime, operations.write(name, args)),
+    close: () => runtime.dispose()
+  })
+}

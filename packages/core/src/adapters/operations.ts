@@ -1,0 +1,92 @@
+import { Effect, Schema } from "effect"
+import { Auth } from "../auth/auth"
+import type { Principal } from "../auth/principal"
+import { RateLimits, type RateLimitStatus } from "../auth/rate-limits"
+import {
+  InsufficientEntitlement, InvalidRecords, type MarketError, MissingAnchor, NotFound, RateLimited, SearchTooBroad,
+  StorageUnavailable, Unauthenticated, ValidationFailed
+} from "../errors"
+import { HardwarePriceIngest } from "../ingest/hardware-prices"
+import { IndexIngest } from "../ingest/indexes"
+import { LlmTokenPriceIngest } from "../ingest/llm-token-prices"
+import { RentalPriceIngest } from "../ingest/rental-prices"
+import { TransactionIngest } from "../ingest/transactions"
+import { unavailable } from "../market/storage"
+import type { RequestOrigin } from "../query/collection"
+import { TokenStore } from "../storage/contract"
+import { type CatalogueEntry, makeReadCalls } from "./catalogue"
+
+/**
+ * The market's operations as the in-process adapters run them: a read by catalogue entry with
+ * the caller's token, the token admin and the write paths. The Promise API calls them in its
+ * runtime; the worker calls them in its thread and sends the results back.
+ */
+
+/**
+ * Who is calling, with their rate-limit budget charged for this request: the rule every adapter
+ * applies before a data call (401, then 429), so a token behaves the same over HTTP and in-process.
+ */
+export const admit = (
+  auth: Auth,
+  limits: RateLimits,
+  authorization: string | undefined
+): Effect.Effect<{ readonly principal: Principal; readonly status: RateLimitStatus }, MarketError> =>
+  Effect.flatMap(auth.authenticate(authorization), (principal) =>
+    Effect.map(limits.consume(`data:${principal.id}`, principal.rate_limit_per_minute), (status) => ({ principal, status })))
+
+/** Every error an operation ends with; a Schema, so the worker sends them typed. */
+export const OperationError = Schema.Union(
+  Unauthenticated, InsufficientEntitlement, NotFound, ValidationFailed, MissingAnchor, SearchTooBroad, RateLimited,
+  StorageUnavailable, InvalidRecords
+)
+export type OperationError = typeof OperationError.Type
+
+/** The write operations, by the name the Promise API and the worker call them. */
+export const writeNames = [
+  "tokens.create", "tokens.list", "tokens.revoke",
+  "ingest.rental", "ingest.withdrawRental", "ingest.hardware", "ingest.llm", "ingest.withdrawLlm", "ingest.transactions",
+  "ingest.indexDefinitions", "ingest.fleetWeights", "ingest.indexValues"
+] as const
+export type WriteName = (typeof writeNames)[number]
+
+/** Builds the operations over the market's services. */
+export const makeOperations = Effect.gen(function* () {
+  const auth = yield* Auth
+  const limits = yield* RateLimits
+  const tokens = yield* TokenStore
+  const rentalIngest = yield* RentalPriceIngest
+  const hardwareIngest = yield* HardwarePriceIngest
+  const llmIngest = yield* LlmTokenPriceIngest
+  const transactionIngest = yield* TransactionIngest
+  const indexIngest = yield* IndexIngest
+  const readCall = yield* makeReadCalls
+
+  const writes = {
+    "tokens.create": (principal: Principal, secret?: string) => auth.issue(principal, secret),
+    "tokens.list": () => Effect.mapBoth(tokens.list, { onFailure: unavailable, onSuccess: (all) => all.map((t) => t.principal) }),
+    "tokens.revoke": (principalId: string) => Effect.mapError(tokens.revoke(principalId), unavailable),
+    "ingest.rental": (observations: ReadonlyArray<unknown>) => rentalIngest.ingest(observations),
+    "ingest.withdrawRental": (baseProductKeys: ReadonlyArray<string>, at: string) => rentalIngest.withdraw(baseProductKeys, at),
+    "ingest.hardware": (observations: ReadonlyArray<unknown>) => hardwareIngest.ingest(observations),
+    "ingest.llm": (observations: ReadonlyArray<unknown>) => llmIngest.ingest(observations),
+    "ingest.withdrawLlm": (basePriceKeys: ReadonlyArray<string>, at: string) => llmIngest.withdraw(basePriceKeys, at),
+    "ingest.transactions": (deals: ReadonlyArray<unknown>) => transactionIngest.record(deals),
+    "ingest.indexDefinitions": (definitions: ReadonlyArray<unknown>) => indexIngest.define(definitions),
+    "ingest.fleetWeights": (weights: ReadonlyArray<unknown>) => indexIngest.setFleetWeights(weights),
+    "ingest.indexValues": (values: ReadonlyArray<unknown>) => indexIngest.publish(values)
+  } satisfies Record<WriteName, (...args: any) => Effect.Effect<unknown, OperationError>>
+
+  return {
+    /** One read, authenticated and rate-limited like an HTTP request with `Authorization: Bearer <token>`. */
+    read: (entry: CatalogueEntry, query: Readonly<Record<string, string>>, token: string | undefined, origin: RequestOrigin) =>
+      Effect.flatMap(admit(auth, limits, token === undefined ? undefined : `Bearer ${token}`), ({ principal }) =>
+        readCall(entry)({ principal, query, origin })),
+    /** One write operation; the token admin and write paths are for the embedding app, not its callers. */
+    write: (name: WriteName, args: ReadonlyArray<unknown>): Effect.Effect<unknown, OperationError> =>
+      (writes[name] as (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, OperationError>)(...args),
+    writes
+  } as const
+})
+
+/** The operations of one market. */
+export type Operations = Effect.Effect.Success<typeof makeOperations>

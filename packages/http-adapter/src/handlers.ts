@@ -1,0 +1,53 @@
+import { HttpApp } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { marketLayer, type MarketServices, type Storage, type StorageError, toProblemError } from "@gpu-market/core"
+import { Effect, Exit, Layer, ManagedRuntime, type Scope } from "effect"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { makeApp } from "./app"
+
+/**
+ * The HTTP API as handlers an existing service mounts: a Node `(req, res)` handler (node:http,
+ * Express, Fastify) and a web-standard `fetch` handler (`Request → Response`). The host may pass
+ * the full URL or strip its prefix first; either way `meta.next.url` starts with `baseUrl`, so a
+ * caller follows it back through the host.
+ */
+
+/** Options of a mounted handler. */
+export interface HandlerOptions {
+  /** The storage backend, e.g. `sqlite("market.db")`. */
+  readonly storage: Layer.Layer<Storage, StorageError>
+  /** Public URL of the mount point, prefix included: `https://api.example.com/market`. */
+  readonly baseUrl: string
+}
+
+/** Opens the market and builds the app in one runtime; rejects with a `MarketProblemError` if storage cannot open. */
+const open = async <A>(options: HandlerOptions, toHandler: (app: HttpApp.Default<never, Scope.Scope>) => Effect.Effect<A, never, MarketServices>) => {
+  const runtime = ManagedRuntime.make(marketLayer.pipe(Layer.provideMerge(options.storage)))
+  // No tracer reports these spans: as in the standalone server, tracing stays off.
+  const built = await runtime.runPromiseExit(
+    Effect.flatMap(makeApp({ baseUrl: options.baseUrl }), (app) => toHandler(app.pipe(Effect.withTracerEnabled(false))))
+  )
+  if (Exit.isFailure(built)) {
+    await runtime.dispose()
+    throw toProblemError(built.cause)
+  }
+  return { runtime, handler: built.value }
+}
+
+/** A Node `(req, res)` handler over the market, and `close` to release its storage. */
+export const nodeHandler = async (options: HandlerOptions): Promise<{
+  readonly handle: (req: IncomingMessage, res: ServerResponse) => void
+  readonly close: () => Promise<void>
+}> => {
+  const { runtime, handler } = await open(options, (app) => NodeHttpServer.makeHandler(app))
+  return { handle: handler, close: () => runtime.dispose() }
+}
+
+/** A `fetch` handler (`Request → Response`) over the market, and `close` to release its storage. */
+export const fetchHandler = async (options: HandlerOptions): Promise<{
+  readonly fetch: (request: Request) => Promise<Response>
+  readonly close: () => Promise<void>
+}> => {
+  const { runtime, handler } = await open(options, (app) => Effect.map(Effect.runtime<never>(), (rt) => HttpApp.toWebHandlerRuntime(rt)(app)))
+  return { fetch: (request) => handler(request), close: () => runtime.dispose() }
+}

@@ -1,0 +1,107 @@
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { createMarket, createWorkerMarket, type Market, MarketProblemError, type WorkerMarket } from "@gpu-market/core"
+import { sqlite } from "@gpu-market/storage-sqlite"
+import { seedMarket, tempDb } from "./support/adapters"
+
+/** The outcome of a call as bytes: the JSON of its result, or of its problem without `request_id`. */
+const outcome = async (call: Promise<unknown>): Promise<string> => {
+  try {
+    return JSON.stringify(await call)
+  } catch (e) {
+    assert.instanceOf(e, MarketProblemError)
+    const { request_id: _, ...problem } = (e as MarketProblemError).problem
+    return `problem ${JSON.stringify(problem)}`
+  }
+}
+
+describe("worker market (createWorkerMarket)", () => {
+  const db = tempDb("worker")
+  const baseUrl = "https://example.com/market"
+  let direct: Market
+  let worker: WorkerMarket
+  beforeAll(async () => {
+    direct = await createMarket({ storage: sqlite(db), baseUrl })
+    await seedMarket(direct)
+    worker = await createWorkerMarket({ storage: { sqlite: db }, poolSize: 2, baseUrl })
+  }, 120_000)
+  afterAll(async () => {
+    await worker?.close()
+    await direct?.close()
+  })
+
+  it("starts the pool size asked for", () => {
+    const ids = worker.threadIds()
+    assert.strictEqual(ids.length, 2)
+    assert.strictEqual(new Set(ids).size, 2)
+  })
+
+  it("answers the same requests with the same envelopes, byte for byte, page tokens included", async () => {
+    const calls: ReadonlyArray<(m: Market) => Promise<unknown>> = [
+      (m) => m.rental.prices.latest({ gpu_canonical_name: ["h100-sxm"], sort_by: "price_usd_per_gpu_hour", page_size: 5 }, { token: "all" }),
+      (m) => m.rental.prices.history({ start: "2026-05-01", end: "2026-05-08", vendor: "v-beta", page_size: 3 }, { token: "all" }),
+      (m) => m.rental.prices.asOf({ at: "2026-05-05T12:00:00Z", vendor: "v-gamma", page_size: 4 }, { token: "since" }),
+      (m) => m.rental.prices.metadata({}, { token: "all" }),
+      (m) => m.transactions.history({ start: "2026-05-01", end: "2026-05-08" }, { token: "all" })
+    ]
+    for (const call of calls) assert.strictEqual(await outcome(call(worker)), await outcome(call(direct)))
+
+    // A page token from either side reads the same next page on both.
+    const first = await direct.rental.prices.latest({ vendor: "v-alpha", page_size: 6 }, { token: "all" })
+    const next = { page_token: first.meta.next!.query_params.page_token!, page_size: 6 }
+    const viaWorker = await worker.rental.prices.latest(next, { token: "all" })
+    assert.strictEqual(JSON.stringify(viaWorker), JSON.stringify(await direct.rental.prices.latest(next, { token: "all" })))
+    assert.isTrue(viaWorker.meta.has_more)
+
+    const pages = async (m: Market) => {
+      const out: Array<string> = []
+      for await (const page of m.rental.prices.latest.pages({ vendor: "v-alpha", page_size: 10 }, { token: "all" })) out.push(JSON.stringify(page))
+      return out
+    }
+    const workerPages = await pages(worker)
+    assert.isAbove(workerPages.length, 2)
+    assert.deepStrictEqual(workerPages, await pages(direct))
+  })
+
+  it("sends errors back as the same problems", async () => {
+    const calls: ReadonlyArray<(m: Market) => Promise<unknown>> = [
+      (m) => m.rental.prices.latest({ vendor: "v-alpha" }),
+      (m) => m.rental.prices.latest({ vendor: "v-alpha" }, { token: "wrong" }),
+      (m) => m.rental.prices.history({}, { token: "current" }),
+      (m) => m.rental.prices.latest({ vendor: "NOT A SLUG", page_size: 5000 }, { token: "all" }),
+      (m) => m.rental.prices.latest({}, { token: "all" }),
+      (m) => m.hardware.prices.latest({}, { token: "all" }),
+      (m) => m.rental.prices.asOf({ at: "2026-05-01", vendor: "v-alpha" }, { token: "since" }),
+      (m) => m.indices.latest({ id: "no-such-index" }, { token: "all" }),
+      (m) => m.ingest.rental([{ vendor: "v-alpha" }])
+    ]
+    for (const call of calls) {
+      const [fromWorker, fromDirect] = [await outcome(call(worker)), await outcome(call(direct))]
+      assert.match(fromWorker, /^problem /)
+      assert.strictEqual(fromWorker, fromDirect)
+    }
+  })
+
+  it("writes through a worker are read by the others", async () => {
+    const created = await worker.tokens.create({ ...(await direct.tokens.list())[0]!, id: "t-worker" as never, name: "worker" }, "worker-secret")
+    assert.strictEqual(created, "worker-secret")
+    const page = await direct.rental.prices.latest({ vendor: "v-alpha", page_size: 1 }, { token: "worker-secret" })
+    assert.strictEqual(page.data.length, 1)
+  })
+})
+
+describe("worker market shutdown", () => {
+  it("close() stops every worker thread", async () => {
+    const market = await createWorkerMarket({ storage: { sqlite: tempDb("worker-close") }, poolSize: 2 })
+    const before = market.threadIds()
+    assert.strictEqual(before.length, 2)
+    await market.close()
+    // A closed pool answers nothing: a call after close is refused rather than left hanging.
+    let refused = false
+    try {
+      await market.rental.prices.metadata({}, { token: "x" })
+    } catch {
+      refused = true
+    }
+    assert.isTrue(refused)
+  })
+})
