@@ -20,15 +20,18 @@ export * from "./query/collection"
 export { PageTokens, type PageTokenState } from "./query/page-token"
 export * from "./storage/plan"
 export * from "./storage/contract"
+export { type Stores, storageContext } from "./storage/stores"
 export * as MemoryStorage from "./storage/memory"
-export { RentalPrices, rentalPricesCollection, MAX_SEARCH_GPUS } from "./market/rental-prices"
+export { RentalPrices, rentalPricesCollection, endpoints as rentalPricesEndpoints, MAX_SEARCH_GPUS } from "./market/rental-prices"
 export { RentalPriceIngest, baseProductKey, productKey, planChanges, decodeObservations } from "./ingest/rental-prices"
 export type { IngestSummary } from "./ingest/batch"
 export * from "./schema/llm-token-price"
 export * from "./schema/llm-metadata"
 export * from "./storage/llm-token-prices"
 export { evaluateLlmTokenPricePlan, summariseLlmModels } from "./storage/memory-llm-token-prices"
-export { LlmTokenPrices, llmTokenPricesCollection, llmOutlierRule, MAX_SEARCH_MODELS } from "./market/llm-token-prices"
+export {
+  LlmTokenPrices, llmTokenPricesCollection, endpoints as llmTokenPricesEndpoints, llmOutlierRule, MAX_SEARCH_MODELS
+} from "./market/llm-token-prices"
 export {
   LlmTokenPriceIngest, basePriceKey, priceKey, planLlmChanges, decodeLlmObservations, judgeOutliers, outlierReference,
   isOutlierPrice, OUTLIER_RATIO, OUTLIER_MIN_PROVIDERS, OUTLIER_GROUP, type LlmIngestSummary
@@ -36,8 +39,8 @@ export {
 export * from "./schema/hardware-price"
 export * from "./schema/hardware-metadata"
 export * from "./storage/hardware"
-export { evaluateHardwarePlan, inHardwareScope, makeMemoryHardwarePriceStore, summariseHardware } from "./storage/memory-hardware"
-export { HardwarePrices, hardwarePricesCollection } from "./market/hardware-prices"
+export { dayStart, evaluateHardwarePlan, inHardwareScope, makeMemoryHardwarePriceStore, summariseHardware } from "./storage/memory-hardware"
+export { HardwarePrices, hardwarePricesCollection, endpoints as hardwarePricesEndpoints } from "./market/hardware-prices"
 export {
   HardwarePriceIngest, decodeHardwareObservations, isSellerIdentityField, listingKeyOf, SELLER_IDENTITY_WORDS,
   type HardwareIngestSummary
@@ -45,7 +48,7 @@ export {
 export * from "./schema/transaction"
 export * from "./storage/transactions"
 export { evaluateTransactionPlan, summariseTransactions } from "./storage/memory-transactions"
-export { Transactions, transactionsCollection } from "./market/transactions"
+export { Transactions, transactionsCollection, endpoints as transactionsEndpoints } from "./market/transactions"
 export {
   TransactionIngest, blendRow, decodeDeals, formCohorts, publishCohorts, ROLLING_DAYS, seriesId, transactionRowKey,
   type DecodedDeal, type FormedCohort, type Publication, type SeriesKey, type TransactionIngestSummary
@@ -53,9 +56,34 @@ export {
 export * from "./schema/indexes"
 export * from "./storage/indexes"
 export { evaluateIndexPlan, indexCoverage } from "./storage/memory-indexes"
-export { Indexes, indexesCollection, holdsIndex } from "./market/indexes"
+export { Indexes, indexesCollection, endpoints as indexesEndpoints, holdsIndex, LegacyCurrentParams } from "./market/indexes"
 export { IndexIngest, type IndexDefineSummary } from "./ingest/indexes"
 export { IndexComputation, type IndexComputationSummary } from "./ingest/index-computation"
 export * as IndexMethod from "./ingest/index-method"
 export * as Demo from "./demo/index"
 export { layer as marketLayer, type MarketServices } from "./market/layer"
+export * from "./schema/procurement"
+export * from "./storage/procurement"
+export { evaluateResourcePlan, makeMemoryProcurementStore } from "./storage/memory-procurement"
+export * from "./adapters/problem"
+export * from "./adapters/catalogue"
+export { admit, makeOperations, OperationError, writeNames, type Operations, type WriteName } from "./adapters/operations"
+export {
+  buildMarket, createMarket, memory, runOperation, toProblemError, type Market, type MarketOptions, type MarketTransport,
+  type MarketWrites
+} from "./adapters/direct"
+export { layer as procurementLayer, type ProcurementServices } from "./procurement/layer"
+export { Discovery, type DiscoveryRequest } from "./procurement/discovery"
+export { Offers, OFFER_LIFETIME_MILLIS, OFFER_REQUESTS_PER_MINUTE, DEFAULT_OFFER_LIMIT, isExpired } from "./procurement/offers"
+export { Procurements, IdempotencyKey, type ProcurementResult } from "./procurement/procurements"
+export { requireProcurement } from "./procurement/access"
+export { Resources, ResourceListParams, RESOURCES_PATH, type ResourceListRequest } from "./procurement/resources"
+export { Lifecycle, PROCUREMENT_TRANSITIONS, RESOURCE_TRANSITIONS } from "./procurement/lifecycle"
+export { parseOfferRequest, MAX_OFFER_REQUEST_BYTES } from "./procurement/request"
+export {
+  SupplyProvider, ProviderError, makeSimulated as makeSimulatedProvider, simulatedLayer as simulatedProviderLayer,
+  SIMULATED_CONTRACTS, SIMULATED_STORAGE, type SimulatedProviderOptions, type SupplyCatalog, type SupplyProduct, type ContractTerms,
+  type QuoteRequest, type Quote, type ProvisionOrder, type OperationStatus
+} from "./procurement/provider"
+export { MarketRpcs, Read, Write, WorkerConfig, WorkerStorage } from "./adapters/worker-contract"
+export { createWorkerMarket, type WorkerMarket, type WorkerMarketOptions } from "./adapters/worker"

@@ -1,37 +1,24 @@
 import { type HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import {
-  Auth, HardwarePrices, hardwarePricesCollection, Indexes, indexesCollection, LlmTokenPrices, llmTokenPricesCollection,
-  type MarketError, type MarketRequest, type Principal, RateLimits, type RateLimitStatus, RentalPrices,
-  rentalPricesCollection, requestOrigin, Transactions, transactionsCollection
+  admit, Auth, makeReadCalls, type MarketError, type Principal, RateLimits, type ReadCall, requestOrigin
 } from "@gpu-market/core"
 import { Cause, Effect, Either, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
+import { docsPage, makeAssetRoutes } from "./docs"
+import { openApiDocument } from "./openapi"
 import { problemResponse } from "./problem"
-
-/** What a data type's service offers the adapter: its paged endpoints and its metadata. */
-export interface CollectionEndpoints {
-  readonly latest?: (request: MarketRequest) => Effect.Effect<unknown, MarketError>
-  readonly asOf?: (request: MarketRequest) => Effect.Effect<unknown, MarketError>
-  readonly history: (request: MarketRequest) => Effect.Effect<unknown, MarketError>
-  readonly metadata: (request: Pick<MarketRequest, "principal" | "query">) => Effect.Effect<unknown, MarketError>
-}
+import { queryOf, rateHeaders } from "./request"
+import { makeSupplyRoutes } from "./procurement"
+import { dataRoutes } from "./routes"
 
 /** Options of the HTTP app. */
 export interface AppOptions {
   /** Public base URL, e.g. `https://api.example.com/market`; `meta.next.url` starts with it. */
   readonly baseUrl: string
+  /** Path of the procurement service below the base URL; default `/supply`. Mounted when its services are provided. */
+  readonly supplyPrefix?: `/${string}`
 }
 
-const rateHeaders = (s: RateLimitStatus): Record<string, string> => ({
-  "x-ratelimit-limit": String(s.limit),
-  "x-ratelimit-remaining": String(s.remaining),
-  "x-ratelimit-reset": String(s.resetSeconds)
-})
-
-const queryOf = (url: string): URLSearchParams => {
-  const i = url.indexOf("?")
-  return new URLSearchParams(i < 0 ? "" : url.slice(i + 1))
-}
 
 /**
  * Builds the HTTP app over the market's services. Every data request takes one path: bearer
@@ -42,56 +29,48 @@ export const makeApp = (options: AppOptions) =>
   Effect.gen(function* () {
     const auth = yield* Auth
     const limits = yield* RateLimits
-    const rental = yield* RentalPrices
-    const llm = yield* LlmTokenPrices
-    const hardware = yield* HardwarePrices
-    const transactions = yield* Transactions
-    const indexes = yield* Indexes
+    const readCall = yield* makeReadCalls
     const origin = requestOrigin(options.baseUrl)
 
     const data = (run: (principal: Principal, request: HttpServerRequest.HttpServerRequest) => Effect.Effect<unknown, MarketError>) =>
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const requestId = randomUUID()
-        const principal = yield* Effect.either(auth.authenticate(request.headers.authorization))
-        if (Either.isLeft(principal)) return problemResponse(principal.left, requestId)
-        const status = yield* Effect.either(limits.consume(`data:${principal.right.id}`, principal.right.rate_limit_per_minute))
-        if (Either.isLeft(status)) {
-          const e = status.left
+        const admitted = yield* Effect.either(admit(auth, limits, request.headers.authorization))
+        if (Either.isLeft(admitted)) {
+          const e = admitted.left
           return problemResponse(e, requestId, e._tag === "RateLimited"
             ? rateHeaders({ limit: e.limit, remaining: 0, resetSeconds: e.retry_after_seconds })
             : {})
         }
-        const headers = rateHeaders(status.right)
-        const body = yield* Effect.either(run(principal.right, request))
+        const headers = rateHeaders(admitted.right.status)
+        const body = yield* Effect.either(run(admitted.right.principal, request))
         if (Either.isLeft(body)) return problemResponse(body.left, requestId, headers)
         headers["x-request-id"] = requestId
         return HttpServerResponse.text(JSON.stringify(body.right), { contentType: "application/json", headers })
       })
 
-    const page = (endpoint: (request: MarketRequest) => Effect.Effect<unknown, MarketError>) =>
+    const page = (endpoint: ReadCall) =>
       data((principal, request) => endpoint({ principal, query: queryOf(request.url), origin }))
 
     type Route = readonly [HttpRouter.PathInput, Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>]
-    /** The endpoints a data type's service offers under its path; an endpoint it lacks is a 404. */
-    const collection = (basePath: `/${string}`, service: CollectionEndpoints): ReadonlyArray<Route> => [
-      ...(service.latest === undefined ? [] : [[`${basePath}/latest`, page(service.latest)] as const]),
-      ...(service.asOf === undefined ? [] : [[`${basePath}/as-of`, page(service.asOf)] as const]),
-      [`${basePath}/history`, page(service.history)],
-      [`${basePath}/metadata`, data((principal, request) => service.metadata({ principal, query: queryOf(request.url) }))]
+    const supplyPrefix = options.supplyPrefix ?? "/supply"
+    const supply = yield* makeSupplyRoutes({ prefix: supplyPrefix, origin })
+    // The API's own description is public (no token), like the docs page that renders it; it
+    // documents procurement exactly when it is mounted.
+    const openApi = JSON.stringify(openApiDocument({ baseUrl: options.baseUrl, ...(supply.length > 0 ? { supplyPrefix } : {}) }))
+    const docs: ReadonlyArray<Route> = [
+      ["/openapi.json", Effect.succeed(HttpServerResponse.text(openApi, { contentType: "application/json" }))],
+      ["/docs", Effect.succeed(HttpServerResponse.html(docsPage(origin.prefix)))],
+      ...yield* makeAssetRoutes
     ]
 
-    const routes: ReadonlyArray<Route> = [
-      ...collection(rentalPricesCollection.basePath, rental),
-      ...collection(llmTokenPricesCollection.basePath, llm),
-      ...collection(hardwarePricesCollection.basePath, hardware),
-      ...collection(transactionsCollection.basePath, transactions),
-      ...collection(indexesCollection.basePath, indexes),
-      ["/v1/custom-index/current", data((principal, request) => indexes.legacyCurrent({ principal, query: queryOf(request.url) }))],
-      ["/v1/info-index/available", data((principal, request) => indexes.legacyAvailable({ principal, query: queryOf(request.url) }))]
-    ]
+    const routes: ReadonlyArray<Route> = [...dataRoutes.map((route): Route => [route.path, page(readCall(route.entry))]), ...docs]
     const known = new Set<string>(routes.map(([path]) => path))
-    const routed = yield* HttpRouter.toHttpApp(routes.reduce((r, [path, handler]) => HttpRouter.get(r, path, handler), HttpRouter.empty))
+    const routed = yield* HttpRouter.toHttpApp(supply.reduce(
+      (r, [path, handler]) => HttpRouter.all(r, path, handler),
+      routes.reduce((r, [path, handler]) => HttpRouter.get(r, path, handler), HttpRouter.empty)
+    ))
 
     const unrouted = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
       const full = request.url.split("?", 1)[0]!

@@ -5,3 +5,5 @@
 export { makeApp, type AppOptions } from "./app"
 export { toProblem, problemResponse, type HttpOnlyError } from "./problem"
 export { layer, type ServerOptions } from "./server"
+export { serve, type ServeOptions, type ServeStorage } from "./serve"
+export { fetchHandler, nodeHandler, type HandlerOptions } from "./handlers"

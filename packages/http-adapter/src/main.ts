@@ -1,8 +1,7 @@
 import { NodeRuntime } from "@effect/platform-node"
-import { Demo, marketLayer } from "@gpu-market/core"
+import * as RedisStorage from "@gpu-market/storage-redis"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
-import { Effect, Layer } from "effect"
-import * as Server from "./server"
+import { serve } from "./serve"
 
 /**
  * `npm start`: the HTTP API on 127.0.0.1:$PORT (8787) from the SQLite file $GPU_MARKET_DB
@@ -14,28 +13,10 @@ const host = process.env.HOST ?? "127.0.0.1"
 const filename = process.env.GPU_MARKET_DB ?? "./data/market.db"
 const baseUrl = process.env.GPU_MARKET_BASE_URL ?? `http://${host}:${port}`
 const demo = process.env.GPU_MARKET_DEMO !== "0"
+// GPU_MARKET_REDIS_URL switches to Redis (keys under GPU_MARKET_REDIS_PREFIX); SQLite otherwise.
+const redisUrl = process.env.GPU_MARKET_REDIS_URL
+const storage = redisUrl === undefined || redisUrl === ""
+  ? { layer: SqliteStorage.layer({ filename }), name: filename }
+  : { layer: RedisStorage.layerConfig, name: `redis ${RedisStorage.redactUrl(redisUrl)}` }
 
-const main = Effect.gen(function* () {
-  if (demo) {
-    const report = yield* Demo.seedDemo()
-    yield* Effect.sync(() => console.log(report.days > 0
-      ? `Seeded the demo market from ${report.firstDay} to ${report.lastDay} (${report.days} days).`
-      : `Demo market is current through ${report.lastDay}.`))
-  } else {
-    yield* Demo.revokeDemoTokens
-  }
-  yield* Layer.launch(Server.layer({ port, host, baseUrl }).pipe(
-    Layer.tap(() => Effect.sync(() => {
-      const lines = [`gpu-market listening on ${baseUrl} (storage: ${filename})`]
-      if (demo) {
-        lines.push("Demo tokens (send as Authorization: Bearer <token>):")
-        for (const t of Demo.DEMO_TOKENS) lines.push(`  ${t.secret.padEnd(14)} ${t.principal.name}`)
-        lines.push(`Try: curl -H 'Authorization: Bearer demo-all' '${baseUrl}/v2/gpu/rental/prices/latest?gpu_canonical_name=h100-sxm&page_size=5'`)
-      }
-      // One write, so a reader that waits for "listening" has the tokens too.
-      process.stdout.write(lines.join("\n") + "\n")
-    }))
-  ))
-}).pipe(Effect.provide(marketLayer), Effect.provide(SqliteStorage.layer({ filename })))
-
-NodeRuntime.runMain(main)
+NodeRuntime.runMain(serve({ storage, port, host, baseUrl, demo }))

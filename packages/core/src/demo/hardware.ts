@@ -177,11 +177,11 @@ const SEEDED_THROUGH = "demo_hardware_seeded_through"
  * Seeds the demo hardware market through the write path, from `DEMO_HARDWARE_HISTORY_DAYS`
  * before today on a fresh store, else from the day after the last day seeded, through today.
  */
-export const seedHardwareDemo = Effect.fn("Demo.seedHardware")(function* (today: number) {
+export const seedHardwareDemo = Effect.fn("Demo.seedHardware")(function* (today: number, historyDays = DEMO_HARDWARE_HISTORY_DAYS) {
   const settings = yield* SettingsStore
   const ingest = yield* HardwarePriceIngest
   const through = yield* settings.get(SEEDED_THROUGH)
-  const first = Option.isSome(through) ? Number(through.value) + 1 : today - DEMO_HARDWARE_HISTORY_DAYS
+  const first = Option.isSome(through) ? Number(through.value) + 1 : today - historyDays
   // A week per batch: one commit writes the pages a week of rows touch, most of them shared.
   for (let day = first; day <= today; day += 7) {
     const days = Array.from({ length: Math.min(7, today - day + 1) }, (_, i) => demoHardwareObservations(day + i))

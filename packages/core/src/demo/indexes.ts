@@ -176,15 +176,15 @@ const FLEET_SINCE = Date.UTC(2024, 0, 1) / 86_400_000
  * on every run the fleet weights, the administered values of the days completed since the last
  * run, and every computed value due now. Needs the demo rental market seeded first.
  */
-export const seedIndexDemo = Effect.fn("Demo.seedIndexes")(function* (today: number) {
+export const seedIndexDemo = Effect.fn("Demo.seedIndexes")(function* (today: number, historyDays = DEMO_HISTORY_DAYS) {
   const settings = yield* SettingsStore
   const ingest = yield* IndexIngest
   const computation = yield* IndexComputation
   const through = yield* settings.get(SEEDED_THROUGH)
-  const first = today - DEMO_HISTORY_DAYS
+  const first = today - historyDays
   yield* ingest.setFleetWeights(demoFleetWeights(Math.min(FLEET_SINCE, first), today))
   if (Option.isNone(through)) {
-    yield* ingest.define(demoIndexDefinitions(formatDate(first * MICROS_PER_DAY), formatDate((today - DEMO_INTRADAY_DAYS) * MICROS_PER_DAY)))
+    yield* ingest.define(demoIndexDefinitions(formatDate(first * MICROS_PER_DAY), formatDate((today - Math.min(DEMO_INTRADAY_DAYS, historyDays)) * MICROS_PER_DAY)))
   }
   const published = Option.isSome(through) ? Number(through.value) + 1 : first
   const days: Array<AdministeredValueInput> = []

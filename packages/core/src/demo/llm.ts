@@ -271,11 +271,11 @@ const SEEDED_THROUGH = "demo_llm_seeded_through"
  * empty store or from the day after its own last seeded day, so a store seeded before this type
  * existed still gets its full history. Running it twice on one day changes nothing.
  */
-export const seedLlmDemo = Effect.fn("Demo.seedLlm")(function* (today: number) {
+export const seedLlmDemo = Effect.fn("Demo.seedLlm")(function* (today: number, historyDays = DEMO_LLM_HISTORY_DAYS) {
   const settings = yield* SettingsStore
   const ingest = yield* LlmTokenPriceIngest
   const through = yield* settings.get(SEEDED_THROUGH)
-  const first = Option.isSome(through) ? Number(through.value) + 1 : today - DEMO_LLM_HISTORY_DAYS
+  const first = Option.isSome(through) ? Number(through.value) + 1 : today - historyDays
   const retiring = new Map<number, Array<string>>()
   for (const model of DEMO_LLM_MODELS) {
     if (model.retiredDaysAgo === undefined) continue

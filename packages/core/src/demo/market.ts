@@ -70,13 +70,23 @@ export interface DemoProduct {
 
 const round = (n: number, places: number) => Math.round(n * 10 ** places) / 10 ** places
 
-/** Every product of the demo market, in a fixed order. */
-export const demoProducts = (): ReadonlyArray<DemoProduct> => {
-  const gpus = new Map(DEMO_GPUS.map((g) => [g.slug, g]))
+/** How much of the demo catalog to list: the first `vendors` vendors and `gpus` GPUs (default: all). */
+export interface DemoCatalogSize {
+  readonly vendors?: number
+  readonly gpus?: number
+}
+
+/** Vendors in the demo catalog. */
+export const DEMO_VENDOR_COUNT = VENDORS.length
+
+/** Every product of the demo market (or of the part `size` keeps), in a fixed order. */
+export const demoProducts = (size: DemoCatalogSize = {}): ReadonlyArray<DemoProduct> => {
+  const gpus = new Map(DEMO_GPUS.slice(0, size.gpus).map((g) => [g.slug, g]))
   const out: Array<DemoProduct> = []
-  for (const v of VENDORS) {
+  for (const v of VENDORS.slice(0, size.vendors)) {
     for (const slug of v.gpus) {
-      const gpu = gpus.get(slug)!
+      const gpu = gpus.get(slug)
+      if (gpu === undefined) continue
       const spelling = gpu.spellings[Math.floor(unit(v.slug, slug, "spelling") * gpu.spellings.length)]!
       for (const [vendorRegion, region] of v.regions) {
         for (const count of gpu.base > 1 ? [8, 1] : [1, 4]) {
@@ -134,10 +144,10 @@ export const demoPrice = (p: DemoProduct, day: number): number => {
 }
 
 /** The observations of every product listed on an epoch day, extracted at that day's midnight. */
-export const demoObservations = (day: number, today: number): ReadonlyArray<RentalPriceObservationInput> => {
+export const demoObservations = (day: number, today: number, size: DemoCatalogSize = {}): ReadonlyArray<RentalPriceObservationInput> => {
   const extracted_at = formatInstant(day * MICROS_PER_DAY)
   const out: Array<RentalPriceObservationInput> = []
-  for (const p of demoProducts()) {
+  for (const p of demoProducts(size)) {
     if (p.gpu.retiredDaysAgo !== undefined && day >= today - p.gpu.retiredDaysAgo) continue
     const price = demoPrice(p, day)
     out.push({

@@ -4,7 +4,7 @@ import { baseProductKey, RentalPriceIngest } from "../ingest/rental-prices"
 import { formatInstant, MICROS_PER_DAY, MICROS_PER_MS } from "../query/time"
 import type { RentalPriceObservation } from "../schema/rental-price"
 import { SettingsStore, TokenStore } from "../storage/contract"
-import { DEMO_HISTORY_DAYS, DEMO_GPUS, demoObservations, demoProducts, epochDay } from "./market"
+import { type DemoCatalogSize, DEMO_HISTORY_DAYS, DEMO_GPUS, demoObservations, demoProducts, epochDay } from "./market"
 import { DEMO_TOKENS } from "./tokens"
 import { seedHardwareDemo } from "./hardware"
 import { seedLlmDemo } from "./llm"
@@ -20,37 +20,62 @@ export interface DemoSeedReport {
   readonly days: number
 }
 
+/** A step of seeding, for a progress display: `done` of `total` steps, in `phase`. */
+export interface DemoProgress {
+  readonly phase: "rental prices" | "hardware prices" | "LLM token prices" | "transactions" | "indexes" | "tokens"
+  readonly done: number
+  readonly total: number
+}
+
+/** What to seed: the default is the full demo market that `npm start` serves. */
+export interface DemoSeedOptions extends DemoCatalogSize {
+  /** Days of history before today on a fresh store (default: each type's own, 180 for rental prices). */
+  readonly days?: number
+  /** Called after each rental day and each later type. */
+  readonly onProgress?: (progress: DemoProgress) => Effect.Effect<void>
+}
+
 /**
- * Seeds the demo market through the real write path, from 180 days ago on an empty store, or
- * from the day after the last seeded day, so the market always reaches today. Registers the
- * demo tokens. Running it twice on one day changes nothing.
+ * Seeds the demo market through the real write path, from 180 days ago (or `days`) on an empty
+ * store, or from the day after the last seeded day, so the market always reaches today.
+ * Registers the demo tokens. Running it twice on one day changes nothing.
  */
-export const seedDemo = Effect.fn("Demo.seed")(function* () {
+export const seedDemo = Effect.fn("Demo.seed")(function* (options: DemoSeedOptions = {}) {
+  const progress = options.onProgress ?? (() => Effect.void)
   const settings = yield* SettingsStore
   const ingest = yield* RentalPriceIngest
   const auth = yield* Auth
   const today = epochDay((yield* Clock.currentTimeMillis) * MICROS_PER_MS)
   const through = yield* settings.get(SEEDED_THROUGH)
-  const first = Option.isSome(through) ? Number(through.value) + 1 : today - DEMO_HISTORY_DAYS
+  const first = Option.isSome(through) ? Number(through.value) + 1 : today - (options.days ?? DEMO_HISTORY_DAYS)
   const retiring = new Map<number, Array<string>>()
   for (const gpu of DEMO_GPUS) {
     if (gpu.retiredDaysAgo === undefined) continue
-    const keys = demoProducts()
+    const keys = demoProducts(options)
       .filter((p) => p.gpu.slug === gpu.slug)
       .map((p) => baseProductKey(p.observation as unknown as RentalPriceObservation))
     retiring.set(today - gpu.retiredDaysAgo, keys)
   }
+  const rentalDays = Math.max(0, today - first + 1)
   for (let day = first; day <= today; day++) {
-    yield* ingest.ingest(demoObservations(day, today))
+    yield* ingest.ingest(demoObservations(day, today, options))
     const keys = retiring.get(day)
-    if (keys !== undefined) yield* ingest.withdraw(keys, formatInstant(day * MICROS_PER_DAY))
+    if (keys !== undefined && keys.length > 0) yield* ingest.withdraw(keys, formatInstant(day * MICROS_PER_DAY))
+    yield* progress({ phase: "rental prices", done: day - first + 1, total: rentalDays })
   }
   yield* settings.set(SEEDED_THROUGH, String(today))
-  yield* seedHardwareDemo(today)
-  yield* seedLlmDemo(today)
-  yield* seedTransactionDemo(today)
-  yield* seedIndexDemo(today)
+  const types = [
+    ["hardware prices", seedHardwareDemo],
+    ["LLM token prices", seedLlmDemo],
+    ["transactions", seedTransactionDemo],
+    ["indexes", seedIndexDemo]
+  ] as const
+  for (const [i, [phase, seed]] of types.entries()) {
+    yield* options.days === undefined ? seed(today) : seed(today, options.days)
+    yield* progress({ phase, done: i + 1, total: types.length })
+  }
   for (const t of DEMO_TOKENS) yield* auth.issue(t.principal, t.secret)
+  yield* progress({ phase: "tokens", done: 1, total: 1 })
   const report: DemoSeedReport = {
     firstDay: first <= today ? formatInstant(first * MICROS_PER_DAY).slice(0, 10) : null,
     lastDay: formatInstant(today * MICROS_PER_DAY).slice(0, 10),

@@ -78,11 +78,11 @@ const SEEDED_THROUGH = "demo_transactions_seeded_through"
  * a store without them, or from the day after the last seeded day. Its own mark, so a market
  * seeded before transactions existed gets their whole history.
  */
-export const seedTransactionDemo = Effect.fn("Demo.seedTransactions")(function* (today: number) {
+export const seedTransactionDemo = Effect.fn("Demo.seedTransactions")(function* (today: number, historyDays = DEMO_HISTORY_DAYS) {
   const settings = yield* SettingsStore
   const ingest = yield* TransactionIngest
   const through = yield* settings.get(SEEDED_THROUGH)
-  const first = Option.isSome(through) ? Number(through.value) + 1 : today - DEMO_HISTORY_DAYS
+  const first = Option.isSome(through) ? Number(through.value) + 1 : today - historyDays
   for (let day = first; day <= today; day++) yield* ingest.record(demoDeals(day))
   yield* settings.set(SEEDED_THROUGH, String(today))
 })

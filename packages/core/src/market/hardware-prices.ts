@@ -38,7 +38,8 @@ export const hardwarePricesCollection: CollectionDef = {
   anchors: []
 }
 
-const endpoints = {
+/** The type's paged endpoints: name, default sort, anchor rule and default span. */
+export const endpoints = {
   latest: { name: "latest", defaultSort: { by: "gpu_canonical_name", order: "asc" }, needsAnchor: false },
   asOf: { name: "as-of", defaultSort: { by: "gpu_canonical_name", order: "asc" }, needsAnchor: false },
   history: { name: "history", defaultSort: { by: "observed_date", order: "desc" }, needsAnchor: false, defaultSpanDays: 90 }

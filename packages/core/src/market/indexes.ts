@@ -36,7 +36,8 @@ export const indexesCollection: CollectionDef = {
   anchors: []
 }
 
-const endpoints = {
+/** The type's paged endpoints: name, default sort, anchor rule and default span. */
+export const endpoints = {
   latest: { name: "latest", defaultSort: { by: "timestamp", order: "asc" }, needsAnchor: false },
   asOf: { name: "as-of", defaultSort: { by: "timestamp", order: "asc" }, needsAnchor: false },
   history: { name: "history", defaultSort: { by: "timestamp", order: "asc" }, needsAnchor: false, defaultSpanDays: 30 }
@@ -47,7 +48,8 @@ const schemas = {
   asOf: endpointSchema(indexesCollection, endpoints.asOf),
   history: endpointSchema(indexesCollection, endpoints.history)
 }
-const LegacyCurrentParams = Schema.Struct({ index_id: Schema.optional(IndexIdParam) })
+/** Parameters of `/v1/custom-index/current`. */
+export const LegacyCurrentParams = Schema.Struct({ index_id: Schema.optional(IndexIdParam) })
 
 /** Whether a principal holds an index. */
 export const holdsIndex = (principal: Principal, id: string): boolean =>

@@ -42,7 +42,8 @@ export const llmTokenPricesCollection: CollectionDef = {
   anchors: []
 }
 
-const endpoints = {
+/** The type's paged endpoints: name, default sort, anchor rule and default span. */
+export const endpoints = {
   latest: { name: "latest", defaultSort: { by: "model", order: "asc" }, needsAnchor: false },
   asOf: { name: "as-of", defaultSort: { by: "model", order: "asc" }, needsAnchor: false },
   history: { name: "history", defaultSort: { by: "valid_from", order: "desc" }, needsAnchor: false, defaultSpanDays: 90 }

@@ -29,6 +29,9 @@ const history = {
   name: "history", defaultSort: { by: "transaction_date", order: "desc" }, needsAnchor: false, defaultSpanDays: 90
 } as const satisfies EndpointDef
 
+/** The type's paged endpoints: only `/history`. */
+export const endpoints = { history } as const
+
 const historySchema = endpointSchema(transactionsCollection, history)
 
 const noPredicates = () => Effect.succeed<ReadonlyArray<Predicate>>([])

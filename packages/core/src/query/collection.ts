@@ -1,7 +1,7 @@
 import { Effect, Either, Schema } from "effect"
 import type { DataType, Principal } from "../auth/principal"
 import { reportedHistoryStart, requireGrant, requireHistory } from "../auth/entitlements"
-import { type MarketError, MissingAnchor, StorageUnavailable, validationFailed } from "../errors"
+import { type MarketError, MissingAnchor, StorageUnavailable, type ValidationFailed, validationFailed } from "../errors"
 import type { Page, PageMeta, SortOrder } from "../schema/envelope"
 import { type PagePlan, type Predicate, type Scope, sortValue } from "../storage/plan"
 import type { StorageError } from "../storage/contract"
@@ -72,21 +72,37 @@ export interface MarketRequest {
 /** The decoded parameters of one endpoint. */
 export type Params = Readonly<Record<string, unknown>>
 
+/** One query parameter of an endpoint: its name, its schema over the raw text, and whether it is required. */
+export interface EndpointParameter {
+  readonly name: string
+  readonly schema: Schema.Schema.AnyNoContext
+  readonly required: boolean
+}
+
+/** The query parameters one endpoint of a collection accepts, besides `page_token`. */
+export const endpointParameters = (collection: CollectionDef, endpoint: EndpointDef): ReadonlyArray<EndpointParameter> => {
+  const optional = (name: string, schema: Schema.Schema.AnyNoContext) => ({ name, schema, required: false })
+  return [
+    optional("page_size", PageSize),
+    optional("sort_by", SortByParam(collection.sortFields)),
+    optional("sort_order", SortOrderParam),
+    ...collection.filters.map((f) => optional(f.param, f.schema)),
+    ...Object.entries(collection.extraParams).map(([name, schema]) => optional(name, schema)),
+    ...Object.entries(collection.requiredParams ?? {}).map(([name, schema]) => ({ name, schema, required: true })),
+    ...(endpoint.name === "as-of" ? [{ name: "at", schema: InstantParam, required: true }] : []),
+    ...(endpoint.name === "history" ? [optional("start", InstantParam), optional("end", InstantParam)] : [])
+  ]
+}
+
+/** The query parameters of a Struct of `Schema.optional` fields, in field order. */
+export const optionalParameters = (
+  fields: Readonly<Record<string, { readonly from: Schema.Schema.AnyNoContext }>>
+): ReadonlyArray<EndpointParameter> => Object.entries(fields).map(([name, field]) => ({ name, schema: field.from, required: false }))
+
 /** Builds the query schema of one endpoint of a collection. */
 export const endpointSchema = (collection: CollectionDef, endpoint: EndpointDef) => {
-  const fields: Record<string, Schema.Schema.All | Schema.PropertySignature.All> = {
-    page_size: Schema.optional(PageSize),
-    sort_by: Schema.optional(SortByParam(collection.sortFields)),
-    sort_order: Schema.optional(SortOrderParam)
-  }
-  for (const f of collection.filters) fields[f.param] = Schema.optional(f.schema)
-  for (const [name, schema] of Object.entries(collection.extraParams)) fields[name] = Schema.optional(schema)
-  for (const [name, schema] of Object.entries(collection.requiredParams ?? {})) fields[name] = schema
-  if (endpoint.name === "as-of") fields.at = InstantParam
-  if (endpoint.name === "history") {
-    fields.start = Schema.optional(InstantParam)
-    fields.end = Schema.optional(InstantParam)
-  }
+  const fields: Record<string, Schema.Schema.All | Schema.PropertySignature.All> = {}
+  for (const p of endpointParameters(collection, endpoint)) fields[p.name] = p.required ? p.schema : Schema.optional(p.schema)
   return Schema.Struct(fields) as unknown as Schema.Schema<Params, Record<string, string>>
 }
 
@@ -104,7 +120,8 @@ export const mergePredicates = (predicates: ReadonlyArray<Predicate>): ReadonlyA
   return [...[...lists].map(([field, values]): Predicate => ({ op: "in", field, values })), ...rest]
 }
 
-const predicatesOf = (collection: CollectionDef, params: Params): Array<Predicate> => {
+/** The predicates of a collection's filters among decoded parameters. */
+export const predicatesOf = (collection: Pick<CollectionDef, "filters">, params: Params): Array<Predicate> => {
   const out: Array<Predicate> = []
   for (const f of collection.filters) {
     const v = params[f.param]
@@ -141,6 +158,76 @@ export interface PageRun<Row> {
 const fromEither = <A, E>(e: Either.Either<A, E>): Effect.Effect<A, E> =>
   Either.isRight(e) ? Effect.succeed(e.right) : Effect.fail(e.left)
 
+/**
+ * The request a `page_token` carries, and the page size asked beside it: the only parameter
+ * allowed there, since the token holds the whole request.
+ */
+export const continueFromToken = (
+  raw: Readonly<Record<string, string>>,
+  tokens: PageTokens["Type"],
+  principal: string,
+  endpointPath: string
+): Either.Either<{ readonly state: PageTokenState; readonly pageSize: number }, ValidationFailed> => {
+  const beside = Object.keys(raw).filter((k) => k !== "page_token" && k !== "page_size")
+  if (beside.length > 0) {
+    return Either.left(validationFailed(beside.map((parameter) => ({
+      parameter,
+      message: "not allowed beside page_token, which carries the whole request; only page_size may change"
+    }))))
+  }
+  return Either.flatMap(
+    decodeParams(PageSizeOnly, raw.page_size === undefined ? {} : { page_size: raw.page_size }),
+    ({ page_size }) => Either.map(
+      tokens.open(principal, endpointPath, raw.page_token ?? ""),
+      (state) => ({ state, pageSize: page_size ?? DEFAULT_PAGE_SIZE })
+    )
+  )
+}
+
+/** What `cutPage` needs besides the rows. */
+export interface PageCut {
+  readonly pageSize: number
+  readonly state: Omit<PageTokenState, "after">
+  readonly tieBreaker: string
+  readonly tokens: PageTokens["Type"]
+  readonly principal: string
+  /** The path the token is bound to; `meta.next.path` is the origin's prefix and this path. */
+  readonly endpointPath: string
+  readonly origin: RequestOrigin
+}
+
+/**
+ * Cuts the `pageSize + 1` rows storage returned to one page and builds `meta`, with a signed
+ * token for the next page positioned after the last row.
+ */
+export const cutPage = <Row extends Readonly<Record<string, unknown>>>(
+  rows: ReadonlyArray<Row>,
+  cut: PageCut
+): { readonly data: ReadonlyArray<Row>; readonly meta: { -readonly [K in keyof PageMeta]: PageMeta[K] } } => {
+  const { pageSize, state } = cut
+  const hasMore = rows.length > pageSize
+  const data = hasMore ? rows.slice(0, pageSize) : rows
+  let next: PageMeta["next"] = null
+  if (hasMore) {
+    const last = data[data.length - 1]!
+    const token = cut.tokens.sign(cut.principal, cut.endpointPath, {
+      scope: state.scope, predicates: state.predicates, sort: state.sort, clamped: state.clamped,
+      after: { value: sortValue(last, state.sort.by), tie: last[cut.tieBreaker] as string }
+    })
+    const path = cut.origin.prefix + cut.endpointPath
+    const size = String(pageSize)
+    next = {
+      url: `${cut.origin.origin}${path}?page_token=${token}&page_size=${size}`,
+      path,
+      query_params: { page_token: token, page_size: size }
+    }
+  }
+  return {
+    data,
+    meta: { page_size: pageSize, returned: data.length, has_more: hasMore, next, sort: { by: state.sort.by, order: state.sort.order } }
+  }
+}
+
 /** Runs one page request end to end: validation, entitlements, plan, storage, envelope. */
 export const runPage = <Row extends Readonly<Record<string, unknown>>>(
   run: PageRun<Row>
@@ -156,17 +243,9 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
     let state: Omit<PageTokenState, "after"> & { readonly after: PageTokenState["after"] | undefined }
     let pageSize = DEFAULT_PAGE_SIZE
     if (raw.page_token !== undefined) {
-      const beside = Object.keys(raw).filter((k) => k !== "page_token" && k !== "page_size")
-      if (beside.length > 0) {
-        return yield* Effect.fail(validationFailed(beside.map((parameter) => ({
-          parameter,
-          message: "not allowed beside page_token, which carries the whole request; only page_size may change"
-        }))))
-      }
-      const { page_size } = yield* fromEither(decodeParams(PageSizeOnly, raw.page_size === undefined ? {} : { page_size: raw.page_size }))
-      if (page_size !== undefined) pageSize = page_size
-      const opened = yield* fromEither(run.tokens.open(principal.id, endpointPath, raw.page_token))
-      state = yield* fromEither(reapplyFloor(opened, floor))
+      const continued = yield* fromEither(continueFromToken(raw, run.tokens, principal.id, endpointPath))
+      pageSize = continued.pageSize
+      state = yield* fromEither(reapplyFloor(continued.state, floor))
     } else {
       const params = yield* fromEither(decodeParams(run.schema, raw))
       if (params.page_size !== undefined) pageSize = params.page_size as number
@@ -206,30 +285,9 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
       : yield* run.page({ scope: state.scope, predicates: state.predicates, sort: state.sort, after: state.after, limit: pageSize + 1 })
         .pipe(Effect.catchTag("StorageError", (e) =>
           Effect.fail(new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); try again shortly` }))))
-    const hasMore = rows.length > pageSize
-    const data = hasMore ? rows.slice(0, pageSize) : rows
-    let next: PageMeta["next"] = null
-    if (hasMore) {
-      const last = data[data.length - 1]!
-      const token = run.tokens.sign(principal.id, endpointPath, {
-        scope: state.scope, predicates: state.predicates, sort: state.sort, clamped: state.clamped,
-        after: { value: sortValue(last, state.sort.by), tie: last[collection.tieBreaker] as string }
-      })
-      const path = request.origin.prefix + endpointPath
-      const size = String(pageSize)
-      next = {
-        url: `${request.origin.origin}${path}?page_token=${token}&page_size=${size}`,
-        path,
-        query_params: { page_token: token, page_size: size }
-      }
-    }
-    const meta: { -readonly [K in keyof PageMeta]: PageMeta[K] } = {
-      page_size: pageSize,
-      returned: data.length,
-      has_more: hasMore,
-      next,
-      sort: { by: state.sort.by, order: state.sort.order }
-    }
+    const { data, meta } = cutPage(rows, {
+      pageSize, state, tieBreaker: collection.tieBreaker, tokens: run.tokens, principal: principal.id, endpointPath, origin: request.origin
+    })
     if (state.scope._tag === "window") {
       meta.window = {
         start: state.scope.start,

@@ -1,0 +1,160 @@
+import { Args, Command, Options } from "@effect/cli"
+import {
+  AdministeredValue, HardwarePriceIngest, HardwarePriceObservation, IndexIngest, LlmTokenPriceIngest,
+  InvalidRecords, LlmTokenPriceObservation, RentalPriceIngest, RentalPriceObservation, type StorageUnavailable, TransactionDeal, TransactionIngest
+} from "@gpu-market/core"
+import { Console, Effect, Option, type Schema } from "effect"
+import { createReadStream, statSync } from "node:fs"
+import { createInterface } from "node:readline"
+import { parseCsv, CsvSyntaxError } from "./csv"
+import { makeProgress } from "./progress"
+import { csvObject, fieldKinds } from "./records"
+import { marketOn, storageOptions } from "./storage"
+
+/**
+ * `gpu-market import <file> --type …`: rows of one data type from JSON Lines or CSV, streamed
+ * through the type's write path in batches. A batch is atomic, so a batch with bad rows is
+ * retried without them: every good row is stored, every bad one reported with its line.
+ */
+
+/** Rows per write batch: big enough to amortise a commit, small enough to stream. */
+const BATCH = 500
+
+/** The importable types: the write path of each and the schema of one input row. */
+type Writers = RentalPriceIngest | HardwarePriceIngest | LlmTokenPriceIngest | TransactionIngest | IndexIngest
+
+interface ImportType {
+  readonly schema: Schema.Schema.AnyNoContext
+  readonly write: (rows: ReadonlyArray<unknown>) => Effect.Effect<unknown, InvalidRecords | StorageUnavailable, Writers>
+}
+
+const TYPES: Record<"rental" | "hardware" | "llm" | "transactions" | "indexes", ImportType> = {
+  rental: { schema: RentalPriceObservation, write: (rows: ReadonlyArray<unknown>) => Effect.flatMap(RentalPriceIngest, (i) => i.ingest(rows)) },
+  hardware: { schema: HardwarePriceObservation, write: (rows: ReadonlyArray<unknown>) => Effect.flatMap(HardwarePriceIngest, (i) => i.ingest(rows)) },
+  llm: { schema: LlmTokenPriceObservation, write: (rows: ReadonlyArray<unknown>) => Effect.flatMap(LlmTokenPriceIngest, (i) => i.ingest(rows)) },
+  transactions: { schema: TransactionDeal, write: (rows: ReadonlyArray<unknown>) => Effect.flatMap(TransactionIngest, (i) => i.record(rows)) },
+  indexes: { schema: AdministeredValue, write: (rows: ReadonlyArray<unknown>) => Effect.flatMap(IndexIngest, (i) => i.publish(rows)) }
+}
+
+type TypeName = keyof typeof TYPES
+
+/** A row read from the file, or why it could not be read. */
+type Read = { readonly line: number; readonly value: unknown } | { readonly line: number; readonly error: string }
+
+async function* jsonLines(path: string): AsyncGenerator<Read> {
+  let line = 0
+  for await (const text of createInterface({ input: createReadStream(path, "utf8"), crlfDelay: Infinity })) {
+    line++
+    if (text.trim() === "") continue
+    try {
+      yield { line, value: JSON.parse(text) }
+    } catch (e) {
+      yield { line, error: `not JSON: ${(e as Error).message}` }
+    }
+  }
+}
+
+async function* csvRows(path: string, schema: Schema.Schema.AnyNoContext): AsyncGenerator<Read> {
+  const kinds = fieldKinds(schema)
+  let header: ReadonlyArray<string> | undefined
+  for await (const record of parseCsv(createReadStream(path, "utf8"))) {
+    if (record instanceof CsvSyntaxError) {
+      yield { line: record.line, error: `not valid CSV: ${record.message}` }
+      continue
+    }
+    if (header === undefined) {
+      header = record.fields.map((f) => f.trim())
+      continue
+    }
+    const value = csvObject(header, record.fields, kinds)
+    yield typeof value === "string" ? { line: record.line, error: value } : { line: record.line, value }
+  }
+}
+
+/** What an import did. */
+export interface ImportSummary {
+  readonly accepted: number
+  readonly rejected: ReadonlyArray<{ readonly line: number; readonly message: string }>
+}
+
+/** Streams a file of `type` rows through its write path; bad rows are reported, good ones stored. */
+export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv") =>
+  Effect.gen(function* () {
+    const { schema, write } = TYPES[type]
+    const rows = format === "csv" ? csvRows(path, schema) : jsonLines(path)
+    const size = statSync(path).size
+    const progress = makeProgress()
+    const rejected: Array<{ line: number; message: string }> = []
+    let accepted = 0
+    let read = 0
+
+    const submit = (batch: ReadonlyArray<{ readonly line: number; readonly value: unknown }>) =>
+      Effect.gen(function* () {
+        let pending = batch
+        while (pending.length > 0) {
+          const rows = pending.map((r) => r.value)
+          const result = yield* Effect.either(write(rows))
+          if (result._tag === "Right") {
+            accepted += pending.length
+            return
+          }
+          const error = result.left
+          if (!(error instanceof InvalidRecords)) return yield* Effect.fail(error)
+          const bad = new Map<number, string>()
+          for (const issue of error.errors) {
+            if (issue.index >= 0 && issue.index < pending.length) {
+              bad.set(issue.index, bad.has(issue.index) ? `${bad.get(issue.index)}; ${issue.message}` : issue.message)
+            }
+          }
+          // A refusal that names no row of the batch refuses all of it.
+          if (bad.size === 0) for (let i = 0; i < pending.length; i++) bad.set(i, error.detail)
+          for (const [i, message] of bad) rejected.push({ line: pending[i]!.line, message })
+          pending = pending.filter((_, i) => !bad.has(i))
+        }
+      })
+
+    let batch: Array<{ line: number; value: unknown }> = []
+    const iterator = rows[Symbol.asyncIterator]()
+    while (true) {
+      const next = yield* Effect.promise(() => iterator.next())
+      if (next.done === true) break
+      const row = next.value
+      read++
+      if ("error" in row) rejected.push({ line: row.line, message: row.error })
+      else batch.push(row)
+      if (batch.length >= BATCH) {
+        yield* submit(batch)
+        batch = []
+        yield* progress.update(`importing ${type}`, Math.min(size, Math.round(size * 0.99)), size)
+      }
+    }
+    if (batch.length > 0) yield* submit(batch)
+    yield* progress.update(`importing ${type}`, size, size)
+    yield* progress.finish
+    const summary: ImportSummary = { accepted, rejected: rejected.sort((a, b) => a.line - b.line) }
+    return { ...summary, read }
+  })
+
+const formatOf = (path: string, given: Option.Option<"jsonl" | "csv">) =>
+  Option.getOrElse(given, () => (/\.csv$/i.test(path) ? "csv" as const : "jsonl" as const))
+
+/** `gpu-market import`. */
+export const importCommand = Command.make("import", {
+  file: Args.file({ name: "file", exists: "yes" }).pipe(Args.withDescription("the JSON Lines (.jsonl) or CSV (.csv) file to import")),
+  type: Options.choice("type", ["rental", "hardware", "transactions", "llm", "indexes"] as const).pipe(
+    Options.withDescription("data type of the rows: rental (price observations), hardware (listing observations), transactions (deals), llm (token price observations), indexes (administered index values)")
+  ),
+  format: Options.choice("format", ["jsonl", "csv"] as const).pipe(
+    Options.withDescription("file format; default from the extension (.csv is CSV, anything else JSON Lines)"),
+    Options.optional
+  ),
+  ...storageOptions
+}, (o) =>
+  Effect.gen(function* () {
+    const result = yield* importFile(o.file, o.type, formatOf(o.file, o.format))
+    const lines = [`accepted ${result.accepted}, rejected ${result.rejected.length}`]
+    for (const r of result.rejected) lines.push(`  line ${r.line}: ${r.message}`)
+    yield* Console.log(lines.join("\n"))
+    if (result.rejected.length > 0) process.exitCode = 1
+  }).pipe(Effect.provide(marketOn(o)))
+).pipe(Command.withDescription("Import rows of one data type through the write path, streamed, with a summary of rejected rows (exit 1 when any)."))

@@ -1,0 +1,94 @@
+import { Command, Options } from "@effect/cli"
+import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import { Demo, IndexComputation } from "@gpu-market/core"
+import * as Server from "@gpu-market/http-adapter"
+import { Console, Effect, Option } from "effect"
+import { importCommand } from "./import"
+import { makeProgress } from "./progress"
+import { describeStorage, marketOn, storageOn, storageOptions } from "./storage"
+import { tokensCommand } from "./tokens"
+
+/** `gpu-market`: serve the API, seed the demo market, import data, manage tokens and indexes. */
+
+const serve = Command.make("serve", {
+  port: Options.integer("port").pipe(Options.withDescription("port to listen on; default $PORT or 8787"), Options.optional),
+  host: Options.text("host").pipe(Options.withDescription("address to listen on; default $HOST or 127.0.0.1"), Options.optional),
+  baseUrl: Options.text("base-url").pipe(
+    Options.withDescription("public base URL (meta.next.url starts with it; a path in it is served too); default http://<host>:<port>"),
+    Options.optional
+  ),
+  demo: Options.boolean("demo").pipe(
+    Options.withDescription("seed the demo market (extended to today) and accept the demo tokens; without it the demo tokens are revoked")
+  ),
+  ...storageOptions
+}, (o) => {
+  const port = Option.getOrElse(o.port, () => Number(process.env.PORT ?? 8787))
+  const host = Option.getOrElse(o.host, () => process.env.HOST ?? "127.0.0.1")
+  const baseUrl = Option.getOrElse(o.baseUrl, () => process.env.GPU_MARKET_BASE_URL ?? `http://${host}:${port}`)
+  return Server.serve({ storage: { layer: storageOn(o), name: describeStorage(o) }, port, host, baseUrl, demo: o.demo })
+}
+).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))
+
+/** Demo market sizes: history days, vendors and GPUs of the rental catalog. */
+const SIZES = {
+  small: { days: 14, vendors: 3, gpus: 4 },
+  medium: { days: 60, vendors: 6, gpus: 7 },
+  large: { days: Demo.DEMO_HISTORY_DAYS, vendors: Demo.DEMO_VENDOR_COUNT, gpus: Demo.DEMO_GPUS.length }
+} as const
+
+const seed = Command.make("seed", {
+  size: Options.choice("size", ["small", "medium", "large"] as const).pipe(
+    Options.withDescription(`demo market size: small (${SIZES.small.days} days, ${SIZES.small.vendors} vendors, ${SIZES.small.gpus} GPUs), medium (${SIZES.medium.days}, ${SIZES.medium.vendors}, ${SIZES.medium.gpus}), large (the full demo of npm start)`),
+    Options.withDefault("large")
+  ),
+  days: Options.integer("days").pipe(Options.withDescription("days of history before today (overrides --size)"), Options.optional),
+  vendors: Options.integer("vendors").pipe(Options.withDescription(`rental vendors, 1 to ${Demo.DEMO_VENDOR_COUNT} (overrides --size)`), Options.optional),
+  gpus: Options.integer("gpus").pipe(Options.withDescription(`rental GPUs, 1 to ${Demo.DEMO_GPUS.length} (overrides --size)`), Options.optional),
+  ...storageOptions
+}, (o) =>
+  Effect.gen(function* () {
+    const size = SIZES[o.size]
+    const progress = makeProgress()
+    const report = yield* Demo.seedDemo({
+      days: Option.getOrElse(o.days, () => size.days),
+      vendors: Option.getOrElse(o.vendors, () => size.vendors),
+      gpus: Option.getOrElse(o.gpus, () => size.gpus),
+      onProgress: (p) => progress.update(p.phase, p.done, p.total)
+    })
+    yield* progress.finish
+    yield* Console.log(report.days > 0
+      ? `Seeded the demo market from ${report.firstDay} to ${report.lastDay} (${report.days} days) in ${describeStorage(o)}.`
+      : `Demo market in ${describeStorage(o)} is current through ${report.lastDay}.`)
+    yield* Console.log(`Demo tokens: ${Demo.DEMO_TOKENS.map((t) => t.secret).join(", ")}`)
+  }).pipe(Effect.provide(marketOn(o)))
+).pipe(Command.withDescription("Seed the deterministic demo market (every type, through today) with a progress bar."))
+
+const compute = Command.make("compute", {
+  from: Options.text("from").pipe(Options.withDescription("recompute from this instant or YYYY-MM-DD (with --to)"), Options.optional),
+  to: Options.text("to").pipe(Options.withDescription("recompute up to this instant or YYYY-MM-DD, exclusive (with --from)"), Options.optional),
+  ...storageOptions
+}, (o) =>
+  Effect.gen(function* () {
+    const computation = yield* IndexComputation
+    const summary = Option.isSome(o.from) && Option.isSome(o.to)
+      ? yield* computation.computeRange(o.from.value, o.to.value)
+      : Option.isNone(o.from) && Option.isNone(o.to)
+        ? yield* computation.computeDue()
+        : yield* Effect.fail("give both --from and --to, or neither (everything due now)")
+    yield* Console.log(`computed ${summary.values} values over ${summary.intervals} intervals of ${summary.indices} indices`)
+  }).pipe(Effect.provide(marketOn(o)))
+).pipe(Command.withDescription("Compute index values: everything due now, or a range again with --from/--to."))
+
+const indexes = Command.make("indexes").pipe(
+  Command.withDescription("Index computation."),
+  Command.withSubcommands([compute])
+)
+
+const root = Command.make("gpu-market").pipe(
+  Command.withDescription("The GPU market data API and its data: serve, seed, import, tokens, indexes."),
+  Command.withSubcommands([serve, seed, importCommand, tokensCommand, indexes])
+)
+
+const cli = Command.run(root, { name: "gpu-market", version: "0.1.0" })
+
+cli(process.argv).pipe(Effect.provide(NodeContext.layer), NodeRuntime.runMain)

@@ -1,0 +1,267 @@
+import { type EndpointParameter, Problem, type ProblemError, problemKind } from "@gpu-market/core"
+import { JSONSchema, Option, Schema, SchemaAST } from "effect"
+import { type DataRoute, dataRoutes, type NamedSchema } from "./routes"
+import { type SupplyEndpoint, supplyEndpoints, type SupplyParameter } from "./supply-routes"
+
+/**
+ * The OpenAPI 3.1 document of the data API and the procurement service, generated from the
+ * route tables the app serves and the Effect Schemas the core decodes with: parameters from each
+ * endpoint's parameter schemas (their raw, encoded side, described by the one message a 422 gives
+ * for them), bodies from the row, envelope, metadata, procurement and problem schemas, error
+ * statuses from the one error→problem mapping. Nothing in it is written by hand twice.
+ */
+
+/** A JSON object of the document (OpenAPI is JSON). */
+export type OpenApiObject = { readonly [key: string]: unknown }
+
+/** Options of the document. */
+export interface OpenApiOptions {
+  /** Public base URL (`servers[0].url`); paths are relative to it. */
+  readonly baseUrl: string
+  /** The routes to document; defaults to every data route the app serves. */
+  readonly routes?: ReadonlyArray<DataRoute>
+  /** Where the app mounts the procurement service, if it does: its endpoints are documented under it. */
+  readonly supplyPrefix?: `/${string}`
+}
+
+const SCHEMAS = "#/components/schemas/"
+
+/**
+ * Turns Effect Schemas into JSON Schema 2020-12 (OpenAPI 3.1's dialect) whose named parts land
+ * in one shared `components.schemas`: every `$ref` points at `#/components/schemas/<name>`, and
+ * no `$defs` remain.
+ */
+const makeSchemaRegistry = () => {
+  const definitions: Record<string, JSONSchema.JsonSchema7> = {}
+  const of = (schema: Schema.Schema.AnyNoContext) =>
+    JSONSchema.fromAST(schema.ast, { definitions, definitionPath: SCHEMAS, target: "openApi3.1" })
+  return {
+    definitions,
+    /** The inline JSON Schema of the raw (encoded) side of a schema: what travels in a query string. */
+    encoded: (schema: Schema.Schema.AnyNoContext) => of(Schema.encodedBoundSchema(schema)),
+    /** Registers a schema under its name and returns a `$ref` to it. */
+    named: ({ name, schema }: NamedSchema): OpenApiObject => {
+      const ref = `${SCHEMAS}${name}`
+      if (!(name in definitions)) {
+        // A schema whose identifier is `name` lands in `definitions` by itself, and `of` gives its $ref.
+        const json = of(schema)
+        if (!("$ref" in json && json.$ref === ref)) definitions[name] = json
+      }
+      return { $ref: ref }
+    }
+  }
+}
+
+/** The one message a parameter's failure reports ("expected …"), as documentation. */
+const messageOf = (schema: Schema.Schema.AnyNoContext): string | undefined =>
+  Option.match(SchemaAST.getMessageAnnotation(schema.ast), {
+    onNone: () => undefined,
+    onSome: (annotation) => {
+      const out = annotation(undefined as never)
+      const message = typeof out === "object" && "message" in out ? out.message : out
+      return typeof message === "string" ? message.replace(/^expected /, "") : undefined
+    }
+  })
+
+/** What the spec says of the paging and window parameters beyond what their schemas accept. */
+const PARAMETER_NOTES: Readonly<Record<string, string>> = {
+  page_size: "Rows per page; default 100.",
+  start: "Inclusive; a bare date is the start of that day (UTC). Default: `end` minus the endpoint's default span.",
+  end: "Exclusive; a bare date is the following midnight UTC, so the whole day is covered. Default: now.",
+  at: "UTC is assumed without an offset; a bare date is the end of that day (23:59:59.999999 UTC).",
+  "Idempotency-Key": "1 to 255 visible ASCII characters, unique per procurement: a retry with the same key never provisions twice.",
+  offer_id: "An `offer_id` from `POST /get_offers`.",
+  procurement_id: "A `procurement_id` from `POST /procurements`.",
+  resource_id: "A `resource_id` from a procurement's `resource_ids`."
+}
+
+const sentence = (text: string) => `${text[0]!.toUpperCase()}${text.slice(1)}${text.endsWith(".") ? "" : "."}`
+
+const parameterOf = (registry: ReturnType<typeof makeSchemaRegistry>, p: EndpointParameter | SupplyParameter): OpenApiObject => {
+  // The generated schema's own description/title restate refinements ("a string matching …");
+  // the parameter's description says it in the 422's words instead.
+  const { description: _d, title: _t, ...schema } = registry.encoded(p.schema) as JSONSchema.JsonSchema7 & {
+    readonly title?: string
+  }
+  const message = messageOf(p.schema)
+  const bound = /^(min|max)_(.+)$/.exec(p.name)
+  const note = bound === null
+    ? PARAMETER_NOTES[p.name]
+    : `Inclusive ${bound[1] === "min" ? "lower" : "upper"} bound on \`${bound[2]}\`.`
+  const description = [message === undefined ? undefined : sentence(message), note]
+    .filter((s) => s !== undefined)
+    .join(" ")
+  const location = "in" in p ? p.in : "query"
+  return { name: p.name, in: location, required: p.required, ...(description === "" ? {} : { description }), schema }
+}
+
+const pageTokenParameter: OpenApiObject = {
+  name: "page_token",
+  in: "query",
+  required: false,
+  description: "Opaque token from a previous `meta.next`. It carries filters, sort, window and position, so it is sent alone: only `page_size` may accompany it. Do not construct or parse it.",
+  schema: { type: "string" }
+}
+
+const header = (description: string, type: "integer" | "string" = "integer"): OpenApiObject => ({
+  description,
+  schema: { type }
+})
+
+const rateLimitHeaders = {
+  "X-RateLimit-Limit": { $ref: "#/components/headers/X-RateLimit-Limit" },
+  "X-RateLimit-Remaining": { $ref: "#/components/headers/X-RateLimit-Remaining" },
+  "X-RateLimit-Reset": { $ref: "#/components/headers/X-RateLimit-Reset" }
+}
+const requestIdHeader = { "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" } }
+
+const problemResponse = (description: string, headers: Record<string, OpenApiObject> = {}): OpenApiObject => ({
+  description,
+  headers: { ...headers, ...requestIdHeader },
+  content: { "application/problem+json": { schema: { $ref: `${SCHEMAS}Problem` } } }
+})
+
+/** Error responses every data route can give, by status. */
+const errorResponses = {
+  "400": problemResponse("`missing_anchor` (the query needs an anchor; `anchors` lists them) or `search_too_broad`.", rateLimitHeaders),
+  "401": problemResponse("`unauthenticated`: missing or invalid bearer token.", {
+    "WWW-Authenticate": header("`Bearer realm=\"gpu-market\"`", "string")
+  }),
+  "403": problemResponse("`insufficient_entitlement`: the token lacks the data type or historical access (`history_starts_at` gives the floor).", rateLimitHeaders),
+  "404": problemResponse("`not_found`: no such resource, or none the caller may see (an index id not held).", rateLimitHeaders),
+  "422": problemResponse("`validation_failed`: a parameter failed validation; `errors` names each (unknown and repeated parameters included).", rateLimitHeaders),
+  "429": problemResponse("`rate_limited`: the token's per-minute limit is spent.", {
+    ...rateLimitHeaders,
+    "Retry-After": header("Seconds until the limit resets.")
+  }),
+  "500": problemResponse("`internal_error`: a bug; it has been logged."),
+  "503": problemResponse("`storage_unavailable`: storage did not answer; try again shortly.", rateLimitHeaders)
+} as const
+
+const operationOf = (registry: ReturnType<typeof makeSchemaRegistry>, route: DataRoute): OpenApiObject => {
+  const responses: Record<string, OpenApiObject> = {
+    "200": {
+      description: route.response.name,
+      headers: { ...rateLimitHeaders, ...requestIdHeader },
+      content: { "application/json": { schema: registry.named(route.response) } }
+    }
+  }
+  for (const status of Object.keys(errorResponses)) {
+    if (status !== "400" || route.badRequest) responses[status] = { $ref: `#/components/responses/${status}` }
+  }
+  return {
+    operationId: route.operationId,
+    tags: [route.tag],
+    summary: route.summary,
+    description: route.description,
+    parameters: [
+      ...route.parameters.map((p) => parameterOf(registry, p)),
+      ...(route.paged ? [pageTokenParameter] : [])
+    ],
+    responses
+  }
+}
+
+/** What a problem means on a procurement endpoint, by error. */
+const SUPPLY_PROBLEMS: Partial<Record<ProblemError["_tag"], string>> = {
+  Unauthenticated: "missing or invalid bearer token",
+  InsufficientEntitlement: "the token lacks the procurement grant",
+  NotFound: "no such id among the caller's own (an id of another caller or of another kind included)",
+  ValidationFailed: "a parameter, header or body field failed validation; `errors` names each (unknown ones included)",
+  SearchTooBroad: "`gpu` matches too many GPUs; narrow it",
+  RateLimited: "the caller's requests for this minute are spent",
+  OfferExpired: "the offer is past `expires_at`; ask for new offers",
+  PayloadTooLarge: "the body is larger than the endpoint reads",
+  UnsupportedMediaType: "the body's `Content-Type` is not the endpoint's (`detail` names it)",
+  IdempotencyConflict: "this `Idempotency-Key` was already used for another offer",
+  StorageUnavailable: "storage did not answer; try again shortly",
+  ProviderUnavailable: "the supply provider did not answer; try again shortly",
+  InternalError: "a bug; it has been logged"
+}
+
+/** Errors every procurement endpoint can end with. */
+const SUPPLY_ERRORS: ReadonlyArray<ProblemError["_tag"]> = ["Unauthenticated", "InsufficientEntitlement", "InternalError", "StorageUnavailable"]
+
+/** A router path (`/offers/:offer_id`) as an OpenAPI one (`/offers/{offer_id}`). */
+const openApiPath = (path: string) => path.replace(/:(\w+)/g, "{$1}")
+
+const supplyOperationOf = (registry: ReturnType<typeof makeSchemaRegistry>, endpoint: SupplyEndpoint): OpenApiObject => {
+  const responses: Record<string, OpenApiObject> = {}
+  const rate = endpoint.rateLimited ? rateLimitHeaders : {}
+  for (const r of endpoint.responses) {
+    responses[String(r.status)] = {
+      description: r.description,
+      headers: { ...rate, ...(r.location === true ? { Location: header("Path of the new procurement.", "string") } : {}), ...requestIdHeader },
+      content: { "application/json": { schema: registry.named(r.body) } }
+    }
+  }
+  const byStatus = new Map<number, Array<ProblemError["_tag"]>>()
+  for (const tag of [...SUPPLY_ERRORS, ...endpoint.errors]) {
+    const { status } = problemKind(tag)
+    byStatus.set(status, [...byStatus.get(status) ?? [], tag])
+  }
+  for (const [status, tags] of byStatus) {
+    const description = tags.map((tag) => `\`${problemKind(tag).code}\`: ${SUPPLY_PROBLEMS[tag] ?? tag}.`).join(" ")
+    // The budget is known, and its headers sent, once the caller is authenticated and granted.
+    const headers = tags.includes("RateLimited")
+      ? { ...rateLimitHeaders, "Retry-After": header("Seconds until the limit resets.") }
+      : tags.includes("Unauthenticated")
+        ? { "WWW-Authenticate": header("`Bearer realm=\"gpu-market\"`", "string") }
+        : status === 403 || status === 500 ? {} : rate
+    responses[String(status)] = problemResponse(description, headers)
+  }
+  return {
+    operationId: endpoint.operationId,
+    tags: [endpoint.tag],
+    summary: endpoint.summary,
+    description: endpoint.description,
+    parameters: [
+      ...endpoint.parameters.map((p) => parameterOf(registry, p)),
+      ...(endpoint.paged ? [pageTokenParameter] : [])
+    ],
+    ...(endpoint.requestBody === undefined ? {} : {
+      requestBody: { required: true, content: { [endpoint.requestBody.mediaType]: { schema: registry.named(endpoint.requestBody.schema) } } }
+    }),
+    responses
+  }
+}
+
+/** Builds the OpenAPI 3.1 document of the routes, served at `baseUrl`. */
+export const openApiDocument = (options: OpenApiOptions): OpenApiObject => {
+  const registry = makeSchemaRegistry()
+  registry.named({ name: "Problem", schema: Problem })
+  const routes = options.routes ?? dataRoutes
+  const paths: Record<string, Record<string, OpenApiObject>> = {}
+  for (const route of routes) paths[route.path] = { get: operationOf(registry, route) }
+  const supply = options.supplyPrefix === undefined ? [] : supplyEndpoints
+  for (const endpoint of supply) {
+    const path = `${options.supplyPrefix}${openApiPath(endpoint.path)}`
+    paths[path] = { ...paths[path], [endpoint.method.toLowerCase()]: supplyOperationOf(registry, endpoint) }
+  }
+  const tags = [...new Set([...routes, ...supply].map((r) => r.tag))].map((name) => ({ name }))
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "GPU Market Data API",
+      version: "2.0.0",
+      description: "GPU market data: rental prices, hardware prices, aggregated rental transactions, price indexes and LLM token prices." +
+        (options.supplyPrefix === undefined ? "" : ` GPU procurement under \`${options.supplyPrefix}\`: discover supply, get offers, provision them, manage the resources.`) +
+        " Every endpoint needs `Authorization: Bearer <token>`; errors are RFC 9457 `application/problem+json`."
+    },
+    servers: [{ url: options.baseUrl }],
+    security: [{ bearerAuth: [] }],
+    tags,
+    paths,
+    components: {
+      securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", description: "An API token; the secret is shown once when issued." } },
+      headers: {
+        "X-RateLimit-Limit": header("Requests allowed per one-minute window."),
+        "X-RateLimit-Remaining": header("Requests left in the current window."),
+        "X-RateLimit-Reset": header("Seconds until the window resets."),
+        "X-Request-Id": header("Id of this request, as `request_id` in a problem.", "string")
+      },
+      responses: errorResponses,
+      schemas: registry.definitions
+    }
+  }
+}

@@ -1,0 +1,57 @@
+import { Demo, marketLayer, procurementLayer, simulatedProviderLayer } from "@gpu-market/core"
+import { Effect, Layer } from "effect"
+import * as Server from "./server"
+
+/**
+ * The standalone server as `npm start` and `gpu-market serve` run it: the market and the
+ * procurement service (selling the market's current rental products through the simulated
+ * provider) over a storage, with the demo market seeded or its tokens revoked, and one banner.
+ */
+
+// Procurement sells the market's current rental products through the simulated provider.
+const services = procurementLayer.pipe(Layer.provide(simulatedProviderLayer()), Layer.provideMerge(marketLayer))
+
+/** What the served services need from a storage backend (SQLite's and Redis's `layer` provide it). */
+export type ServeStorage = Layer.Layer.Context<typeof services>
+
+/** What to serve, from where, and how. */
+export interface ServeOptions<E> {
+  /** The storage backend, and how the banner names it (a file, or a Redis URL without credentials). */
+  readonly storage: { readonly layer: Layer.Layer<ServeStorage, E>; readonly name: string }
+  readonly port: number
+  readonly host: string
+  /** Public base URL; paths below it are served too. */
+  readonly baseUrl: string
+  /**
+   * Demo mode: seed the demo market (extended to today on later runs) and accept the demo
+   * tokens, which the banner lists; otherwise the demo tokens are revoked.
+   */
+  readonly demo: boolean
+}
+
+/** Serves until interrupted; prints one banner once listening. */
+export const serve = <E>(options: ServeOptions<E>) => {
+  const { baseUrl, demo } = options
+  return Effect.gen(function* () {
+    if (demo) {
+      const report = yield* Demo.seedDemo()
+      yield* Effect.sync(() => console.log(report.days > 0
+        ? `Seeded the demo market from ${report.firstDay} to ${report.lastDay} (${report.days} days).`
+        : `Demo market is current through ${report.lastDay}.`))
+    } else {
+      yield* Demo.revokeDemoTokens
+    }
+    return yield* Layer.launch(Server.layer({ port: options.port, host: options.host, baseUrl }).pipe(
+      Layer.tap(() => Effect.sync(() => {
+        const lines = [`gpu-market listening on ${baseUrl} (storage: ${options.storage.name})`]
+        if (demo) {
+          lines.push("Demo tokens (send as Authorization: Bearer <token>):")
+          for (const t of Demo.DEMO_TOKENS) lines.push(`  ${t.secret.padEnd(14)} ${t.principal.name}`)
+          lines.push(`Try: curl -H 'Authorization: Bearer demo-all' '${baseUrl}/v2/gpu/rental/prices/latest?gpu_canonical_name=h100-sxm&page_size=5'`)
+        }
+        // One write, so a reader that waits for "listening" has the tokens too.
+        process.stdout.write(lines.join("\n") + "\n")
+      }))
+    ))
+  }).pipe(Effect.provide(services), Effect.provide(options.storage.layer))
+}

@@ -1,0 +1,173 @@
+import { assert, describe, it } from "@effect/vitest"
+import { execFile } from "node:child_process"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { beforeAll } from "vitest"
+import { freePort, startUntil } from "./support/process"
+
+/**
+ * The `gpu-market` bin, run as a user runs it (a child process on a temp SQLite file): help of
+ * every command, seeding, tokens, serving, imports with rejected rows, index computation.
+ */
+
+const ROOT = join(import.meta.dirname, "..")
+const BIN = join(ROOT, "node_modules/.bin/gpu-market")
+const dir = mkdtempSync(join(tmpdir(), "gpu-market-cli-"))
+const DB = join(dir, "market.db")
+
+interface Run { readonly code: number; readonly stdout: string; readonly stderr: string }
+
+const run = (...args: ReadonlyArray<string>): Promise<Run> =>
+  new Promise((resolve) => {
+    execFile(BIN, [...args], { cwd: dir, env: { ...process.env, NO_COLOR: "1", GPU_MARKET_REDIS_URL: "" }, timeout: 120_000 },
+      (error, stdout, stderr) => resolve({ code: error === null ? 0 : Number(error.code ?? 1), stdout, stderr }))
+  })
+
+/** Starts `serve`, GETs each path with the token, and stops it. */
+const serveAll = async (token: string, paths: ReadonlyArray<string>) => {
+  const port = await freePort()
+  const server = await startUntil(BIN, ["serve", "--db", DB, "--port", String(port)], {
+    cwd: dir, env: { ...process.env, NO_COLOR: "1" }, ready: /listening on/, timeoutMs: 60_000
+  })
+  try {
+    const replies: Array<{ readonly status: number; readonly body: any }> = []
+    for (const path of paths) {
+      const response = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: `Bearer ${token}` } })
+      replies.push({ status: response.status, body: await response.json() as any })
+    }
+    return replies
+  } finally {
+    await server.stop()
+  }
+}
+
+const serve = async (token: string, path: string) => (await serveAll(token, [path]))[0]!
+
+const RENTAL = {
+  vendor: "acme", vendor_gpu_name: "H100 SXM", region: "us-east", gpu_canonical_name: "h100-sxm", gpu_manufacturer: "nvidia",
+  gpu_model: "H100", gpu_count: 1, gpu_memory_gb: 80, contract_type: "ondemand", price_usd_per_gpu_hour: 2.5, raw_price: 2.5,
+  raw_price_unit: "usd_per_instance_hour", extracted_at: new Date(Date.now() - 3_600_000).toISOString()
+}
+
+describe("gpu-market CLI", () => {
+  beforeAll(async () => {
+    const seeded = await run("seed", "--size", "small", "--db", DB)
+    assert.strictEqual(seeded.code, 0, seeded.stderr)
+    assert.match(seeded.stdout, /Seeded the demo market from \d{4}-\d{2}-\d{2} to \d{4}-\d{2}-\d{2} \(15 days\)/)
+    assert.match(seeded.stderr, /rental prices: 15\/15/) // progress, plain lines off a terminal
+  }, 180_000)
+
+  it("--help of every command exits 0 and names its options", async () => {
+    const cases: ReadonlyArray<readonly [ReadonlyArray<string>, ReadonlyArray<string>]> = [
+      [[], ["serve", "seed", "import", "tokens", "indexes"]],
+      [["serve"], ["--db", "--redis", "--redis-prefix", "--port", "--host", "--base-url", "--demo"]],
+      [["seed"], ["--size", "--days", "--vendors", "--gpus", "--db"]],
+      [["import"], ["--type", "--format", "--db", "rental", "csv"]],
+      [["tokens"], ["create", "list", "revoke"]],
+      [["tokens", "create"], ["--name", "--grant", "--indices", "--legacy", "--rate-limit", "--db"]],
+      [["tokens", "list"], ["--db"]],
+      [["tokens", "revoke"], ["principal-id", "--db"]],
+      [["indexes"], ["compute"]],
+      [["indexes", "compute"], ["--from", "--to", "--db"]]
+    ]
+    const runs = await Promise.all(cases.map(([command]) => run(...command, "--help")))
+    cases.forEach(([command, names], i) => {
+      const r = runs[i]!
+      assert.strictEqual(r.code, 0, `${command.join(" ")}: ${r.stderr}`)
+      for (const n of names) assert.include(r.stdout, n, `${command.join(" ")} --help names ${n}`)
+    })
+  }, 120_000)
+
+  it("tokens create prints a secret once that serve accepts; revoke makes it 401", async () => {
+    const created = await run("tokens", "create", "--name", "Acme research", "--id", "acme", "--grant", "rental:all", "--db", DB)
+    assert.strictEqual(created.code, 0, created.stderr)
+    const secret = created.stdout.trim()
+    assert.match(secret, /^\S{20,}$/)
+    assert.include(created.stderr, "shown this once")
+
+    const listed = await run("tokens", "list", "--db", DB)
+    assert.strictEqual(listed.code, 0)
+    assert.match(listed.stdout, /^acme {2}Acme research {2}rental \(all history\)/m)
+    assert.notInclude(listed.stdout, secret)
+    assert.notMatch(listed.stdout, /[0-9a-f]{64}/) // no hashes either
+
+    const ok = await serve(secret, "/v2/gpu/rental/prices/latest?gpu_canonical_name=h100-sxm&page_size=2")
+    assert.strictEqual(ok.status, 200)
+    assert.strictEqual(ok.body.data.length, 2)
+    const forbidden = await serve(secret, "/v2/gpu/hardware/prices/latest")
+    assert.strictEqual(forbidden.status, 403)
+
+    const revoked = await run("tokens", "revoke", "acme", "--db", DB)
+    assert.strictEqual(revoked.code, 0, revoked.stderr)
+    assert.strictEqual((await serve(secret, "/v2/gpu/rental/prices/metadata")).status, 401)
+    assert.strictEqual((await run("tokens", "revoke", "acme", "--db", DB)).code, 1)
+  }, 180_000)
+
+  it("serve mounts the procurement service as npm start does, and documents it", async () => {
+    const created = await run("tokens", "create", "--name", "Buyer", "--id", "cli-buyer", "--procurement", "--db", DB)
+    assert.strictEqual(created.code, 0, created.stderr)
+    const [gpus, doc] = await serveAll(created.stdout.trim(), ["/supply/gpus", "/openapi.json"])
+    assert.strictEqual(gpus!.status, 200, JSON.stringify(gpus!.body))
+    assert.include(gpus!.body.data.map((g: { gpu_canonical_name: string }) => g.gpu_canonical_name), "h100-sxm")
+    assert.property(doc!.body.paths, "/supply/get_offers")
+  }, 120_000)
+
+  it("import of JSON Lines and CSV: bad rows listed by line, exit 1, good rows queryable", async () => {
+    const jsonl = join(dir, "rental.jsonl")
+    writeFileSync(jsonl, [
+      JSON.stringify({ ...RENTAL, vendor: "jsonl-co" }),
+      "{ not json",
+      "",
+      JSON.stringify({ ...RENTAL, vendor: "jsonl-co", region: "eu-west", gpu_count: -1 }),
+      JSON.stringify({ ...RENTAL, vendor: "jsonl-co", region: "ap-south" })
+    ].join("\n") + "\n")
+    const j = await run("import", jsonl, "--type", "rental", "--db", DB)
+    assert.strictEqual(j.code, 1, j.stderr)
+    assert.match(j.stdout, /^accepted 2, rejected 2$/m)
+    assert.match(j.stdout, /line 2: not JSON/)
+    assert.match(j.stdout, /line 4: gpu_count/)
+
+    const csv = join(dir, "rental.csv")
+    const header = Object.keys(RENTAL).join(",")
+    const row = (over: Record<string, string>) => Object.keys(RENTAL).map((k) => over[k] ?? String((RENTAL as any)[k])).join(",")
+    writeFileSync(csv, [
+      header,
+      row({ vendor: "csv-co", vendor_gpu_name: "\"H100, \"\"SXM5\"\"\"" }),
+      row({ vendor: "csv-co", region: "eu-west", gpu_memory_gb: "lots" }),
+      row({ vendor: "csv-co", region: "ap-south", vendor_gpu_name: "\"H100\nSXM\"" })
+    ].join("\r\n") + "\r\n")
+    const c = await run("import", csv, "--type", "rental", "--db", DB)
+    assert.strictEqual(c.code, 1, c.stderr)
+    assert.match(c.stdout, /^accepted 2, rejected 1$/m)
+    assert.match(c.stdout, /line 3: gpu_memory_gb/)
+
+    const clean = join(dir, "clean.jsonl")
+    writeFileSync(clean, JSON.stringify({ ...RENTAL, vendor: "clean-co" }) + "\n")
+    const ok = await run("import", clean, "--type", "rental", "--db", DB)
+    assert.strictEqual(ok.code, 0, ok.stdout + ok.stderr)
+    assert.match(ok.stdout, /accepted 1, rejected 0/)
+
+    // `serve` without --demo revokes the demo tokens: read with a token of our own.
+    const token = (await run("tokens", "create", "--name", "reader", "--grant", "rental", "--db", DB)).stdout.trim()
+    const r = await serve(token, "/v2/gpu/rental/prices/latest?vendor=jsonl-co,csv-co,clean-co&sort_by=vendor")
+    assert.strictEqual(r.status, 200)
+    const rows = r.body.data.map((d: any) => `${d.vendor}/${d.region}/${d.vendor_gpu_name}`).sort()
+    assert.deepStrictEqual(rows, [
+      "clean-co/us-east/H100 SXM", "csv-co/ap-south/H100\nSXM", "csv-co/us-east/H100, \"SXM5\"",
+      "jsonl-co/ap-south/H100 SXM", "jsonl-co/us-east/H100 SXM"
+    ])
+  }, 180_000)
+
+  it("indexes compute recomputes a range and reports the values", async () => {
+    const today = new Date()
+    const day = (d: number) => new Date(today.getTime() - d * 86_400_000).toISOString().slice(0, 10)
+    const r = await run("indexes", "compute", "--from", day(5), "--to", day(2), "--db", DB)
+    assert.strictEqual(r.code, 0, r.stderr)
+    const m = /computed (\d+) values over (\d+) intervals of (\d+) indices/.exec(r.stdout)
+    assert.isNotNull(m, r.stdout)
+    assert.isAbove(Number(m![1]), 0)
+    const bad = await run("indexes", "compute", "--from", day(5), "--db", DB)
+    assert.notStrictEqual(bad.code, 0)
+  }, 120_000)
+})

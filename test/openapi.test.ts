@@ -1,0 +1,269 @@
+import { assert, describe, layer } from "@effect/vitest"
+import {
+  hardwarePricesCollection, indexesCollection, llmTokenPricesCollection, OFFER_REQUESTS_PER_MINUTE, rentalPricesCollection,
+  transactionsCollection
+} from "@gpu-market/core"
+import { Validator } from "@seriousme/openapi-schema-validator"
+import Ajv2020 from "ajv/dist/2020.js"
+import { Effect, TestClock } from "effect"
+import { atNow, BASE_URL, http, type Reply } from "./support/market"
+import { atMinute, getOffers, H100_REQUEST, procure, procurementFixture, PROVISION_MS, supply, TERMINATE_MS } from "./support/procurement"
+
+/**
+ * `/openapi.json` is a valid OpenAPI 3.1 document and says what the server does: the paths and
+ * methods it serves (the market's and the procurement service's), the parameters each endpoint
+ * accepts, and the shape of what it answers, problems included.
+ */
+
+type Doc = {
+  readonly openapi: string
+  readonly servers: ReadonlyArray<{ readonly url: string }>
+  readonly paths: Record<string, { readonly get: Operation; readonly [method: string]: Operation }>
+  readonly components: { readonly schemas: Record<string, unknown>; readonly responses: Record<string, any> }
+}
+type Operation = {
+  readonly parameters: ReadonlyArray<{ readonly name: string; readonly required: boolean; readonly in: string; readonly schema: unknown }>
+  readonly responses: Record<string, any>
+}
+
+const fetchDoc = Effect.map(http("/api/openapi.json"), (r) => {
+  assert.strictEqual(r.status, 200, r.text)
+  assert.match(r.headers.get("content-type") ?? "", /^application\/json/)
+  return r.body as Doc
+})
+
+/** Every `$ref` in a JSON value. */
+const refsOf = (value: unknown, out: Array<string> = []): Array<string> => {
+  if (Array.isArray(value)) for (const v of value) refsOf(v, out)
+  else if (typeof value === "object" && value !== null) {
+    for (const [k, v] of Object.entries(value)) {
+      if (k === "$ref" && typeof v === "string") out.push(v)
+      else refsOf(v, out)
+    }
+  }
+  return out
+}
+
+/** A validator of `components.schemas[name]` with the document's own `$ref`s resolvable. */
+const schemaValidator = (doc: Doc) => {
+  const ajv = new Ajv2020({ strict: false, allErrors: true })
+  ajv.addSchema({ $id: "urn:gpu-market:openapi", components: doc.components }, "urn:gpu-market:openapi")
+  // The document's refs are local (`#/components/...`); resolve them against the added root.
+  return (name: string, value: unknown) => {
+    const validate = ajv.compile({ $ref: `urn:gpu-market:openapi#/components/schemas/${name}` })
+    const ok = validate(value)
+    assert.isTrue(ok, `${name}: ${JSON.stringify(validate.errors)}`)
+  }
+}
+
+/**
+ * Asserts that a reply is one the document lists for its operation: a documented status, its
+ * media type, a body valid under its schema, and the `Location`/`Retry-After` it promises.
+ */
+const conforms = (doc: Doc, check: ReturnType<typeof schemaValidator>, method: string, path: string, r: Reply): Reply => {
+  const bare = path.split("?", 1)[0]!
+  const template = Object.keys(doc.paths).find((t) => new RegExp(`^${t.replace(/\{\w+\}/g, "[^/]+")}$`).test(bare))
+  assert.isDefined(template, `${bare} is not documented`)
+  const op = doc.paths[template!]![method.toLowerCase()]
+  assert.isDefined(op, `${method} ${template} is not documented`)
+  const documented = op!.responses[String(r.status)]
+  assert.isDefined(documented, `${method} ${template} does not document ${r.status}: ${r.text}`)
+  const response = "$ref" in documented ? doc.components.responses[String(documented.$ref).split("/").pop()!] : documented
+  const type = (r.headers.get("content-type") ?? "").split(";", 1)[0]!
+  const schema = response.content[type]?.schema
+  assert.isDefined(schema, `${method} ${template} ${r.status} is not documented as ${type}`)
+  check(String(schema.$ref).split("/").pop()!, r.body)
+  for (const name of ["Location", "Retry-After", "X-Request-Id"]) {
+    if (name in (response.headers ?? {})) assert.isNotNull(r.headers.get(name), `${method} ${template} ${r.status} without ${name}`)
+  }
+  return r
+}
+
+const BASES = [rentalPricesCollection, hardwarePricesCollection, transactionsCollection, indexesCollection, llmTokenPricesCollection]
+  .map((c) => c.basePath)
+/** Every path the app might serve: each type's four endpoints and the legacy ones. */
+const CANDIDATES = [
+  ...BASES.flatMap((b) => ["latest", "as-of", "history", "metadata", "current"].map((e) => `${b}/${e}`)),
+  "/v1/custom-index/current", "/v1/info-index/available", "/v1/custom-index/available", "/v2/gpu/reference-price/latest",
+  "/supply/offers", "/supply/get-offers", "/supply/storage_options", "/supply/resources/{resource_id}/status", "/v2/supply/gpus"
+]
+/** The procurement service's paths, as the spec names them. */
+const SUPPLY_PATHS = [
+  "/supply/gpus", "/supply/vendors", "/supply/regions", "/supply/contracts", "/supply/storage-options", "/supply/get_offers",
+  "/supply/offers/{offer_id}", "/supply/procurements", "/supply/procurements/{procurement_id}", "/supply/resources",
+  "/supply/resources/{resource_id}"
+]
+
+describe("OpenAPI 3.1 at /openapi.json", () => {
+  layer(procurementFixture("openapi"), { timeout: "120 seconds" })((it) => {
+    it.effect("is valid under the OpenAPI 3.1 schema, with no $defs and every $ref resolving", () =>
+      Effect.gen(function* () {
+        const doc = yield* fetchDoc
+        assert.strictEqual(doc.openapi, "3.1.0")
+        const result = yield* Effect.promise(() => new Validator().validate(structuredClone(doc) as Record<string, unknown>))
+        assert.isTrue(result.valid, JSON.stringify(result.errors, null, 2))
+        const text = JSON.stringify(doc)
+        assert.notInclude(text, "$defs")
+        const refs = refsOf(doc)
+        assert.isAbove(refs.length, 20)
+        for (const ref of refs) {
+          const [, section, name] = /^#\/components\/(schemas|responses|headers)\/(.+)$/.exec(ref) ?? []
+          assert.isDefined(section, `unexpected $ref ${ref}`)
+          assert.property((doc.components as any)[section!], name!, ref)
+        }
+        // Every component schema compiles as JSON Schema 2020-12 (the 3.1 meta-schema does not look inside).
+        const check = schemaValidator(doc)
+        assert.throws(() => check("RentalPriceRow", { vendor: "x" }))
+      }))
+
+    it.effect("serves servers[0] = the base URL, and no token is needed for it", () =>
+      Effect.gen(function* () {
+        const doc = yield* fetchDoc
+        assert.deepStrictEqual(doc.servers, [{ url: BASE_URL }])
+        const unprefixed = yield* http("/openapi.json")
+        assert.strictEqual(unprefixed.status, 200)
+      }))
+
+    it.effect("lists exactly the paths and methods the app serves, and every one answers", () =>
+      Effect.gen(function* () {
+        yield* atNow
+        const doc = yield* fetchDoc
+        const documented = Object.keys(doc.paths)
+        assert.strictEqual(documented.length, 20 + SUPPLY_PATHS.length)
+        assert.deepStrictEqual(documented.filter((p) => p.startsWith("/supply/")), SUPPLY_PATHS)
+        assert.deepStrictEqual(Object.keys(doc.paths["/supply/resources/{resource_id}"]!), ["get", "delete"])
+        for (const path of new Set([...documented, ...CANDIDATES])) {
+          const url = `/api${path.replace(/\{\w+\}/g, "x")}`
+          const methods = Object.keys(doc.paths[path] ?? { get: undefined }).map((m) => m.toUpperCase())
+          for (const method of methods) {
+            const r = yield* http(url, { token: "all", method })
+            const routed = !(r.status === 404 && String(r.body?.detail).startsWith("no endpoint at"))
+            assert.strictEqual(routed, documented.includes(path), `${method} ${path}: ${r.status} ${r.text.slice(0, 200)}`)
+          }
+          if (documented.includes(path)) {
+            // Any other method is refused, and `Allow` names exactly the documented ones.
+            const other = yield* http(url, { token: "all", method: ["POST", "GET", "PUT"].find((m) => !methods.includes(m))! })
+            assert.strictEqual(other.status, 405, path)
+            assert.strictEqual(other.headers.get("allow"), methods.join(", "), path)
+          }
+        }
+      }))
+
+    it.effect("rental /latest documents exactly the parameters it accepts", () =>
+      Effect.gen(function* () {
+        yield* atNow
+        const doc = yield* fetchDoc
+        const op = doc.paths["/v2/gpu/rental/prices/latest"]!.get
+        const names = op.parameters.map((p) => p.name)
+        for (const p of op.parameters) assert.strictEqual(p.in, "query")
+        for (const n of ["vendor", "gpu_canonical_name", "gpu_search", "region", "contract_type", "availability",
+          "min_price_usd_per_gpu_hour", "max_gpu_memory_gb", "sort_by", "sort_order", "page_size", "page_token"]) {
+          assert.include(names, n)
+        }
+        // Every documented parameter (but page_token, which must travel alone) is known to the endpoint:
+        // sent together with one undocumented name, only that one is "unknown".
+        const query = new URLSearchParams(names.filter((n) => n !== "page_token").map((n): [string, string] => [n, "~"]))
+        query.set("not_a_parameter", "1")
+        const r = yield* http(`/api/v2/gpu/rental/prices/latest?${query}`, { token: "all" })
+        assert.strictEqual(r.status, 422, r.text)
+        const unknown = (r.body.errors as Array<{ parameter: string; message: string }>)
+          .filter((e) => e.message === "unknown parameter").map((e) => e.parameter)
+        assert.deepStrictEqual(unknown, ["not_a_parameter"])
+        // The sort_by enum is the endpoint's sort set.
+        const sortBy = op.parameters.find((p) => p.name === "sort_by")!.schema as { enum: Array<string> }
+        assert.deepStrictEqual(sortBy.enum, [...rentalPricesCollection.sortFields])
+        const at = doc.paths["/v2/gpu/rental/prices/as-of"]!.get.parameters.find((p) => p.name === "at")!
+        assert.isTrue(at.required)
+      }))
+
+    it.effect("responses validate against the documented schemas: rows, envelope, metadata, problems", () =>
+      Effect.gen(function* () {
+        yield* atNow
+        const doc = yield* fetchDoc
+        const check = schemaValidator(doc)
+        const latest = yield* http("/api/v2/gpu/rental/prices/latest?vendor=v-alpha&page_size=3", { token: "all" })
+        assert.strictEqual(latest.status, 200)
+        assert.strictEqual(latest.body.data.length, 3)
+        assert.isNotNull(latest.body.meta.next)
+        const page = doc.paths["/v2/gpu/rental/prices/latest"]!.get.responses["200"].content["application/json"].schema.$ref
+        check(String(page).split("/").pop()!, latest.body)
+        check("RentalPriceRow", latest.body.data[0])
+        const history = yield* http("/api/v2/gpu/rental/prices/history?page_size=2", { token: "all" })
+        check("RentalPriceRowPage", history.body)
+        const asOf = yield* http("/api/v2/gpu/rental/prices/as-of?vendor=v-beta&at=2026-06-01&page_size=2", { token: "all" })
+        check("RentalPriceRowPage", asOf.body)
+        check("RentalPriceMetadata", (yield* http("/api/v2/gpu/rental/prices/metadata", { token: "all" })).body)
+        // A row with an extra property, or a missing null, is not a documented row.
+        const row = latest.body.data[0]
+        assert.throws(() => check("RentalPriceRow", { ...row, seller: "x" }))
+        const { valid_to: _, ...missing } = row
+        assert.throws(() => check("RentalPriceRow", missing))
+        // Problems: each error status the doc lists carries the Problem schema.
+        for (const [path, status] of [
+          ["/api/v2/gpu/rental/prices/latest", 400], ["/api/v2/gpu/rental/prices/latest?vendor=A", 422],
+          ["/api/v2/gpu/hardware/prices/latest", 403]
+        ] as const) {
+          const r = yield* http(path, { token: "all" })
+          assert.strictEqual(r.status, status, r.text)
+          check("Problem", r.body)
+          const op = doc.paths[path.slice(4).split("?")[0]!]!.get
+          assert.property(op.responses, String(status))
+        }
+        const unauthenticated = yield* http("/api/v2/gpu/rental/prices/latest?vendor=v-alpha")
+        check("Problem", unauthenticated.body)
+        assert.strictEqual(doc.components.responses["429"].headers["Retry-After"].schema.type, "integer")
+      }))
+
+    it.effect("procurement responses validate against the documented schemas: offers, procurements, resources, problems", () =>
+      Effect.gen(function* () {
+        yield* atMinute(0)
+        const doc = yield* fetchDoc
+        const check = schemaValidator(doc)
+        const ok = (method: string, path: string, r: Reply, status: number) => {
+          assert.strictEqual(r.status, status, `${method} ${path}: ${r.text}`)
+          return conforms(doc, check, method, path, r)
+        }
+        for (const path of ["/gpus", "/vendors", "/regions", "/contracts", "/storage-options"]) {
+          assert.isNotEmpty(ok("GET", `/supply${path}`, yield* supply(path), 200).body.data, path)
+        }
+        const offers = ok("POST", "/supply/get_offers", yield* getOffers(H100_REQUEST), 200)
+        assert.isNotNull(offers.headers.get("x-ratelimit-remaining"))
+        const [offer, other] = offers.body.data
+        ok("GET", `/supply/offers/${offer.offer_id}`, yield* supply(`/offers/${offer.offer_id}`), 200)
+        // The request body schema is the one the service decodes: an unknown key is refused.
+        check("OfferRequest", { gpu: "h100-sxm", gpu_count: 8 })
+        assert.throws(() => check("OfferRequest", { gpu: "h100-sxm", gpu_count: 8, colour: "red" }))
+        const created = ok("POST", "/supply/procurements", yield* procure(offer.offer_id, "openapi-1"), 201)
+        ok("POST", "/supply/procurements", yield* procure(offer.offer_id, "openapi-1"), 200)
+        ok("GET", `/supply/procurements/${created.body.procurement_id}`, yield* supply(`/procurements/${created.body.procurement_id}`), 200)
+        yield* TestClock.adjust(PROVISION_MS)
+        const page = ok("GET", "/supply/resources", yield* supply("/resources?status=running&page_size=1"), 200)
+        const id = page.body.data[0].resource_id
+        ok("GET", `/supply/resources/${id}`, yield* supply(`/resources/${id}`), 200)
+        ok("DELETE", `/supply/resources/${id}`, yield* supply(`/resources/${id}`, "buyer", "DELETE"), 202)
+        yield* TestClock.adjust(TERMINATE_MS)
+        ok("DELETE", `/supply/resources/${id}`, yield* supply(`/resources/${id}`, "buyer", "DELETE"), 200)
+
+        // Problems: each is a documented status of its operation, as problem+json.
+        ok("GET", "/supply/gpus", yield* supply("/gpus", "not-a-token"), 401)
+        ok("GET", "/supply/gpus", yield* supply("/gpus", "nosupply"), 403)
+        ok("GET", "/supply/gpus", yield* supply("/gpus?vendor=x"), 422)
+        ok("GET", "/supply/offers/off_missing", yield* supply("/offers/off_missing"), 404)
+        ok("POST", "/supply/procurements", yield* procure(other.offer_id, "openapi-1"), 422)
+        ok("POST", "/supply/get_offers", yield* getOffers(H100_REQUEST, "buyer", "text/plain"), 415)
+        ok("POST", "/supply/get_offers", yield* getOffers(`${H100_REQUEST}# ${"x".repeat(20_000)}\n`), 413)
+        // A fresh minute: its 5 requests (refused bodies count too), then a 429 with `Retry-After`.
+        yield* atMinute(20)
+        for (let i = 0; i < OFFER_REQUESTS_PER_MINUTE; i++) {
+          ok("POST", "/supply/get_offers", yield* getOffers(H100_REQUEST, "buyer", "text/plain"), 415)
+        }
+        const limited = ok("POST", "/supply/get_offers", yield* getOffers(H100_REQUEST), 429)
+        assert.strictEqual(limited.headers.get("x-ratelimit-remaining"), "0")
+        yield* atMinute(31)
+        ok("POST", "/supply/procurements", yield* procure(other.offer_id, "openapi-2"), 410)
+        ok("POST", "/supply/procurements", yield* http("/api/supply/procurements", {
+          token: "buyer", method: "POST", body: "{}", headers: { "content-type": "application/json" }
+        }), 422)
+      }))
+  })
+})
