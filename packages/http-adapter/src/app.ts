@@ -57,10 +57,12 @@ export const makeApp = (options: AppOptions) =>
     const supplyPrefix = options.supplyPrefix ?? "/supply"
     const supply = yield* makeSupplyRoutes({ prefix: supplyPrefix, origin })
     // The API's own description is public (no token), like the docs page that renders it; it
-    // documents procurement exactly when it is mounted.
-    const openApi = JSON.stringify(openApiDocument({ baseUrl: options.baseUrl, ...(supply.length > 0 ? { supplyPrefix } : {}) }))
+    // documents procurement exactly when it is mounted. Built on first request: an app is made
+    // per embedding and per test, and most never serve it.
+    const openApi = yield* Effect.cached(Effect.sync(() =>
+      JSON.stringify(openApiDocument({ baseUrl: options.baseUrl, ...(supply.length > 0 ? { supplyPrefix } : {}) }))))
     const docs: ReadonlyArray<Route> = [
-      ["/openapi.json", Effect.succeed(HttpServerResponse.text(openApi, { contentType: "application/json" }))],
+      ["/openapi.json", Effect.map(openApi, (doc) => HttpServerResponse.text(doc, { contentType: "application/json" }))],
       ["/docs", Effect.succeed(HttpServerResponse.html(docsPage(origin.prefix)))],
       ...yield* makeAssetRoutes
     ]
