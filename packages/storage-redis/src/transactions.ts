@@ -1,6 +1,6 @@
 import {
   type AggregatedTransaction, type Cohort, dealPool, MemoryStorage, type Scope, type SeriesState, StorageConflict, type StoredDeal,
-  type TransactionChanges, transactionsCollection, TransactionStore, type TransactionSummary, windowDates
+  type TransactionChanges, transactionFields, transactionsCollection, TransactionStore, type TransactionSummary, windowDates
 } from "@gpu-market/core"
 import { Effect } from "effect"
 import { Batch, untilApplied } from "./batch"
@@ -37,7 +37,8 @@ export const transactionTable: TableSpec<AggregatedTransaction> = {
     const dates = datesOf(scope)
     if (sortField !== "transaction_date" || dates === undefined) return {}
     return { lower: { bytes: encodeValue(dates.from), exclusive: false }, upper: { bytes: encodeValue(dates.to), exclusive: true } }
-  }
+  },
+  structures: [transactionFields]
 }
 
 /** A series as stored: rows published so far and the id of its latest cohort. */
