@@ -74,4 +74,26 @@ layer(fixture, { timeout: "120 seconds" })("procurement on Redis over HTTP", (it
       yield* TestClock.adjust(1)
       expectProblem(yield* procure(offer!.offer_id, "late"), 410, "offer_expired")
     }))
+
+  it.effect("get_offers allows a client exactly 5 a minute across two instances of one Redis", () =>
+    Effect.gen(function* () {
+      yield* atMinute(120)
+      const server = yield* TestRedis
+      // Another instance: its own connection and services over the same keys.
+      const other = procurementLayer.pipe(
+        Layer.provide(simulatedProviderLayer({ provisionMillis: PROVISION_MS, terminateMillis: TERMINATE_MS })),
+        Layer.provideMerge(marketLayer),
+        Layer.provideMerge(RedisStorage.layer({ url: server.url, prefix: PREFIX }))
+      )
+      const statuses: Array<number> = []
+      for (let i = 0; i < 8; i++) {
+        const ask = getOffers(`${H100_REQUEST}limit: 1\n`)
+        statuses.push((i % 2 === 0 ? yield* ask : yield* Effect.provide(ask, other)).status)
+      }
+      assert.deepStrictEqual(statuses, [200, 200, 200, 200, 200, 429, 429, 429])
+      // Another client's limit is its own.
+      assert.strictEqual((yield* Effect.provide(getOffers(`${H100_REQUEST}limit: 1\n`, "rival"), other)).status, 200)
+      yield* TestClock.adjust(60_000)
+      assert.strictEqual((yield* Effect.provide(getOffers(`${H100_REQUEST}limit: 1\n`), other)).status, 200)
+    }))
 })
