@@ -84,3 +84,27 @@ describe("HTTP client (createClient) against the real app on a real port", () =>
     assert.strictEqual(slept.at(-1), 7000)
   })
 })
+
+describe("HTTP client and meta.next on another origin", () => {
+  it("does not send the token to a meta.next.url outside the client's origin", async () => {
+    const seen: Array<string> = []
+    const next = { url: "https://elsewhere.example/v2/gpu/rental/prices/latest?page_token=t&page_size=1", path: "/v2/gpu/rental/prices/latest", query_params: { page_token: "t", page_size: "1" } }
+    const client = createClient({
+      baseUrl: "https://market.example", token: "secret",
+      fetch: async (request) => {
+        seen.push(request.url)
+        return new Response(JSON.stringify({ data: [], meta: { next } }), { headers: { "content-type": "application/json" } })
+      }
+    })
+    let pages = 0
+    let error: unknown
+    try {
+      for await (const _ of client.rental.prices.latest.pages({ gpu_canonical_name: ["h100-sxm"] })) pages++
+    } catch (e) {
+      error = e
+    }
+    assert.strictEqual(pages, 1)
+    assert.match(String(error), /not on https:\/\/market\.example/)
+    assert.isTrue(seen.every((u) => u.startsWith("https://market.example/")), seen.join(", "))
+  })
+})

@@ -14,7 +14,8 @@ const providerLayer = Layer.effect(SupplyProvider, Effect.gen(function* () {
   return {
     ...simulated,
     provision: (order) => Effect.flatMap(Ref.get(down), (d) => (d ? Effect.fail(new ProviderError({ detail: "down" })) : simulated.provision(order))),
-    status: (op) => Effect.flatMap(Ref.get(down), (d) => (d ? Effect.fail(new ProviderError({ detail: "down" })) : simulated.status(op)))
+    status: (op) => Effect.flatMap(Ref.get(down), (d) => (d ? Effect.fail(new ProviderError({ detail: "down" })) : simulated.status(op))),
+    terminate: (instance) => Effect.flatMap(Ref.get(down), (d) => (d ? Effect.fail(new ProviderError({ detail: "down" })) : simulated.terminate(instance)))
   } satisfies SupplyProvider["Type"]
 }))
 
@@ -64,6 +65,27 @@ describe("procurement: the state machine, on the reference store", () => {
         yield* store.createProcurement(orphan)
         const failed = yield* lifecycle.advanceProcurement(orphan)
         assert.deepStrictEqual([failed.procurement.status, failed.procurement.failure_reason], ["failed", "the offer is gone"])
+      }))
+
+    it.effect("a delete the provider cannot take fails with ProviderUnavailable and leaves the resource running", () =>
+      Effect.gen(function* () {
+        const store = yield* ProcurementStore
+        const lifecycle = yield* Lifecycle
+        yield* Ref.set(yield* Outage, false)
+        yield* TestClock.setTime(0)
+        yield* store.putOffers([{ owner: "o", offer: { ...offer, offer_id: "off_DDDDDDDDDDDDDDDDDDDDDD" as Offer["offer_id"] }, quote_ref: "q" }])
+        const r = pending("del", "off_DDDDDDDDDDDDDDDDDDDDDD")
+        yield* store.createProcurement(r)
+        yield* TestClock.setTime(5000)
+        const done = yield* lifecycle.advanceProcurement(r)
+        const resource = yield* Effect.flatMap(store.resource("o", done.procurement.resource_ids[0]!), (o) => o)
+        yield* Ref.set(yield* Outage, true)
+        const refused = yield* Effect.flip(lifecycle.deleteResource(resource))
+        assert.strictEqual(refused._tag, "ProviderUnavailable")
+        const still = yield* Effect.flatMap(store.resource("o", resource.resource.resource_id), (o) => o)
+        assert.strictEqual(still.resource.status, "running")
+        yield* Ref.set(yield* Outage, false)
+        assert.strictEqual((yield* lifecycle.deleteResource(still)).resource.status, "deleted")
       }))
   })
 })

@@ -1,6 +1,7 @@
 import { Options } from "@effect/cli"
 import { marketLayer } from "@gpu-market/core"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
+import { redactUrl } from "@gpu-market/storage-redis"
 import { Effect, Layer, Option } from "effect"
 
 /**
@@ -32,22 +33,10 @@ export interface StorageChoice {
   readonly redisPrefix: Option.Option<string>
 }
 
-/** A Redis URL fit to print: its user and password left out. */
-const redacted = (url: string): string => {
-  try {
-    const u = new URL(url)
-    u.username = ""
-    u.password = ""
-    return u.toString()
-  } catch {
-    return "(unparseable URL)"
-  }
-}
-
 /** Where the market is, resolved against the environment, for messages. */
 export const describeStorage = (choice: StorageChoice): string => {
   const redis = Option.getOrElse(choice.redis, () => process.env.GPU_MARKET_REDIS_URL)
-  return redis !== undefined && redis !== "" ? `redis ${redacted(redis)}` : Option.getOrElse(choice.db, () => process.env.GPU_MARKET_DB ?? "./data/market.db")
+  return redis !== undefined && redis !== "" ? `redis ${redactUrl(redis)}` : Option.getOrElse(choice.db, () => process.env.GPU_MARKET_DB ?? "./data/market.db")
 }
 
 /** The chosen storage backend. */

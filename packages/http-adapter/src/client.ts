@@ -62,6 +62,11 @@ export const createClient = (options: ClientOptions): MarketReads => {
       const search = new URLSearchParams(query).toString()
       return get(`${base}${entry.path}${search === "" ? "" : `?${search}`}`, callOptions)
     },
-    next: (_entry, next, callOptions) => get(next.url, callOptions)
+    // The token goes only where the client was pointed: a `meta.next.url` on another origin (a
+    // misconfigured or hostile server) is refused rather than sent the caller's credentials.
+    next: (_entry, next, callOptions) =>
+      new URL(next.url).origin === new URL(base).origin
+        ? get(next.url, callOptions)
+        : Promise.reject(new Error(`meta.next.url ${next.url} is not on ${new URL(base).origin}; not following it with the token`))
   })
 }

@@ -164,7 +164,7 @@ export const supplyEndpoints = [
       { status: 202, description: "Resource (deleting)", body: resource },
       { status: 200, description: "Resource (deleted)", body: resource }
     ],
-    errors: ["NotFound", "ValidationFailed"],
+    errors: ["NotFound", "ValidationFailed", "ProviderUnavailable"],
     rateLimited: false
   }
 ] as const satisfies ReadonlyArray<SupplyEndpoint>

@@ -63,8 +63,17 @@ export const make = (options: RedisOptions): Effect.Effect<RedisStores, StorageE
 export const layer = (options: RedisOptions): Layer.Layer<RedisStorage, StorageError> =>
   Layer.scopedContext(Effect.map(make(options), storageContext))
 
-/** `url` fit to print: `redis://` with any user and password left out. */
-export const redactUrl = (url: string): string => url.replace(/\/\/[^@/]*@/, "//")
+/** `url` fit to print: its user and password left out. */
+export const redactUrl = (url: string): string => {
+  try {
+    const u = new URL(url)
+    u.username = ""
+    u.password = ""
+    return u.toString()
+  } catch {
+    return "(unparseable URL)"
+  }
+}
 
 /** The Redis at `url` as a market's storage: `createMarket({ storage: redis("redis://127.0.0.1:6379") })`. */
 export const redis = (url: string, prefix?: string): Layer.Layer<Storage, StorageError> =>

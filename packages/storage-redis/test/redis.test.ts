@@ -6,7 +6,7 @@ import fc from "fast-check"
 import { Redis } from "ioredis"
 import { freePort } from "../../../test/support/process"
 import { redisStorageLayer, TestRedis, testRedisLayer } from "../../../test/support/redis"
-import { encodeMember, make, memberTie } from "../src/index"
+import { encodeMember, make, memberTie, redactUrl } from "../src/index"
 
 const sign = (n: number) => (n < 0 ? -1 : n > 0 ? 1 : 0)
 
@@ -90,4 +90,13 @@ layer(testRedisLayer(), { timeout: "30 seconds" })("on one server", (it) => {
         }
       }
     }).pipe(Effect.provide(storage("unicode"))))
+})
+
+describe("redactUrl", () => {
+  it("leaves out the user and the whole password, whatever characters it holds", () => {
+    assert.strictEqual(redactUrl("redis://:p@ss@cache.internal:6380/2"), "redis://cache.internal:6380/2")
+    assert.strictEqual(redactUrl("rediss://user:ab%2Fcd@cache.internal"), "rediss://cache.internal")
+    assert.strictEqual(redactUrl("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379")
+    assert.notInclude(redactUrl("not a url with secret"), "secret")
+  })
 })

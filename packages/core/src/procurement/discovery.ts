@@ -51,7 +51,7 @@ export class Discovery extends Effect.Service<Discovery>()("Procurement/Discover
           vendors: sorted(ps.map((p) => p.vendor)),
           regions: sorted(ps.map((p) => p.region)),
           contract_types: sorted(ps.map((p) => p.contract_type)),
-          min_price_usd_per_gpu_hour: Math.min(...ps.map((p) => p.price_usd_per_gpu_hour))
+          min_price_usd_per_gpu_hour: ps.reduce((min, p) => Math.min(min, p.price_usd_per_gpu_hour), Infinity)
         }))
         return { data }
       }),

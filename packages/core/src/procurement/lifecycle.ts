@@ -5,6 +5,7 @@ import type { ProcurementStatus, ResourceId, ResourceStatus } from "../schema/pr
 import type { StorageError } from "../storage/contract"
 import { ProcurementStore, type ProcurementRecord, type ResourceRecord } from "../storage/procurement"
 import { newId } from "./access"
+import { providerUnavailable } from "./offers"
 import { SupplyProvider } from "./provider"
 
 /**
@@ -131,17 +132,22 @@ export class Lifecycle extends Effect.Service<Lifecycle>()("Procurement/Lifecycl
       advanceResource: (r: ResourceRecord) => Effect.mapError(advanceResource(r), unavailable),
       /**
        * Starts deleting a running resource (idempotent: a resource already on its way is only
-       * advanced). A provider that cannot answer leaves it running; the caller may retry.
+       * advanced). A provider that cannot take the order fails with `ProviderUnavailable` and
+       * leaves the resource running, so the caller knows to retry rather than wait.
        */
-      deleteResource: (r: ResourceRecord) => Effect.mapError(Effect.gen(function* () {
-        if (r.resource.status !== "running") return yield* advanceResource(r)
+      deleteResource: (r: ResourceRecord) => Effect.gen(function* () {
+        if (r.resource.status !== "running") return yield* Effect.mapError(advanceResource(r), unavailable)
         const now = yield* nowMicros
-        const operation = yield* Effect.option(provider.terminate({ instance_ref: r.instance_ref, requested_at: now }))
-        if (Option.isNone(operation)) return r
+        const operation = yield* Effect.mapError(provider.terminate({ instance_ref: r.instance_ref, requested_at: now }), providerUnavailable)
         const at = formatInstant(now)
-        const next = yield* moveResource(r, { ...r, operation: operation.value, resource: { ...r.resource, status: "deleting", updated_at: at } })
-        return yield* advanceResource(next)
-      }), unavailable),
+        return yield* Effect.mapError(
+          Effect.flatMap(
+            moveResource(r, { ...r, operation, resource: { ...r.resource, status: "deleting", updated_at: at } }),
+            advanceResource
+          ),
+          unavailable
+        )
+      }),
       /** Advances every record of the owner that is between states, before a list is read. */
       settle: Effect.fn("Lifecycle.settle")(function* (owner: string) {
         const open = yield* Effect.mapError(store.unsettled(owner), unavailable)
