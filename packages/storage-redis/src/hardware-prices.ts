@@ -199,7 +199,7 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
     }
     for (const [i, r] of written.entries()) {
       const before = stored[i]
-      if (before !== undefined) count(served(before.row), -1)
+      if (before !== undefined) count(before.row, -1)
       count(r, 1)
     }
     const moved = [...perListing].filter(([, p]) => p.delta !== 0)

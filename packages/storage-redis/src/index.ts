@@ -35,18 +35,12 @@ export { hardwareTable, makeHardwarePriceStore, type StoredHardwarePrice } from 
 export { makeTransactionStore, transactionTable } from "./transactions"
 export { makeProcurementStore, OFFER_RETENTION_MILLIS, resourceTable, type StoredResource } from "./procurement"
 
-/** The stores this backend provides: every store of core's `Storage`. */
-export type RedisStorage = Storage
-
-/** The stores over one connection. */
-export type RedisStores = Stores
-
 /**
  * Connects for the life of the scope and builds the stores. Fails with a `StorageError` when
  * Redis cannot be reached within the connect timeout; once connected, requests fail fast while
  * Redis is away and the connection comes back by itself.
  */
-export const make = (options: RedisOptions): Effect.Effect<RedisStores, StorageError, Scope.Scope> =>
+export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError, Scope.Scope> =>
   Effect.map(makeClient(options), (client) => ({
     rentalStore: makeRentalPriceStore(client),
     tokenStore: makeTokenStore(client),
@@ -60,7 +54,7 @@ export const make = (options: RedisOptions): Effect.Effect<RedisStores, StorageE
   }))
 
 /** Every store in the Redis at `options.url`, over one connection the layer opens and closes. */
-export const layer = (options: RedisOptions): Layer.Layer<RedisStorage, StorageError> =>
+export const layer = (options: RedisOptions): Layer.Layer<Storage, StorageError> =>
   Layer.scopedContext(Effect.map(make(options), storageContext))
 
 /** `url` fit to print: its user and password left out. */
@@ -80,7 +74,7 @@ export const redis = (url: string, prefix?: string): Layer.Layer<Storage, Storag
   layer(prefix === undefined ? { url } : { url, prefix })
 
 /** `layer` from `GPU_MARKET_REDIS_URL` (required) and `GPU_MARKET_REDIS_PREFIX` (default `gpu-market`). */
-export const layerConfig: Layer.Layer<RedisStorage, StorageError | ConfigError.ConfigError> = Layer.unwrapEffect(
+export const layerConfig: Layer.Layer<Storage, StorageError | ConfigError.ConfigError> = Layer.unwrapEffect(
   Effect.map(
     Config.all({
       url: Config.string("GPU_MARKET_REDIS_URL"),

@@ -3,7 +3,7 @@ import {
   RentalPriceStore, StorageConflict
 } from "@gpu-market/core"
 import { Effect } from "effect"
-import { Batch, BATCH_ATTEMPTS } from "./batch"
+import { Batch, untilApplied } from "./batch"
 import type { RedisClient } from "./client"
 import { decode, encode } from "./codec"
 import { makeTable, type StoredRow, type TableSpec, versionScopeBounds } from "./table"
@@ -174,14 +174,11 @@ export const makeRentalPriceStore = (client: RedisClient): RentalPriceStore["Typ
       }),
 
     apply: (changes) =>
-      Effect.gen(function* () {
-        for (let n = 0; n < BATCH_ATTEMPTS; n++) {
-          const outcome = yield* client.run("rental_prices.apply", () => attempt(changes))
-          if (outcome === undefined) return
-          if (outcome !== "retry") return yield* outcome
-        }
-        return yield* new StorageConflict({ detail: "rental prices kept changing under this write; retry it" })
-      }),
+      Effect.flatMap(
+        untilApplied(client, "rental_prices.apply", () => attempt(changes), () =>
+          new StorageConflict({ detail: "rental prices kept changing under this write; retry it" })),
+        (outcome) => (outcome === undefined ? Effect.void : Effect.fail(outcome))
+      ),
 
     page: (plan) => client.run("rental_prices.page", () => table.page(plan)),
 

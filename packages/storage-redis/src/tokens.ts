@@ -1,6 +1,6 @@
 import { type Principal, StorageError, type StoredToken, TokenStore } from "@gpu-market/core"
 import { Effect, Option } from "effect"
-import { Batch, BATCH_ATTEMPTS } from "./batch"
+import { Batch, untilApplied } from "./batch"
 import type { RedisClient } from "./client"
 import { decode, encode } from "./codec"
 import { AFTER_VALUE, encodeMember, encodeValue, memberTie } from "./lex"
@@ -18,13 +18,7 @@ export const makeTokenStore = (client: RedisClient): TokenStore["Type"] => {
 
   /** Runs `attempt` until its batch applies; a batch whose checks failed is decided again. */
   const retrying = (operation: string, attempt: () => Promise<boolean | "retry">) =>
-    Effect.gen(function* () {
-      for (let n = 0; n < BATCH_ATTEMPTS; n++) {
-        const outcome = yield* client.run(operation, attempt)
-        if (outcome !== "retry") return outcome
-      }
-      return yield* new StorageError({ operation, cause: "the tokens kept changing under this write" })
-    })
+    untilApplied(client, operation, attempt, () => new StorageError({ operation, cause: "the tokens kept changing under this write" }))
 
   return {
     put: (tokenHash, principal) =>

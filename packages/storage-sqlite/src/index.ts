@@ -34,14 +34,11 @@ export { compileTransactionPage, makeTransactionStore, transactionFromColumns, t
 export { compileIndexPage, indexesMigration, indexValueFromColumns, makeIndexStore } from "./indexes"
 export { compileResourcePage, makeProcurementStore, procurementMigration } from "./procurement"
 
-/** The stores over one connection. */
-export type SqliteStores = Stores
-
 /**
  * Opens the database for the life of the scope, migrates it to the current schema and builds
  * the stores. The connection closes when the scope does.
  */
-export const make = (options: SqliteOptions): Effect.Effect<SqliteStores, StorageError, Scope.Scope> =>
+export const make = (options: SqliteOptions): Effect.Effect<Stores, StorageError, Scope.Scope> =>
   Effect.gen(function* () {
     const client = yield* makeClient(options)
     yield* migrate(client)
