@@ -1,7 +1,8 @@
 import {
-  Demo, formatDate, formatInstant, IndexComputation, type IndexComputationSummary, IndexIngest, marketLayer, MemoryStorage, MICROS_PER_DAY,
+  formatDate, formatInstant, IndexComputation, type IndexComputationSummary, IndexIngest, marketLayer, MemoryStorage, MICROS_PER_DAY,
   type RentalPrice, RentalPriceIngest, RentalPriceStore
 } from "@gpu-market/core"
+import * as Demo from "@gpu-market/demo"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Clock, Effect, Layer, ManagedRuntime } from "effect"
 import { ok } from "node:assert/strict"

@@ -3,8 +3,9 @@
  *
  *   npx tsx examples/worker.ts
  */
-import { createMarket, createWorkerMarket } from "@gpu-market/core"
+import { createMarket } from "@gpu-market/core"
 import { sqlite } from "@gpu-market/storage-sqlite"
+import { createWorkerMarket } from "@gpu-market/worker"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -15,7 +16,7 @@ const seeded = await createMarket({ storage: sqlite(file) })
 const token = await seedSample(seeded)
 await seeded.close()
 
-const market = await createWorkerMarket({ storage: { sqlite: file }, poolSize: 2 })
+const market = await createWorkerMarket({ storage: sqlite(file), poolSize: 2 })
 const page = await market.rental.prices.latest({ gpu_canonical_name: ["h100-sxm"], sort_by: "price_usd_per_gpu_hour" }, { token })
 console.log(`${page.data.length} rows from ${market.threadIds().length} workers; cheapest ${page.data[0]?.vendor}`)
 await market.close()

@@ -1,5 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Auth, Demo, Problem } from "@gpu-market/core"
+import { Auth, Problem } from "@gpu-market/core"
+import * as Demo from "@gpu-market/demo"
 import { Effect, Schema } from "effect"
 import fc from "fast-check"
 import { HW, hardwareLayer } from "./support/hardware"

@@ -1,5 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Demo, type LlmTokenPrice, LlmTokenPrices, LlmTokenPriceStore, marketLayer, SettingsStore } from "@gpu-market/core"
+import * as Demo from "@gpu-market/demo"
+import { type LlmTokenPrice, LlmTokenPrices, LlmTokenPriceStore, marketLayer, SettingsStore } from "@gpu-market/core"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Layer, Option, TestClock } from "effect"
 import { mkdtempSync } from "node:fs"

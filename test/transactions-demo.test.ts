@@ -1,5 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Demo, TransactionStore } from "@gpu-market/core"
+import { TransactionStore } from "@gpu-market/core"
+import * as Demo from "@gpu-market/demo"
 import { Effect, TestClock } from "effect"
 import { http, NOW_MS } from "./support/market"
 import { emptyMarket, follow, TX } from "./support/transactions"

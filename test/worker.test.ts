@@ -1,6 +1,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { createMarket, createWorkerMarket, type Market, MarketProblemError, type WorkerMarket } from "@gpu-market/core"
+import { createMarket, type Market, MarketProblemError } from "@gpu-market/core"
 import { sqlite } from "@gpu-market/storage-sqlite"
+import { createWorkerMarket, type WorkerMarket } from "@gpu-market/worker"
 import { seedMarket, tempDb } from "./support/adapters"
 
 /** The outcome of a call as bytes: the JSON of its result, or of its problem without `request_id`. */
@@ -22,7 +23,7 @@ describe("worker market (createWorkerMarket)", () => {
   beforeAll(async () => {
     direct = await createMarket({ storage: sqlite(db), baseUrl })
     await seedMarket(direct)
-    worker = await createWorkerMarket({ storage: { sqlite: db }, poolSize: 2, baseUrl })
+    worker = await createWorkerMarket({ storage: sqlite(db), poolSize: 2, baseUrl })
   }, 120_000)
   afterAll(async () => {
     await worker?.close()
@@ -91,7 +92,7 @@ describe("worker market (createWorkerMarket)", () => {
 
 describe("worker market shutdown", () => {
   it("close() stops every worker thread", async () => {
-    const market = await createWorkerMarket({ storage: { sqlite: tempDb("worker-close") }, poolSize: 2 })
+    const market = await createWorkerMarket({ storage: sqlite(tempDb("worker-close")), poolSize: 2 })
     const before = market.threadIds()
     assert.strictEqual(before.length, 2)
     await market.close()

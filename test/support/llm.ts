@@ -1,7 +1,8 @@
 import {
-  Auth, basePriceKey, Demo, type Grant, type HistoryAccess, LlmTokenPriceIngest, type LlmTokenPriceObservationInput, marketLayer,
+  Auth, basePriceKey, type Grant, type HistoryAccess, LlmTokenPriceIngest, type LlmTokenPriceObservationInput, marketLayer,
   type Principal
 } from "@gpu-market/core"
+import * as Demo from "@gpu-market/demo"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Layer } from "effect"
 import { mkdtempSync } from "node:fs"

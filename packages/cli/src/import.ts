@@ -6,10 +6,10 @@ import {
 import { Console, Effect, Option, type Schema } from "effect"
 import { createReadStream, statSync } from "node:fs"
 import { createInterface } from "node:readline"
-import { parseCsv, CsvSyntaxError } from "./csv"
-import { makeProgress } from "./progress"
-import { csvObject, fieldKinds } from "./records"
-import { marketOn, storageOptions } from "./storage"
+import { parseCsv, CsvSyntaxError } from "./csv.js"
+import { makeProgress } from "./progress.js"
+import { csvObject, fieldKinds } from "./records.js"
+import { marketOn, storageOptions } from "./storage.js"
 
 /**
  * `gpu-market import <file> --type …`: rows of one data type from JSON Lines or CSV, streamed

@@ -1,16 +1,17 @@
 import { Command, Options } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Demo, IndexComputation } from "@gpu-market/core"
-import * as Server from "@gpu-market/http-adapter"
+import { IndexComputation } from "@gpu-market/core"
+import * as Demo from "@gpu-market/demo"
 import { Console, Effect, Option } from "effect"
-import { importCommand } from "./import"
-import { makeProgress } from "./progress"
-import { describeStorage, marketOn, storageOn, storageOptions } from "./storage"
-import { tokensCommand } from "./tokens"
+import { importCommand } from "./import.js"
+import { makeProgress } from "./progress.js"
+import { describeStorage, marketOn, storageOn, storageOptions } from "./storage.js"
+import { serve } from "./serve.js"
+import { tokensCommand } from "./tokens.js"
 
 /** `gpu-market`: serve the API, seed the demo market, import data, manage tokens and indexes. */
 
-const serve = Command.make("serve", {
+const serveCommand = Command.make("serve", {
   port: Options.integer("port").pipe(Options.withDescription("port to listen on; default $PORT or 8787"), Options.optional),
   host: Options.text("host").pipe(Options.withDescription("address to listen on; default $HOST or 127.0.0.1"), Options.optional),
   baseUrl: Options.text("base-url").pipe(
@@ -25,7 +26,7 @@ const serve = Command.make("serve", {
   const port = Option.getOrElse(o.port, () => Number(process.env.PORT ?? 8787))
   const host = Option.getOrElse(o.host, () => process.env.HOST ?? "127.0.0.1")
   const baseUrl = Option.getOrElse(o.baseUrl, () => process.env.GPU_MARKET_BASE_URL ?? `http://${host}:${port}`)
-  return Server.serve({ storage: { layer: storageOn(o), name: describeStorage(o) }, port, host, baseUrl, demo: o.demo })
+  return serve({ storage: { layer: storageOn(o), name: describeStorage(o) }, port, host, baseUrl, demo: o.demo })
 }
 ).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))
 
@@ -86,7 +87,7 @@ const indexes = Command.make("indexes").pipe(
 
 const root = Command.make("gpu-market").pipe(
   Command.withDescription("The GPU market data API and its data: serve, seed, import, tokens, indexes."),
-  Command.withSubcommands([serve, seed, importCommand, tokensCommand, indexes])
+  Command.withSubcommands([serveCommand, seed, importCommand, tokensCommand, indexes])
 )
 
 const cli = Command.run(root, { name: "gpu-market", version: "0.1.0" })

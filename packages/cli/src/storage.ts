@@ -21,7 +21,7 @@ export const storageOptions = {
     Options.optional
   ),
   redisPrefix: Options.text("redis-prefix").pipe(
-    Options.withDescription("key prefix of this market in Redis (several markets can share one server)"),
+    Options.withDescription("key prefix of this market in Redis (several markets can share one server); default $GPU_MARKET_REDIS_PREFIX or gpu-market"),
     Options.optional
   )
 }
@@ -46,7 +46,7 @@ export const storageOn = (choice: StorageChoice) => {
     ? Layer.unwrapEffect(Effect.map(
         // Loaded only when asked for, so SQLite users never load the Redis client.
         Effect.promise(() => import("@gpu-market/storage-redis")),
-        (RedisStorage) => RedisStorage.layer(Option.match(choice.redisPrefix, {
+        (RedisStorage) => RedisStorage.layer(Option.match(Option.orElse(choice.redisPrefix, () => Option.fromNullable(process.env.GPU_MARKET_REDIS_PREFIX)), {
           onNone: () => ({ url: redis }),
           onSome: (prefix) => ({ url: redis, prefix })
         }))

@@ -2,7 +2,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { Auth, type DataType, type Grant, type HistoryAccess, newTokenSecret, type Principal, TokenStore } from "@gpu-market/core"
 import { Console, Effect, Either, Option } from "effect"
 import { randomBytes } from "node:crypto"
-import { marketOn, storageOptions } from "./storage"
+import { marketOn, storageOptions } from "./storage.js"
 
 /**
  * `gpu-market tokens create|list|revoke`: API tokens. The secret is printed once, by `create`;

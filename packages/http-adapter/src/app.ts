@@ -4,12 +4,12 @@ import {
 } from "@gpu-market/core"
 import { Cause, Effect, Either, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
-import { docsPage, makeAssetRoutes } from "./docs"
-import { openApiDocument } from "./openapi"
-import { problemResponse } from "./problem"
-import { queryOf, rateHeaders } from "./request"
-import { makeSupplyRoutes } from "./procurement"
-import { dataRoutes } from "./routes"
+import { docsPage, makeAssetRoutes } from "./docs.js"
+import { openApiDocument } from "./openapi.js"
+import { problemResponse } from "./problem.js"
+import { queryOf, rateHeaders } from "./request.js"
+import { makeSupplyRoutes } from "./procurement.js"
+import { dataRoutes } from "./routes.js"
 
 /** Options of the HTTP app. */
 export interface AppOptions {

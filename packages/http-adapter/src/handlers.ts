@@ -3,7 +3,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { marketLayer, type MarketServices, type Storage, type StorageError, toProblemError } from "@gpu-market/core"
 import { Effect, Exit, Layer, ManagedRuntime, type Scope } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { makeApp } from "./app"
+import { makeApp } from "./app.js"
 
 /**
  * The HTTP API as handlers an existing service mounts: a Node `(req, res)` handler (node:http,

@@ -1,7 +1,7 @@
 import { type EndpointParameter, Problem, type ProblemError, problemKind } from "@gpu-market/core"
 import { JSONSchema, Option, Schema, SchemaAST } from "effect"
-import { type DataRoute, dataRoutes, type NamedSchema } from "./routes"
-import { type SupplyEndpoint, supplyEndpoints, type SupplyParameter } from "./supply-routes"
+import { type DataRoute, dataRoutes, type NamedSchema } from "./routes.js"
+import { type SupplyEndpoint, supplyEndpoints, type SupplyParameter } from "./supply-routes.js"
 
 /**
  * The OpenAPI 3.1 document of the data API and the procurement service, generated from the

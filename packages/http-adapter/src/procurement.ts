@@ -5,9 +5,9 @@ import {
 } from "@gpu-market/core"
 import { Effect, Either, Option } from "effect"
 import { randomUUID } from "node:crypto"
-import { problemResponse } from "./problem"
-import { queryOf, rateHeaders } from "./request"
-import { type SupplyOperationId, supplyEndpoints } from "./supply-routes"
+import { problemResponse } from "./problem.js"
+import { queryOf, rateHeaders } from "./request.js"
+import { type SupplyOperationId, supplyEndpoints } from "./supply-routes.js"
 
 /**
  * The procurement service over HTTP, under the supply prefix (`/supply` by default), unversioned:

@@ -2,7 +2,7 @@ import { HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
-import { makeApp } from "./app"
+import { makeApp } from "./app.js"
 
 /** Where and how the standalone server listens. */
 export interface ServerOptions {

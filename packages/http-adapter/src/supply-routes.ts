@@ -4,7 +4,7 @@ import {
   SupplyGpu, SupplyRegion, SupplyStorageOption, SupplyVendor
 } from "@gpu-market/core"
 import type { Schema } from "effect"
-import type { NamedSchema } from "./routes"
+import type { NamedSchema } from "./routes.js"
 
 /**
  * The procurement endpoints, below the supply prefix, with what OpenAPI says about each.

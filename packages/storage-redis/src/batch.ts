@@ -1,7 +1,7 @@
 import type { StorageError } from "@gpu-market/core"
 import { Effect } from "effect"
-import type { RedisClient } from "./client"
-import { script } from "./client"
+import type { RedisClient } from "./client.js"
+import { script } from "./client.js"
 
 /**
  * The one write path of every store: a checked batch. A store reads what it needs, decides,

@@ -1,7 +1,7 @@
 import { StorageError } from "@gpu-market/core"
 import { Effect, type Scope } from "effect"
 import { Redis } from "ioredis"
-import { type Keys, makeKeys } from "./keys"
+import { type Keys, makeKeys } from "./keys.js"
 
 /** Where the Redis server is and how long a request may wait for it. */
 export interface RedisOptions {

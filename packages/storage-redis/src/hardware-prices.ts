@@ -3,11 +3,11 @@ import {
   HardwarePriceStore, type HardwareSummary, MemoryStorage, observationId, type Scope, StorageError
 } from "@gpu-market/core"
 import { Effect } from "effect"
-import { Batch, untilApplied } from "./batch"
-import type { RedisClient } from "./client"
-import { cachedByVersion, replies, type Versioned } from "./reads"
-import { AFTER_VALUE, encodeValue, memberText } from "./lex"
-import { type Bound, type Bounds, makeTable, type StoredRow, type TableSpec } from "./table"
+import { Batch, untilApplied } from "./batch.js"
+import type { RedisClient } from "./client.js"
+import { cachedByVersion, replies, type Versioned } from "./reads.js"
+import { AFTER_VALUE, encodeValue, memberText } from "./lex.js"
+import { type Bound, type Bounds, makeTable, type StoredRow, type TableSpec } from "./table.js"
 
 /**
  * A hardware row as stored: the row and the next day its listing was observed on (null on the

@@ -3,37 +3,37 @@
  * Rows are msgpack (msgpackr records); pages walk sorted-set indexes kept on write; every write
  * is one checked Lua batch; requests fail fast with a `StorageError` while Redis is away.
  */
-import { type Storage, storageContext, type StorageError, type Stores } from "@gpu-market/core"
+import { type MarketStorage, portableStorage, type Storage, storageContext, type StorageError, type Stores } from "@gpu-market/core"
 import { Config, type ConfigError, Effect, Layer, type Scope } from "effect"
-import { makeClient, type RedisOptions } from "./client"
-import { makeHardwarePriceStore } from "./hardware-prices"
-import { makeIndexStore } from "./indexes"
-import { makeLlmTokenPriceStore } from "./llm-token-prices"
-import { makeProcurementStore } from "./procurement"
-import { makeRateLimitStore } from "./rate-limits"
-import { makeRentalPriceStore } from "./rental-prices"
-import { makeSettingsStore } from "./settings"
-import { makeTokenStore } from "./tokens"
-import { makeTransactionStore } from "./transactions"
+import { makeClient, type RedisOptions } from "./client.js"
+import { makeHardwarePriceStore } from "./hardware-prices.js"
+import { makeIndexStore } from "./indexes.js"
+import { makeLlmTokenPriceStore } from "./llm-token-prices.js"
+import { makeProcurementStore } from "./procurement.js"
+import { makeRateLimitStore } from "./rate-limits.js"
+import { makeRentalPriceStore } from "./rental-prices.js"
+import { makeSettingsStore } from "./settings.js"
+import { makeTokenStore } from "./tokens.js"
+import { makeTransactionStore } from "./transactions.js"
 
-export { fromRedis, makeClient, type RedisClient, type RedisOptions, type Script, script } from "./client"
-export { Batch, BATCH_ATTEMPTS, untilApplied } from "./batch"
-export { cachedByVersion, replies, type Versioned } from "./reads"
-export { type Codec, decode, encode, makeCodec } from "./codec"
-export { type Keys, makeKeys } from "./keys"
-export { AFTER_VALUE, decodeText, encodeMember, encodeText, encodeValue, memberText, memberTie } from "./lex"
+export { fromRedis, makeClient, type RedisClient, type RedisOptions, type Script, script } from "./client.js"
+export { Batch, BATCH_ATTEMPTS, untilApplied } from "./batch.js"
+export { cachedByVersion, replies, type Versioned } from "./reads.js"
+export { type Codec, decode, encode, makeCodec } from "./codec.js"
+export { type Keys, makeKeys } from "./keys.js"
+export { AFTER_VALUE, decodeText, encodeMember, encodeText, encodeValue, memberText, memberTie } from "./lex.js"
 export {
   type Bound, type Bounds, InvalidPlan, makeTable, type StoredRow, type Subset, type Table, type TableSpec, versionScopeBounds
-} from "./table"
-export { makeRentalPriceStore, rentalTable } from "./rental-prices"
-export { makeTokenStore } from "./tokens"
-export { makeSettingsStore } from "./settings"
-export { makeRateLimitStore } from "./rate-limits"
-export { llmTokenPriceTable, makeLlmTokenPriceStore, type StoredLlmTokenPrice } from "./llm-token-prices"
-export { indexValueTable, makeIndexStore } from "./indexes"
-export { hardwareTable, makeHardwarePriceStore, type StoredHardwarePrice } from "./hardware-prices"
-export { makeTransactionStore, transactionTable } from "./transactions"
-export { makeProcurementStore, OFFER_RETENTION_MILLIS, resourceTable, type StoredResource } from "./procurement"
+} from "./table.js"
+export { makeRentalPriceStore, rentalTable } from "./rental-prices.js"
+export { makeTokenStore } from "./tokens.js"
+export { makeSettingsStore } from "./settings.js"
+export { makeRateLimitStore } from "./rate-limits.js"
+export { llmTokenPriceTable, makeLlmTokenPriceStore, type StoredLlmTokenPrice } from "./llm-token-prices.js"
+export { indexValueTable, makeIndexStore } from "./indexes.js"
+export { hardwareTable, makeHardwarePriceStore, type StoredHardwarePrice } from "./hardware-prices.js"
+export { makeTransactionStore, transactionTable } from "./transactions.js"
+export { makeProcurementStore, OFFER_RETENTION_MILLIS, resourceTable, type StoredResource } from "./procurement.js"
 
 /**
  * Connects for the life of the scope and builds the stores. Fails with a `StorageError` when
@@ -69,9 +69,14 @@ export const redactUrl = (url: string): string => {
   }
 }
 
-/** The Redis at `url` as a market's storage: `createMarket({ storage: redis("redis://127.0.0.1:6379") })`. */
-export const redis = (url: string, prefix?: string): Layer.Layer<Storage, StorageError> =>
-  layer(prefix === undefined ? { url } : { url, prefix })
+/**
+ * The Redis at `url` as a market's storage: `createMarket({ storage: redis("redis://127.0.0.1:6379") })`.
+ * Portable: `createWorkerMarket({ storage: redis(url) })` connects from each worker.
+ */
+export const redis = (url: string, prefix?: string): MarketStorage => {
+  const options: RedisOptions = prefix === undefined ? { url } : { url, prefix }
+  return portableStorage(layer(options), { module: import.meta.url, options })
+}
 
 /** `layer` from `GPU_MARKET_REDIS_URL` (required) and `GPU_MARKET_REDIS_PREFIX` (default `gpu-market`). */
 export const layerConfig: Layer.Layer<Storage, StorageError | ConfigError.ConfigError> = Layer.unwrapEffect(

@@ -4,12 +4,12 @@ import {
   type StoredIndexDefinition
 } from "@gpu-market/core"
 import { Option } from "effect"
-import { Batch, untilApplied } from "./batch"
-import type { RedisClient } from "./client"
-import { decode, encode } from "./codec"
-import { AFTER_VALUE, encodeMember, encodeValue, memberTie } from "./lex"
-import { replies } from "./reads"
-import { type Bounds, makeTable, type Table, type TableSpec } from "./table"
+import { Batch, untilApplied } from "./batch.js"
+import type { RedisClient } from "./client.js"
+import { decode, encode } from "./codec.js"
+import { AFTER_VALUE, encodeMember, encodeValue, memberTie } from "./lex.js"
+import { replies } from "./reads.js"
+import { type Bounds, makeTable, type Table, type TableSpec } from "./table.js"
 
 /** The hash tag of everything the index store keeps: one apply may touch several indexes. */
 const TAG = "indexes"

@@ -3,11 +3,11 @@ import {
   MemoryStorage, StorageConflict
 } from "@gpu-market/core"
 import { Effect } from "effect"
-import { Batch, untilApplied } from "./batch"
-import type { RedisClient } from "./client"
-import { decode, encode } from "./codec"
-import { cachedByVersion, replies, type Versioned } from "./reads"
-import { makeTable, type StoredRow, type TableSpec, versionScopeBounds } from "./table"
+import { Batch, untilApplied } from "./batch.js"
+import type { RedisClient } from "./client.js"
+import { decode, encode } from "./codec.js"
+import { cachedByVersion, replies, type Versioned } from "./reads.js"
+import { makeTable, type StoredRow, type TableSpec, versionScopeBounds } from "./table.js"
 
 /**
  * An LLM token price row as stored: the outlier flag in the text form (`"true"` / `"false"`)

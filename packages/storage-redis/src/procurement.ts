@@ -3,11 +3,11 @@ import {
   MICROS_PER_MS, type Resource, type ResourceRecord, StorageError
 } from "@gpu-market/core"
 import { Option } from "effect"
-import { Batch, untilApplied } from "./batch"
-import type { RedisClient } from "./client"
-import { decode, encode } from "./codec"
-import { replies } from "./reads"
-import { makeTable, type StoredRow, type TableSpec } from "./table"
+import { Batch, untilApplied } from "./batch.js"
+import type { RedisClient } from "./client.js"
+import { decode, encode } from "./codec.js"
+import { replies } from "./reads.js"
+import { makeTable, type StoredRow, type TableSpec } from "./table.js"
 
 /**
  * A resource as stored: the served resource, the rest of its record, and the owner joined to

@@ -1,6 +1,6 @@
 import { RateLimitStore } from "@gpu-market/core"
-import { script } from "./client"
-import type { RedisClient } from "./client"
+import { script } from "./client.js"
+import type { RedisClient } from "./client.js"
 
 /**
  * INCR and, on the first hit of a window, PEXPIRE, as one script: a counter never lives on

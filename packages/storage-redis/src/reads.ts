@@ -1,8 +1,8 @@
 import { StorageError } from "@gpu-market/core"
 import type { Effect } from "effect"
 import type { ChainableCommander } from "ioredis"
-import { untilApplied } from "./batch"
-import type { RedisClient } from "./client"
+import { untilApplied } from "./batch.js"
+import type { RedisClient } from "./client.js"
 
 /** Runs a pipeline or MULTI and returns its replies in order; the first failed command rejects. */
 export const replies = async (commands: ChainableCommander): Promise<Array<unknown>> => {

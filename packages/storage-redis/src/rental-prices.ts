@@ -3,10 +3,10 @@ import {
   RentalPriceStore, StorageConflict
 } from "@gpu-market/core"
 import { Effect } from "effect"
-import { Batch, untilApplied } from "./batch"
-import type { RedisClient } from "./client"
-import { decode, encode } from "./codec"
-import { makeTable, type StoredRow, type TableSpec, versionScopeBounds } from "./table"
+import { Batch, untilApplied } from "./batch.js"
+import type { RedisClient } from "./client.js"
+import { decode, encode } from "./codec.js"
+import { makeTable, type StoredRow, type TableSpec, versionScopeBounds } from "./table.js"
 
 /** The fields a plan can anchor on that hold many rows per value: each gets its own indexes. */
 const ANCHORS = ["vendor", "gpu_canonical_name"]

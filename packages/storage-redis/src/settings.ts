@@ -1,6 +1,6 @@
 import { SettingsStore } from "@gpu-market/core"
 import { Option } from "effect"
-import type { RedisClient } from "./client"
+import type { RedisClient } from "./client.js"
 
 /**
  * Settings in one hash, `<prefix>:{settings}:values`. `getOrSet` is HSETNX then HGET in one

@@ -1,8 +1,8 @@
 import { MemoryStorage, type PagePlan, type Scope, sortValue } from "@gpu-market/core"
-import type { Batch } from "./batch"
-import type { RedisClient } from "./client"
-import { makeCodec } from "./codec"
-import { AFTER_VALUE, encodeMember, encodeValue, memberTie } from "./lex"
+import type { Batch } from "./batch.js"
+import type { RedisClient } from "./client.js"
+import { makeCodec } from "./codec.js"
+import { AFTER_VALUE, encodeMember, encodeValue, memberTie } from "./lex.js"
 
 /**
  * The generic table engine: rows stored once, sorted-set indexes maintained on write, and keyset

@@ -1,9 +1,9 @@
 import { type Principal, StorageError, type StoredToken, TokenStore } from "@gpu-market/core"
 import { Effect, Option } from "effect"
-import { Batch, untilApplied } from "./batch"
-import type { RedisClient } from "./client"
-import { decode, encode } from "./codec"
-import { AFTER_VALUE, encodeMember, encodeValue, memberTie } from "./lex"
+import { Batch, untilApplied } from "./batch.js"
+import type { RedisClient } from "./client.js"
+import { decode, encode } from "./codec.js"
+import { AFTER_VALUE, encodeMember, encodeValue, memberTie } from "./lex.js"
 
 /**
  * Tokens under the hash tag `{tokens}`: `by-hash` (hash token hash → msgpack principal) and

@@ -3,12 +3,12 @@ import {
   type TransactionChanges, transactionFields, transactionsCollection, TransactionStore, type TransactionSummary, windowDates
 } from "@gpu-market/core"
 import { Effect } from "effect"
-import { Batch, untilApplied } from "./batch"
-import type { RedisClient } from "./client"
-import { decode, encode } from "./codec"
-import { AFTER_VALUE, decodeText, encodeText, encodeValue } from "./lex"
-import { cachedByVersion, replies, type Versioned } from "./reads"
-import { makeTable, type TableSpec } from "./table"
+import { Batch, untilApplied } from "./batch.js"
+import type { RedisClient } from "./client.js"
+import { decode, encode } from "./codec.js"
+import { AFTER_VALUE, decodeText, encodeText, encodeValue } from "./lex.js"
+import { cachedByVersion, replies, type Versioned } from "./reads.js"
+import { makeTable, type TableSpec } from "./table.js"
 
 /** The dates of the last scope asked about: `inScope` runs per row read, with one scope per page. */
 let lastScope: { readonly scope: Scope; readonly dates: ReturnType<typeof windowDates> } | undefined

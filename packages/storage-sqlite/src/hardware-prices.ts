@@ -2,12 +2,12 @@ import {
   type HardwareClassField, hardwareClassFields, type HardwareGpuCoverage, type HardwarePrice, hardwarePriceFields,
   HardwarePriceStore, type HardwareSummary, type PagePlan
 } from "@gpu-market/core"
-import type { SqliteClient } from "./client"
-import type { Migration } from "./migrations"
+import type { SqliteClient } from "./client.js"
+import type { Migration } from "./migrations.js"
 import {
   type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, keysetClause, limitParam, orderBy, type PageSort,
   pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows
-} from "./page-sql"
+} from "./page-sql.js"
 
 /** Text columns: the only ones `in` and `eq` predicates can match. */
 const TEXT_FIELDS: ReadonlySet<string> = new Set([

@@ -2,37 +2,37 @@
  * @gpu-market/storage-sqlite: every gpu-market store in one SQLite file, through better-sqlite3.
  * WAL mode and IMMEDIATE write transactions let several processes share the file.
  */
-import { type Storage, storageContext, type StorageError, type Stores } from "@gpu-market/core"
+import { type MarketStorage, portableStorage, type Storage, storageContext, type StorageError, type Stores } from "@gpu-market/core"
 import { Config, type ConfigError, Effect, Layer, type Scope } from "effect"
-import { makeClient, type SqliteOptions } from "./client"
-import { migrate } from "./migrations"
-import { makeHardwarePriceStore } from "./hardware-prices"
-import { makeRateLimitStore } from "./rate-limits"
-import { makeRentalPriceStore } from "./rental-prices"
-import { makeSettingsStore } from "./settings"
-import { makeTokenStore } from "./tokens"
-import { makeLlmTokenPriceStore } from "./llm-token-prices"
-import { makeTransactionStore } from "./transactions"
-import { makeIndexStore } from "./indexes"
-import { makeProcurementStore } from "./procurement"
+import { makeClient, type SqliteOptions } from "./client.js"
+import { migrate } from "./migrations.js"
+import { makeHardwarePriceStore } from "./hardware-prices.js"
+import { makeRateLimitStore } from "./rate-limits.js"
+import { makeRentalPriceStore } from "./rental-prices.js"
+import { makeSettingsStore } from "./settings.js"
+import { makeTokenStore } from "./tokens.js"
+import { makeLlmTokenPriceStore } from "./llm-token-prices.js"
+import { makeTransactionStore } from "./transactions.js"
+import { makeIndexStore } from "./indexes.js"
+import { makeProcurementStore } from "./procurement.js"
 
-export { fromDatabase, makeClient, Rollback, type SqliteClient, type SqliteOptions, type Statement } from "./client"
-export { LATEST_VERSION, migrate, type Migration, migrations } from "./migrations"
-export { columnsOf, compilePage, makeRentalPriceStore, rowFromColumns } from "./rental-prices"
-export { type CompiledPage, InvalidPlan } from "./page-sql"
-export { makeTokenStore } from "./tokens"
-export { makeRateLimitStore } from "./rate-limits"
-export { makeSettingsStore } from "./settings"
+export { fromDatabase, makeClient, Rollback, type SqliteClient, type SqliteOptions, type Statement } from "./client.js"
+export { LATEST_VERSION, migrate, type Migration, migrations } from "./migrations.js"
+export { columnsOf, compilePage, makeRentalPriceStore, rowFromColumns } from "./rental-prices.js"
+export { type CompiledPage, InvalidPlan } from "./page-sql.js"
+export { makeTokenStore } from "./tokens.js"
+export { makeRateLimitStore } from "./rate-limits.js"
+export { makeSettingsStore } from "./settings.js"
 export {
   compileHardwarePage, hardwareColumnsOf, hardwarePricesMigration, hardwareRowFromColumns,
   makeHardwarePriceStore
-} from "./hardware-prices"
+} from "./hardware-prices.js"
 export {
   compileLlmPage, InvalidLlmPlan, llmColumnsOf, llmRowFromColumns, llmTokenPricesMigration, makeLlmTokenPriceStore
-} from "./llm-token-prices"
-export { compileTransactionPage, makeTransactionStore, transactionFromColumns, transactionsMigration } from "./transactions"
-export { compileIndexPage, indexesMigration, indexValueFromColumns, makeIndexStore } from "./indexes"
-export { compileResourcePage, makeProcurementStore, procurementMigration } from "./procurement"
+} from "./llm-token-prices.js"
+export { compileTransactionPage, makeTransactionStore, transactionFromColumns, transactionsMigration } from "./transactions.js"
+export { compileIndexPage, indexesMigration, indexValueFromColumns, makeIndexStore } from "./indexes.js"
+export { compileResourcePage, makeProcurementStore, procurementMigration } from "./procurement.js"
 
 /**
  * Opens the database for the life of the scope, migrates it to the current schema and builds
@@ -59,8 +59,12 @@ export const make = (options: SqliteOptions): Effect.Effect<Stores, StorageError
 export const layer = (options: SqliteOptions): Layer.Layer<Storage, StorageError> =>
   Layer.scopedContext(Effect.map(make(options), storageContext))
 
-/** The SQLite file `filename` as a market's storage: `createMarket({ storage: sqlite("market.db") })`. */
-export const sqlite = (filename: string): Layer.Layer<Storage, StorageError> => layer({ filename })
+/**
+ * The SQLite file `filename` as a market's storage: `createMarket({ storage: sqlite("market.db") })`.
+ * Portable: `createWorkerMarket({ storage: sqlite("market.db") })` opens the file in each worker.
+ */
+export const sqlite = (filename: string): MarketStorage =>
+  portableStorage(layer({ filename }), { module: import.meta.url, options: { filename } })
 
 /** `layer` with the file from `GPU_MARKET_DB`, `./data/market.db` by default. */
 export const layerConfig: Layer.Layer<Storage, StorageError | ConfigError.ConfigError> = Layer.unwrapEffect(

@@ -3,11 +3,11 @@ import {
   type PagePlan, type StoredIndexDefinition
 } from "@gpu-market/core"
 import { Option } from "effect"
-import type { SqliteClient } from "./client"
-import type { Migration } from "./migrations"
+import type { SqliteClient } from "./client.js"
+import type { Migration } from "./migrations.js"
 import {
   type Clauses, columnGuard, type CompiledPage, InvalidPlan, limitParam, pinnedValue, predicateClauses, type PredicateFields, readRows
-} from "./page-sql"
+} from "./page-sql.js"
 
 /**
  * Index definitions, fleet weights and published values. Values are keyed by `(id, start)`,

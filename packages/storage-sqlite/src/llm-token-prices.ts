@@ -2,12 +2,12 @@ import {
   type LlmModelSummary, type LlmTokenPrice, llmTokenPriceFields, LlmTokenPriceStore, type PagePlan, StorageConflict
 } from "@gpu-market/core"
 import { Effect } from "effect"
-import type { SqliteClient } from "./client"
-import type { Migration } from "./migrations"
+import type { SqliteClient } from "./client.js"
+import type { Migration } from "./migrations.js"
 import {
   type Clauses, cmp, columnGuard, type CompiledPage, isUniqueViolation, KEY_CHUNK, keysetClause, limitParam, orderBy, padded,
   type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows, versionScopeClause
-} from "./page-sql"
+} from "./page-sql.js"
 
 /** Row fields that hold numbers. */
 const NUMERIC_FIELDS: ReadonlySet<string> = new Set(["price_usd_per_1m_tokens", "raw_price"])

@@ -1,11 +1,11 @@
 import type { StorageError } from "@gpu-market/core"
 import type { Effect } from "effect"
-import type { SqliteClient } from "./client"
-import { hardwarePricesMigration } from "./hardware-prices"
-import { llmTokenPricesMigration } from "./llm-token-prices"
-import { transactionsMigration } from "./transactions"
-import { indexesMigration } from "./indexes"
-import { procurementMigration } from "./procurement"
+import type { SqliteClient } from "./client.js"
+import { hardwarePricesMigration } from "./hardware-prices.js"
+import { llmTokenPricesMigration } from "./llm-token-prices.js"
+import { transactionsMigration } from "./transactions.js"
+import { indexesMigration } from "./indexes.js"
+import { procurementMigration } from "./procurement.js"
 
 /**
  * Schema migrations, numbered from 1 and recorded in `PRAGMA user_version`. A migration is

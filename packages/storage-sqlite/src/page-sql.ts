@@ -1,5 +1,5 @@
 import type { PagePlan, Position, Predicate } from "@gpu-market/core"
-import type { SqliteClient } from "./client"
+import type { SqliteClient } from "./client.js"
 
 /**
  * The pieces every store's page compiler shares: the per-type facts (columns, which fields are

@@ -1,11 +1,11 @@
 import type { OfferRecord, PagePlan, ProcurementRecord, ProcurementStore, Resource, ResourceRecord } from "@gpu-market/core"
 import { Option } from "effect"
-import type { SqliteClient } from "./client"
-import type { Migration } from "./migrations"
+import type { SqliteClient } from "./client.js"
+import type { Migration } from "./migrations.js"
 import {
   type Clauses, columnGuard, type CompiledPage, keysetClause, limitParam, orderBy, type PageSort, pinnedValue, predicateClauses,
   type PredicateFields
-} from "./page-sql"
+} from "./page-sql.js"
 
 /**
  * Migration 6: offers, procurements (unique per owner and idempotency key) and resources. The

@@ -1,5 +1,5 @@
 import { RateLimitStore } from "@gpu-market/core"
-import type { SqliteClient } from "./client"
+import type { SqliteClient } from "./client.js"
 
 /**
  * Fixed-window counters. One UPSERT per hit reads and bumps the counter atomically, so processes

@@ -3,11 +3,11 @@ import {
   StorageConflict
 } from "@gpu-market/core"
 import { Effect } from "effect"
-import type { SqliteClient } from "./client"
+import type { SqliteClient } from "./client.js"
 import {
   type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, isUniqueViolation, KEY_CHUNK, keysetClause, limitParam,
   orderBy, padded, type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows, versionScopeClause
-} from "./page-sql"
+} from "./page-sql.js"
 
 /** Row fields that hold numbers; every other field holds text. */
 const NUMERIC_FIELDS: ReadonlySet<string> = new Set([

@@ -1,6 +1,6 @@
 import { SettingsStore } from "@gpu-market/core"
 import { Option } from "effect"
-import type { SqliteClient } from "./client"
+import type { SqliteClient } from "./client.js"
 
 /** Named settings. `getOrSet` is one transaction, so two processes starting together agree on one value. */
 export const makeSettingsStore = (client: SqliteClient): SettingsStore["Type"] => {

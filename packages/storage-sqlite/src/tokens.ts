@@ -1,6 +1,6 @@
 import { type Principal, type StoredToken, TokenStore } from "@gpu-market/core"
 import { Option } from "effect"
-import type { SqliteClient } from "./client"
+import type { SqliteClient } from "./client.js"
 
 interface TokenRow {
   readonly token_hash: string

@@ -2,12 +2,12 @@ import {
   type AggregatedTransaction, type Cohort, dealPool, type PagePlan, type SeriesState, type StoredDeal,
   StorageConflict, transactionFields, TransactionStore, windowDates
 } from "@gpu-market/core"
-import type { SqliteClient } from "./client"
-import type { Migration } from "./migrations"
+import type { SqliteClient } from "./client.js"
+import type { Migration } from "./migrations.js"
 import {
   type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, isUniqueViolation, KEY_CHUNK, keysetClause, limitParam,
   orderBy, type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows
-} from "./page-sql"
+} from "./page-sql.js"
 
 /** Row fields that hold numbers; `is_rolling` is stored as 0/1 and every other field as text. */
 const NUMERIC_FIELDS: ReadonlySet<string> = new Set([

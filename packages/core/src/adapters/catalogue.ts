@@ -1,24 +1,24 @@
 import { Effect, Schema } from "effect"
-import type { MarketError } from "../errors"
-import { Envelope, type Page } from "../schema/envelope"
-import { HardwarePriceMetadata } from "../schema/hardware-metadata"
-import { type HardwarePrice, HardwarePriceRow } from "../schema/hardware-price"
+import type { MarketError } from "../errors.js"
+import { Envelope, type Page } from "../schema/envelope.js"
+import { HardwarePriceMetadata } from "../schema/hardware-metadata.js"
+import { type HardwarePrice, HardwarePriceRow } from "../schema/hardware-price.js"
 import {
   IndexMetadata, type IndexValue, IndexValueRow, LegacyAvailableIndexBody, LegacyCurrentIndexBody
-} from "../schema/indexes"
-import { LlmTokenPriceMetadata } from "../schema/llm-metadata"
-import { type LlmTokenPrice, LlmTokenPriceRow } from "../schema/llm-token-price"
-import { RentalPriceMetadata } from "../schema/rental-metadata"
-import { type RentalPrice, RentalPriceRow } from "../schema/rental-price"
-import { type AggregatedTransaction, TransactionMetadata, TransactionRow } from "../schema/transaction"
+} from "../schema/indexes.js"
+import { LlmTokenPriceMetadata } from "../schema/llm-metadata.js"
+import { type LlmTokenPrice, LlmTokenPriceRow } from "../schema/llm-token-price.js"
+import { RentalPriceMetadata } from "../schema/rental-metadata.js"
+import { type RentalPrice, RentalPriceRow } from "../schema/rental-price.js"
+import { type AggregatedTransaction, TransactionMetadata, TransactionRow } from "../schema/transaction.js"
 import {
   type CollectionDef, type EndpointDef, type EndpointParameter, endpointParameters, type MarketRequest, optionalParameters
-} from "../query/collection"
-import { HardwarePrices, hardwarePricesCollection, endpoints as hardwareEndpoints } from "../market/hardware-prices"
-import { Indexes, indexesCollection, endpoints as indexEndpoints, LegacyCurrentParams } from "../market/indexes"
-import { LlmTokenPrices, llmTokenPricesCollection, endpoints as llmEndpoints } from "../market/llm-token-prices"
-import { RentalPrices, rentalPricesCollection, endpoints as rentalEndpoints } from "../market/rental-prices"
-import { Transactions, transactionsCollection, endpoints as transactionEndpoints } from "../market/transactions"
+} from "../query/collection.js"
+import { HardwarePrices, hardwarePricesCollection, endpoints as hardwareEndpoints } from "../market/hardware-prices.js"
+import { Indexes, indexesCollection, endpoints as indexEndpoints, LegacyCurrentParams } from "../market/indexes.js"
+import { LlmTokenPrices, llmTokenPricesCollection, endpoints as llmEndpoints } from "../market/llm-token-prices.js"
+import { RentalPrices, rentalPricesCollection, endpoints as rentalEndpoints } from "../market/rental-prices.js"
+import { Transactions, transactionsCollection, endpoints as transactionEndpoints } from "../market/transactions.js"
 
 /**
  * The read endpoints every adapter offers, by dotted name (`rental.prices.latest`), and the typed

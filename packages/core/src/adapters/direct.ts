@@ -1,13 +1,13 @@
 import { Cause, type Effect, Exit, Layer, ManagedRuntime, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
-import { layer as marketLayer } from "../market/layer"
-import { requestOrigin } from "../query/collection"
-import { type Storage, StorageError } from "../storage/contract"
-import { unavailable } from "../market/storage"
-import { layer as memoryLayer } from "../storage/memory"
-import { buildReads, type MarketReads, type Transport } from "./catalogue"
-import { makeOperations, type Operations, OperationError, type WriteName, writeNames } from "./operations"
-import { MarketProblemError, problemOf } from "./problem"
+import { layer as marketLayer } from "../market/layer.js"
+import { requestOrigin } from "../query/collection.js"
+import { type Storage, StorageError } from "../storage/contract.js"
+import { unavailable } from "../market/storage.js"
+import { layer as memoryLayer } from "../storage/memory.js"
+import { buildReads, type MarketReads, type Transport } from "./catalogue.js"
+import { makeOperations, type Operations, OperationError, type WriteName, writeNames } from "./operations.js"
+import { MarketProblemError, problemOf } from "./problem.js"
 
 const isOperationError = Schema.is(OperationError)
 

@@ -1,20 +1,20 @@
 import { Effect, Schema } from "effect"
-import { Auth } from "../auth/auth"
-import type { Principal } from "../auth/principal"
-import { RateLimits, type RateLimitStatus } from "../auth/rate-limits"
+import { Auth } from "../auth/auth.js"
+import type { Principal } from "../auth/principal.js"
+import { RateLimits, type RateLimitStatus } from "../auth/rate-limits.js"
 import {
   InsufficientEntitlement, InvalidRecords, type MarketError, MissingAnchor, NotFound, RateLimited, SearchTooBroad,
   StorageUnavailable, Unauthenticated, ValidationFailed
-} from "../errors"
-import { HardwarePriceIngest } from "../ingest/hardware-prices"
-import { IndexIngest } from "../ingest/indexes"
-import { LlmTokenPriceIngest } from "../ingest/llm-token-prices"
-import { RentalPriceIngest } from "../ingest/rental-prices"
-import { TransactionIngest } from "../ingest/transactions"
-import { unavailable } from "../market/storage"
-import type { RequestOrigin } from "../query/collection"
-import { TokenStore } from "../storage/contract"
-import { type CatalogueEntry, makeReadCalls } from "./catalogue"
+} from "../errors.js"
+import { HardwarePriceIngest } from "../ingest/hardware-prices.js"
+import { IndexIngest } from "../ingest/indexes.js"
+import { LlmTokenPriceIngest } from "../ingest/llm-token-prices.js"
+import { RentalPriceIngest } from "../ingest/rental-prices.js"
+import { TransactionIngest } from "../ingest/transactions.js"
+import { unavailable } from "../market/storage.js"
+import type { RequestOrigin } from "../query/collection.js"
+import { TokenStore } from "../storage/contract.js"
+import { type CatalogueEntry, makeReadCalls } from "./catalogue.js"
 
 /**
  * The market's operations as the in-process adapters run them: a read by catalogue entry with

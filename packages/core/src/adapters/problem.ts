@@ -1,5 +1,5 @@
-import type { InvalidRecords, MarketError, ProcurementError } from "../errors"
-import type { Problem } from "../schema/problem"
+import type { InvalidRecords, MarketError, ProcurementError } from "../errors.js"
+import type { Problem } from "../schema/problem.js"
 
 /**
  * The one mapping from errors to RFC 9457 problem bodies: status, `code`, title and detail. The

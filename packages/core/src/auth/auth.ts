@@ -1,8 +1,8 @@
 import { Effect, Option, ParseResult, Schema } from "effect"
-import { StorageUnavailable, Unauthenticated, validationFailed } from "../errors"
-import { TokenStore, type StorageError } from "../storage/contract"
-import { Principal } from "./principal"
-import { hashToken, newTokenSecret, sameHash } from "./token-hash"
+import { StorageUnavailable, Unauthenticated, validationFailed } from "../errors.js"
+import { TokenStore, type StorageError } from "../storage/contract.js"
+import { Principal } from "./principal.js"
+import { hashToken, newTokenSecret, sameHash } from "./token-hash.js"
 
 const decodePrincipal = Schema.decodeUnknown(Principal, { errors: "all", onExcessProperty: "error" })
 

@@ -1,8 +1,8 @@
 import { Either } from "effect"
-import { InsufficientEntitlement } from "../errors"
-import { historyFloor, historyStartsAt } from "./history"
-import type { DataType, Grant, Principal } from "./principal"
-import type { Micros } from "../query/time"
+import { InsufficientEntitlement } from "../errors.js"
+import { historyFloor, historyStartsAt } from "./history.js"
+import type { DataType, Grant, Principal } from "./principal.js"
+import type { Micros } from "../query/time.js"
 
 /** The principal's grant for a data type, or a 403. */
 export const requireGrant = (principal: Principal, dataType: DataType): Either.Either<Grant, InsufficientEntitlement> => {

@@ -1,5 +1,5 @@
-import type { HistoryAccess } from "./principal"
-import { formatDate, MICROS_PER_DAY, type Micros, parseDate, startOfDay } from "../query/time"
+import type { HistoryAccess } from "./principal.js"
+import { formatDate, MICROS_PER_DAY, type Micros, parseDate, startOfDay } from "../query/time.js"
 
 /**
  * The earliest instant a grant may read, at `now`: `null` when unrestricted, `undefined` when the

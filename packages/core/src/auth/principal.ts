@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { parseDate } from "../query/time"
+import { parseDate } from "../query/time.js"
 
 /** The data types a token can be granted. */
 export const DataType = Schema.Literal(

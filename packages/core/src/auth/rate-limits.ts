@@ -1,7 +1,7 @@
 import { Clock, Effect } from "effect"
-import { RateLimited, StorageUnavailable } from "../errors"
-import { MICROS_PER_MS } from "../query/time"
-import { RateLimitStore } from "../storage/contract"
+import { RateLimited, StorageUnavailable } from "../errors.js"
+import { MICROS_PER_MS } from "../query/time.js"
+import { RateLimitStore } from "../storage/contract.js"
 
 /** The state of a caller's budget after one request, for the `X-RateLimit-*` headers. */
 export interface RateLimitStatus {

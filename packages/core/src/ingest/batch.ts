@@ -1,7 +1,7 @@
 import { Effect, Either, ParseResult, Schedule } from "effect"
-import { InvalidRecords, type RecordIssue, StorageUnavailable } from "../errors"
-import { formatInstant, parseDateTime } from "../query/time"
-import { StorageConflict, StorageError } from "../storage/contract"
+import { InvalidRecords, type RecordIssue, StorageUnavailable } from "../errors.js"
+import { formatInstant, parseDateTime } from "../query/time.js"
+import { StorageConflict, StorageError } from "../storage/contract.js"
 
 /** The refusal of a whole batch, naming the first of its problems. */
 export const invalidRecords = (errors: ReadonlyArray<RecordIssue>): InvalidRecords =>

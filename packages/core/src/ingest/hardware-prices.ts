@@ -1,11 +1,11 @@
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { createHmac, randomBytes } from "node:crypto"
-import type { InvalidRecords, RecordIssue } from "../errors"
-import { formatDate, isBareDate, parseDate, parseDateTime } from "../query/time"
-import { CompleteHardwarePriceObservation, type HardwarePrice, hardwarePriceFields, observationId } from "../schema/hardware-price"
-import { SettingsStore } from "../storage/contract"
-import { HardwarePriceStore } from "../storage/hardware"
-import { invalidRecords, unavailableWrite } from "./batch"
+import type { InvalidRecords, RecordIssue } from "../errors.js"
+import { formatDate, isBareDate, parseDate, parseDateTime } from "../query/time.js"
+import { CompleteHardwarePriceObservation, type HardwarePrice, hardwarePriceFields, observationId } from "../schema/hardware-price.js"
+import { SettingsStore } from "../storage/contract.js"
+import { HardwarePriceStore } from "../storage/hardware.js"
+import { invalidRecords, unavailableWrite } from "./batch.js"
 
 /**
  * Words that make a field a seller's identity: the platform or marketplace, the seller, shop or

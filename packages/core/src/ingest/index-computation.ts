@@ -1,15 +1,15 @@
 import { Clock, Effect } from "effect"
-import { StorageUnavailable, type ValidationFailed, validationFailed } from "../errors"
-import { formatInstant, isBareDate, MICROS_PER_MS, type Micros, parseDate, parseDateTime } from "../query/time"
-import type { IndexDefinition, IndexValue } from "../schema/indexes"
-import type { RentalPrice } from "../schema/rental-price"
-import { RentalPriceStore, type StorageError } from "../storage/contract"
-import { IndexStore, type StoredIndexDefinition } from "../storage/indexes"
-import { type PagePlan, type Position, sortValue } from "../storage/plan"
+import { StorageUnavailable, type ValidationFailed, validationFailed } from "../errors.js"
+import { formatInstant, isBareDate, MICROS_PER_MS, type Micros, parseDate, parseDateTime } from "../query/time.js"
+import type { IndexDefinition, IndexValue } from "../schema/indexes.js"
+import type { RentalPrice } from "../schema/rental-price.js"
+import { RentalPriceStore, type StorageError } from "../storage/contract.js"
+import { IndexStore, type StoredIndexDefinition } from "../storage/indexes.js"
+import { type PagePlan, type Position, sortValue } from "../storage/plan.js"
 import {
   ceilToInterval, floorToInterval, instantMicros, intervalMicros, pricedRows, type ReferenceComponent, sweepReference, sweepRental,
   timedWeights
-} from "./index-method"
+} from "./index-method.js"
 
 /** What one computation did. */
 export interface IndexComputationSummary {

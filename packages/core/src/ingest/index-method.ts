@@ -1,7 +1,7 @@
-import { formatDate, formatInstant, MICROS_PER_DAY, MICROS_PER_MS, type Micros } from "../query/time"
-import type { FleetWeight, IndexDefinition, IndexRowType, IndexValue } from "../schema/indexes"
-import type { RentalPrice } from "../schema/rental-price"
-import { INTRADAY_MICROS } from "../storage/indexes"
+import { formatDate, formatInstant, MICROS_PER_DAY, MICROS_PER_MS, type Micros } from "../query/time.js"
+import type { FleetWeight, IndexDefinition, IndexRowType, IndexValue } from "../schema/indexes.js"
+import type { RentalPrice } from "../schema/rental-price.js"
+import { INTRADAY_MICROS } from "../storage/indexes.js"
 
 /**
  * The index methodology as pure functions: which rental rows feed an index, the vendor-weighted

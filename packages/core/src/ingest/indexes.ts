@@ -1,10 +1,10 @@
 import { Clock, Effect, Schema } from "effect"
-import { formatInstant, isBareDate, MICROS_PER_MS, parseDate, parseDateTime } from "../query/time"
-import { AdministeredValue, FleetWeight, IndexDefinition, type IndexValue } from "../schema/indexes"
-import { IndexStore } from "../storage/indexes"
-import { decodeRecords, invalidRecords, unavailableWrite } from "./batch"
-import { IndexComputation, type IndexComputationSummary } from "./index-computation"
-import { intervalMicros } from "./index-method"
+import { formatInstant, isBareDate, MICROS_PER_MS, parseDate, parseDateTime } from "../query/time.js"
+import { AdministeredValue, FleetWeight, IndexDefinition, type IndexValue } from "../schema/indexes.js"
+import { IndexStore } from "../storage/indexes.js"
+import { decodeRecords, invalidRecords, unavailableWrite } from "./batch.js"
+import { IndexComputation, type IndexComputationSummary } from "./index-computation.js"
+import { intervalMicros } from "./index-method.js"
 
 /** Decodes every record of a batch with `schema`, refusing unknown fields; issues carry the record's index. */
 const decodeAll = <A, I>(schema: Schema.Schema<A, I>, input: ReadonlyArray<unknown>) => {

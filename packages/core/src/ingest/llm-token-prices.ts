@@ -1,10 +1,10 @@
 import { Effect, Either, Schema } from "effect"
 import { createHash } from "node:crypto"
-import type { InvalidRecords } from "../errors"
-import { formatInstant, parseDateTime } from "../query/time"
-import { type LlmTokenPrice, LlmTokenPriceObservation } from "../schema/llm-token-price"
-import { type LlmTokenPriceChanges, LlmTokenPriceStore } from "../storage/llm-token-prices"
-import { atomically, decodeTimed, type IngestSummary, invalidRecords, planVersions, type Timed, type VersionRules } from "./batch"
+import type { InvalidRecords } from "../errors.js"
+import { formatInstant, parseDateTime } from "../query/time.js"
+import { type LlmTokenPrice, LlmTokenPriceObservation } from "../schema/llm-token-price.js"
+import { type LlmTokenPriceChanges, LlmTokenPriceStore } from "../storage/llm-token-prices.js"
+import { atomically, decodeTimed, type IngestSummary, invalidRecords, planVersions, type Timed, type VersionRules } from "./batch.js"
 
 /** Fields that identify one published price across price changes (`base_price_key`). */
 const IDENTITY = ["source", "model", "serving_provider", "price_type", "region", "metric", "qualifiers"] as const

@@ -1,10 +1,10 @@
 import { Effect, Either, Schema } from "effect"
 import { createHash } from "node:crypto"
-import type { InvalidRecords } from "../errors"
-import { formatInstant, parseDateTime } from "../query/time"
-import { type RentalPrice, RentalPriceObservation } from "../schema/rental-price"
-import { type RentalPriceChanges, RentalPriceStore } from "../storage/contract"
-import { atomically, decodeTimed, type IngestSummary, invalidRecords, planVersions, type Timed, type VersionRules } from "./batch"
+import type { InvalidRecords } from "../errors.js"
+import { formatInstant, parseDateTime } from "../query/time.js"
+import { type RentalPrice, RentalPriceObservation } from "../schema/rental-price.js"
+import { type RentalPriceChanges, RentalPriceStore } from "../storage/contract.js"
+import { atomically, decodeTimed, type IngestSummary, invalidRecords, planVersions, type Timed, type VersionRules } from "./batch.js"
 
 /** Fields that identify one priced thing across price changes (`base_product_key`). */
 const IDENTITY = [

@@ -1,13 +1,13 @@
 import { Effect, Either, Schema } from "effect"
 import { createHash } from "node:crypto"
-import type { InvalidRecords, RecordIssue } from "../errors"
-import { MICROS_PER_DAY, parseDate } from "../query/time"
-import { type AggregatedTransaction, type BlendAxis, TransactionDeal } from "../schema/transaction"
+import type { InvalidRecords, RecordIssue } from "../errors.js"
+import { MICROS_PER_DAY, parseDate } from "../query/time.js"
+import { type AggregatedTransaction, type BlendAxis, TransactionDeal } from "../schema/transaction.js"
 import {
   type Cohort, type Deal, dealPool, type PublishedRow, type SeriesState, type StoredDeal, type TransactionChanges,
   TransactionStore
-} from "../storage/transactions"
-import { atomically, decodeRecords, invalidRecords } from "./batch"
+} from "../storage/transactions.js"
+import { atomically, decodeRecords, invalidRecords } from "./batch.js"
 
 /**
  * The write path of aggregated transactions. Settled deals are stored privately; what is

@@ -1,15 +1,15 @@
 import { Effect, Schema } from "effect"
 import {
   type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, runPage
-} from "../query/collection"
-import { PageTokens } from "../query/page-token"
-import { bounds, HexKey, list, single, Slug } from "../query/filters"
-import type { HardwarePriceMetadata } from "../schema/hardware-metadata"
-import type { HardwarePrice } from "../schema/hardware-price"
-import { HardwarePriceStore } from "../storage/hardware"
-import type { Predicate } from "../storage/plan"
-import { metadataAccess } from "./metadata"
-import { nowMicros, unavailable } from "./storage"
+} from "../query/collection.js"
+import { PageTokens } from "../query/page-token.js"
+import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
+import type { HardwarePriceMetadata } from "../schema/hardware-metadata.js"
+import type { HardwarePrice } from "../schema/hardware-price.js"
+import { HardwarePriceStore } from "../storage/hardware.js"
+import type { Predicate } from "../storage/plan.js"
+import { metadataAccess } from "./metadata.js"
+import { nowMicros, unavailable } from "./storage.js"
 
 const ClassValue = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/))
 const Market = Schema.String.pipe(Schema.pattern(/^(primary|secondary)$/))

@@ -1,24 +1,24 @@
 import { Effect, Option, Schema } from "effect"
-import { requireGrant } from "../auth/entitlements"
-import { historyFloor } from "../auth/history"
-import type { Principal } from "../auth/principal"
-import { InsufficientEntitlement, NotFound, validationFailed } from "../errors"
-import { IndexComputation } from "../ingest/index-computation"
-import { type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, runPage } from "../query/collection"
-import { Slug } from "../query/filters"
-import { PageTokens } from "../query/page-token"
+import { requireGrant } from "../auth/entitlements.js"
+import { historyFloor } from "../auth/history.js"
+import type { Principal } from "../auth/principal.js"
+import { InsufficientEntitlement, NotFound, validationFailed } from "../errors.js"
+import { IndexComputation } from "../ingest/index-computation.js"
+import { type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, runPage } from "../query/collection.js"
+import { Slug } from "../query/filters.js"
+import { PageTokens } from "../query/page-token.js"
 import {
   collectQuery, decodeParams, type QueryInput, refuseParameters, withMessage
-} from "../query/params"
-import { formatInstant } from "../query/time"
+} from "../query/params.js"
+import { formatInstant } from "../query/time.js"
 import {
   INDEX_UNITS, type IndexDefinition, type IndexMetadata, type IndexMetadataEntry, type IndexValue, type LegacyAvailableIndexBody,
   type LegacyCurrentIndexBody
-} from "../schema/indexes"
-import { IndexStore } from "../storage/indexes"
-import type { PagePlan, Predicate } from "../storage/plan"
-import { metadataAccess } from "./metadata"
-import { nowMicros, unavailable } from "./storage"
+} from "../schema/indexes.js"
+import { IndexStore } from "../storage/indexes.js"
+import type { PagePlan, Predicate } from "../storage/plan.js"
+import { metadataAccess } from "./metadata.js"
+import { nowMicros, unavailable } from "./storage.js"
 
 /** The index type: one index per request, named by the required `id`. */
 /** One index id (a list is refused: one index per request). */

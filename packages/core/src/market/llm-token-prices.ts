@@ -1,18 +1,18 @@
 import { Effect, Schema } from "effect"
-import { SearchTooBroad, validationFailed } from "../errors"
-import { OUTLIER_GROUP, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO } from "../ingest/llm-token-prices"
+import { SearchTooBroad, validationFailed } from "../errors.js"
+import { OUTLIER_GROUP, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO } from "../ingest/llm-token-prices.js"
 import {
   type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, type Params, runPage
-} from "../query/collection"
-import { PageTokens } from "../query/page-token"
-import { bounds, HexKey, list, single, Slug } from "../query/filters"
-import { CommaList, MAX_LIST_VALUES, normaliseName, Token, withMessage } from "../query/params"
-import type { LlmTokenPriceMetadata, LlmOutlierRule } from "../schema/llm-metadata"
-import type { LlmTokenPrice } from "../schema/llm-token-price"
-import { LlmTokenPriceStore } from "../storage/llm-token-prices"
-import type { Predicate } from "../storage/plan"
-import { metadataAccess } from "./metadata"
-import { nowMicros, unavailable } from "./storage"
+} from "../query/collection.js"
+import { PageTokens } from "../query/page-token.js"
+import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
+import { CommaList, MAX_LIST_VALUES, normaliseName, Token, withMessage } from "../query/params.js"
+import type { LlmTokenPriceMetadata, LlmOutlierRule } from "../schema/llm-metadata.js"
+import type { LlmTokenPrice } from "../schema/llm-token-price.js"
+import { LlmTokenPriceStore } from "../storage/llm-token-prices.js"
+import type { Predicate } from "../storage/plan.js"
+import { metadataAccess } from "./metadata.js"
+import { nowMicros, unavailable } from "./storage.js"
 
 const Key = HexKey()
 /** `exclude_outliers`: exactly `true` or `false`. */

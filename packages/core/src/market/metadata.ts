@@ -1,9 +1,9 @@
 import { Effect } from "effect"
-import { reportedHistoryStart, requireGrant } from "../auth/entitlements"
-import type { DataType } from "../auth/principal"
-import type { MarketRequest } from "../query/collection"
-import { refuseParameters } from "../query/params"
-import { nowMicros } from "./storage"
+import { reportedHistoryStart, requireGrant } from "../auth/entitlements.js"
+import type { DataType } from "../auth/principal.js"
+import type { MarketRequest } from "../query/collection.js"
+import { refuseParameters } from "../query/params.js"
+import { nowMicros } from "./storage.js"
 
 /**
  * What every `/metadata` checks before it reads: the caller holds the type (else 403) and sent

@@ -1,17 +1,17 @@
 import { Effect } from "effect"
-import { SearchTooBroad, validationFailed } from "../errors"
+import { SearchTooBroad, validationFailed } from "../errors.js"
 import {
   type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, type Params, runPage
-} from "../query/collection"
-import { PageTokens } from "../query/page-token"
-import { bounds, HexKey, list, single, Slug } from "../query/filters"
-import { CommaList, MAX_LIST_VALUES, normaliseName, Token } from "../query/params"
-import type { RentalPrice } from "../schema/rental-price"
-import type { RentalPriceMetadata } from "../schema/rental-metadata"
-import { type GpuSpelling, RentalPriceStore } from "../storage/contract"
-import type { Predicate } from "../storage/plan"
-import { metadataAccess } from "./metadata"
-import { nowMicros, unavailable } from "./storage"
+} from "../query/collection.js"
+import { PageTokens } from "../query/page-token.js"
+import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
+import { CommaList, MAX_LIST_VALUES, normaliseName, Token } from "../query/params.js"
+import type { RentalPrice } from "../schema/rental-price.js"
+import type { RentalPriceMetadata } from "../schema/rental-metadata.js"
+import { type GpuSpelling, RentalPriceStore } from "../storage/contract.js"
+import type { Predicate } from "../storage/plan.js"
+import { metadataAccess } from "./metadata.js"
+import { nowMicros, unavailable } from "./storage.js"
 
 const Key = HexKey()
 

@@ -1,7 +1,7 @@
 import { Clock, Effect } from "effect"
-import { StorageUnavailable } from "../errors"
-import { MICROS_PER_MS } from "../query/time"
-import type { StorageError } from "../storage/contract"
+import { StorageUnavailable } from "../errors.js"
+import { MICROS_PER_MS } from "../query/time.js"
+import type { StorageError } from "../storage/contract.js"
 
 /** A storage failure on the read path, as the caller sees it: worth retrying. */
 export const unavailable = (e: StorageError): StorageUnavailable =>

@@ -1,12 +1,12 @@
 import { Effect } from "effect"
-import { type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, runPage } from "../query/collection"
-import { PageTokens } from "../query/page-token"
-import { bounds, list, Slug } from "../query/filters"
-import { type AggregatedTransaction, BlendAxis, type TransactionMetadata } from "../schema/transaction"
-import type { Predicate } from "../storage/plan"
-import { TransactionStore } from "../storage/transactions"
-import { metadataAccess } from "./metadata"
-import { nowMicros, unavailable } from "./storage"
+import { type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, runPage } from "../query/collection.js"
+import { PageTokens } from "../query/page-token.js"
+import { bounds, list, Slug } from "../query/filters.js"
+import { type AggregatedTransaction, BlendAxis, type TransactionMetadata } from "../schema/transaction.js"
+import type { Predicate } from "../storage/plan.js"
+import { TransactionStore } from "../storage/transactions.js"
+import { metadataAccess } from "./metadata.js"
+import { nowMicros, unavailable } from "./storage.js"
 
 /** The aggregated transaction type: its filters, sorts and tie-breaker. It needs no anchor. */
 export const transactionsCollection: CollectionDef = {

@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
 import { randomBytes } from "node:crypto"
-import type { Principal } from "../auth/principal"
-import { InsufficientEntitlement, NotFound } from "../errors"
+import type { Principal } from "../auth/principal.js"
+import { InsufficientEntitlement, NotFound } from "../errors.js"
 
 /** The procurement grant, checked first on every procurement call. */
 export const requireProcurement = (principal: Principal): Effect.Effect<void, InsufficientEntitlement> =>

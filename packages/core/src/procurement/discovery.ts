@@ -1,11 +1,11 @@
 import { Effect } from "effect"
-import type { Principal } from "../auth/principal"
-import { refuseParameters, type QueryInput } from "../query/params"
-import { cmp } from "../storage/memory"
-import type { SupplyContract, SupplyGpu, SupplyRegion, SupplyStorageOption, SupplyVendor } from "../schema/procurement"
-import { requireProcurement } from "./access"
-import { providerUnavailable } from "./offers"
-import { type SupplyProduct, SupplyProvider } from "./provider"
+import type { Principal } from "../auth/principal.js"
+import { refuseParameters, type QueryInput } from "../query/params.js"
+import { cmp } from "../storage/memory.js"
+import type { SupplyContract, SupplyGpu, SupplyRegion, SupplyStorageOption, SupplyVendor } from "../schema/procurement.js"
+import { requireProcurement } from "./access.js"
+import { providerUnavailable } from "./offers.js"
+import { type SupplyProduct, SupplyProvider } from "./provider.js"
 
 /** A discovery call: the caller and its query (which must be empty). */
 export interface DiscoveryRequest {

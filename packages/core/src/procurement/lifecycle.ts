@@ -1,12 +1,12 @@
 import { Effect, Option } from "effect"
-import { nowMicros, unavailable } from "../market/storage"
-import { formatInstant, parseDateTime } from "../query/time"
-import type { ProcurementStatus, ResourceId, ResourceStatus } from "../schema/procurement"
-import type { StorageError } from "../storage/contract"
-import { ProcurementStore, type ProcurementRecord, type ResourceRecord } from "../storage/procurement"
-import { newId } from "./access"
-import { providerUnavailable } from "./offers"
-import { SupplyProvider } from "./provider"
+import { nowMicros, unavailable } from "../market/storage.js"
+import { formatInstant, parseDateTime } from "../query/time.js"
+import type { ProcurementStatus, ResourceId, ResourceStatus } from "../schema/procurement.js"
+import type { StorageError } from "../storage/contract.js"
+import { ProcurementStore, type ProcurementRecord, type ResourceRecord } from "../storage/procurement.js"
+import { newId } from "./access.js"
+import { providerUnavailable } from "./offers.js"
+import { SupplyProvider } from "./provider.js"
 
 /**
  * The state machines, advanced lazily: a record moves on when someone reads or acts on it, by

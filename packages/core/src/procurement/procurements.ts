@@ -1,13 +1,13 @@
 import { Effect, Option, ParseResult, Schema } from "effect"
-import type { Principal } from "../auth/principal"
-import { IdempotencyConflict, OfferExpired, type ParameterIssue, validationFailed } from "../errors"
-import { nowMicros, unavailable } from "../market/storage"
-import { formatInstant } from "../query/time"
-import { type Procurement, ProcurementId, ProcurementRequest, OfferId } from "../schema/procurement"
-import { ProcurementStore, type ProcurementRecord } from "../storage/procurement"
-import { newId, notFound, pathId, requireProcurement } from "./access"
-import { Lifecycle } from "./lifecycle"
-import { isExpired } from "./offers"
+import type { Principal } from "../auth/principal.js"
+import { IdempotencyConflict, OfferExpired, type ParameterIssue, validationFailed } from "../errors.js"
+import { nowMicros, unavailable } from "../market/storage.js"
+import { formatInstant } from "../query/time.js"
+import { type Procurement, ProcurementId, ProcurementRequest, OfferId } from "../schema/procurement.js"
+import { ProcurementStore, type ProcurementRecord } from "../storage/procurement.js"
+import { newId, notFound, pathId, requireProcurement } from "./access.js"
+import { Lifecycle } from "./lifecycle.js"
+import { isExpired } from "./offers.js"
 
 /** An `Idempotency-Key`: 1 to 255 visible ASCII characters. */
 export const IdempotencyKey = Schema.String.pipe(Schema.pattern(/^[\x21-\x7e]{1,255}$/))

@@ -1,10 +1,10 @@
 import { Clock, Context, Effect, Either, Layer, Schema } from "effect"
-import type { StorageError } from "../storage/contract"
-import { RentalPriceStore } from "../storage/contract"
-import type { Position, Predicate } from "../storage/plan"
-import type { RentalPrice } from "../schema/rental-price"
-import type { Offer, OfferStorage, SupplyContract, SupplyStorageOption } from "../schema/procurement"
-import { MICROS_PER_MS } from "../query/time"
+import type { StorageError } from "../storage/contract.js"
+import { RentalPriceStore } from "../storage/contract.js"
+import type { Position, Predicate } from "../storage/plan.js"
+import type { RentalPrice } from "../schema/rental-price.js"
+import type { Offer, OfferStorage, SupplyContract, SupplyStorageOption } from "../schema/procurement.js"
+import { MICROS_PER_MS } from "../query/time.js"
 
 /**
  * The supply side: who actually sells the capacity. The core asks a `SupplyProvider` for quotes,

@@ -1,7 +1,7 @@
 import { Either, ParseResult, Schema } from "effect"
 import { LineCounter, parseDocument } from "yaml"
-import { type ParameterIssue, PayloadTooLarge, type ValidationFailed, validationFailed } from "../errors"
-import { OfferRequest } from "../schema/procurement"
+import { type ParameterIssue, PayloadTooLarge, type ValidationFailed, validationFailed } from "../errors.js"
+import { OfferRequest } from "../schema/procurement.js"
 
 /**
  * The YAML body of `POST /get_offers`, parsed defensively: a byte cap before the parser sees

@@ -1,18 +1,18 @@
 import { Effect, Either, Schema } from "effect"
-import type { DataType, Principal } from "../auth/principal"
-import { reportedHistoryStart, requireGrant, requireHistory } from "../auth/entitlements"
-import { type MarketError, MissingAnchor, StorageUnavailable, type ValidationFailed, validationFailed } from "../errors"
-import type { Page, PageMeta, SortOrder } from "../schema/envelope"
-import { type PagePlan, type Predicate, type Scope, sortValue } from "../storage/plan"
-import type { StorageError } from "../storage/contract"
+import type { DataType, Principal } from "../auth/principal.js"
+import { reportedHistoryStart, requireGrant, requireHistory } from "../auth/entitlements.js"
+import { type MarketError, MissingAnchor, StorageUnavailable, type ValidationFailed, validationFailed } from "../errors.js"
+import type { Page, PageMeta, SortOrder } from "../schema/envelope.js"
+import { type PagePlan, type Predicate, type Scope, sortValue } from "../storage/plan.js"
+import type { StorageError } from "../storage/contract.js"
 
-import type { PageTokens, PageTokenState } from "./page-token"
+import type { PageTokens, PageTokenState } from "./page-token.js"
 import {
   collectQuery, decodeParams, DEFAULT_PAGE_SIZE, InstantParam, PageSize, type QueryInput, SortByParam,
   SortOrderParam
-} from "./params"
-import { formatInstant, type Micros } from "./time"
-import { beforeFloor, resolveAt, resolveWindow } from "./window"
+} from "./params.js"
+import { formatInstant, type Micros } from "./time.js"
+import { beforeFloor, resolveAt, resolveWindow } from "./window.js"
 
 /** How one query parameter narrows rows. */
 export interface FilterDef {

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import type { FilterDef } from "./collection"
-import { Bound, CommaList, Token, withMessage } from "./params"
+import type { FilterDef } from "./collection.js"
+import { Bound, CommaList, Token, withMessage } from "./params.js"
 
 /**
  * Building blocks of a data type's filter definitions, so every type spells its list, key and

@@ -1,10 +1,10 @@
 import { Context, Effect, Either, Layer, Option, Redacted } from "effect"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { Packr } from "msgpackr"
-import { type ValidationFailed, validationFailed } from "../errors"
-import type { SortOrder } from "../schema/envelope"
-import type { Position, Predicate, Scope } from "../storage/plan"
-import { SettingsStore, type StorageError } from "../storage/contract"
+import { type ValidationFailed, validationFailed } from "../errors.js"
+import type { SortOrder } from "../schema/envelope.js"
+import type { Position, Predicate, Scope } from "../storage/plan.js"
+import { SettingsStore, type StorageError } from "../storage/contract.js"
 
 /**
  * Page tokens: opaque, versioned, HMAC-signed, bound to the principal and the endpoint. A token

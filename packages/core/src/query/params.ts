@@ -1,5 +1,5 @@
 import { Either, ParseResult, Schema } from "effect"
-import { type ParameterIssue, type ValidationFailed, validationFailed } from "../errors"
+import { type ParameterIssue, type ValidationFailed, validationFailed } from "../errors.js"
 
 /**
  * The filter vocabulary shared by every data type, and the decoding of a raw query into typed

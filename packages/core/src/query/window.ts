@@ -1,7 +1,7 @@
 import { Either } from "effect"
-import { InsufficientEntitlement, type ValidationFailed, validationFailed } from "../errors"
-import { historyStartsAt } from "../auth/history"
-import { isBareDate, MICROS_PER_DAY, type Micros, parseDate, parseDateTime } from "./time"
+import { InsufficientEntitlement, type ValidationFailed, validationFailed } from "../errors.js"
+import { historyStartsAt } from "../auth/history.js"
+import { isBareDate, MICROS_PER_DAY, type Micros, parseDate, parseDateTime } from "./time.js"
 
 /** A resolved `/history` window `[start, end)`. */
 export interface HistoryWindow {

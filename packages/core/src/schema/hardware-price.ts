@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { parseDate } from "../query/time"
-import { GpuCanonicalName } from "./rental-price"
+import { parseDate } from "../query/time.js"
+import { GpuCanonicalName } from "./rental-price.js"
 
 /** Stable identity of one hardware listing across observed days (128 bits, lower-case hex). */
 export const ListingKey = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{32}$/), Schema.brand("ListingKey"))

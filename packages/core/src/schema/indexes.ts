@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { parseDate } from "../query/time"
-import { GpuCanonicalName, StoredInstant, VendorSlug } from "./rental-price"
+import { parseDate } from "../query/time.js"
+import { GpuCanonicalName, StoredInstant, VendorSlug } from "./rental-price.js"
 
 /**
  * GPU price indexes: stored definitions (what feeds an index and how it is published), the

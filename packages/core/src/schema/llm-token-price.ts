@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { StoredInstant } from "./rental-price"
+import { StoredInstant } from "./rental-price.js"
 
 const slug = (brand: string) =>
   Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,99}$/), Schema.brand(brand))

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { ParameterIssue } from "../errors"
+import { ParameterIssue } from "../errors.js"
 
 /** An RFC 9457 problem details body, as every error response carries it. */
 export const Problem = Schema.Struct({

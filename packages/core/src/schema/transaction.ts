@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { parseDate } from "../query/time"
-import { GpuCanonicalName } from "./rental-price"
+import { parseDate } from "../query/time.js"
+import { GpuCanonicalName } from "./rental-price.js"
 
 /**
  * GPU rental aggregated transactions: published, volume-weighted blends of at least two settled

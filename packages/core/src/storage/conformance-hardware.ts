@@ -1,12 +1,12 @@
 import { assert, type Vitest } from "@effect/vitest"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
-import { type HardwarePrice, hardwarePriceFields, observationId } from "../schema/hardware-price"
-import type { Storage } from "./contract"
-import { HardwarePriceStore } from "./hardware"
-import { evaluateHardwarePlan, summariseHardware } from "./memory-hardware"
-import { assertPagesMatchReference } from "./conformance-walk"
-import type { PagePlan, Predicate, Scope } from "./plan"
+import { type HardwarePrice, hardwarePriceFields, observationId } from "../schema/hardware-price.js"
+import type { Storage } from "./contract.js"
+import { HardwarePriceStore } from "./hardware.js"
+import { evaluateHardwarePlan, summariseHardware } from "./memory-hardware.js"
+import { assertPagesMatchReference } from "./conformance-walk.js"
+import type { PagePlan, Predicate, Scope } from "./plan.js"
 
 /**
  * The hardware price cases of the storage conformance suite. Each test keeps to GPUs and values

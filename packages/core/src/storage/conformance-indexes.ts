@@ -1,12 +1,12 @@
 import { assert, type Vitest } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
-import { formatDate, formatInstant, MICROS_PER_DAY } from "../query/time"
-import { type FleetWeight, IndexDefinition, type IndexDefinitionInput, type IndexValue } from "../schema/indexes"
-import type { Storage } from "./contract"
-import { IndexStore, INTRADAY_MICROS } from "./indexes"
-import { evaluateIndexPlan, indexCoverage } from "./memory-indexes"
-import { walk } from "./conformance-walk"
-import type { PagePlan, Scope } from "./plan"
+import { formatDate, formatInstant, MICROS_PER_DAY } from "../query/time.js"
+import { type FleetWeight, IndexDefinition, type IndexDefinitionInput, type IndexValue } from "../schema/indexes.js"
+import type { Storage } from "./contract.js"
+import { IndexStore, INTRADAY_MICROS } from "./indexes.js"
+import { evaluateIndexPlan, indexCoverage } from "./memory-indexes.js"
+import { walk } from "./conformance-walk.js"
+import type { PagePlan, Scope } from "./plan.js"
 
 /**
  * Conformance cases of the index store, registered by `suite` for every backend. Each test keeps

@@ -1,12 +1,12 @@
 import { assert, type Vitest } from "@effect/vitest"
 import { Effect, Exit } from "effect"
-import { basePriceKey, priceKey } from "../ingest/llm-token-prices"
-import { formatInstant, MICROS_PER_DAY } from "../query/time"
-import type { LlmTokenPrice } from "../schema/llm-token-price"
-import { LlmTokenPriceStore } from "./llm-token-prices"
-import { evaluateLlmTokenPricePlan } from "./memory-llm-token-prices"
-import { assertPagesMatchReference } from "./conformance-walk"
-import type { Predicate, Scope } from "./plan"
+import { basePriceKey, priceKey } from "../ingest/llm-token-prices.js"
+import { formatInstant, MICROS_PER_DAY } from "../query/time.js"
+import type { LlmTokenPrice } from "../schema/llm-token-price.js"
+import { LlmTokenPriceStore } from "./llm-token-prices.js"
+import { evaluateLlmTokenPricePlan } from "./memory-llm-token-prices.js"
+import { assertPagesMatchReference } from "./conformance-walk.js"
+import type { Predicate, Scope } from "./plan.js"
 
 let counter = 0
 const namespace = (label: string) => `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`

@@ -1,10 +1,10 @@
 import { assert, type Vitest } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import type { Offer, OfferId, Procurement, ProcurementId, Resource, ResourceId } from "../schema/procurement"
-import type { Storage } from "./contract"
-import { assertPagesMatchReference } from "./conformance-walk"
-import { evaluateResourcePlan } from "./memory-procurement"
-import { type OfferRecord, ProcurementStore, type ProcurementRecord, type ResourceRecord } from "./procurement"
+import type { Offer, OfferId, Procurement, ProcurementId, Resource, ResourceId } from "../schema/procurement.js"
+import type { Storage } from "./contract.js"
+import { assertPagesMatchReference } from "./conformance-walk.js"
+import { evaluateResourcePlan } from "./memory-procurement.js"
+import { type OfferRecord, ProcurementStore, type ProcurementRecord, type ResourceRecord } from "./procurement.js"
 
 let counter = 0
 const namespace = (label: string) => `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`

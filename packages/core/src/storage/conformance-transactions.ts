@@ -1,13 +1,13 @@
 import { assert, type Vitest } from "@effect/vitest"
 import { Effect, Exit } from "effect"
-import type { AggregatedTransaction } from "../schema/transaction"
-import type { Storage } from "./contract"
-import { evaluateTransactionPlan } from "./memory-transactions"
-import { assertPagesMatchReference } from "./conformance-walk"
-import type { Predicate, Scope } from "./plan"
+import type { AggregatedTransaction } from "../schema/transaction.js"
+import type { Storage } from "./contract.js"
+import { evaluateTransactionPlan } from "./memory-transactions.js"
+import { assertPagesMatchReference } from "./conformance-walk.js"
+import type { Predicate, Scope } from "./plan.js"
 import {
   type Cohort, dealPool, type StoredDeal, type TransactionChanges, TransactionStore
-} from "./transactions"
+} from "./transactions.js"
 
 /**
  * Conformance cases of the transaction store, registered by `suite` for every backend. Each test

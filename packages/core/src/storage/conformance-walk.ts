@@ -1,6 +1,6 @@
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
-import { type PagePlan, type Predicate, type Scope, sortValue } from "./plan"
+import { type PagePlan, type Predicate, type Scope, sortValue } from "./plan.js"
 
 /**
  * Follows keyset positions from the first page of `plan` to the last (at most 1000 pages), as a

@@ -1,12 +1,12 @@
 import { Context, Data, type Effect, type Option } from "effect"
-import type { Principal } from "../auth/principal"
-import type { RentalPrice } from "../schema/rental-price"
-import type { LlmTokenPriceStore } from "./llm-token-prices"
-import type { HardwarePriceStore } from "./hardware"
-import type { PagePlan } from "./plan"
-import type { TransactionStore } from "./transactions"
-import type { IndexStore } from "./indexes"
-import type { ProcurementStore } from "./procurement"
+import type { Principal } from "../auth/principal.js"
+import type { RentalPrice } from "../schema/rental-price.js"
+import type { LlmTokenPriceStore } from "./llm-token-prices.js"
+import type { HardwarePriceStore } from "./hardware.js"
+import type { PagePlan } from "./plan.js"
+import type { TransactionStore } from "./transactions.js"
+import type { IndexStore } from "./indexes.js"
+import type { ProcurementStore } from "./procurement.js"
 
 /** A backend failure (I/O, connection, corrupt data). Backends wrap theirs into this once. */
 export class StorageError extends Data.TaggedError("StorageError")<{

@@ -1,7 +1,7 @@
 import { Context, type Effect } from "effect"
-import type { HardwareClassField, HardwarePrice } from "../schema/hardware-price"
-import type { StorageError } from "./contract"
-import type { PagePlan } from "./plan"
+import type { HardwareClassField, HardwarePrice } from "../schema/hardware-price.js"
+import type { StorageError } from "./contract.js"
+import type { PagePlan } from "./plan.js"
 
 /** What one `put` did. */
 export interface HardwarePutSummary {

@@ -1,8 +1,8 @@
 import { Context, type Effect, type Option } from "effect"
-import { formatInstant, MICROS_PER_MS } from "../query/time"
-import type { FleetWeight, IndexDefinition, IndexValue } from "../schema/indexes"
-import type { StorageError } from "./contract"
-import type { PagePlan } from "./plan"
+import { formatInstant, MICROS_PER_MS } from "../query/time.js"
+import type { FleetWeight, IndexDefinition, IndexValue } from "../schema/indexes.js"
+import type { StorageError } from "./contract.js"
+import type { PagePlan } from "./plan.js"
 
 /** Length of an intraday interval. */
 export const INTRADAY_MICROS = 30 * 60 * 1_000_000

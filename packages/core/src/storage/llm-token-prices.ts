@@ -1,7 +1,7 @@
 import { Context, type Effect } from "effect"
-import type { LlmTokenPrice } from "../schema/llm-token-price"
-import type { StorageConflict, StorageError } from "./contract"
-import type { PagePlan } from "./plan"
+import type { LlmTokenPrice } from "../schema/llm-token-price.js"
+import type { StorageConflict, StorageError } from "./contract.js"
+import type { PagePlan } from "./plan.js"
 
 /** A change to the LLM token price table: close current rows and open new ones, all or nothing. */
 export interface LlmTokenPriceChanges {

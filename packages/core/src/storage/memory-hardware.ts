@@ -1,8 +1,8 @@
 import { Effect } from "effect"
-import { type HardwareClassField, hardwareClassFields, type HardwarePrice } from "../schema/hardware-price"
-import type { HardwareGpuCoverage, HardwarePriceStore, HardwareSummary } from "./hardware"
-import { cmp, matchesPredicates, orderAndSeek } from "./memory"
-import type { PagePlan, Scope } from "./plan"
+import { type HardwareClassField, hardwareClassFields, type HardwarePrice } from "../schema/hardware-price.js"
+import type { HardwareGpuCoverage, HardwarePriceStore, HardwareSummary } from "./hardware.js"
+import { cmp, matchesPredicates, orderAndSeek } from "./memory.js"
+import type { PagePlan, Scope } from "./plan.js"
 
 /**
  * The in-memory reference of the hardware price store: the plain statement of what every

@@ -1,8 +1,8 @@
 import { Effect, Option } from "effect"
-import type { FleetWeight, IndexDefinition, IndexValue } from "../schema/indexes"
-import { answersFrom, type IndexCoverage, type IndexStore, intervalStart, type StoredIndexDefinition } from "./indexes"
-import { cmp, matchesPredicates, orderAndSeek } from "./memory"
-import type { PagePlan } from "./plan"
+import type { FleetWeight, IndexDefinition, IndexValue } from "../schema/indexes.js"
+import { answersFrom, type IndexCoverage, type IndexStore, intervalStart, type StoredIndexDefinition } from "./indexes.js"
+import { cmp, matchesPredicates, orderAndSeek } from "./memory.js"
+import type { PagePlan } from "./plan.js"
 
 /**
  * The reference evaluation of an index value plan (see `IndexStore.page`): the scope picks the

@@ -1,9 +1,9 @@
 import { Effect } from "effect"
-import type { LlmTokenPrice } from "../schema/llm-token-price"
-import { StorageConflict } from "./contract"
-import type { LlmModelSummary, LlmTokenPriceStore } from "./llm-token-prices"
-import { cmp, inVersionScope, matchesPredicates, orderAndSeek } from "./memory"
-import type { PagePlan } from "./plan"
+import type { LlmTokenPrice } from "../schema/llm-token-price.js"
+import { StorageConflict } from "./contract.js"
+import type { LlmModelSummary, LlmTokenPriceStore } from "./llm-token-prices.js"
+import { cmp, inVersionScope, matchesPredicates, orderAndSeek } from "./memory.js"
+import type { PagePlan } from "./plan.js"
 
 /** The reference LLM token price store: plain statements of what every backend must return. */
 

@@ -1,8 +1,8 @@
 import { Effect, Option } from "effect"
-import type { Resource } from "../schema/procurement"
-import { cmp, matchesPredicates, orderAndSeek } from "./memory"
-import type { PagePlan } from "./plan"
-import type { OfferRecord, ProcurementRecord, ProcurementStore, ResourceRecord } from "./procurement"
+import type { Resource } from "../schema/procurement.js"
+import { cmp, matchesPredicates, orderAndSeek } from "./memory.js"
+import type { PagePlan } from "./plan.js"
+import type { OfferRecord, ProcurementRecord, ProcurementStore, ResourceRecord } from "./procurement.js"
 
 /** The reference evaluation of a resource page plan over one owner's resources. */
 export const evaluateResourcePlan = (rows: Iterable<Resource>, plan: PagePlan): Array<Resource> =>

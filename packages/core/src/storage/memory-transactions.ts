@@ -1,12 +1,12 @@
 import { Effect } from "effect"
-import type { AggregatedTransaction } from "../schema/transaction"
-import { StorageConflict } from "./contract"
-import { cmp, matchesPredicates, orderAndSeek } from "./memory"
-import type { PagePlan } from "./plan"
+import type { AggregatedTransaction } from "../schema/transaction.js"
+import { StorageConflict } from "./contract.js"
+import { cmp, matchesPredicates, orderAndSeek } from "./memory.js"
+import type { PagePlan } from "./plan.js"
 import {
   type Cohort, dealPool, type PublishedRow, type SeriesState, type StoredDeal, type TransactionStore, type TransactionSummary,
   windowDates
-} from "./transactions"
+} from "./transactions.js"
 
 /** The reference evaluation of a transaction page plan: window scopes only, tie-breaker `row_key`. */
 export const evaluateTransactionPlan = (rows: Iterable<AggregatedTransaction>, plan: PagePlan): Array<AggregatedTransaction> => {

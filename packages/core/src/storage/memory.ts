@@ -1,21 +1,21 @@
 import { Context, Effect, Layer, Option } from "effect"
-import type { Principal } from "../auth/principal"
-import type { RentalPrice } from "../schema/rental-price"
+import type { Principal } from "../auth/principal.js"
+import type { RentalPrice } from "../schema/rental-price.js"
 import {
   type GpuSpelling, RateLimitStore, type Storage, type RentalGpuSummary, RentalPriceStore, SettingsStore, StorageConflict, type StoredToken,
   TokenStore
-} from "./contract"
-import { LlmTokenPriceStore } from "./llm-token-prices"
-import { makeMemoryLlmTokenPriceStore } from "./memory-llm-token-prices"
-import { HardwarePriceStore } from "./hardware"
-import { makeMemoryHardwarePriceStore } from "./memory-hardware"
-import { type PagePlan, type Position, type Predicate, type Scope, sortValue } from "./plan"
-import { makeMemoryTransactionStore } from "./memory-transactions"
-import { TransactionStore } from "./transactions"
-import { IndexStore } from "./indexes"
-import { makeMemoryIndexStore } from "./memory-indexes"
-import { ProcurementStore } from "./procurement"
-import { makeMemoryProcurementStore } from "./memory-procurement"
+} from "./contract.js"
+import { LlmTokenPriceStore } from "./llm-token-prices.js"
+import { makeMemoryLlmTokenPriceStore } from "./memory-llm-token-prices.js"
+import { HardwarePriceStore } from "./hardware.js"
+import { makeMemoryHardwarePriceStore } from "./memory-hardware.js"
+import { type PagePlan, type Position, type Predicate, type Scope, sortValue } from "./plan.js"
+import { makeMemoryTransactionStore } from "./memory-transactions.js"
+import { TransactionStore } from "./transactions.js"
+import { IndexStore } from "./indexes.js"
+import { makeMemoryIndexStore } from "./memory-indexes.js"
+import { ProcurementStore } from "./procurement.js"
+import { makeMemoryProcurementStore } from "./memory-procurement.js"
 
 /**
  * The in-memory reference store: the plain statement of what every backend must return. It

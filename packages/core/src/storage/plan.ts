@@ -1,4 +1,4 @@
-import type { SortOrder } from "../schema/envelope"
+import type { SortOrder } from "../schema/envelope.js"
 
 /**
  * What storage executes: normalised predicates, a scope in time, a sort with its keyset

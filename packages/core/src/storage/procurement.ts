@@ -1,7 +1,7 @@
 import { Context, type Effect, type Option } from "effect"
-import type { Offer, Procurement, ProcurementStatus, Resource, ResourceStatus } from "../schema/procurement"
-import type { StorageError } from "./contract"
-import type { PagePlan } from "./plan"
+import type { Offer, Procurement, ProcurementStatus, Resource, ResourceStatus } from "../schema/procurement.js"
+import type { StorageError } from "./contract.js"
+import type { PagePlan } from "./plan.js"
 
 /**
  * What the procurement service keeps: offers, procurements with their idempotency keys, and

@@ -1,10 +1,10 @@
-import { Context } from "effect"
-import { RateLimitStore, RentalPriceStore, SettingsStore, type Storage, TokenStore } from "./contract"
-import { HardwarePriceStore } from "./hardware"
-import { IndexStore } from "./indexes"
-import { LlmTokenPriceStore } from "./llm-token-prices"
-import { ProcurementStore } from "./procurement"
-import { TransactionStore } from "./transactions"
+import { Context, type Layer } from "effect"
+import { RateLimitStore, RentalPriceStore, SettingsStore, type Storage, type StorageError, TokenStore } from "./contract.js"
+import { HardwarePriceStore } from "./hardware.js"
+import { IndexStore } from "./indexes.js"
+import { LlmTokenPriceStore } from "./llm-token-prices.js"
+import { ProcurementStore } from "./procurement.js"
+import { TransactionStore } from "./transactions.js"
 
 /** Every store of the storage contract, as a backend builds them over one connection. */
 export interface Stores {
@@ -31,3 +31,23 @@ export const storageContext = (s: Stores): Context.Context<Storage> =>
     Context.add(IndexStore, s.indexStore),
     Context.add(ProcurementStore, s.procurementStore)
   )
+
+/**
+ * How another thread opens the same storage: a module exporting `layer(options)` (an import
+ * specifier, e.g. the backend's own `import.meta.url`) and those options, as cloneable data.
+ */
+export interface PortableStorage {
+  readonly module: string
+  readonly options: unknown
+}
+
+/**
+ * A market's storage: a layer, and for backends a worker thread can open by itself (SQLite,
+ * Redis), how to open it there. `sqlite(file)` and `redis(url)` return one; `memory()` is not
+ * portable, since each thread would get a market of its own.
+ */
+export type MarketStorage = Layer.Layer<Storage, StorageError> & { readonly portable?: PortableStorage }
+
+/** Marks `layer` as openable elsewhere through `portable`; backends' `sqlite(…)`/`redis(…)` use it. */
+export const portableStorage = (layer: Layer.Layer<Storage, StorageError>, portable: PortableStorage): MarketStorage =>
+  Object.assign(layer, { portable })

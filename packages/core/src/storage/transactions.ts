@@ -1,7 +1,7 @@
 import { Context, type Effect } from "effect"
-import type { AggregatedTransaction } from "../schema/transaction"
-import type { StorageConflict, StorageError } from "./contract"
-import type { PagePlan, Scope } from "./plan"
+import type { AggregatedTransaction } from "../schema/transaction.js"
+import type { StorageConflict, StorageError } from "./contract.js"
+import type { PagePlan, Scope } from "./plan.js"
 
 /** A settled deal as stored: private, never served. A null list price means none is known. */
 export interface Deal {

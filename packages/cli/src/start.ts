@@ -1,7 +1,7 @@
 import { NodeRuntime } from "@effect/platform-node"
-import * as RedisStorage from "@gpu-market/storage-redis"
-import * as SqliteStorage from "@gpu-market/storage-sqlite"
-import { serve } from "./serve"
+import { Option } from "effect"
+import { serve } from "./serve.js"
+import { describeStorage, storageOn } from "./storage.js"
 
 /**
  * `npm start`: the HTTP API on 127.0.0.1:$PORT (8787) from the SQLite file $GPU_MARKET_DB
@@ -10,13 +10,9 @@ import { serve } from "./serve"
  */
 const port = Number(process.env.PORT ?? 8787)
 const host = process.env.HOST ?? "127.0.0.1"
-const filename = process.env.GPU_MARKET_DB ?? "./data/market.db"
 const baseUrl = process.env.GPU_MARKET_BASE_URL ?? `http://${host}:${port}`
 const demo = process.env.GPU_MARKET_DEMO !== "0"
 // GPU_MARKET_REDIS_URL switches to Redis (keys under GPU_MARKET_REDIS_PREFIX); SQLite otherwise.
-const redisUrl = process.env.GPU_MARKET_REDIS_URL
-const storage = redisUrl === undefined || redisUrl === ""
-  ? { layer: SqliteStorage.layer({ filename }), name: filename }
-  : { layer: RedisStorage.layerConfig, name: `redis ${RedisStorage.redactUrl(redisUrl)}` }
+const fromEnv = { db: Option.none(), redis: Option.none(), redisPrefix: Option.none() }
 
-NodeRuntime.runMain(serve({ storage, port, host, baseUrl, demo }))
+NodeRuntime.runMain(serve({ storage: { layer: storageOn(fromEnv), name: describeStorage(fromEnv) }, port, host, baseUrl, demo }))

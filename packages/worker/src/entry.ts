@@ -1,30 +1,20 @@
-import { RpcServer, RpcWorker } from "@effect/rpc"
 import { NodeRuntime, NodeWorkerRunner } from "@effect/platform-node"
+import { RpcServer, RpcWorker } from "@effect/rpc"
+import { catalogue, makeOperations, marketLayer, requestOrigin, type Storage, type StorageError } from "@gpu-market/core"
 import { Effect, Layer } from "effect"
-import { layer as marketLayer } from "../market/layer"
-import { requestOrigin } from "../query/collection"
-import type { Storage, StorageError } from "../storage/contract"
-import { catalogue } from "./catalogue"
-import { makeOperations } from "./operations"
-import { MarketRpcs, WorkerConfig, type WorkerStorage } from "./worker-contract"
+import { MarketRpcs, WorkerConfig, type WorkerStorage } from "./contract.js"
 
 /**
  * A worker thread's side of `createWorkerMarket`: opens the storage the main thread names in its
  * initial message, builds the market over it, and serves `MarketRpcs` until the pool shuts down.
  */
 
-/** The backend module and options a storage config names; loaded here, so core depends on no backend. */
-const storageLayer = (storage: WorkerStorage): Layer.Layer<Storage, StorageError> => {
-  const [module, options] = "sqlite" in storage
-    ? ["@gpu-market/storage-sqlite", { filename: storage.sqlite }]
-    : "redis" in storage
-    ? ["@gpu-market/storage-redis", storage.redis]
-    : [storage.module, storage.options]
-  return Layer.unwrapEffect(Effect.map(
-    Effect.promise(() => import(module) as Promise<{ readonly layer: (options: unknown) => Layer.Layer<Storage, StorageError> }>),
-    (backend) => backend.layer(options)
+/** The storage the app named: its backend module's `layer(options)`, imported in this thread. */
+const storageLayer = (storage: WorkerStorage): Layer.Layer<Storage, StorageError> =>
+  Layer.unwrapEffect(Effect.map(
+    Effect.promise(() => import(storage.module) as Promise<{ readonly layer: (options: unknown) => Layer.Layer<Storage, StorageError> }>),
+    (backend) => backend.layer(storage.options)
   ))
-}
 
 const entries = new Map(catalogue.map((e) => [e.name, e]))
 const json = (value: unknown) => JSON.stringify(value) ?? "null"

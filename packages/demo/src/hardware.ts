@@ -1,9 +1,6 @@
 import { Effect, Option } from "effect"
-import { HardwarePriceIngest } from "../ingest/hardware-prices"
-import { formatDate, MICROS_PER_DAY } from "../query/time"
-import type { HardwarePriceObservationInput } from "../schema/hardware-price"
-import { SettingsStore } from "../storage/contract"
-import { unit } from "./random"
+import { formatDate, HardwarePriceIngest, type HardwarePriceObservationInput, MICROS_PER_DAY, SettingsStore } from "@gpu-market/core"
+import { unit } from "./random.js"
 
 /**
  * The demo hardware market: listings of GPUs to buy outright (bare modules, servers and racks,

@@ -1,10 +1,7 @@
 import { Effect, Option } from "effect"
-import { TransactionIngest } from "../ingest/transactions"
-import { formatDate, MICROS_PER_DAY } from "../query/time"
-import type { TransactionDealInput } from "../schema/transaction"
-import { SettingsStore } from "../storage/contract"
-import { DEMO_HISTORY_DAYS } from "./market"
-import { unit } from "./random"
+import { formatDate, MICROS_PER_DAY, SettingsStore, type TransactionDealInput, TransactionIngest } from "@gpu-market/core"
+import { DEMO_HISTORY_DAYS } from "./market.js"
+import { unit } from "./random.js"
 
 /**
  * The demo's settled deals: every deal is a function of its cell (GPU, region group, contract

@@ -1,6 +1,7 @@
-import { Demo, marketLayer, procurementLayer, simulatedProviderLayer } from "@gpu-market/core"
+import { marketLayer, procurementLayer, simulatedProviderLayer } from "@gpu-market/core"
+import * as Demo from "@gpu-market/demo"
+import * as Server from "@gpu-market/http-adapter"
 import { Effect, Layer } from "effect"
-import * as Server from "./server"
 
 /**
  * The standalone server as `npm start` and `gpu-market serve` run it: the market and the

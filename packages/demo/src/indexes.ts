@@ -1,11 +1,7 @@
 import { Effect, Option } from "effect"
-import { IndexComputation } from "../ingest/index-computation"
-import { IndexIngest } from "../ingest/indexes"
-import { formatDate, formatInstant, MICROS_PER_DAY } from "../query/time"
-import type { AdministeredValueInput, FleetWeight, IndexDefinitionInput, IndexRowType } from "../schema/indexes"
-import { SettingsStore } from "../storage/contract"
-import { DEMO_HISTORY_DAYS } from "./market"
-import { unit } from "./random"
+import { type AdministeredValueInput, type FleetWeight, formatDate, formatInstant, IndexComputation, type IndexDefinitionInput, IndexIngest, type IndexRowType, MICROS_PER_DAY, SettingsStore } from "@gpu-market/core"
+import { DEMO_HISTORY_DAYS } from "./market.js"
+import { unit } from "./random.js"
 
 /**
  * The demo's indices over the demo rental market: on-demand rental indices of four GPUs in three

@@ -1,9 +1,6 @@
 import { Effect, Option } from "effect"
-import { basePriceKey, LlmTokenPriceIngest } from "../ingest/llm-token-prices"
-import { formatInstant, MICROS_PER_DAY } from "../query/time"
-import type { LlmTokenPriceObservationInput } from "../schema/llm-token-price"
-import { SettingsStore } from "../storage/contract"
-import { unit } from "./random"
+import { basePriceKey, formatInstant, LlmTokenPriceIngest, type LlmTokenPriceObservationInput, MICROS_PER_DAY, SettingsStore } from "@gpu-market/core"
+import { unit } from "./random.js"
 
 /**
  * The demo LLM price market: deterministic published prices of open and closed models across

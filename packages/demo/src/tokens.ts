@@ -1,4 +1,4 @@
-import type { Principal, PrincipalId } from "../auth/principal"
+import type { Principal, PrincipalId } from "@gpu-market/core"
 
 /** Index ids `demo-rental` holds: a subset of the demo's indices. */
 export const DEMO_RENTAL_INDICES: ReadonlyArray<string> = ["gpu-h100-sxm-na-daily", "gpu-a100-sxm-80gb-na-daily"]

@@ -1,6 +1,5 @@
-import type { RentalPriceObservationInput } from "../schema/rental-price"
-import { formatInstant, MICROS_PER_DAY } from "../query/time"
-import { unit } from "./random"
+import { formatInstant, MICROS_PER_DAY, type RentalPriceObservationInput } from "@gpu-market/core"
+import { unit } from "./random.js"
 
 /**
  * The demo market: a deterministic, realistic rental market. Every price is a function of the

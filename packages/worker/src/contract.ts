@@ -1,7 +1,6 @@
 import { Rpc, RpcGroup } from "@effect/rpc"
 import { Schema } from "effect"
-import { catalogue } from "./catalogue"
-import { OperationError, writeNames } from "./operations"
+import { catalogue, OperationError, writeNames } from "@gpu-market/core"
 
 /**
  * The contract between a main thread and the market's worker threads: one Rpc for reads, one for
@@ -9,13 +8,11 @@ import { OperationError, writeNames } from "./operations"
  * is the direct call's, byte for byte; errors travel as the tagged errors, so they arrive typed.
  */
 
-/** Where a worker's market keeps its data: serialisable, since each worker opens its own storage. */
-export const WorkerStorage = Schema.Union(
-  Schema.Struct({ sqlite: Schema.String }),
-  Schema.Struct({ redis: Schema.Struct({ url: Schema.String, prefix: Schema.optional(Schema.String) }) }),
-  /** Any backend module exporting `layer(options)`, e.g. `{ module: "@acme/storage", options: {…} }`. */
-  Schema.Struct({ module: Schema.String, options: Schema.Unknown })
-)
+/**
+ * Where a worker's market keeps its data: a module exporting `layer(options)` and those options
+ * (a backend's `PortableStorage`), since each worker opens its own storage.
+ */
+export const WorkerStorage = Schema.Struct({ module: Schema.String, options: Schema.Unknown })
 export type WorkerStorage = typeof WorkerStorage.Type
 
 /** What every worker is started with. */

@@ -1,24 +1,20 @@
-import { RpcClient, RpcWorker } from "@effect/rpc"
 import { NodeWorker } from "@effect/platform-node"
+import { RpcClient, RpcWorker } from "@effect/rpc"
+import { buildMarket, type Market, type MarketStorage, runOperation } from "@gpu-market/core"
 import { Context, Effect, Layer, ManagedRuntime } from "effect"
-import { readFileSync } from "node:fs"
-import { createRequire } from "node:module"
-import { dirname, join } from "node:path"
-import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
-import { buildMarket, type Market, runOperation } from "./direct"
-import { MarketRpcs, WorkerConfig, type WorkerStorage } from "./worker-contract"
+import { MarketRpcs, WorkerConfig } from "./contract.js"
 
 /**
  * The market in `worker_threads`: the same calls as `createMarket`, answered by a pool of workers
- * over `@effect/rpc`, for apps whose event loop must not do query work. Each worker opens the
- * storage itself, so storage is named by a serialisable config rather than a Layer.
+ * over `@effect/rpc`. Each worker opens the storage itself, so the storage must be portable: the
+ * backend's `sqlite(file)` or `redis(url)` says which module and options rebuild it in a thread.
  */
 
 /** Options of `createWorkerMarket`. */
 export interface WorkerMarketOptions {
-  /** `{ sqlite: "market.db" }`, `{ redis: { url, prefix } }`, or `{ module, options }` for another backend. */
-  readonly storage: WorkerStorage
+  /** A portable storage: `sqlite("market.db")`, `redis(url)`, or any `portableStorage(layer, { module, options })`. */
+  readonly storage: MarketStorage
   /** Worker threads in the pool (default 1); calls are spread over them. */
   readonly poolSize?: number
   /** Base URL `meta.next.url` starts with (default `http://localhost`), as in `createMarket`. */
@@ -31,18 +27,8 @@ export type WorkerMarket = Market & {
   readonly threadIds: () => ReadonlyArray<number>
 }
 
-/**
- * The worker's first script. The entry is TypeScript, so the worker registers tsx's ESM loader
- * before importing it: `execArgv: ["--import", "tsx"]` does not reach a worker's entry on Node 20.
- * Both are absolute URLs, so the worker finds them wherever the app runs from.
- */
-const bootstrap = (() => {
-  const manifest = createRequire(import.meta.url).resolve("tsx/package.json")
-  const api = (JSON.parse(readFileSync(manifest, "utf8")) as { exports: { "./esm/api": { import: { default: string } } } }).exports["./esm/api"].import.default
-  const loader = pathToFileURL(join(dirname(manifest), api)).href
-  const entry = new URL("./worker-entry.ts", import.meta.url).href
-  return `import(${JSON.stringify(loader)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}) })`
-})()
+// Compiled JavaScript beside this module: a worker needs no loader, wherever the app runs from.
+const entry = new URL("./entry.js", import.meta.url)
 
 const makeClient = RpcClient.make(MarketRpcs)
 class Client extends Context.Tag("Market/WorkerClient")<Client, Effect.Effect.Success<typeof makeClient>>() {}
@@ -52,19 +38,23 @@ class Client extends Context.Tag("Market/WorkerClient")<Client, Effect.Effect.Su
  * every worker is up.
  *
  * @example
- * const market = await createWorkerMarket({ storage: { sqlite: "market.db" }, poolSize: 2 })
+ * const market = await createWorkerMarket({ storage: sqlite("market.db"), poolSize: 2 })
  * const page = await market.rental.prices.latest({ gpu_canonical_name: ["h100-sxm"] }, { token })
  * await market.close()
  */
 export const createWorkerMarket = async (options: WorkerMarketOptions): Promise<WorkerMarket> => {
+  const storage = options.storage.portable
+  if (storage === undefined) {
+    throw new TypeError("createWorkerMarket needs a portable storage (sqlite(file), redis(url), or portableStorage(layer, { module, options })): each worker opens it itself")
+  }
   const size = options.poolSize ?? 1
   const workers: Array<Worker> = []
   const spawn = () => {
-    const worker = new Worker(bootstrap, { eval: true })
+    const worker = new Worker(entry)
     workers.push(worker)
     return worker
   }
-  const config: WorkerConfig = { storage: options.storage, baseUrl: options.baseUrl ?? "http://localhost" }
+  const config: WorkerConfig = { storage, baseUrl: options.baseUrl ?? "http://localhost" }
   const runtime = ManagedRuntime.make(Layer.scoped(Client, makeClient).pipe(
     Layer.provide(RpcClient.layerProtocolWorker({ size })),
     Layer.provide(NodeWorker.layerPlatform(spawn)),
