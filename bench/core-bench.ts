@@ -1,8 +1,8 @@
 import {
-  Auth, marketLayer, type MarketServices, type Page, type Principal, type QueryInput, type RentalPrice, RentalPrices,
-  requestOrigin, type StorageError
+  Auth, marketLayer, type MarketServices, type Page, type Principal, type RentalPrice, RentalPrices, type StorageError
 } from "@gpu-market/core"
-import * as SqliteStorage from "@gpu-market/storage-sqlite"
+import { type QueryInput, requestOrigin } from "@gpu-market/core/adapters"
+import * as SqliteStorage from "../packages/storage-sqlite/src/internal"
 import type Database from "better-sqlite3"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { deepStrictEqual, ok } from "node:assert/strict"

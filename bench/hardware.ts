@@ -1,7 +1,6 @@
-import {
-  Auth, type HardwarePrice, HardwarePrices, marketLayer, type Page, type Principal, type QueryInput, requestOrigin
-} from "@gpu-market/core"
-import * as SqliteStorage from "@gpu-market/storage-sqlite"
+import { Auth, type HardwarePrice, HardwarePrices, marketLayer, type Page, type Principal } from "@gpu-market/core"
+import { type QueryInput, requestOrigin } from "@gpu-market/core/adapters"
+import * as SqliteStorage from "../packages/storage-sqlite/src/internal"
 import Database from "better-sqlite3"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { spawnSync } from "node:child_process"

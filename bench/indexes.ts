@@ -1,7 +1,7 @@
 import {
-  formatDate, formatInstant, IndexComputation, type IndexComputationSummary, IndexIngest, marketLayer, MemoryStorage, MICROS_PER_DAY,
-  type RentalPrice, RentalPriceIngest, RentalPriceStore
+  formatDate, formatInstant, IndexComputation, type IndexComputationSummary, IndexIngest, marketLayer, MICROS_PER_DAY, type RentalPrice, RentalPriceIngest
 } from "@gpu-market/core"
+import { MemoryStorage, RentalPriceStore } from "@gpu-market/core/storage"
 import * as Demo from "@gpu-market/demo"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Clock, Effect, Layer, ManagedRuntime } from "effect"

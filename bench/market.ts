@@ -1,5 +1,5 @@
 import { baseProductKey, formatInstant, productKey, type RentalPrice } from "@gpu-market/core"
-import { makeClient, makeRentalPriceStore, migrate } from "@gpu-market/storage-sqlite"
+import { makeClient, makeRentalPriceStore, migrate } from "../packages/storage-sqlite/src/internal"
 import { Effect } from "effect"
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"

@@ -1,7 +1,8 @@
 import {
-  Auth, type HardwarePrice, HardwarePrices, HardwarePriceStore, marketLayer, type MarketServices, MemoryStorage, type Page,
-  type Principal, type QueryInput, type RentalPrice, RentalPrices, RentalPriceStore, requestOrigin, type Storage, type StorageError
+  Auth, type HardwarePrice, HardwarePrices, marketLayer, type MarketServices, type Page, type Principal, type RentalPrice, RentalPrices, type Storage, type StorageError
 } from "@gpu-market/core"
+import { HardwarePriceStore, MemoryStorage, RentalPriceStore } from "@gpu-market/core/storage"
+import { type QueryInput, requestOrigin } from "@gpu-market/core/adapters"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Layer, ManagedRuntime } from "effect"

@@ -4,7 +4,8 @@
  *
  *   npx tsx examples/embedded.ts
  */
-import { Auth, marketLayer, type Principal, RentalPriceIngest, RentalPrices, requestOrigin } from "@gpu-market/core"
+import { Auth, marketLayer, type PrincipalInput, RentalPriceIngest, RentalPrices } from "@gpu-market/core"
+import { requestOrigin } from "@gpu-market/core/adapters"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Layer } from "effect"
 import { mkdtempSync } from "node:fs"
@@ -20,8 +21,8 @@ const h100 = (vendor: string, price: number, extracted_at: string) => ({
   price_usd_per_gpu_hour: price, raw_price: price * 8, raw_price_unit: "usd_per_instance_hour", extracted_at
 })
 
-const analyst: Principal = {
-  id: "analyst" as Principal["id"], name: "Example analyst",
+const analyst: PrincipalInput = {
+  id: "analyst", name: "Example analyst",
   grants: { gpu_rental_prices: { history: { _tag: "unrestricted" } } },
   indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 600
 }

@@ -5,7 +5,7 @@
  *
  *   npx tsx examples/procurement.ts
  */
-import { Auth, marketLayer, type Principal, procurementLayer, RentalPriceIngest, simulatedProviderLayer } from "@gpu-market/core"
+import { Auth, marketLayer, type PrincipalInput, procurementLayer, RentalPriceIngest, simulatedProviderLayer } from "@gpu-market/core"
 import * as Server from "@gpu-market/http-adapter"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Layer } from "effect"
@@ -31,8 +31,8 @@ const offer = (vendor: string, gpu_count: number, price: number, region: string)
   raw_price: price * gpu_count, raw_price_unit: "usd_per_instance_hour", extracted_at: new Date().toISOString()
 })
 
-const buyer: Principal = {
-  id: "buyer" as Principal["id"], name: "Example buyer", grants: {}, indices: [], legacy_custom_index: false,
+const buyer: PrincipalInput = {
+  id: "buyer", name: "Example buyer", grants: {}, indices: [], legacy_custom_index: false,
   procurement: true, rate_limit_per_minute: 600
 }
 
@@ -43,6 +43,7 @@ const main = async () => {
     const response = await fetch(`${base}/supply${path}`, {
       method, headers: { authorization: `Bearer ${token}`, ...init.headers }, ...(init.body === undefined ? {} : { body: init.body })
     })
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the example reads the JSON bodies field by field
     const body = await response.json() as any
     if (response.status >= 400) throw new Error(`${method} ${path}: ${response.status} ${body.detail}`)
     return { status: response.status, body }

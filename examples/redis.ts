@@ -6,9 +6,8 @@
  *
  *   GPU_MARKET_REDIS_URL=redis://127.0.0.1:6379 npx tsx examples/redis.ts
  */
-import {
-  Auth, PageTokens, type Principal, RentalPriceIngest, RentalPrices, requestOrigin
-} from "@gpu-market/core"
+import { Auth, PageTokens, type PrincipalInput, RentalPriceIngest, RentalPrices } from "@gpu-market/core"
+import { requestOrigin } from "@gpu-market/core/adapters"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { Redis } from "ioredis"
@@ -29,8 +28,8 @@ const h100 = (vendor: string, price: number, extracted_at: string) => ({
   price_usd_per_gpu_hour: price, raw_price: price * 8, raw_price_unit: "usd_per_instance_hour", extracted_at
 })
 
-const analyst: Principal = {
-  id: "analyst" as Principal["id"], name: "Example analyst",
+const analyst: PrincipalInput = {
+  id: "analyst", name: "Example analyst",
   grants: { gpu_rental_prices: { history: { _tag: "unrestricted" } } },
   indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 600
 }

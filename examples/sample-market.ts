@@ -1,7 +1,7 @@
 /**
  * A few vendor price observations and an analyst token, shared by the examples.
  */
-import type { Market, Principal } from "@gpu-market/core"
+import type { Market, PrincipalInput } from "@gpu-market/core"
 
 const h100 = (vendor: string, region: string, price: number, extracted_at: string) => ({
   vendor, vendor_gpu_name: "H100 SXM5 80GB", region, gpu_canonical_name: "h100-sxm", gpu_manufacturer: "nvidia",
@@ -10,8 +10,8 @@ const h100 = (vendor: string, region: string, price: number, extracted_at: strin
 })
 
 /** Reads rental prices with full history. */
-export const analyst: Principal = {
-  id: "analyst" as Principal["id"], name: "Example analyst",
+export const analyst: PrincipalInput = {
+  id: "analyst", name: "Example analyst",
   grants: { gpu_rental_prices: { history: { _tag: "unrestricted" } } },
   indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 600
 }

@@ -1,8 +1,8 @@
 import { assert, describe, layer } from "@effect/vitest"
 import {
-  Auth, basePriceKey, baseProductKey, HardwarePriceIngest, IndexComputation, type IndexDefinitionInput, IndexIngest, LlmTokenPriceIngest, type LlmTokenPriceObservationInput, marketLayer, type MarketServices, MemoryStorage, type Principal, RentalPriceIngest,
-  type RentalPriceObservationInput, SettingsStore, type Storage, TransactionIngest
+  Auth, basePriceKey, baseProductKey, HardwarePriceIngest, IndexComputation, type IndexDefinitionInput, IndexIngest, LlmTokenPriceIngest, type LlmTokenPriceObservationInput, marketLayer, type MarketServices, type Principal, RentalPriceIngest, type RentalPriceObservationInput, type Storage, TransactionIngest
 } from "@gpu-market/core"
+import { MemoryStorage, SettingsStore } from "@gpu-market/core/storage"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Context, Effect, FastCheck as fc, Layer, TestClock } from "effect"

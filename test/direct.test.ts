@@ -1,10 +1,13 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { createMarket, type Market, MarketProblemError, memory } from "@gpu-market/core"
+import { createMarket, type Market, MarketProblemError, memory, type RentalPriceObservationInput } from "@gpu-market/core"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { seedMarket, tempDb } from "./support/adapters"
 import { TOKENS } from "./support/market"
+
+/** What a JavaScript caller might send: the types say it is incomplete, the write path must say so too. */
+const untypedRecord = JSON.parse('{ "vendor": "v-alpha" }') as RentalPriceObservationInput
 
 /** The rejection of a call, which must be a `MarketProblemError`. */
 const problemOf = async (call: Promise<unknown>): Promise<MarketProblemError> => {
@@ -93,7 +96,7 @@ describe("Promise API (createMarket)", () => {
   })
 
   it("write paths refuse a bad batch as a whole with 422 invalid_records", async () => {
-    const refused = await problemOf(market.ingest.rental([{ vendor: "v-alpha" }]))
+    const refused = await problemOf(market.ingest.rental([untypedRecord]))
     assert.strictEqual(refused.status, 422)
     assert.strictEqual(refused.code, "invalid_records")
     assert.strictEqual(refused.problem.errors?.[0]?.parameter, "[0]")

@@ -1,5 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Auth, hashToken, type Principal, Problem, TokenStore } from "@gpu-market/core"
+import { Auth, type Principal, Problem } from "@gpu-market/core"
+import { hashToken } from "@gpu-market/core/storage"
+import { TokenStore } from "@gpu-market/core/storage"
 import { Effect, Exit, Schema } from "effect"
 import fc from "fast-check"
 import { atNow, fixtureLayer, http, type Reply, TOKENS } from "./support/market"

@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import {
-  Auth, type HardwarePriceObservationInput, HardwarePriceIngest, HardwarePriceStore, InvalidRecords, isSellerIdentityField,
-  marketLayer, type Principal
+  Auth, type HardwarePriceObservationInput, HardwarePriceIngest, InvalidRecords, isSellerIdentityField, marketLayer, type Principal
 } from "@gpu-market/core"
+import { HardwarePriceStore } from "@gpu-market/core/storage"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Layer } from "effect"
 import { existsSync, mkdtempSync, readFileSync } from "node:fs"

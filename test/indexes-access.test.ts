@@ -1,5 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { IndexMetadata, Indexes, LegacyAvailableIndexBody, LegacyCurrentIndexBody, Problem, requestOrigin } from "@gpu-market/core"
+import { IndexMetadata, Indexes, LegacyAvailableIndexBody, LegacyCurrentIndexBody, Problem } from "@gpu-market/core"
+import { requestOrigin } from "@gpu-market/core/adapters"
 import { Effect, Schema } from "effect"
 import { atIndexNow, FIXTURE_DEFINITIONS, INDEX_TOKENS, indexFixtureLayer, type IndexTokenName } from "./support/indexes"
 import { BASE_URL, http, type Reply } from "./support/market"

@@ -1,5 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { IndexComputation, IndexIngest, IndexStore, type IndexValue, type PagePlan } from "@gpu-market/core"
+import { IndexComputation, IndexIngest, type IndexValue } from "@gpu-market/core"
+import { IndexStore, type PagePlan } from "@gpu-market/core/storage"
 import { Effect, Exit, TestClock } from "effect"
 import { atIndexNow, FIXTURE_DEFINITIONS, indexFixtureLayer } from "./support/indexes"
 import { http } from "./support/market"

@@ -1,6 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import * as Demo from "@gpu-market/demo"
-import { type LlmTokenPrice, LlmTokenPrices, LlmTokenPriceStore, marketLayer, SettingsStore } from "@gpu-market/core"
+import { type LlmTokenPrice, LlmTokenPrices, marketLayer } from "@gpu-market/core"
+import { LlmTokenPriceStore, SettingsStore } from "@gpu-market/core/storage"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Layer, Option, TestClock } from "effect"
 import { mkdtempSync } from "node:fs"

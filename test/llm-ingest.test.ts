@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import {
-  basePriceKey, InvalidRecords, LlmTokenPriceIngest, type LlmTokenPriceObservationInput, LlmTokenPriceStore, marketLayer, priceKey
+  basePriceKey, InvalidRecords, LlmTokenPriceIngest, type LlmTokenPriceObservationInput, marketLayer, priceKey
 } from "@gpu-market/core"
+import { LlmTokenPriceStore } from "@gpu-market/core/storage"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Exit, Layer } from "effect"
 import { mkdtempSync } from "node:fs"

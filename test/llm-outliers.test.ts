@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import {
-  isOutlierPrice, LlmTokenPriceIngest, type LlmTokenPriceObservationInput, LlmTokenPriceStore, marketLayer, outlierReference
+  isOutlierPrice, LlmTokenPriceIngest, type LlmTokenPriceObservationInput, marketLayer, outlierReference
 } from "@gpu-market/core"
+import { LlmTokenPriceStore } from "@gpu-market/core/storage"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Layer } from "effect"
 import { mkdtempSync } from "node:fs"

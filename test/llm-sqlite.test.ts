@@ -1,9 +1,10 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { llmTokenPriceFields, LlmTokenPriceStore, type PagePlan, type Predicate, type Storage } from "@gpu-market/core"
+import { llmTokenPriceFields, type Storage } from "@gpu-market/core"
+import { LlmTokenPriceStore, type PagePlan, type Predicate } from "@gpu-market/core/storage"
 import { llmRow } from "@gpu-market/core/test"
 import {
   compileLlmPage, layer, llmColumnsOf, llmRowFromColumns, makeClient, migrate, type SqliteClient
-} from "@gpu-market/storage-sqlite"
+} from "../packages/storage-sqlite/src/internal"
 import { Context, Effect, Exit, Layer } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"

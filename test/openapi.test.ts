@@ -1,8 +1,8 @@
 import { assert, describe, layer } from "@effect/vitest"
+import { OFFER_REQUESTS_PER_MINUTE } from "@gpu-market/core"
 import {
-  hardwarePricesCollection, indexesCollection, llmTokenPricesCollection, OFFER_REQUESTS_PER_MINUTE, rentalPricesCollection,
-  transactionsCollection
-} from "@gpu-market/core"
+  hardwarePricesCollection, indexesCollection, llmTokenPricesCollection, rentalPricesCollection, transactionsCollection
+} from "@gpu-market/core/adapters"
 import { Validator } from "@seriousme/openapi-schema-validator"
 import Ajv2020 from "ajv/dist/2020.js"
 import { Effect, TestClock } from "effect"

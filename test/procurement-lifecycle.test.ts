@@ -1,7 +1,8 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import {
-  marketLayer, type Offer, OfferList, Procurement, Procurements, ProcurementStore, procurementLayer, Resource, simulatedProviderLayer
+  marketLayer, type Offer, OfferList, Procurement, Procurements, procurementLayer, Resource, simulatedProviderLayer
 } from "@gpu-market/core"
+import { ProcurementStore } from "@gpu-market/core/storage"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Layer, Schema, TestClock } from "effect"
 import { mkdtempSync } from "node:fs"

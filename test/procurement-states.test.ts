@@ -1,7 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
-import {
-  Lifecycle, MemoryStorage, type Offer, ProcurementStore, type ProcurementRecord, ProviderError, SupplyProvider, makeSimulatedProvider
-} from "@gpu-market/core"
+import { Lifecycle, type Offer, ProviderError, SupplyProvider, makeSimulatedProvider } from "@gpu-market/core"
+import { MemoryStorage, ProcurementStore, type ProcurementRecord } from "@gpu-market/core/storage"
 import { Effect, Layer, Ref, TestClock } from "effect"
 import { iso } from "./support/procurement"
 

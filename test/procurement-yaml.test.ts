@@ -1,5 +1,5 @@
 import { assert, describe, it, layer } from "@effect/vitest"
-import { MAX_OFFER_REQUEST_BYTES, parseOfferRequest } from "@gpu-market/core"
+import { MAX_OFFER_REQUEST_BYTES, parseOfferRequest } from "@gpu-market/core/adapters"
 import { Effect, Either } from "effect"
 import fc from "fast-check"
 import { stringify } from "yaml"

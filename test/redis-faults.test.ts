@@ -1,5 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Auth, marketLayer, MemoryStorage, RentalPriceIngest, RentalPriceStore } from "@gpu-market/core"
+import { Auth, marketLayer, RentalPriceIngest } from "@gpu-market/core"
+import { MemoryStorage, RentalPriceStore } from "@gpu-market/core/storage"
 import { rentalRow } from "@gpu-market/core/test"
 import { Effect, Either, Fiber, Layer, Schedule } from "effect"
 import { http, LAST_DAY, observations, TOKENS } from "./support/market"

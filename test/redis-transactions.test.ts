@@ -1,5 +1,5 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { TransactionStore } from "@gpu-market/core"
+import { TransactionStore } from "@gpu-market/core/storage"
 import { Effect, TestClock } from "effect"
 import { assertSameEverywhere, seededBackends } from "./support/backends"
 import { atNow } from "./support/market"

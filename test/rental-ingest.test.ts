@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import {
-  baseProductKey, InvalidRecords, marketLayer, productKey, type RentalPriceObservationInput, RentalPriceIngest, RentalPriceStore
+  baseProductKey, InvalidRecords, marketLayer, productKey, type RentalPriceObservationInput, RentalPriceIngest
 } from "@gpu-market/core"
+import { RentalPriceStore } from "@gpu-market/core/storage"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Exit, Layer } from "effect"
 import { mkdtempSync } from "node:fs"

@@ -1,5 +1,5 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { TransactionStore } from "@gpu-market/core"
+import { TransactionStore } from "@gpu-market/core/storage"
 import * as Demo from "@gpu-market/demo"
 import { Effect, TestClock } from "effect"
 import { http, NOW_MS } from "./support/market"

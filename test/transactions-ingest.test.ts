@@ -1,7 +1,6 @@
 import { assert, describe, it, layer } from "@effect/vitest"
-import {
-  type AggregatedTransaction, dealPool, InvalidRecords, type TransactionDealInput, TransactionIngest, TransactionStore
-} from "@gpu-market/core"
+import { type AggregatedTransaction, InvalidRecords, type TransactionDealInput, TransactionIngest } from "@gpu-market/core"
+import { dealPool, TransactionStore } from "@gpu-market/core/storage"
 import { Effect, Exit, Layer } from "effect"
 import fc from "fast-check"
 import { emptyMarket } from "./support/transactions"

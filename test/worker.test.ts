@@ -1,8 +1,11 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { createMarket, type Market, MarketProblemError } from "@gpu-market/core"
+import { createMarket, type Market, MarketProblemError, type RentalPriceObservationInput } from "@gpu-market/core"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { createWorkerMarket, type WorkerMarket } from "@gpu-market/worker"
 import { seedMarket, tempDb } from "./support/adapters"
+
+/** What a JavaScript caller might send: the types say it is incomplete, the write path must say so too. */
+const untypedRecord = JSON.parse('{ "vendor": "v-alpha" }') as RentalPriceObservationInput
 
 /** The outcome of a call as bytes: the JSON of its result, or of its problem without `request_id`. */
 const outcome = async (call: Promise<unknown>): Promise<string> => {
@@ -73,7 +76,7 @@ describe("worker market (createWorkerMarket)", () => {
       (m) => m.hardware.prices.latest({}, { token: "all" }),
       (m) => m.rental.prices.asOf({ at: "2026-05-01", vendor: "v-alpha" }, { token: "since" }),
       (m) => m.indices.latest({ id: "no-such-index" }, { token: "all" }),
-      (m) => m.ingest.rental([{ vendor: "v-alpha" }])
+      (m) => m.ingest.rental([untypedRecord])
     ]
     for (const call of calls) {
       const [fromWorker, fromDirect] = [await outcome(call(worker)), await outcome(call(direct))]

@@ -1,5 +1,6 @@
 import { assert } from "@effect/vitest"
-import { marketLayer, type MarketServices, MemoryStorage, SettingsStore, type Storage } from "@gpu-market/core"
+import { marketLayer, type MarketServices, type Storage } from "@gpu-market/core"
+import { MemoryStorage, SettingsStore } from "@gpu-market/core/storage"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { type Context, Effect, Layer } from "effect"

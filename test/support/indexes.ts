@@ -1,6 +1,5 @@
 import {
-  Auth, baseProductKey, type FleetWeight, type HistoryAccess, type IndexDefinitionInput, IndexIngest, marketLayer, type Principal,
-  RentalPriceIngest, type RentalPriceObservationInput
+  Auth, baseProductKey, type FleetWeight, type HistoryAccess, type IndexDefinitionInput, IndexIngest, marketLayer, type Principal, RentalPriceIngest, type RentalPriceObservationInput
 } from "@gpu-market/core"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Layer, TestClock } from "effect"

@@ -1,6 +1,5 @@
 import {
-  Auth, basePriceKey, type Grant, type HistoryAccess, LlmTokenPriceIngest, type LlmTokenPriceObservationInput, marketLayer,
-  type Principal
+  Auth, basePriceKey, type Grant, type HistoryAccess, LlmTokenPriceIngest, type LlmTokenPriceObservationInput, marketLayer, type Principal
 } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"

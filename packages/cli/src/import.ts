@@ -1,7 +1,6 @@
 import { Args, Command, Options } from "@effect/cli"
 import {
-  AdministeredValue, HardwarePriceIngest, HardwarePriceObservation, IndexIngest, LlmTokenPriceIngest,
-  InvalidRecords, LlmTokenPriceObservation, RentalPriceIngest, RentalPriceObservation, type StorageUnavailable, TransactionDeal, TransactionIngest
+  AdministeredValue, HardwarePriceIngest, HardwarePriceObservation, IndexIngest, LlmTokenPriceIngest, InvalidRecords, LlmTokenPriceObservation, RentalPriceIngest, RentalPriceObservation, type StorageUnavailable, TransactionDeal, TransactionIngest
 } from "@gpu-market/core"
 import { Console, Effect, Option, type Schema } from "effect"
 import { createReadStream, statSync } from "node:fs"

@@ -3,6 +3,7 @@ import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { IndexComputation } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
 import { Console, Effect, Option } from "effect"
+import { createRequire } from "node:module"
 import { importCommand } from "./import.js"
 import { makeProgress } from "./progress.js"
 import { describeStorage, marketOn, storageOn, storageOptions } from "./storage.js"
@@ -90,6 +91,8 @@ const root = Command.make("gpu-market").pipe(
   Command.withSubcommands([serveCommand, seed, importCommand, tokensCommand, indexes])
 )
 
-const cli = Command.run(root, { name: "gpu-market", version: "0.1.0" })
+// The version the package was installed at: package.json sits one folder above dist/.
+const { version } = createRequire(import.meta.url)("../package.json") as { readonly version: string }
+const cli = Command.run(root, { name: "gpu-market", version })
 
 cli(process.argv).pipe(Effect.provide(NodeContext.layer), NodeRuntime.runMain)

@@ -1,5 +1,6 @@
 import { Args, Command, Options } from "@effect/cli"
-import { Auth, type DataType, type Grant, type HistoryAccess, newTokenSecret, type Principal, TokenStore } from "@gpu-market/core"
+import { Auth, type DataType, type Grant, type HistoryAccess, newTokenSecret, type Principal } from "@gpu-market/core"
+import { TokenStore } from "@gpu-market/core/storage"
 import { Console, Effect, Either, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { marketOn, storageOptions } from "./storage.js"

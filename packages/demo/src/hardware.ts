@@ -1,5 +1,6 @@
 import { Effect, Option } from "effect"
-import { formatDate, HardwarePriceIngest, type HardwarePriceObservationInput, MICROS_PER_DAY, SettingsStore } from "@gpu-market/core"
+import { formatDate, HardwarePriceIngest, type HardwarePriceObservationInput, MICROS_PER_DAY } from "@gpu-market/core"
+import { SettingsStore } from "@gpu-market/core/storage"
 import { unit } from "./random.js"
 
 /**
@@ -11,7 +12,8 @@ import { unit } from "./random.js"
  * changing the past.
  */
 
-interface HardwareGpuSpec {
+/** A GPU of the demo hardware market. */
+export interface HardwareGpuSpec {
   readonly slug: string
   /** USD for one new bare module. */
   readonly module: number

@@ -1,10 +1,13 @@
 export { seedDemo, revokeDemoTokens, type DemoSeedReport, type DemoSeedOptions, type DemoProgress } from "./seed.js"
 export { DEMO_TOKENS, DEMO_RENTAL_INDICES } from "./tokens.js"
 export {
-  DEMO_GPUS, DEMO_HISTORY_DAYS, DEMO_VENDOR_COUNT, demoObservations, demoProducts, demoPrice, epochDay, type DemoCatalogSize
+  DEMO_GPUS, DEMO_HISTORY_DAYS, DEMO_VENDOR_COUNT, demoObservations, demoProducts, demoPrice, epochDay, type DemoCatalogSize,
+  type DemoProduct, type GpuSpec
 } from "./market.js"
-export { DEMO_LLM_MODELS, DEMO_LLM_HISTORY_DAYS, demoLlmItems, demoLlmObservations, demoLlmPrice, seedLlmDemo } from "./llm.js"
-export { DEMO_HARDWARE_GPUS, DEMO_HARDWARE_HISTORY_DAYS, demoHardwareObservations, seedHardwareDemo } from "./hardware.js"
+export {
+  DEMO_LLM_HISTORY_DAYS, DEMO_LLM_MODELS, type DemoLlmItem, demoLlmItems, demoLlmObservations, demoLlmPrice, type ModelSpec, seedLlmDemo
+} from "./llm.js"
+export { DEMO_HARDWARE_GPUS, DEMO_HARDWARE_HISTORY_DAYS, demoHardwareObservations, type HardwareGpuSpec, seedHardwareDemo } from "./hardware.js"
 export { DEMO_TRANSACTION_GPUS, demoDeals, seedTransactionDemo } from "./transactions.js"
 export {
   DEMO_ADMINISTERED_INDEX, DEMO_INDEX_GPUS, DEMO_INTRADAY_DAYS, demoAdministeredValue, demoFleetWeights, demoIndexDefinitions, seedIndexDemo

@@ -1,5 +1,8 @@
 import { Effect, Option } from "effect"
-import { type AdministeredValueInput, type FleetWeight, formatDate, formatInstant, IndexComputation, type IndexDefinitionInput, IndexIngest, type IndexRowType, MICROS_PER_DAY, SettingsStore } from "@gpu-market/core"
+import {
+  type AdministeredValueInput, type FleetWeight, formatDate, formatInstant, IndexComputation, type IndexDefinitionInput, IndexIngest, type IndexRowType, MICROS_PER_DAY
+} from "@gpu-market/core"
+import { SettingsStore } from "@gpu-market/core/storage"
 import { DEMO_HISTORY_DAYS } from "./market.js"
 import { unit } from "./random.js"
 

@@ -1,5 +1,8 @@
 import { Effect, Option } from "effect"
-import { basePriceKey, formatInstant, LlmTokenPriceIngest, type LlmTokenPriceObservationInput, MICROS_PER_DAY, SettingsStore } from "@gpu-market/core"
+import {
+  basePriceKey, formatInstant, LlmTokenPriceIngest, type LlmTokenPriceObservationInput, MICROS_PER_DAY
+} from "@gpu-market/core"
+import { SettingsStore } from "@gpu-market/core/storage"
 import { unit } from "./random.js"
 
 /**
@@ -12,7 +15,8 @@ import { unit } from "./random.js"
 
 type PriceType = "input" | "output" | "cached_input" | "cache_write" | "batch_input" | "batch_output"
 
-interface ModelSpec {
+/** A model of the demo LLM price market. */
+export interface ModelSpec {
   readonly slug: string
   readonly family: string
   readonly creator: string

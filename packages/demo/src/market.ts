@@ -7,7 +7,8 @@ import { unit } from "./random.js"
  * seeding starts, and a restart can extend the market to today without changing the past.
  */
 
-interface GpuSpec {
+/** A GPU of the demo rental market. */
+export interface GpuSpec {
   readonly slug: string
   readonly manufacturer: string
   readonly model: string

@@ -1,5 +1,8 @@
 import { Clock, Effect, Option } from "effect"
-import { Auth, baseProductKey, formatInstant, MICROS_PER_DAY, MICROS_PER_MS, RentalPriceIngest, type RentalPriceObservation, SettingsStore, TokenStore } from "@gpu-market/core"
+import {
+  Auth, baseProductKey, formatInstant, MICROS_PER_DAY, MICROS_PER_MS, RentalPriceIngest, type RentalPriceObservation
+} from "@gpu-market/core"
+import { SettingsStore, TokenStore } from "@gpu-market/core/storage"
 import { type DemoCatalogSize, DEMO_HISTORY_DAYS, DEMO_GPUS, demoObservations, demoProducts, epochDay } from "./market.js"
 import { DEMO_TOKENS } from "./tokens.js"
 import { seedHardwareDemo } from "./hardware.js"

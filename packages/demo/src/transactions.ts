@@ -1,5 +1,6 @@
 import { Effect, Option } from "effect"
-import { formatDate, MICROS_PER_DAY, SettingsStore, type TransactionDealInput, TransactionIngest } from "@gpu-market/core"
+import { formatDate, MICROS_PER_DAY, type TransactionDealInput, TransactionIngest } from "@gpu-market/core"
+import { SettingsStore } from "@gpu-market/core/storage"
 import { DEMO_HISTORY_DAYS } from "./market.js"
 import { unit } from "./random.js"
 

@@ -1,7 +1,6 @@
 import { type HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import {
-  admit, Auth, makeReadCalls, type MarketError, type Principal, RateLimits, type ReadCall, requestOrigin
-} from "@gpu-market/core"
+import { Auth, type MarketError, type Principal, RateLimits } from "@gpu-market/core"
+import { admit, makeReadCalls, type ReadCall, requestOrigin } from "@gpu-market/core/adapters"
 import { Cause, Effect, Either, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { docsPage, makeAssetRoutes } from "./docs.js"

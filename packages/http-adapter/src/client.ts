@@ -1,6 +1,5 @@
-import {
-  buildReads, type CallOptions, type CatalogueEntry, type MarketReads, MarketProblemError, type Problem
-} from "@gpu-market/core"
+import { type CallOptions, type MarketReads, MarketProblemError, type Problem } from "@gpu-market/core"
+import { buildReads, type CatalogueEntry } from "@gpu-market/core/adapters"
 
 /**
  * A typed client of the HTTP API for any fetch runtime: the same namespaces and envelopes as

@@ -1,6 +1,7 @@
 import { HttpApp } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { marketLayer, type MarketServices, type Storage, type StorageError, toProblemError } from "@gpu-market/core"
+import { marketLayer, type MarketServices, type Storage, type StorageError } from "@gpu-market/core"
+import { toProblemError } from "@gpu-market/core/adapters"
 import { Effect, Exit, Layer, ManagedRuntime, type Scope } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { makeApp } from "./app.js"

@@ -1,4 +1,5 @@
-import { type EndpointParameter, Problem, type ProblemError, problemKind } from "@gpu-market/core"
+import { Problem } from "@gpu-market/core"
+import { type EndpointParameter, type ProblemError, problemKind } from "@gpu-market/core/adapters"
 import { JSONSchema, Option, Schema, SchemaAST } from "effect"
 import { type DataRoute, dataRoutes, type NamedSchema } from "./routes.js"
 import { type SupplyEndpoint, supplyEndpoints, type SupplyParameter } from "./supply-routes.js"

@@ -1,5 +1,6 @@
 import { HttpServerResponse } from "@effect/platform"
-import { type AdapterError, type Problem, type ProblemError, problemOf } from "@gpu-market/core"
+import { type Problem, problemOf } from "@gpu-market/core"
+import type { AdapterError, ProblemError } from "@gpu-market/core/adapters"
 
 /**
  * Problems as HTTP: the body comes from core's one mapping (`problemOf`); this module adds the

@@ -1,8 +1,8 @@
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import {
-  Auth, Discovery, type DiscoveryRequest, Offers, PayloadTooLarge, type Principal, type ProcurementError, Procurements,
-  refuseParameters, type RequestOrigin, requireProcurement, Resources, UnsupportedMediaType, validationFailed
+  Auth, Discovery, type DiscoveryRequest, Offers, PayloadTooLarge, type Principal, type ProcurementError, Procurements, Resources, UnsupportedMediaType, validationFailed
 } from "@gpu-market/core"
+import { refuseParameters, type RequestOrigin, requireProcurement } from "@gpu-market/core/adapters"
 import { Effect, Either, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { problemResponse } from "./problem.js"

@@ -1,6 +1,7 @@
+import type { EndpointName } from "@gpu-market/core"
 import {
-  catalogue, type CatalogueEntry, type EndpointDef, type EndpointName, type EndpointParameter, type ServiceName
-} from "@gpu-market/core"
+  catalogue, type CatalogueEntry, type EndpointDef, type EndpointParameter, type ServiceName
+} from "@gpu-market/core/adapters"
 import { Option, type Schema, SchemaAST } from "effect"
 
 /**

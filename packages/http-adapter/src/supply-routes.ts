@@ -1,8 +1,7 @@
 import {
-  DiscoveryList, Envelope, IdempotencyKey, Offer, OfferId, OfferList, OfferRequest, type EndpointParameter, optionalParameters,
-  Procurement, ProcurementId, ProcurementRequest, type ProblemError, Resource, ResourceId, ResourceListParams, SupplyContract,
-  SupplyGpu, SupplyRegion, SupplyStorageOption, SupplyVendor
+  DiscoveryList, Envelope, IdempotencyKey, Offer, OfferId, OfferList, OfferRequest, Procurement, ProcurementId, ProcurementRequest, Resource, ResourceId, SupplyContract, SupplyGpu, SupplyRegion, SupplyStorageOption, SupplyVendor
 } from "@gpu-market/core"
+import { type EndpointParameter, optionalParameters, type ProblemError, ResourceListParams } from "@gpu-market/core/adapters"
 import type { Schema } from "effect"
 import type { NamedSchema } from "./routes.js"
 

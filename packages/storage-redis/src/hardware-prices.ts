@@ -1,7 +1,10 @@
 import {
-  dayStart, type HardwareClassField, hardwareClassFields, type HardwareGpuCoverage, type HardwarePrice, hardwarePriceFields, hardwarePricesCollection,
-  HardwarePriceStore, type HardwareSummary, MemoryStorage, observationId, type Scope, StorageError
+  type HardwareClassField, hardwareClassFields, type HardwarePrice, hardwarePriceFields, observationId, StorageError
 } from "@gpu-market/core"
+import {
+  dayStart, type HardwareGpuCoverage, HardwarePriceStore, type HardwareSummary, MemoryStorage, type Scope
+} from "@gpu-market/core/storage"
+import { hardwarePricesCollection } from "@gpu-market/core/adapters"
 import { Effect } from "effect"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"

@@ -3,7 +3,8 @@
  * Rows are msgpack (msgpackr records); pages walk sorted-set indexes kept on write; every write
  * is one checked Lua batch; requests fail fast with a `StorageError` while Redis is away.
  */
-import { type MarketStorage, portableStorage, type Storage, storageContext, type StorageError, type Stores } from "@gpu-market/core"
+import { type PortableMarketStorage, portableStorage, type Storage, type StorageError } from "@gpu-market/core"
+import { storageContext, type Stores } from "@gpu-market/core/storage"
 import { Config, type ConfigError, Effect, Layer, type Scope } from "effect"
 import { makeClient, type RedisOptions } from "./client.js"
 import { makeHardwarePriceStore } from "./hardware-prices.js"
@@ -16,24 +17,7 @@ import { makeSettingsStore } from "./settings.js"
 import { makeTokenStore } from "./tokens.js"
 import { makeTransactionStore } from "./transactions.js"
 
-export { fromRedis, makeClient, type RedisClient, type RedisOptions, type Script, script } from "./client.js"
-export { Batch, BATCH_ATTEMPTS, untilApplied } from "./batch.js"
-export { cachedByVersion, replies, type Versioned } from "./reads.js"
-export { type Codec, decode, encode, makeCodec } from "./codec.js"
-export { type Keys, makeKeys } from "./keys.js"
-export { AFTER_VALUE, decodeText, encodeMember, encodeText, encodeValue, memberText, memberTie } from "./lex.js"
-export {
-  type Bound, type Bounds, InvalidPlan, makeTable, type StoredRow, type Subset, type Table, type TableSpec, versionScopeBounds
-} from "./table.js"
-export { makeRentalPriceStore, rentalTable } from "./rental-prices.js"
-export { makeTokenStore } from "./tokens.js"
-export { makeSettingsStore } from "./settings.js"
-export { makeRateLimitStore } from "./rate-limits.js"
-export { llmTokenPriceTable, makeLlmTokenPriceStore, type StoredLlmTokenPrice } from "./llm-token-prices.js"
-export { indexValueTable, makeIndexStore } from "./indexes.js"
-export { hardwareTable, makeHardwarePriceStore, type StoredHardwarePrice } from "./hardware-prices.js"
-export { makeTransactionStore, transactionTable } from "./transactions.js"
-export { makeProcurementStore, OFFER_RETENTION_MILLIS, resourceTable, type StoredResource } from "./procurement.js"
+export type { RedisOptions } from "./client.js"
 
 /**
  * Connects for the life of the scope and builds the stores. Fails with a `StorageError` when
@@ -73,7 +57,7 @@ export const redactUrl = (url: string): string => {
  * The Redis at `url` as a market's storage: `createMarket({ storage: redis("redis://127.0.0.1:6379") })`.
  * Portable: `createWorkerMarket({ storage: redis(url) })` connects from each worker.
  */
-export const redis = (url: string, prefix?: string): MarketStorage => {
+export const redis = (url: string, prefix?: string): PortableMarketStorage => {
   const options: RedisOptions = prefix === undefined ? { url } : { url, prefix }
   return portableStorage(layer(options), { module: import.meta.url, options })
 }

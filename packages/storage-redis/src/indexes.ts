@@ -1,8 +1,8 @@
+import { type FleetWeight, type IndexDefinition, type IndexValue, indexValueFields, StorageError } from "@gpu-market/core"
 import {
-  answersFrom, type FleetWeight, type IndexCoverage, type IndexDefinition, indexesCollection, IndexStore, type IndexValue,
-  type IndexValueChanges, indexValueFields, intervalStart, MemoryStorage, type PagePlan, type Scope, StorageError,
-  type StoredIndexDefinition
-} from "@gpu-market/core"
+  answersFrom, type IndexCoverage, IndexStore, type IndexValueChanges, intervalStart, MemoryStorage, type PagePlan, type Scope, type StoredIndexDefinition
+} from "@gpu-market/core/storage"
+import { indexesCollection } from "@gpu-market/core/adapters"
 import { Option } from "effect"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"

@@ -1,7 +1,8 @@
+import { type LlmTokenPrice, llmTokenPriceFields } from "@gpu-market/core"
 import {
-  type LlmModelSummary, type LlmTokenPrice, type LlmTokenPriceChanges, llmTokenPriceFields, llmTokenPricesCollection, LlmTokenPriceStore,
-  MemoryStorage, StorageConflict
-} from "@gpu-market/core"
+  type LlmModelSummary, type LlmTokenPriceChanges, LlmTokenPriceStore, MemoryStorage, StorageConflict
+} from "@gpu-market/core/storage"
+import { llmTokenPricesCollection } from "@gpu-market/core/adapters"
 import { Effect } from "effect"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"

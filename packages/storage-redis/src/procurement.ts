@@ -1,7 +1,7 @@
+import { type Offer, parseDateTime, MICROS_PER_MS, type Resource, StorageError } from "@gpu-market/core"
 import {
-  MemoryStorage, type Offer, type OfferRecord, type PagePlan, type Predicate, type ProcurementRecord, ProcurementStore, parseDateTime,
-  MICROS_PER_MS, type Resource, type ResourceRecord, StorageError
-} from "@gpu-market/core"
+  MemoryStorage, type OfferRecord, type PagePlan, type Predicate, type ProcurementRecord, ProcurementStore, type ResourceRecord
+} from "@gpu-market/core/storage"
 import { Option } from "effect"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"

@@ -1,4 +1,4 @@
-import { RateLimitStore } from "@gpu-market/core"
+import { RateLimitStore } from "@gpu-market/core/storage"
 import { script } from "./client.js"
 import type { RedisClient } from "./client.js"
 

@@ -1,7 +1,8 @@
+import { type RentalPrice, rentalPriceFields } from "@gpu-market/core"
 import {
-  type GpuSpelling, MemoryStorage, type RentalGpuSummary, type RentalPrice, rentalPriceFields, rentalPricesCollection,
-  RentalPriceStore, StorageConflict
-} from "@gpu-market/core"
+  type GpuSpelling, MemoryStorage, type RentalGpuSummary, RentalPriceStore, StorageConflict
+} from "@gpu-market/core/storage"
+import { rentalPricesCollection } from "@gpu-market/core/adapters"
 import { Effect } from "effect"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"

@@ -1,4 +1,4 @@
-import { MemoryStorage, type PagePlan, type Scope, sortValue } from "@gpu-market/core"
+import { MemoryStorage, type PagePlan, type Scope, sortValue } from "@gpu-market/core/storage"
 import type { Batch } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { makeCodec } from "./codec.js"

@@ -1,4 +1,5 @@
-import { type Principal, StorageError, type StoredToken, TokenStore } from "@gpu-market/core"
+import { type Principal, StorageError } from "@gpu-market/core"
+import { type StoredToken, TokenStore } from "@gpu-market/core/storage"
 import { Effect, Option } from "effect"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"

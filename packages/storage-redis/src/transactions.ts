@@ -1,7 +1,8 @@
+import { type AggregatedTransaction, transactionFields } from "@gpu-market/core"
 import {
-  type AggregatedTransaction, type Cohort, dealPool, MemoryStorage, type Scope, type SeriesState, StorageConflict, type StoredDeal,
-  type TransactionChanges, transactionFields, transactionsCollection, TransactionStore, type TransactionSummary, windowDates
-} from "@gpu-market/core"
+  type Cohort, dealPool, MemoryStorage, type Scope, type SeriesState, StorageConflict, type StoredDeal, type TransactionChanges, TransactionStore, type TransactionSummary, windowDates
+} from "@gpu-market/core/storage"
+import { transactionsCollection } from "@gpu-market/core/adapters"
 import { Effect } from "effect"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"

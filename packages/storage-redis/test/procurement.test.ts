@@ -1,12 +1,11 @@
 import { assert, layer } from "@effect/vitest"
-import type {
-  Offer, OfferId, OfferRecord, PagePlan, ProcurementId, ProcurementRecord, ResourceId, ResourceRecord, ResourceStatus
-} from "@gpu-market/core"
+import type { Offer, OfferId, ProcurementId, ResourceId, ResourceStatus } from "@gpu-market/core"
+import type { OfferRecord, PagePlan, ProcurementRecord, ResourceRecord } from "@gpu-market/core/storage"
 import { Effect, Option } from "effect"
 import { Redis } from "ioredis"
 import { randomBytes } from "node:crypto"
 import { TestRedis, testRedisLayer, uniquePrefix } from "../../../test/support/redis"
-import { make, OFFER_RETENTION_MILLIS } from "../src/index"
+import { make, OFFER_RETENTION_MILLIS } from "../src/internal"
 
 /**
  * The Redis procurement store across connections, as separate service instances share it:

@@ -1,12 +1,13 @@
 import { assert, describe, it, layer } from "@effect/vitest"
-import { MemoryStorage, RateLimitStore, RentalPriceStore, StorageError } from "@gpu-market/core"
+import { StorageError } from "@gpu-market/core"
+import { MemoryStorage, RateLimitStore, RentalPriceStore } from "@gpu-market/core/storage"
 import { rentalRow } from "@gpu-market/core/test"
 import { Effect, Exit } from "effect"
 import fc from "fast-check"
 import { Redis } from "ioredis"
 import { freePort } from "../../../test/support/process"
 import { redisStorageLayer, TestRedis, testRedisLayer } from "../../../test/support/redis"
-import { encodeMember, make, memberTie, redactUrl } from "../src/index"
+import { encodeMember, make, memberTie, redactUrl } from "../src/internal"
 
 const sign = (n: number) => (n < 0 ? -1 : n > 0 ? 1 : 0)
 

@@ -1,7 +1,5 @@
-import {
-  type HardwareClassField, hardwareClassFields, type HardwareGpuCoverage, type HardwarePrice, hardwarePriceFields,
-  HardwarePriceStore, type HardwareSummary, type PagePlan
-} from "@gpu-market/core"
+import { type HardwareClassField, hardwareClassFields, type HardwarePrice, hardwarePriceFields } from "@gpu-market/core"
+import { type HardwareGpuCoverage, HardwarePriceStore, type HardwareSummary, type PagePlan } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migrations.js"
 import {
@@ -52,6 +50,7 @@ const list = (v: unknown): ReadonlyArray<string> | null => (v === null ? null : 
  * than better-sqlite3's object rows. Booleans are stored as 0/1 and `services_included` as JSON
  * text. A test checks the positions against `hardwarePriceFields`.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- raw SQLite values, typed by the row they fill
 export const hardwareRowFromColumns = (c: ReadonlyArray<any>): HardwarePrice => ({
   observation_id: c[0], listing_key: c[1], gpu_canonical_name: c[2], observed_date: c[3], listing_last_updated_date: c[4],
   price_amount: c[5], currency: c[6], price_usd: c[7], price_usd_low: c[8], price_usd_high: c[9], price_type: c[10],

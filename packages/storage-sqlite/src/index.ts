@@ -2,7 +2,8 @@
  * @gpu-market/storage-sqlite: every gpu-market store in one SQLite file, through better-sqlite3.
  * WAL mode and IMMEDIATE write transactions let several processes share the file.
  */
-import { type MarketStorage, portableStorage, type Storage, storageContext, type StorageError, type Stores } from "@gpu-market/core"
+import { type PortableMarketStorage, portableStorage, type Storage, type StorageError } from "@gpu-market/core"
+import { storageContext, type Stores } from "@gpu-market/core/storage"
 import { Config, type ConfigError, Effect, Layer, type Scope } from "effect"
 import { makeClient, type SqliteOptions } from "./client.js"
 import { migrate } from "./migrations.js"
@@ -16,23 +17,7 @@ import { makeTransactionStore } from "./transactions.js"
 import { makeIndexStore } from "./indexes.js"
 import { makeProcurementStore } from "./procurement.js"
 
-export { fromDatabase, makeClient, Rollback, type SqliteClient, type SqliteOptions, type Statement } from "./client.js"
-export { LATEST_VERSION, migrate, type Migration, migrations } from "./migrations.js"
-export { columnsOf, compilePage, makeRentalPriceStore, rowFromColumns } from "./rental-prices.js"
-export { type CompiledPage, InvalidPlan } from "./page-sql.js"
-export { makeTokenStore } from "./tokens.js"
-export { makeRateLimitStore } from "./rate-limits.js"
-export { makeSettingsStore } from "./settings.js"
-export {
-  compileHardwarePage, hardwareColumnsOf, hardwarePricesMigration, hardwareRowFromColumns,
-  makeHardwarePriceStore
-} from "./hardware-prices.js"
-export {
-  compileLlmPage, InvalidLlmPlan, llmColumnsOf, llmRowFromColumns, llmTokenPricesMigration, makeLlmTokenPriceStore
-} from "./llm-token-prices.js"
-export { compileTransactionPage, makeTransactionStore, transactionFromColumns, transactionsMigration } from "./transactions.js"
-export { compileIndexPage, indexesMigration, indexValueFromColumns, makeIndexStore } from "./indexes.js"
-export { compileResourcePage, makeProcurementStore, procurementMigration } from "./procurement.js"
+export type { SqliteOptions } from "./client.js"
 
 /**
  * Opens the database for the life of the scope, migrates it to the current schema and builds
@@ -63,7 +48,7 @@ export const layer = (options: SqliteOptions): Layer.Layer<Storage, StorageError
  * The SQLite file `filename` as a market's storage: `createMarket({ storage: sqlite("market.db") })`.
  * Portable: `createWorkerMarket({ storage: sqlite("market.db") })` opens the file in each worker.
  */
-export const sqlite = (filename: string): MarketStorage =>
+export const sqlite = (filename: string): PortableMarketStorage =>
   portableStorage(layer({ filename }), { module: import.meta.url, options: { filename } })
 
 /** `layer` with the file from `GPU_MARKET_DB`, `./data/market.db` by default. */

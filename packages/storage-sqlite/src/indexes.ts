@@ -1,7 +1,7 @@
+import { type FleetWeight, type IndexDefinition, type IndexValue, indexValueFields } from "@gpu-market/core"
 import {
-  answersFrom, type FleetWeight, type IndexCoverage, type IndexDefinition, IndexStore, type IndexValue, indexValueFields, intervalStart,
-  type PagePlan, type StoredIndexDefinition
-} from "@gpu-market/core"
+  answersFrom, type IndexCoverage, IndexStore, intervalStart, type PagePlan, type StoredIndexDefinition
+} from "@gpu-market/core/storage"
 import { Option } from "effect"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migrations.js"
@@ -55,6 +55,7 @@ const NULLABLE_FIELDS: ReadonlySet<string> = new Set(["p5", "p95"])
 const SELECT = `SELECT ${indexValueFields.map((f) => `v.${f}`).join(", ")} FROM index_values v`
 
 /** Builds a row from the raw columns of `SELECT`, in spec order. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- raw SQLite values, typed by the row they fill
 export const indexValueFromColumns = (c: ReadonlyArray<any>): IndexValue => ({
   id: c[0], type: c[1], timestamp: c[2], value: c[3], p5: c[4], p95: c[5]
 })

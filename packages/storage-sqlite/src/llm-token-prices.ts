@@ -1,6 +1,5 @@
-import {
-  type LlmModelSummary, type LlmTokenPrice, llmTokenPriceFields, LlmTokenPriceStore, type PagePlan, StorageConflict
-} from "@gpu-market/core"
+import { type LlmTokenPrice, llmTokenPriceFields } from "@gpu-market/core"
+import { type LlmModelSummary, LlmTokenPriceStore, type PagePlan, StorageConflict } from "@gpu-market/core/storage"
 import { Effect } from "effect"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migrations.js"
@@ -126,6 +125,7 @@ ${seededStats()}
 const SELECT = `SELECT ${llmTokenPriceFields.join(", ")} FROM llm_token_prices`
 
 /** Builds a row from the raw column array of `SELECT`; a test checks the positions. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- raw SQLite values, typed by the row they fill
 export const llmRowFromColumns = (c: ReadonlyArray<any>): LlmTokenPrice => ({
   source: c[0], model: c[1], model_name: c[2], model_family: c[3], model_creator: c[4], serving_provider: c[5],
   price_type: c[6], region: c[7], metric: c[8], qualifiers: c[9], price_usd_per_1m_tokens: c[10], raw_price: c[11],

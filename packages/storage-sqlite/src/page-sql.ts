@@ -1,4 +1,4 @@
-import type { PagePlan, Position, Predicate } from "@gpu-market/core"
+import type { PagePlan, Position, Predicate } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 
 /**

@@ -1,4 +1,5 @@
-import type { OfferRecord, PagePlan, ProcurementRecord, ProcurementStore, Resource, ResourceRecord } from "@gpu-market/core"
+import type { Resource } from "@gpu-market/core"
+import type { OfferRecord, PagePlan, ProcurementRecord, ProcurementStore, ResourceRecord } from "@gpu-market/core/storage"
 import { Option } from "effect"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migrations.js"

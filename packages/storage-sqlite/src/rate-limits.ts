@@ -1,4 +1,4 @@
-import { RateLimitStore } from "@gpu-market/core"
+import { RateLimitStore } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 
 /**

@@ -1,7 +1,7 @@
+import { type RentalPrice, rentalPriceFields } from "@gpu-market/core"
 import {
-  type GpuSpelling, type PagePlan, type RentalGpuSummary, type RentalPrice, rentalPriceFields, RentalPriceStore,
-  StorageConflict
-} from "@gpu-market/core"
+  type GpuSpelling, type PagePlan, type RentalGpuSummary, RentalPriceStore, StorageConflict
+} from "@gpu-market/core/storage"
 import { Effect } from "effect"
 import type { SqliteClient } from "./client.js"
 import {
@@ -33,6 +33,7 @@ const SELECT = `SELECT ${rentalPriceFields.join(", ")} FROM rental_prices`
  * in about 55% of the time of object mode, and the rows get one stable hidden class. A test
  * checks the positions against `rentalPriceFields`.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- raw SQLite values, typed by the row they fill
 export const rowFromColumns = (c: ReadonlyArray<any>): RentalPrice => ({
   vendor: c[0], vendor_gpu_name: c[1], vendor_sku: c[2], vendor_region: c[3], region: c[4],
   gpu_canonical_name: c[5], gpu_manufacturer: c[6], gpu_model: c[7], gpu_count: c[8], gpu_memory_gb: c[9],

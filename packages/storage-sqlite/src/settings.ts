@@ -1,4 +1,4 @@
-import { SettingsStore } from "@gpu-market/core"
+import { SettingsStore } from "@gpu-market/core/storage"
 import { Option } from "effect"
 import type { SqliteClient } from "./client.js"
 

@@ -1,4 +1,5 @@
-import { type Principal, type StoredToken, TokenStore } from "@gpu-market/core"
+import type { Principal } from "@gpu-market/core"
+import { type StoredToken, TokenStore } from "@gpu-market/core/storage"
 import { Option } from "effect"
 import type { SqliteClient } from "./client.js"
 

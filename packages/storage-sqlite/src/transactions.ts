@@ -1,7 +1,7 @@
+import { type AggregatedTransaction, transactionFields } from "@gpu-market/core"
 import {
-  type AggregatedTransaction, type Cohort, dealPool, type PagePlan, type SeriesState, type StoredDeal,
-  StorageConflict, transactionFields, TransactionStore, windowDates
-} from "@gpu-market/core"
+  type Cohort, dealPool, type PagePlan, type SeriesState, type StoredDeal, StorageConflict, TransactionStore, windowDates
+} from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migrations.js"
 import {
@@ -18,6 +18,7 @@ const NUMERIC_FIELDS: ReadonlySet<string> = new Set([
 const SELECT = `SELECT ${transactionFields.join(", ")} FROM transaction_rows`
 
 /** Builds a row from the raw columns of `SELECT`, in spec order. A test checks the positions. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- raw SQLite values, typed by the row they fill
 export const transactionFromColumns = (c: ReadonlyArray<any>): AggregatedTransaction => ({
   gpu_model: c[0], gpu_canonical_name: c[1], region_group: c[2], contract_type: c[3], tenor_days: c[4],
   price_usd_per_gpu_hour: c[5], total_gpu_count: c[6], total_gpu_hours: c[7], transaction_date: c[8],
@@ -106,7 +107,7 @@ export const makeTransactionStore = (client: SqliteClient): TransactionStore["Ty
     return out
   }
 
-  const cohortOf = (r: any): Cohort => ({
+  const cohortOf = (r: Cohort): Cohort => ({
     cohort: r.cohort, series: r.series, transaction_date: r.transaction_date, deals: r.deals, gpu_count: r.gpu_count,
     gpu_hours: r.gpu_hours, price_hours: r.price_hours, list_hours: r.list_hours
   })
@@ -123,7 +124,7 @@ export const makeTransactionStore = (client: SqliteClient): TransactionStore["Ty
       prepare("SELECT DISTINCT pool FROM transaction_deals WHERE cohort IS NULL").pluck().all() as Array<string>),
 
     series: (ids) => client.run("transactions.series", () =>
-      inChunks<any>(ids, (list) =>
+      inChunks<Cohort & { readonly seq: number }>(ids, (list) =>
         `SELECT s.seq AS seq, c.* FROM transaction_series s JOIN transaction_cohorts c ON c.cohort = s.last_cohort
          WHERE s.series IN (${list})`
       ).map((r): SeriesState => ({ series: r.series, seq: r.seq, last: cohortOf(r) }))),
@@ -176,7 +177,7 @@ export const makeTransactionStore = (client: SqliteClient): TransactionStore["Ty
       }),
 
     summary: client.run("transactions.summary", () => {
-      const distinct = (col: string) => prepare(`SELECT DISTINCT ${col} FROM transaction_rows`).pluck().all() as Array<any>
+      const distinct = (col: string) => prepare(`SELECT DISTINCT ${col} FROM transaction_rows`).pluck().all() as Array<unknown>
       const gpus = prepare(
         `SELECT gpu_canonical_name, gpu_model, MIN(transaction_date) AS first_transaction_date,
            MAX(transaction_date) AS last_transaction_date, COUNT(*) AS rows

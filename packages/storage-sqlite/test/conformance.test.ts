@@ -3,7 +3,7 @@ import { suite } from "@gpu-market/core/test"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { layer } from "../src/index"
+import { layer } from "../src/internal"
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-market-sqlite-conformance-"))
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))

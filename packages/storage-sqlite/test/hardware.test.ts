@@ -1,7 +1,6 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import {
-  type HardwarePrice, hardwarePriceFields, makeMemoryHardwarePriceStore, type PagePlan, type Predicate, type Scope
-} from "@gpu-market/core"
+import { type HardwarePrice, hardwarePriceFields } from "@gpu-market/core"
+import { makeMemoryHardwarePriceStore, type PagePlan, type Predicate, type Scope } from "@gpu-market/core/storage"
 import { hardwareDay, hardwareRow, testListingKey } from "@gpu-market/core/test"
 import { Effect } from "effect"
 import fc from "fast-check"
@@ -10,7 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import {
   compileHardwarePage, hardwareColumnsOf, hardwareRowFromColumns, make, makeClient, makeHardwarePriceStore, migrate, type SqliteClient
-} from "../src/index"
+} from "../src/internal"
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-market-sqlite-hw-"))
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))

@@ -1,12 +1,11 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import {
-  formatDate, formatInstant, IndexStore, type IndexValue, indexValueFields, INTRADAY_MICROS, type PagePlan, type Scope
-} from "@gpu-market/core"
+import { formatDate, formatInstant, type IndexValue, indexValueFields } from "@gpu-market/core"
+import { IndexStore, INTRADAY_MICROS, type PagePlan, type Scope } from "@gpu-market/core/storage"
 import { Context, Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { compileIndexPage, indexValueFromColumns, layer, makeClient, migrate } from "../src/index"
+import { compileIndexPage, indexValueFromColumns, layer, makeClient, migrate } from "../src/internal"
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-market-sqlite-indexes-"))
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))

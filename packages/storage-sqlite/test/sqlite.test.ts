@@ -1,8 +1,8 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
+import { type RentalPrice, rentalPriceFields, RentalPriceRow, type Storage } from "@gpu-market/core"
 import {
-  MemoryStorage, type PagePlan, type Predicate, RateLimitStore, type RentalPrice, rentalPriceFields, RentalPriceRow, RentalPriceStore,
-  type Scope as PlanScope, SettingsStore, type Storage, TokenStore
-} from "@gpu-market/core"
+  MemoryStorage, type PagePlan, type Predicate, RateLimitStore, RentalPriceStore, type Scope as PlanScope, SettingsStore, TokenStore
+} from "@gpu-market/core/storage"
 import { rentalRow } from "@gpu-market/core/test"
 import { ConfigProvider, Context, Effect, Exit, Layer, Option } from "effect"
 import fc from "fast-check"
@@ -10,7 +10,7 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { columnsOf, compilePage, LATEST_VERSION, layer, layerConfig, make, makeClient, migrate, rowFromColumns, type SqliteClient } from "../src/index"
+import { columnsOf, compilePage, LATEST_VERSION, layer, layerConfig, make, makeClient, migrate, rowFromColumns, type SqliteClient } from "../src/internal"
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-market-sqlite-"))
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))

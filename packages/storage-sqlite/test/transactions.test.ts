@@ -1,14 +1,14 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
+import { type AggregatedTransaction, transactionFields } from "@gpu-market/core"
 import {
-  type AggregatedTransaction, evaluateTransactionPlan, MemoryStorage, type PagePlan, type Predicate, type Scope, transactionFields,
-  TransactionStore
-} from "@gpu-market/core"
+  evaluateTransactionPlan, MemoryStorage, type PagePlan, type Predicate, type Scope, TransactionStore
+} from "@gpu-market/core/storage"
 import { Context, Effect, Exit, Layer } from "effect"
 import fc from "fast-check"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { compileTransactionPage, layer, makeClient, migrate, type SqliteClient, transactionFromColumns } from "../src/index"
+import { compileTransactionPage, layer, makeClient, migrate, type SqliteClient, transactionFromColumns } from "../src/internal"
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-market-sqlite-tx-"))
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))

@@ -1,6 +1,6 @@
 import { Rpc, RpcGroup } from "@effect/rpc"
 import { Schema } from "effect"
-import { catalogue, OperationError, writeNames } from "@gpu-market/core"
+import { catalogue, OperationError, writeNames } from "@gpu-market/core/adapters"
 
 /**
  * The contract between a main thread and the market's worker threads: one Rpc for reads, one for

@@ -1,6 +1,7 @@
 import { NodeRuntime, NodeWorkerRunner } from "@effect/platform-node"
 import { RpcServer, RpcWorker } from "@effect/rpc"
-import { catalogue, makeOperations, marketLayer, requestOrigin, type Storage, type StorageError } from "@gpu-market/core"
+import { marketLayer, type Storage, type StorageError } from "@gpu-market/core"
+import { catalogue, makeOperations, requestOrigin } from "@gpu-market/core/adapters"
 import { Effect, Layer } from "effect"
 import { MarketRpcs, WorkerConfig, type WorkerStorage } from "./contract.js"
 

@@ -1,6 +1,7 @@
 import { NodeWorker } from "@effect/platform-node"
 import { RpcClient, RpcWorker } from "@effect/rpc"
-import { buildMarket, type Market, type MarketStorage, runOperation } from "@gpu-market/core"
+import type { Market, PortableMarketStorage } from "@gpu-market/core"
+import { buildMarket, runOperation } from "@gpu-market/core/adapters"
 import { Context, Effect, Layer, ManagedRuntime } from "effect"
 import { Worker } from "node:worker_threads"
 import { MarketRpcs, WorkerConfig } from "./contract.js"
@@ -14,7 +15,7 @@ import { MarketRpcs, WorkerConfig } from "./contract.js"
 /** Options of `createWorkerMarket`. */
 export interface WorkerMarketOptions {
   /** A portable storage: `sqlite("market.db")`, `redis(url)`, or any `portableStorage(layer, { module, options })`. */
-  readonly storage: MarketStorage
+  readonly storage: PortableMarketStorage
   /** Worker threads in the pool (default 1); calls are spread over them. */
   readonly poolSize?: number
   /** Base URL `meta.next.url` starts with (default `http://localhost`), as in `createMarket`. */
@@ -43,7 +44,8 @@ class Client extends Context.Tag("Market/WorkerClient")<Client, Effect.Effect.Su
  * await market.close()
  */
 export const createWorkerMarket = async (options: WorkerMarketOptions): Promise<WorkerMarket> => {
-  const storage = options.storage.portable
+  // JavaScript callers can still pass a storage that is not portable.
+  const storage = (options.storage as Partial<PortableMarketStorage>).portable
   if (storage === undefined) {
     throw new TypeError("createWorkerMarket needs a portable storage (sqlite(file), redis(url), or portableStorage(layer, { module, options })): each worker opens it itself")
   }

@@ -203,6 +203,9 @@ export interface IndexQuery extends Paging<"timestamp" | "value"> {
   readonly id: string
 }
 
+/* eslint-disable @typescript-eslint/no-empty-object-type -- here `{}` is the query with no parameters,
+   and `{} extends Q` asks whether every parameter of Q is optional. */
+
 /** A call answered by one body. */
 export type Call<Q, A> = {} extends Q
   ? (query?: Q, options?: CallOptions) => Promise<A>
@@ -238,11 +241,12 @@ export interface MarketReads {
     }
   }
 }
+/* eslint-enable @typescript-eslint/no-empty-object-type */
 
 /** Dotted name of a read endpoint: `rental.prices.latest`, `indices.legacy.current`, … */
 export type EndpointName = Leaves<MarketReads>
 type Leaves<T, P extends string = ""> = {
-  [K in keyof T & string]: T[K] extends (...args: any) => any ? `${P}${K}` : Leaves<T[K], `${P}${K}.`>
+  [K in keyof T & string]: T[K] extends (...args: never) => unknown ? `${P}${K}` : Leaves<T[K], `${P}${K}.`>
 }[keyof T & string]
 
 /** A query as the HTTP layer gets it: lists joined with commas, numbers, flags and instants as text. */
@@ -264,6 +268,7 @@ export interface Transport {
 
 /** Builds the typed read namespaces over a transport. */
 export const buildReads = (transport: Transport): MarketReads => {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a tree built from the dotted names; MarketReads types it at the return
   const root: Record<string, any> = {}
   for (const entry of catalogue) {
     const call = (query?: object, options: CallOptions = {}) => transport.call(entry, toQueryRecord(query), options)

@@ -17,7 +17,7 @@ const isOperationError = Schema.is(OperationError)
  * same JSON the HTTP API answers, or rejects with a `MarketProblemError` carrying its problem.
  */
 
-type Promised<F> = F extends (...args: infer A) => Effect.Effect<infer R, any, any> ? (...args: A) => Promise<R> : never
+type Promised<F> = F extends (...args: infer A) => Effect.Effect<infer R, unknown, unknown> ? (...args: A) => Promise<R> : never
 type Writes = Operations["writes"]
 
 /** The token admin and write paths, shaped by dotted name: `tokens.create`, `ingest.rental`, … */

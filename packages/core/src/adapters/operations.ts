@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { Auth } from "../auth/auth.js"
-import type { Principal } from "../auth/principal.js"
+import type { Principal, PrincipalInput } from "../auth/principal.js"
 import { RateLimits, type RateLimitStatus } from "../auth/rate-limits.js"
 import {
   InsufficientEntitlement, InvalidRecords, type MarketError, MissingAnchor, NotFound, RateLimited, SearchTooBroad,
@@ -13,6 +13,11 @@ import { RentalPriceIngest } from "../ingest/rental-prices.js"
 import { TransactionIngest } from "../ingest/transactions.js"
 import { unavailable } from "../market/storage.js"
 import type { RequestOrigin } from "../query/collection.js"
+import type { HardwarePriceObservationInput } from "../schema/hardware-price.js"
+import type { AdministeredValueInput, FleetWeight, IndexDefinitionInput } from "../schema/indexes.js"
+import type { LlmTokenPriceObservationInput } from "../schema/llm-token-price.js"
+import type { RentalPriceObservationInput } from "../schema/rental-price.js"
+import type { TransactionDealInput } from "../schema/transaction.js"
 import { TokenStore } from "../storage/contract.js"
 import { type CatalogueEntry, makeReadCalls } from "./catalogue.js"
 
@@ -62,19 +67,19 @@ export const makeOperations = Effect.gen(function* () {
   const readCall = yield* makeReadCalls
 
   const writes = {
-    "tokens.create": (principal: Principal, secret?: string) => auth.issue(principal, secret),
+    "tokens.create": (principal: PrincipalInput, secret?: string) => auth.issue(principal, secret),
     "tokens.list": () => Effect.mapBoth(tokens.list, { onFailure: unavailable, onSuccess: (all) => all.map((t) => t.principal) }),
     "tokens.revoke": (principalId: string) => Effect.mapError(tokens.revoke(principalId), unavailable),
-    "ingest.rental": (observations: ReadonlyArray<unknown>) => rentalIngest.ingest(observations),
+    "ingest.rental": (observations: ReadonlyArray<RentalPriceObservationInput>) => rentalIngest.ingest(observations),
     "ingest.withdrawRental": (baseProductKeys: ReadonlyArray<string>, at: string) => rentalIngest.withdraw(baseProductKeys, at),
-    "ingest.hardware": (observations: ReadonlyArray<unknown>) => hardwareIngest.ingest(observations),
-    "ingest.llm": (observations: ReadonlyArray<unknown>) => llmIngest.ingest(observations),
+    "ingest.hardware": (observations: ReadonlyArray<HardwarePriceObservationInput>) => hardwareIngest.ingest(observations),
+    "ingest.llm": (observations: ReadonlyArray<LlmTokenPriceObservationInput>) => llmIngest.ingest(observations),
     "ingest.withdrawLlm": (basePriceKeys: ReadonlyArray<string>, at: string) => llmIngest.withdraw(basePriceKeys, at),
-    "ingest.transactions": (deals: ReadonlyArray<unknown>) => transactionIngest.record(deals),
-    "ingest.indexDefinitions": (definitions: ReadonlyArray<unknown>) => indexIngest.define(definitions),
-    "ingest.fleetWeights": (weights: ReadonlyArray<unknown>) => indexIngest.setFleetWeights(weights),
-    "ingest.indexValues": (values: ReadonlyArray<unknown>) => indexIngest.publish(values)
-  } satisfies Record<WriteName, (...args: any) => Effect.Effect<unknown, OperationError>>
+    "ingest.transactions": (deals: ReadonlyArray<TransactionDealInput>) => transactionIngest.record(deals),
+    "ingest.indexDefinitions": (definitions: ReadonlyArray<IndexDefinitionInput>) => indexIngest.define(definitions),
+    "ingest.fleetWeights": (weights: ReadonlyArray<FleetWeight>) => indexIngest.setFleetWeights(weights),
+    "ingest.indexValues": (values: ReadonlyArray<AdministeredValueInput>) => indexIngest.publish(values)
+  } satisfies Record<WriteName, (...args: never) => Effect.Effect<unknown, OperationError>>
 
   return {
     /** One read, authenticated and rate-limited like an HTTP request with `Authorization: Bearer <token>`. */

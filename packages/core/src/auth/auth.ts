@@ -1,7 +1,7 @@
 import { Effect, Option, ParseResult, Schema } from "effect"
 import { StorageUnavailable, Unauthenticated, validationFailed } from "../errors.js"
 import { TokenStore, type StorageError } from "../storage/contract.js"
-import { Principal } from "./principal.js"
+import { Principal, type PrincipalInput } from "./principal.js"
 import { hashToken, newTokenSecret, sameHash } from "./token-hash.js"
 
 const decodePrincipal = Schema.decodeUnknown(Principal, { errors: "all", onExcessProperty: "error" })
@@ -28,7 +28,7 @@ export class Auth extends Effect.Service<Auth>()("Market/Auth", {
       /** The principal of a bare token secret (direct calls). */
       authenticateToken,
       /** Stores a principal under a new random token and returns the secret, which is not kept. */
-      issue: Effect.fn("Auth.issue")(function* (principal: Principal, secret: string = newTokenSecret()) {
+      issue: Effect.fn("Auth.issue")(function* (principal: PrincipalInput, secret: string = newTokenSecret()) {
         // Grants are validated here, where they enter: a principal read back is trusted.
         const valid = yield* decodePrincipal(principal).pipe(Effect.mapError((e) =>
           validationFailed(ParseResult.ArrayFormatter.formatErrorSync(e).map((i) => ({

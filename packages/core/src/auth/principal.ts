@@ -51,3 +51,9 @@ export const Principal = Schema.Struct({
   rate_limit_per_minute: Schema.Int.pipe(Schema.positive())
 })
 export type Principal = typeof Principal.Type
+
+/**
+ * A principal as an app writes it (`tokens.create`, `Auth.issue`): plain strings, checked when
+ * it is issued (a bad grant or id is a 422 naming the field).
+ */
+export type PrincipalInput = typeof Principal.Encoded

@@ -216,7 +216,7 @@ export class IndexComputation extends Effect.Service<IndexComputation>()("Market
       const boundary = floorToInterval("intraday", at)
       if (boundary <= ensuredThrough) return
       // Another fiber may have computed while this one waited for the lock.
-      yield* lock.withPermits(1)(Effect.suspend(() => (boundary <= ensuredThrough ? Effect.void : due(at))))
+      yield* lock.withPermits(1)(Effect.unless(due(at), () => boundary <= ensuredThrough))
     }).pipe(Effect.catchAll((e) => Effect.logWarning("index computation failed; serving stored values", e.detail)))
 
     return { computeDue, computeRange, ensureCurrent } as const

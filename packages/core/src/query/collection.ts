@@ -21,6 +21,8 @@ export interface FilterDef {
   readonly field: string
   /** `list`: field in any of the values; `single`: field equals; `min`/`max`: inclusive bound. */
   readonly kind: "list" | "single" | "min" | "max"
+  // Schema is invariant in its type, so only `any` admits every parameter's schema (the same for the records below).
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   readonly schema: Schema.Schema<any, string>
 }
 
@@ -31,8 +33,10 @@ export interface CollectionDef {
   readonly basePath: `/${string}`
   readonly filters: ReadonlyArray<FilterDef>
   /** Parameters the type resolves itself (e.g. `gpu_search`), with their schemas. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Schema is invariant: see FilterDef.schema
   readonly extraParams: Readonly<Record<string, Schema.Schema<any, string>>>
   /** Parameters every paged endpoint of the type requires (an index's `id`), resolved by the type. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Schema is invariant: see FilterDef.schema
   readonly requiredParams?: Readonly<Record<string, Schema.Schema<any, string>>>
   readonly sortFields: ReadonlyArray<string>
   /** The unique row field that breaks ties in every sort. */

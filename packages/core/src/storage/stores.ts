@@ -48,6 +48,9 @@ export interface PortableStorage {
  */
 export type MarketStorage = Layer.Layer<Storage, StorageError> & { readonly portable?: PortableStorage }
 
+/** A storage another thread can open: what `createWorkerMarket` takes. */
+export type PortableMarketStorage = Layer.Layer<Storage, StorageError> & { readonly portable: PortableStorage }
+
 /** Marks `layer` as openable elsewhere through `portable`; backends' `sqlite(…)`/`redis(…)` use it. */
-export const portableStorage = (layer: Layer.Layer<Storage, StorageError>, portable: PortableStorage): MarketStorage =>
+export const portableStorage = (layer: Layer.Layer<Storage, StorageError>, portable: PortableStorage): PortableMarketStorage =>
   Object.assign(layer, { portable })

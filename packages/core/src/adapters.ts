@@ -1,0 +1,24 @@
+/**
+ * @gpu-market/core/adapters: what an adapter (HTTP, worker threads, another transport) is built
+ * from. The catalogue of read endpoints, the operations every adapter runs (authentication, rate
+ * limit, validation, entitlements, envelope), the Promise surface over a transport, and the
+ * request vocabulary (collections, parameters, windows) the HTTP routes and OpenAPI are made of.
+ */
+export * from "./adapters/catalogue.js"
+export { admit, makeOperations, OperationError, type Operations, type WriteName, writeNames } from "./adapters/operations.js"
+export { buildMarket, type MarketTransport, runOperation, toProblemError } from "./adapters/direct.js"
+export * from "./adapters/problem.js"
+export * from "./query/collection.js"
+export * from "./query/params.js"
+export * from "./query/window.js"
+export { PageTokens, type PageTokenState } from "./query/page-token.js"
+export { rentalPricesCollection, endpoints as rentalPricesEndpoints, MAX_SEARCH_GPUS } from "./market/rental-prices.js"
+export { hardwarePricesCollection, endpoints as hardwarePricesEndpoints } from "./market/hardware-prices.js"
+export { transactionsCollection, endpoints as transactionsEndpoints } from "./market/transactions.js"
+export { llmTokenPricesCollection, endpoints as llmTokenPricesEndpoints, llmOutlierRule, MAX_SEARCH_MODELS } from "./market/llm-token-prices.js"
+export { indexesCollection, endpoints as indexesEndpoints, holdsIndex, LegacyCurrentParams } from "./market/indexes.js"
+export { requireProcurement } from "./procurement/access.js"
+export { DEFAULT_OFFER_LIMIT, isExpired } from "./procurement/offers.js"
+export { ResourceListParams, RESOURCES_PATH } from "./procurement/resources.js"
+export { PROCUREMENT_TRANSITIONS, RESOURCE_TRANSITIONS } from "./procurement/lifecycle.js"
+export { MAX_OFFER_REQUEST_BYTES, parseOfferRequest } from "./procurement/request.js"
