@@ -1,13 +1,24 @@
-import { readFileSync } from "node:fs"
-import { resolve } from "node:path"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { relative, resolve } from "node:path"
 
 /**
- * The code blocks of the README, each with the HTML comment on the line before it, which says
- * how the suite runs the block (see test/readme.test.ts).
+ * The code blocks of the READMEs (the root one and each package's), each with the HTML comment
+ * on the line before it, which says how the suite runs the block (see test/readme.test.ts).
  */
 
 export const ROOT = resolve(import.meta.dirname, "../..")
 export const README = resolve(ROOT, process.env.GPU_MARKET_README ?? "README.md")
+
+/** The workspace packages, by directory name under packages/. */
+export const PACKAGES: ReadonlyArray<string> = readdirSync(resolve(ROOT, "packages"))
+  .filter((dir) => existsSync(resolve(ROOT, "packages", dir, "package.json")))
+  .sort()
+
+/** The README of a package: `packages/<dir>/README.md`, the one npm shows. */
+export const packageReadme = (dir: string): string => resolve(ROOT, "packages", dir, "README.md")
+
+/** A path as the test messages show it: relative to the repository root. */
+export const shown = (file: string): string => relative(ROOT, file)
 
 export interface Block {
   readonly line: number
@@ -33,5 +44,5 @@ export const readmeBlocks = (file: string = README): ReadonlyArray<Block> => {
   return out
 }
 
-/** The `sh` blocks that run against the demo server of `npm start` on 127.0.0.1:8787. */
+/** The `sh` blocks that run against the demo server of `npm start` on 127.0.0.1:8787 (root README only). */
 export const AGAINST_NPM_START = "run against npm start"
