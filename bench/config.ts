@@ -43,6 +43,8 @@ export interface BenchConfig {
   readonly httpWarmupSeconds: number
   readonly httpSeconds: number
   readonly httpRuns: number
+  /** (h), (i): timed starts per subject, after one untimed warm-up start each. */
+  readonly startupRuns: number
 }
 
 export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): BenchConfig => {
@@ -62,7 +64,8 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): BenchConfig
         connections: 10,
         httpWarmupSeconds: 1,
         httpSeconds: 2,
-        httpRuns: 1
+        httpRuns: 1,
+        startupRuns: 3
       }
     : {
         quick,
@@ -80,6 +83,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): BenchConfig
         httpWarmupSeconds: 5,
         httpSeconds: 10,
         // Five runs rather than three: the median then survives one run hit by a neighbour's burst.
-        httpRuns: 5
+        httpRuns: 5,
+        startupRuns: 7
       }
 }

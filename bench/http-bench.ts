@@ -1,11 +1,11 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import { deepStrictEqual, ok } from "node:assert/strict"
 import { once } from "node:events"
-import * as fs from "node:fs"
 import { createServer } from "node:net"
 import * as path from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
 import { type BenchConfig, BENCH_DIR, BENCH_TOKEN, POPULAR_GPU, REPO_ROOT, SORT_BY } from "./config"
+import { processCpuSeconds } from "./process-cpu"
 import { median } from "./stats"
 
 /**
@@ -64,26 +64,7 @@ const freePort = () =>
     })
   })
 
-const clockTicks = (() => {
-  try {
-    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100
-  } catch {
-    return 100
-  }
-})()
 
-/** utime + stime of a process from /proc (Linux); undefined elsewhere. */
-const processCpuSeconds = (pid: number | undefined): number | undefined => {
-  if (pid === undefined) return undefined
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    // Fields after the parenthesised command name, which may itself contain spaces.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return (Number(fields[11]) + Number(fields[12])) / clockTicks
-  } catch {
-    return undefined
-  }
-}
 
 const stopChild = async (child: ChildProcess) => {
   if (child.exitCode !== null || child.signalCode !== null) return

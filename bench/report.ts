@@ -6,6 +6,7 @@ import { HARDWARE_TARGET, hardwareMarkdown, type HardwareResults } from "./hardw
 import { type IndexBenchResults, indexMarkdown } from "./indexes"
 import type { MarketInfo } from "./market"
 import { REDIS_TARGET, type RedisBenchResults, redisMarkdown } from "./redis"
+import { STARTUP_TARGET_SECONDS, type StartupResults, startupMarkdown } from "./startup"
 
 /** The run's figures as a console table and as the whole of BENCHMARKS.md. */
 
@@ -17,6 +18,7 @@ export interface RunResults {
   readonly hardware: HardwareResults
   readonly indexes: IndexBenchResults
   readonly redis: RedisBenchResults
+  readonly startup: StartupResults
   readonly date: Date
   readonly wallSeconds: number
   /** 1-minute load averages: at the start, and before the HTTP load (after (a) and (b)). */
@@ -38,19 +40,24 @@ const rps = (n: number) => `${n.toFixed(0)} req/s`
 const times = (n: number) => `${n.toFixed(2)}×`
 const thousands = (n: number) => n.toLocaleString("en-US")
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`
+const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`
 
 export const lines = (r: RunResults): ReadonlyArray<Line> => {
   const { direct, deep } = r.core
   const a = direct.core.medianUs / direct.bare.medianUs
   const b = deep.deep.medianUs / deep.first.medianUs
   const c = r.http.adapterMedian / r.http.baselineMedian
+  const { server, bareServer, poolAnswer, bareWorkers } = r.startup
+  const startupTarget = `≤ ${STARTUP_TARGET_SECONDS.toFixed(1)} s`
   return [
     { name: "(a) core /latest page of 100 vs bare statement", figure: us(direct.core.medianUs), baseline: us(direct.bare.medianUs), ratio: a, target: "≤ 1.50×", pass: a <= 1.5 },
     { name: `(b) page ${thousands(deep.page)} vs page 1 (page_size ${deep.pageSize}), core`, figure: us(deep.deep.medianUs), baseline: us(deep.first.medianUs), ratio: b, target: "≤ 1.20×", pass: b <= 1.2 },
     { name: "(c) HTTP req/s, adapter vs node:http baseline", figure: rps(r.http.adapterMedian), baseline: rps(r.http.baselineMedian), ratio: c, target: "≥ 0.80×", pass: c >= 0.8 },
     { name: "(d) hardware /history rows/s, core paging vs bare scan", figure: `${r.hardware.coreMedian.toFixed(0)} rows/s`, baseline: `${r.hardware.bareMedian.toFixed(0)} rows/s`, ratio: r.hardware.ratio, target: `≥ ${HARDWARE_TARGET.toFixed(2)}×`, pass: r.hardware.ratio >= HARDWARE_TARGET },
     { name: "(f) rental /latest page of 100, Redis vs SQLite", figure: us(r.redis.rental.redis.medianUs), baseline: us(r.redis.rental.sqlite.medianUs), ratio: r.redis.rental.ratio, target: `≤ ${REDIS_TARGET.toFixed(2)}×`, pass: r.redis.rental.ratio <= REDIS_TARGET },
-    { name: "(g) hardware /history scan, SQLite rows/s over Redis rows/s", figure: `${r.redis.hardware.redisMedian.toFixed(0)} rows/s`, baseline: `${r.redis.hardware.sqliteMedian.toFixed(0)} rows/s`, ratio: r.redis.hardware.ratio, target: `≤ ${REDIS_TARGET.toFixed(2)}×`, pass: r.redis.hardware.ratio <= REDIS_TARGET }
+    { name: "(g) hardware /history scan, SQLite rows/s over Redis rows/s", figure: `${r.redis.hardware.redisMedian.toFixed(0)} rows/s`, baseline: `${r.redis.hardware.sqliteMedian.toFixed(0)} rows/s`, ratio: r.redis.hardware.ratio, target: `≤ ${REDIS_TARGET.toFixed(2)}×`, pass: r.redis.hardware.ratio <= REDIS_TARGET },
+    { name: "(h) npm start, existing database: spawn to listening, vs bare node:http", figure: seconds(server.medianMs), baseline: seconds(bareServer.medianMs), ratio: server.medianMs / bareServer.medianMs, target: startupTarget, pass: server.medianMs <= STARTUP_TARGET_SECONDS * 1000 },
+    { name: "(i) worker pool of 2: createWorkerMarket to first answer, vs 2 bare Workers online", figure: seconds(poolAnswer.medianMs), baseline: seconds(bareWorkers.medianMs), ratio: poolAnswer.medianMs / bareWorkers.medianMs, target: startupTarget, pass: poolAnswer.medianMs <= STARTUP_TARGET_SECONDS * 1000 }
   ]
 }
 
@@ -151,5 +158,6 @@ Server CPU time per request (user + system, from /proc), median run: adapter ${u
 `}
 ${hardwareMarkdown(r.hardware)}
 ${indexMarkdown(r.indexes)}
-${redisMarkdown(r.redis)}`
+${redisMarkdown(r.redis)}
+${startupMarkdown(r.startup)}`
 }

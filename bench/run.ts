@@ -8,6 +8,7 @@ import { hardwareConfig, runHardwareBench } from "./hardware"
 import { runIndexBench } from "./indexes"
 import { runHttpBench } from "./http-bench"
 import { runRedisBench } from "./redis"
+import { runStartupBench } from "./startup"
 import { ensureMarket } from "./market"
 import { consoleTable, lines, machine, markdown } from "./report"
 
@@ -75,9 +76,11 @@ const main = async () => {
   const indexes = await runIndexBench(config.quick, log)
   log("(f), (g): Redis vs SQLite ...")
   const redis = await runRedisBench(config.quick, log)
+  log("(h), (i): start-up ...")
+  const startup = await runStartupBench(config, log)
 
   const results = {
-    config, market, core, http, hardware, indexes, redis,
+    config, market, core, http, hardware, indexes, redis, startup,
     date: new Date(),
     wallSeconds: (performance.now() - started) / 1000,
     load: { start: loadBefore, beforeHttp: loadBeforeHttp },

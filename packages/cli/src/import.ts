@@ -1,14 +1,20 @@
-import { Args, Command, Options } from "@effect/cli"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import {
   AdministeredValue, HardwarePriceIngest, HardwarePriceObservation, IndexIngest, LlmTokenPriceIngest, InvalidRecords, LlmTokenPriceObservation, RentalPriceIngest, RentalPriceObservation, type StorageUnavailable, TransactionDeal, TransactionIngest
 } from "@gpu-market/core"
-import { Console, Effect, Option, type Schema } from "effect"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as Schema from "effect/Schema"
 import { createReadStream, statSync } from "node:fs"
 import { createInterface } from "node:readline"
 import { parseCsv, CsvSyntaxError } from "./csv.js"
 import { makeProgress } from "./progress.js"
 import { csvObject, fieldKinds } from "./records.js"
-import { marketOn, storageOptions } from "./storage.js"
+import { storageOptions } from "./options.js"
+import { marketOn } from "./storage.js"
 
 /**
  * `gpu-market import <file> --type …`: rows of one data type from JSON Lines or CSV, streamed

@@ -1,12 +1,17 @@
-import { Command, Options } from "@effect/cli"
-import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { IndexComputation } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
-import { Console, Effect, Option } from "effect"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { createRequire } from "node:module"
 import { importCommand } from "./import.js"
 import { makeProgress } from "./progress.js"
-import { describeStorage, marketOn, storageOn, storageOptions } from "./storage.js"
+import { storageOptions } from "./options.js"
+import { describeStorage, marketOn, storageOn } from "./storage.js"
 import { serve } from "./serve.js"
 import { tokensCommand } from "./tokens.js"
 
@@ -27,7 +32,7 @@ const serveCommand = Command.make("serve", {
   const port = Option.getOrElse(o.port, () => Number(process.env.PORT ?? 8787))
   const host = Option.getOrElse(o.host, () => process.env.HOST ?? "127.0.0.1")
   const baseUrl = Option.getOrElse(o.baseUrl, () => process.env.GPU_MARKET_BASE_URL ?? `http://${host}:${port}`)
-  return serve({ storage: { layer: storageOn(o), name: describeStorage(o) }, port, host, baseUrl, demo: o.demo })
+  return Effect.flatMap(describeStorage(o), (name) => serve({ storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo }))
 }
 ).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))
 
@@ -58,9 +63,10 @@ const seed = Command.make("seed", {
       onProgress: (p) => progress.update(p.phase, p.done, p.total)
     })
     yield* progress.finish
+    const where = yield* describeStorage(o)
     yield* Console.log(report.days > 0
-      ? `Seeded the demo market from ${report.firstDay} to ${report.lastDay} (${report.days} days) in ${describeStorage(o)}.`
-      : `Demo market in ${describeStorage(o)} is current through ${report.lastDay}.`)
+      ? `Seeded the demo market from ${report.firstDay} to ${report.lastDay} (${report.days} days) in ${where}.`
+      : `Demo market in ${where} is current through ${report.lastDay}.`)
     yield* Console.log(`Demo tokens: ${Demo.DEMO_TOKENS.map((t) => t.secret).join(", ")}`)
   }).pipe(Effect.provide(marketOn(o)))
 ).pipe(Command.withDescription("Seed the deterministic demo market (every type, through today) with a progress bar."))

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 
 /**
  * A progress display on stderr: a bar redrawn in place (`\r`) on a terminal, and on anything else

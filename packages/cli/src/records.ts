@@ -1,4 +1,5 @@
-import { Schema, SchemaAST } from "effect"
+import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
 
 /**
  * Typing CSV cells by the write path's own schema: a CSV cell is text, so a field the schema

@@ -1,7 +1,8 @@
 import { marketLayer, procurementLayer, simulatedProviderLayer } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
 import * as Server from "@gpu-market/http-adapter"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 
 /**
  * The standalone server as `npm start` and `gpu-market serve` run it: the market and the

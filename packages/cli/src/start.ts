@@ -1,7 +1,7 @@
-import { NodeRuntime } from "@effect/platform-node"
-import { Option } from "effect"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Effect from "effect/Effect"
 import { serve } from "./serve.js"
-import { describeStorage, storageOn } from "./storage.js"
+import { describeStorage, fromEnvironment, storageOn } from "./storage.js"
 
 /**
  * `npm start`: the HTTP API on 127.0.0.1:$PORT (8787) from the SQLite file $GPU_MARKET_DB
@@ -13,6 +13,5 @@ const host = process.env.HOST ?? "127.0.0.1"
 const baseUrl = process.env.GPU_MARKET_BASE_URL ?? `http://${host}:${port}`
 const demo = process.env.GPU_MARKET_DEMO !== "0"
 // GPU_MARKET_REDIS_URL switches to Redis (keys under GPU_MARKET_REDIS_PREFIX); SQLite otherwise.
-const fromEnv = { db: Option.none(), redis: Option.none(), redisPrefix: Option.none() }
-
-NodeRuntime.runMain(serve({ storage: { layer: storageOn(fromEnv), name: describeStorage(fromEnv) }, port, host, baseUrl, demo }))
+NodeRuntime.runMain(Effect.flatMap(describeStorage(fromEnvironment), (name) =>
+  serve({ storage: { layer: storageOn(fromEnvironment), name }, port, host, baseUrl, demo })))

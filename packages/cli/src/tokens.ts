@@ -1,9 +1,15 @@
-import { Args, Command, Options } from "@effect/cli"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import { Auth, type DataType, type Grant, type HistoryAccess, newTokenSecret, type Principal } from "@gpu-market/core"
 import { TokenStore } from "@gpu-market/core/storage"
-import { Console, Effect, Either, Option } from "effect"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import { randomBytes } from "node:crypto"
-import { marketOn, storageOptions } from "./storage.js"
+import { storageOptions } from "./options.js"
+import { marketOn } from "./storage.js"
 
 /**
  * `gpu-market tokens create|list|revoke`: API tokens. The secret is printed once, by `create`;

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * Errors that cross the library's boundary. Each carries what a caller needs to act; the HTTP

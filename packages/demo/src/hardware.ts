@@ -1,4 +1,5 @@
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { formatDate, HardwarePriceIngest, type HardwarePriceObservationInput, MICROS_PER_DAY } from "@gpu-market/core"
 import { SettingsStore } from "@gpu-market/core/storage"
 import { unit } from "./random.js"

@@ -1,4 +1,5 @@
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import {
   basePriceKey, formatInstant, LlmTokenPriceIngest, type LlmTokenPriceObservationInput, MICROS_PER_DAY
 } from "@gpu-market/core"

@@ -1,4 +1,6 @@
-import { Clock, Effect, Option } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import {
   Auth, baseProductKey, formatInstant, MICROS_PER_DAY, MICROS_PER_MS, RentalPriceIngest, type RentalPriceObservation
 } from "@gpu-market/core"

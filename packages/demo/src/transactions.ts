@@ -1,4 +1,5 @@
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { formatDate, MICROS_PER_DAY, type TransactionDealInput, TransactionIngest } from "@gpu-market/core"
 import { SettingsStore } from "@gpu-market/core/storage"
 import { DEMO_HISTORY_DAYS } from "./market.js"

@@ -1,10 +1,15 @@
-import { type HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Auth, type MarketError, type Principal, RateLimits } from "@gpu-market/core"
 import { admit, makeReadCalls, type ReadCall, requestOrigin } from "@gpu-market/core/adapters"
-import { Cause, Effect, Either, type Scope } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
 import { docsPage, makeAssetRoutes } from "./docs.js"
-import { openApiDocument } from "./openapi.js"
 import { problemResponse } from "./problem.js"
 import { queryOf, rateHeaders } from "./request.js"
 import { makeSupplyRoutes } from "./procurement.js"
@@ -56,9 +61,10 @@ export const makeApp = (options: AppOptions) =>
     const supplyPrefix = options.supplyPrefix ?? "/supply"
     const supply = yield* makeSupplyRoutes({ prefix: supplyPrefix, origin })
     // The API's own description is public (no token), like the docs page that renders it; it
-    // documents procurement exactly when it is mounted. Built on first request: an app is made
-    // per embedding and per test, and most never serve it.
-    const openApi = yield* Effect.cached(Effect.sync(() =>
+    // documents procurement exactly when it is mounted. Built, and its module loaded, on first
+    // request: an app is made per embedding and per test, most never serve it, and the JSON
+    // Schema machinery would add to every start.
+    const openApi = yield* Effect.cached(Effect.map(Effect.promise(() => import("./openapi.js")), ({ openApiDocument }) =>
       JSON.stringify(openApiDocument({ baseUrl: options.baseUrl, ...(supply.length > 0 ? { supplyPrefix } : {}) }))))
     const docs: ReadonlyArray<Route> = [
       ["/openapi.json", Effect.map(openApi, (doc) => HttpServerResponse.text(doc, { contentType: "application/json" }))],

@@ -1,6 +1,9 @@
 import { Problem } from "@gpu-market/core"
 import { type EndpointParameter, type ProblemError, problemKind } from "@gpu-market/core/adapters"
-import { JSONSchema, Option, Schema, SchemaAST } from "effect"
+import * as JSONSchema from "effect/JSONSchema"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
 import { type DataRoute, dataRoutes, type NamedSchema } from "./routes.js"
 import { type SupplyEndpoint, supplyEndpoints, type SupplyParameter } from "./supply-routes.js"
 

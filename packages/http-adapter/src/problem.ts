@@ -1,4 +1,4 @@
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { type Problem, problemOf } from "@gpu-market/core"
 import type { AdapterError, ProblemError } from "@gpu-market/core/adapters"
 

@@ -1,9 +1,14 @@
-import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import {
   Auth, Discovery, type DiscoveryRequest, Offers, PayloadTooLarge, type Principal, type ProcurementError, Procurements, Resources, UnsupportedMediaType, validationFailed
 } from "@gpu-market/core"
 import { refuseParameters, type RequestOrigin, requireProcurement } from "@gpu-market/core/adapters"
-import { Effect, Either, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
 import { problemResponse } from "./problem.js"
 import { queryOf, rateHeaders } from "./request.js"

@@ -2,7 +2,9 @@ import type { EndpointName } from "@gpu-market/core"
 import {
   catalogue, type CatalogueEntry, type EndpointDef, type EndpointParameter, type ServiceName
 } from "@gpu-market/core/adapters"
-import { Option, type Schema, SchemaAST } from "effect"
+import * as Option from "effect/Option"
+import type * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
 
 /**
  * The data routes the HTTP app serves, each with what OpenAPI says about it: core's catalogue of

@@ -2,7 +2,7 @@ import {
   DiscoveryList, Envelope, IdempotencyKey, Offer, OfferId, OfferList, OfferRequest, Procurement, ProcurementId, ProcurementRequest, Resource, ResourceId, SupplyContract, SupplyGpu, SupplyRegion, SupplyStorageOption, SupplyVendor
 } from "@gpu-market/core"
 import { type EndpointParameter, optionalParameters, type ProblemError, ResourceListParams } from "@gpu-market/core/adapters"
-import type { Schema } from "effect"
+import type * as Schema from "effect/Schema"
 import type { NamedSchema } from "./routes.js"
 
 /**

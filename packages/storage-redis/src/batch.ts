@@ -1,5 +1,5 @@
 import type { StorageError } from "@gpu-market/core"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { RedisClient } from "./client.js"
 import { script } from "./client.js"
 

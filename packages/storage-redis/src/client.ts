@@ -1,5 +1,6 @@
 import { StorageError } from "@gpu-market/core"
-import { Effect, type Scope } from "effect"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import { Redis } from "ioredis"
 import { type Keys, makeKeys } from "./keys.js"
 

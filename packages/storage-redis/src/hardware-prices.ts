@@ -5,7 +5,7 @@ import {
   dayStart, type HardwareGpuCoverage, HardwarePriceStore, type HardwareSummary, MemoryStorage, type Scope
 } from "@gpu-market/core/storage"
 import { hardwarePricesCollection } from "@gpu-market/core/adapters"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { cachedByVersion, replies, type Versioned } from "./reads.js"

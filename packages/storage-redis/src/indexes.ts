@@ -3,7 +3,7 @@ import {
   answersFrom, type IndexCoverage, IndexStore, type IndexValueChanges, intervalStart, MemoryStorage, type PagePlan, type Scope, type StoredIndexDefinition
 } from "@gpu-market/core/storage"
 import { indexesCollection } from "@gpu-market/core/adapters"
-import { Option } from "effect"
+import * as Option from "effect/Option"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"

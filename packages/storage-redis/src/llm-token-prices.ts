@@ -3,7 +3,7 @@ import {
   type LlmModelSummary, type LlmTokenPriceChanges, LlmTokenPriceStore, MemoryStorage, StorageConflict
 } from "@gpu-market/core/storage"
 import { llmTokenPricesCollection } from "@gpu-market/core/adapters"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"

@@ -2,7 +2,7 @@ import { type Offer, parseDateTime, MICROS_PER_MS, type Resource, StorageError }
 import {
   MemoryStorage, type OfferRecord, type PagePlan, type Predicate, type ProcurementRecord, ProcurementStore, type ResourceRecord
 } from "@gpu-market/core/storage"
-import { Option } from "effect"
+import * as Option from "effect/Option"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"

@@ -1,5 +1,5 @@
 import { StorageError } from "@gpu-market/core"
-import type { Effect } from "effect"
+import type * as Effect from "effect/Effect"
 import type { ChainableCommander } from "ioredis"
 import { untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"

@@ -3,7 +3,7 @@ import {
   type GpuSpelling, MemoryStorage, type RentalGpuSummary, RentalPriceStore, StorageConflict
 } from "@gpu-market/core/storage"
 import { rentalPricesCollection } from "@gpu-market/core/adapters"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"

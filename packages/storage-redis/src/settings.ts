@@ -1,5 +1,5 @@
 import { SettingsStore } from "@gpu-market/core/storage"
-import { Option } from "effect"
+import * as Option from "effect/Option"
 import type { RedisClient } from "./client.js"
 
 /**

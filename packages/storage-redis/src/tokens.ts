@@ -1,6 +1,7 @@
 import { type Principal, StorageError } from "@gpu-market/core"
 import { type StoredToken, TokenStore } from "@gpu-market/core/storage"
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"

@@ -3,7 +3,7 @@ import {
   type Cohort, dealPool, MemoryStorage, type Scope, type SeriesState, StorageConflict, type StoredDeal, type TransactionChanges, TransactionStore, type TransactionSummary, windowDates
 } from "@gpu-market/core/storage"
 import { transactionsCollection } from "@gpu-market/core/adapters"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"

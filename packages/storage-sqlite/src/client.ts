@@ -1,6 +1,7 @@
 import { StorageError } from "@gpu-market/core"
 import Database from "better-sqlite3"
-import { Effect, type Scope } from "effect"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as path from "node:path"
 

@@ -4,7 +4,11 @@
  */
 import { type PortableMarketStorage, portableStorage, type Storage, type StorageError } from "@gpu-market/core"
 import { storageContext, type Stores } from "@gpu-market/core/storage"
-import { Config, type ConfigError, Effect, Layer, type Scope } from "effect"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import { makeClient, type SqliteOptions } from "./client.js"
 import { migrate } from "./migrations.js"
 import { makeHardwarePriceStore } from "./hardware-prices.js"

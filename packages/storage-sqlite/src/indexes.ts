@@ -2,7 +2,7 @@ import { type FleetWeight, type IndexDefinition, type IndexValue, indexValueFiel
 import {
   answersFrom, type IndexCoverage, IndexStore, intervalStart, type PagePlan, type StoredIndexDefinition
 } from "@gpu-market/core/storage"
-import { Option } from "effect"
+import * as Option from "effect/Option"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migrations.js"
 import {

@@ -1,6 +1,6 @@
 import { type LlmTokenPrice, llmTokenPriceFields } from "@gpu-market/core"
 import { type LlmModelSummary, LlmTokenPriceStore, type PagePlan, StorageConflict } from "@gpu-market/core/storage"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migrations.js"
 import {

@@ -1,5 +1,5 @@
 import type { StorageError } from "@gpu-market/core"
-import type { Effect } from "effect"
+import type * as Effect from "effect/Effect"
 import type { SqliteClient } from "./client.js"
 import { hardwarePricesMigration } from "./hardware-prices.js"
 import { llmTokenPricesMigration } from "./llm-token-prices.js"

@@ -1,6 +1,6 @@
 import type { Resource } from "@gpu-market/core"
 import type { OfferRecord, PagePlan, ProcurementRecord, ProcurementStore, ResourceRecord } from "@gpu-market/core/storage"
-import { Option } from "effect"
+import * as Option from "effect/Option"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migrations.js"
 import {

@@ -2,7 +2,7 @@ import { type RentalPrice, rentalPriceFields } from "@gpu-market/core"
 import {
   type GpuSpelling, type PagePlan, type RentalGpuSummary, RentalPriceStore, StorageConflict
 } from "@gpu-market/core/storage"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { SqliteClient } from "./client.js"
 import {
   type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, isUniqueViolation, KEY_CHUNK, keysetClause, limitParam,

@@ -1,5 +1,5 @@
 import { SettingsStore } from "@gpu-market/core/storage"
-import { Option } from "effect"
+import * as Option from "effect/Option"
 import type { SqliteClient } from "./client.js"
 
 /** Named settings. `getOrSet` is one transaction, so two processes starting together agree on one value. */

@@ -1,6 +1,6 @@
 import type { Principal } from "@gpu-market/core"
 import { type StoredToken, TokenStore } from "@gpu-market/core/storage"
-import { Option } from "effect"
+import * as Option from "effect/Option"
 import type { SqliteClient } from "./client.js"
 
 interface TokenRow {

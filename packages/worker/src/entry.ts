@@ -1,8 +1,11 @@
-import { NodeRuntime, NodeWorkerRunner } from "@effect/platform-node"
-import { RpcServer, RpcWorker } from "@effect/rpc"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeWorkerRunner from "@effect/platform-node/NodeWorkerRunner"
+import * as RpcServer from "@effect/rpc/RpcServer"
+import * as RpcWorker from "@effect/rpc/RpcWorker"
 import { marketLayer, type Storage, type StorageError } from "@gpu-market/core"
 import { catalogue, makeOperations, requestOrigin } from "@gpu-market/core/adapters"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { MarketRpcs, WorkerConfig, type WorkerStorage } from "./contract.js"
 
 /**

@@ -1,4 +1,5 @@
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import type { MarketError } from "../errors.js"
 import { Envelope, type Page } from "../schema/envelope.js"
 import { HardwarePriceMetadata } from "../schema/hardware-metadata.js"

@@ -1,4 +1,5 @@
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { Auth } from "../auth/auth.js"
 import type { Principal, PrincipalInput } from "../auth/principal.js"
 import { RateLimits, type RateLimitStatus } from "../auth/rate-limits.js"

@@ -1,4 +1,7 @@
-import { Effect, Option, ParseResult, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import { StorageUnavailable, Unauthenticated, validationFailed } from "../errors.js"
 import { TokenStore, type StorageError } from "../storage/contract.js"
 import { Principal, type PrincipalInput } from "./principal.js"

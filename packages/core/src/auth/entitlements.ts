@@ -1,4 +1,4 @@
-import { Either } from "effect"
+import * as Either from "effect/Either"
 import { InsufficientEntitlement } from "../errors.js"
 import { historyFloor, historyStartsAt } from "./history.js"
 import type { DataType, Grant, Principal } from "./principal.js"

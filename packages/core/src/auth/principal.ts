@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { parseDate } from "../query/time.js"
 
 /** The data types a token can be granted. */

@@ -1,4 +1,5 @@
-import { Clock, Effect } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
 import { RateLimited, StorageUnavailable } from "../errors.js"
 import { MICROS_PER_MS } from "../query/time.js"
 import { RateLimitStore } from "../storage/contract.js"

@@ -1,4 +1,7 @@
-import { Effect, Either, ParseResult, Schedule } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schedule from "effect/Schedule"
 import { InvalidRecords, type RecordIssue, StorageUnavailable } from "../errors.js"
 import { formatInstant, parseDateTime } from "../query/time.js"
 import { StorageConflict, StorageError } from "../storage/contract.js"

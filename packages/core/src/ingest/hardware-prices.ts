@@ -1,4 +1,7 @@
-import { Effect, Either, ParseResult, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import { createHmac, randomBytes } from "node:crypto"
 import type { InvalidRecords, RecordIssue } from "../errors.js"
 import { formatDate, isBareDate, parseDate, parseDateTime } from "../query/time.js"

@@ -1,4 +1,5 @@
-import { Clock, Effect } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
 import { StorageUnavailable, type ValidationFailed, validationFailed } from "../errors.js"
 import { formatInstant, isBareDate, MICROS_PER_MS, type Micros, parseDate, parseDateTime } from "../query/time.js"
 import type { IndexDefinition, IndexValue } from "../schema/indexes.js"

@@ -1,4 +1,6 @@
-import { Effect, Either, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
 import type { InvalidRecords, RecordIssue } from "../errors.js"
 import { MICROS_PER_DAY, parseDate } from "../query/time.js"

@@ -1,4 +1,5 @@
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import {
   type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, runPage
 } from "../query/collection.js"

@@ -1,4 +1,6 @@
-import { Effect, Option, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { requireGrant } from "../auth/entitlements.js"
 import { historyFloor } from "../auth/history.js"
 import type { Principal } from "../auth/principal.js"

@@ -1,4 +1,4 @@
-import { Layer } from "effect"
+import * as Layer from "effect/Layer"
 import { Auth } from "../auth/auth.js"
 import { RateLimits } from "../auth/rate-limits.js"
 import { RentalPriceIngest } from "../ingest/rental-prices.js"

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { reportedHistoryStart, requireGrant } from "../auth/entitlements.js"
 import type { DataType } from "../auth/principal.js"
 import type { MarketRequest } from "../query/collection.js"

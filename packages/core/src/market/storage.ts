@@ -1,4 +1,5 @@
-import { Clock, Effect } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
 import { StorageUnavailable } from "../errors.js"
 import { MICROS_PER_MS } from "../query/time.js"
 import type { StorageError } from "../storage/contract.js"

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, runPage } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
 import { bounds, list, Slug } from "../query/filters.js"

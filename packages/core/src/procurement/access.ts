@@ -1,4 +1,5 @@
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { randomBytes } from "node:crypto"
 import type { Principal } from "../auth/principal.js"
 import { InsufficientEntitlement, NotFound } from "../errors.js"

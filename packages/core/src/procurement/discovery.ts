@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { Principal } from "../auth/principal.js"
 import { refuseParameters, type QueryInput } from "../query/params.js"
 import { cmp } from "../storage/memory.js"

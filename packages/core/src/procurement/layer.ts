@@ -1,4 +1,4 @@
-import { Layer } from "effect"
+import * as Layer from "effect/Layer"
 import type { RateLimits } from "../auth/rate-limits.js"
 import type { PageTokens } from "../query/page-token.js"
 import type { RentalPriceStore } from "../storage/contract.js"

@@ -1,4 +1,5 @@
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { nowMicros, unavailable } from "../market/storage.js"
 import { formatInstant, parseDateTime } from "../query/time.js"
 import type { ProcurementStatus, ResourceId, ResourceStatus } from "../schema/procurement.js"

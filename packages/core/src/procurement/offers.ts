@@ -1,4 +1,5 @@
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type { Principal } from "../auth/principal.js"
 import { RateLimits, type RateLimitStatus } from "../auth/rate-limits.js"
 import { type ParameterIssue, ProviderUnavailable, SearchTooBroad, type ValidationFailed, validationFailed } from "../errors.js"

@@ -1,4 +1,6 @@
-import { Either, ParseResult, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import { LineCounter, parseDocument } from "yaml"
 import { type ParameterIssue, PayloadTooLarge, type ValidationFailed, validationFailed } from "../errors.js"
 import { OfferRequest } from "../schema/procurement.js"

@@ -1,4 +1,7 @@
-import { Effect, Either, Option, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import type { Principal } from "../auth/principal.js"
 import type { ValidationFailed } from "../errors.js"
 import { unavailable } from "../market/storage.js"

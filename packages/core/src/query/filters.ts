@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type { FilterDef } from "./collection.js"
 import { Bound, CommaList, Token, withMessage } from "./params.js"
 

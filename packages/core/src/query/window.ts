@@ -1,4 +1,4 @@
-import { Either } from "effect"
+import * as Either from "effect/Either"
 import { InsufficientEntitlement, type ValidationFailed, validationFailed } from "../errors.js"
 import { historyStartsAt } from "../auth/history.js"
 import { isBareDate, MICROS_PER_DAY, type Micros, parseDate, parseDateTime } from "./time.js"

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /** `asc` or `desc`. */
 export const SortOrder = Schema.Literal("asc", "desc")

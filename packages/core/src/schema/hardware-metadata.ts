@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /** Coverage of one GPU in the hardware price metadata. */
 export const HardwareGpuEntry = Schema.Struct({

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { parseDate } from "../query/time.js"
 import { GpuCanonicalName } from "./rental-price.js"
 

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { ParameterIssue } from "../errors.js"
 
 /** An RFC 9457 problem details body, as every error response carries it. */

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * The procurement service's bodies: the YAML offer request, offers, procurements, resources and

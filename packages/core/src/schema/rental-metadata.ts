@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /** One GPU in the rental price metadata. */
 export const RentalGpuEntry = Schema.Struct({

@@ -1,5 +1,5 @@
 import { assert, type Vitest } from "@effect/vitest"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { createHash } from "node:crypto"
 import { type HardwarePrice, hardwarePriceFields, observationId } from "../schema/hardware-price.js"
 import type { Storage } from "./contract.js"

@@ -1,5 +1,7 @@
 import { assert, type Vitest } from "@effect/vitest"
-import { Effect, Option, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { formatDate, formatInstant, MICROS_PER_DAY } from "../query/time.js"
 import { type FleetWeight, IndexDefinition, type IndexDefinitionInput, type IndexValue } from "../schema/indexes.js"
 import type { Storage } from "./contract.js"

@@ -1,5 +1,6 @@
 import { assert, type Vitest } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { basePriceKey, priceKey } from "../ingest/llm-token-prices.js"
 import { formatInstant, MICROS_PER_DAY } from "../query/time.js"
 import type { LlmTokenPrice } from "../schema/llm-token-price.js"

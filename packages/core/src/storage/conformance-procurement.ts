@@ -1,5 +1,6 @@
 import { assert, type Vitest } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type { Offer, OfferId, Procurement, ProcurementId, Resource, ResourceId } from "../schema/procurement.js"
 import type { Storage } from "./contract.js"
 import { assertPagesMatchReference } from "./conformance-walk.js"

@@ -1,5 +1,6 @@
 import { assert, type Vitest } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type { AggregatedTransaction } from "../schema/transaction.js"
 import type { Storage } from "./contract.js"
 import { evaluateTransactionPlan } from "./memory-transactions.js"

@@ -1,5 +1,5 @@
 import { assert } from "@effect/vitest"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { type PagePlan, type Predicate, type Scope, sortValue } from "./plan.js"
 
 /**

@@ -1,4 +1,7 @@
-import { Context, Data, type Effect, type Option } from "effect"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
 import type { Principal } from "../auth/principal.js"
 import type { RentalPrice } from "../schema/rental-price.js"
 import type { LlmTokenPriceStore } from "./llm-token-prices.js"

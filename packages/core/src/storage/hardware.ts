@@ -1,4 +1,5 @@
-import { Context, type Effect } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
 import type { HardwareClassField, HardwarePrice } from "../schema/hardware-price.js"
 import type { StorageError } from "./contract.js"
 import type { PagePlan } from "./plan.js"

@@ -1,4 +1,6 @@
-import { Context, type Effect, type Option } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
 import { formatInstant, MICROS_PER_MS } from "../query/time.js"
 import type { FleetWeight, IndexDefinition, IndexValue } from "../schema/indexes.js"
 import type { StorageError } from "./contract.js"

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { LlmTokenPrice } from "../schema/llm-token-price.js"
 import { StorageConflict } from "./contract.js"
 import type { LlmModelSummary, LlmTokenPriceStore } from "./llm-token-prices.js"

@@ -1,4 +1,5 @@
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type { Resource } from "../schema/procurement.js"
 import { cmp, matchesPredicates, orderAndSeek } from "./memory.js"
 import type { PagePlan } from "./plan.js"

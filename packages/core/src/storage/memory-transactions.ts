@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { AggregatedTransaction } from "../schema/transaction.js"
 import { StorageConflict } from "./contract.js"
 import { cmp, matchesPredicates, orderAndSeek } from "./memory.js"

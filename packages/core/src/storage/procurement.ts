@@ -1,4 +1,6 @@
-import { Context, type Effect, type Option } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
 import type { Offer, Procurement, ProcurementStatus, Resource, ResourceStatus } from "../schema/procurement.js"
 import type { StorageError } from "./contract.js"
 import type { PagePlan } from "./plan.js"

@@ -1,4 +1,5 @@
-import { Context, type Layer } from "effect"
+import * as Context from "effect/Context"
+import type * as Layer from "effect/Layer"
 import { RateLimitStore, RentalPriceStore, SettingsStore, type Storage, type StorageError, TokenStore } from "./contract.js"
 import { HardwarePriceStore } from "./hardware.js"
 import { IndexStore } from "./indexes.js"

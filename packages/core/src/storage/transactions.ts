@@ -1,4 +1,5 @@
-import { Context, type Effect } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
 import type { AggregatedTransaction } from "../schema/transaction.js"
 import type { StorageConflict, StorageError } from "./contract.js"
 import type { PagePlan, Scope } from "./plan.js"
