@@ -269,7 +269,8 @@ export const ensureMarket = (config: BenchConfig): MarketInfo => {
   if (stored === undefined) {
     const child = spawnSync(process.execPath, ["--import", "tsx", path.join(BENCH_DIR, "build-market.ts")], {
       cwd: REPO_ROOT,
-      env: process.env,
+      // The child reads its config from the environment: build the market this caller asked for.
+      env: { ...process.env, BENCH_QUICK: config.quick ? "1" : "0" },
       stdio: "inherit"
     })
     if (child.status !== 0) throw new Error(`building the market failed (exit ${child.status ?? child.signal})`)
