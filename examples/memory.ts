@@ -5,8 +5,7 @@
  *   npx tsx examples/memory.ts
  */
 import { createMarket, MarketProblemError, memory } from "@gpu-market/core"
-import { Auth, marketLayer, RentalPriceIngest, RentalPrices } from "@gpu-market/core"
-import { requestOrigin } from "@gpu-market/core/adapters"
+import { Auth, marketLayer, RentalPriceIngest, RentalPrices, requestOrigin } from "@gpu-market/core"
 import { Effect, Layer } from "effect"
 
 const market = await createMarket({ storage: memory() })
