@@ -15,7 +15,7 @@ export { MarketProblemError, problemOf } from "./adapters/problem.js"
 export type {
   CallOptions, EndpointName, HardwarePriceQuery, IndexQuery, LlmTokenPriceQuery, MarketReads, RentalPriceQuery, TransactionQuery
 } from "./adapters/catalogue.js"
-export { type MarketStorage, type PortableMarketStorage, type PortableStorage, portableStorage } from "./storage/stores.js"
+export { type PortableMarketStorage, type PortableStorage, portableStorage } from "./storage/stores.js"
 export { type Storage, StorageError } from "./storage/contract.js"
 
 // The Effect API: services and layers

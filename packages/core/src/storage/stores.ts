@@ -43,13 +43,10 @@ export interface PortableStorage {
 }
 
 /**
- * A market's storage: a layer, and for backends a worker thread can open by itself (SQLite,
- * Redis), how to open it there. `sqlite(file)` and `redis(url)` return one; `memory()` is not
+ * A market's storage that another thread can open by itself: the layer, and how to open it there.
+ * What `createWorkerMarket` takes; `sqlite(file)` and `redis(url)` return one. `memory()` is not
  * portable, since each thread would get a market of its own.
  */
-export type MarketStorage = Layer.Layer<Storage, StorageError> & { readonly portable?: PortableStorage }
-
-/** A storage another thread can open: what `createWorkerMarket` takes. */
 export type PortableMarketStorage = Layer.Layer<Storage, StorageError> & { readonly portable: PortableStorage }
 
 /** Marks `layer` as openable elsewhere through `portable`; backends' `sqlite(…)`/`redis(…)` use it. */
