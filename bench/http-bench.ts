@@ -1,11 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { deepStrictEqual, ok } from "node:assert/strict"
 import { once } from "node:events"
-import { createServer } from "node:net"
 import * as path from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
 import { type BenchConfig, BENCH_DIR, BENCH_TOKEN, POPULAR_GPU, REPO_ROOT, SORT_BY } from "./config"
-import { processCpuSeconds } from "./process-cpu"
+import { freePort, processCpuSeconds } from "./processes"
 import { median } from "./stats"
 
 /**
@@ -53,16 +52,6 @@ export interface HttpResults {
   readonly seconds: number
 }
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const s = createServer()
-    s.on("error", reject)
-    s.listen(0, "127.0.0.1", () => {
-      const address = s.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      s.close(() => resolve(port))
-    })
-  })
 
 
 

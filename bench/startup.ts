@@ -1,12 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { once } from "node:events"
 import * as fs from "node:fs"
-import { createServer } from "node:net"
 import * as path from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
 import { pathToFileURL } from "node:url"
 import { type BenchConfig, BENCH_DIR, configFromEnv, DATA_DIR, REPO_ROOT } from "./config"
-import { processCpuSeconds } from "./process-cpu"
+import { freePort, processCpuSeconds } from "./processes"
 import { median } from "./stats"
 
 /**
@@ -224,16 +223,6 @@ const timeToMarker = async (
   }
 }
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const s = createServer()
-    s.on("error", reject)
-    s.listen(0, "127.0.0.1", () => {
-      const address = s.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      s.close(() => resolve(port))
-    })
-  })
 
 /** The environment `npm start` sees here: SQLite at `file`, demo mode by default, nothing else of ours. */
 const serverEnv = (file: string, port: number): NodeJS.ProcessEnv => {

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { execFile } from "node:child_process"
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { beforeAll } from "vitest"
@@ -43,6 +43,15 @@ const serveAll = async (token: string, paths: ReadonlyArray<string>) => {
 }
 
 const serve = async (token: string, path: string) => (await serveAll(token, [path]))[0]!
+
+describe("gpu-market --version", () => {
+  it("reports the version the package was installed at", async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, "packages/cli/package.json"), "utf8")) as { version: string }
+    const { code, stdout } = await run("--version")
+    assert.strictEqual(code, 0)
+    assert.strictEqual(stdout.trim(), version)
+  })
+})
 
 const RENTAL = {
   vendor: "acme", vendor_gpu_name: "H100 SXM", region: "us-east", gpu_canonical_name: "h100-sxm", gpu_manufacturer: "nvidia",

@@ -1,5 +1,5 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { createMarket, type Market, MarketProblemError, type RentalPriceObservationInput } from "@gpu-market/core"
+import { createMarket, type Market, MarketProblemError, memory, type RentalPriceObservationInput } from "@gpu-market/core"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { createWorkerMarket, type WorkerMarket } from "@gpu-market/worker"
 import { seedMarket, tempDb } from "./support/adapters"
@@ -90,6 +90,21 @@ describe("worker market (createWorkerMarket)", () => {
     assert.strictEqual(created, "worker-secret")
     const page = await direct.rental.prices.latest({ vendor: "v-alpha", page_size: 1 }, { token: "worker-secret" })
     assert.strictEqual(page.data.length, 1)
+  })
+})
+
+describe("worker market storage", () => {
+  it("refuses a storage a worker cannot open by itself, before starting any thread", async () => {
+    // The types refuse memory(); a JavaScript caller can still pass it.
+    const notPortable = memory() as unknown as Parameters<typeof createWorkerMarket>[0]["storage"]
+    let refused: unknown
+    try {
+      await createWorkerMarket({ storage: notPortable, poolSize: 2 })
+    } catch (e) {
+      refused = e
+    }
+    assert.instanceOf(refused, TypeError)
+    assert.match((refused as TypeError).message, /portable storage/)
   })
 })
 

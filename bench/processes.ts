@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
+import { createServer } from "node:net"
 
 const clockTicks = (() => {
   try {
@@ -21,3 +22,15 @@ export const processCpuSeconds = (pid: number | undefined): number | undefined =
     return undefined
   }
 }
+
+/** A TCP port free on loopback right now. */
+export const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const s = createServer()
+    s.on("error", reject)
+    s.listen(0, "127.0.0.1", () => {
+      const address = s.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      s.close(() => resolve(port))
+    })
+  })
