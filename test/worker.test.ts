@@ -1,6 +1,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { createMarket, type Market, MarketProblemError, memory, type RentalPriceObservationInput } from "@gpu-market/core"
-import { sqlite } from "@gpu-market/storage-sqlite"
+import { createMarket, type Market, MarketProblemError, memory, portableStorage, type RentalPriceObservationInput } from "@gpu-market/core"
+import { layer as sqliteLayer, sqlite } from "@gpu-market/storage-sqlite"
+import { BroadcastChannel } from "node:worker_threads"
 import { createWorkerMarket, type WorkerMarket } from "@gpu-market/worker"
 import { seedMarket, tempDb } from "./support/adapters"
 
@@ -105,6 +106,62 @@ describe("worker market storage", () => {
     }
     assert.instanceOf(refused, TypeError)
     assert.match((refused as TypeError).message, /portable storage/)
+  })
+})
+
+describe("worker market failures", () => {
+  it("rejects with the reason when a worker cannot open the storage", async () => {
+    const missing = portableStorage(sqliteLayer({ filename: "unused.db" }), {
+      module: new URL("./fixtures/no-such-backend.mjs", import.meta.url).href,
+      options: {}
+    })
+    let refused: unknown
+    try {
+      await createWorkerMarket({ storage: missing, poolSize: 2 })
+    } catch (e) {
+      refused = e
+    }
+    assert.instanceOf(refused, Error)
+    assert.match((refused as Error).message, /could not open its storage: .*no-such-backend/)
+  })
+
+  it("replaces a worker that dies; its calls are refused, never left hanging", async () => {
+    const db = tempDb("worker-crash")
+    const direct = await createMarket({ storage: sqlite(db) })
+    await seedMarket(direct)
+    await direct.close()
+    const storage = portableStorage(sqliteLayer({ filename: db }), {
+      module: new URL("./fixtures/crashing-storage.mjs", import.meta.url).href,
+      options: { filename: db }
+    })
+    const market = await createWorkerMarket({ storage, poolSize: 2 })
+    const channel = new BroadcastChannel("gpu-market-test-crash")
+    try {
+      const [lost, kept] = market.threadIds() as [number, number]
+      channel.postMessage(lost)
+      // Calls go on while the worker ends: each is answered or refused with a problem.
+      let refusals = 0
+      for (let i = 0; i < 10_000 && market.threadIds().includes(lost); i++) {
+        try {
+          await market.rental.prices.metadata({}, { token: "all" })
+        } catch (e) {
+          assert.instanceOf(e, MarketProblemError)
+          assert.strictEqual((e as MarketProblemError).status, 500)
+          refusals++
+        }
+      }
+      const now = market.threadIds()
+      assert.notInclude(now, lost)
+      assert.include(now, kept)
+      assert.strictEqual(now.length, 2)
+      assert.isAtMost(refusals, 1)
+      // Both workers, the replacement included, answer.
+      const pages = await Promise.all([0, 1, 2, 3].map(() => market.rental.prices.latest({ vendor: "v-alpha", page_size: 2 }, { token: "all" })))
+      for (const page of pages) assert.strictEqual(page.data.length, 2)
+    } finally {
+      channel.close()
+      await market.close()
+    }
   })
 })
 

@@ -1,42 +1,49 @@
-import * as Rpc from "@effect/rpc/Rpc"
-import * as RpcGroup from "@effect/rpc/RpcGroup"
-import * as Schema from "effect/Schema"
-import { catalogue, OperationError, writeNames } from "@gpu-market/core/adapters"
+import type { Problem } from "@gpu-market/core"
+import type { WriteName } from "@gpu-market/core/adapters"
 
 /**
- * The contract between a main thread and the market's worker threads: one Rpc for reads, one for
- * writes. Results travel as the JSON text the direct call serialises to, so a worker's envelope
- * is the direct call's, byte for byte; errors travel as the tagged errors, so they arrive typed.
+ * The messages between a main thread and the market's worker threads. Two calls cross: a read by
+ * endpoint name and a write by operation name. Results travel as the JSON text the direct call
+ * serialises to, so a worker's envelope is the direct call's, byte for byte; a failure travels as
+ * its problem with its tagged error encoded, so it arrives as the same `MarketProblemError`.
  */
 
 /**
  * Where a worker's market keeps its data: a module exporting `layer(options)` and those options
  * (a backend's `PortableStorage`), since each worker opens its own storage.
  */
-export const WorkerStorage = Schema.Struct({ module: Schema.String, options: Schema.Unknown })
-export type WorkerStorage = typeof WorkerStorage.Type
+export interface WorkerStorage {
+  readonly module: string
+  readonly options: unknown
+}
 
-/** What every worker is started with. */
-export const WorkerConfig = Schema.Struct({ storage: WorkerStorage, baseUrl: Schema.String })
-export type WorkerConfig = typeof WorkerConfig.Type
+/** What every worker is started with, as its `workerData`. */
+export interface WorkerConfig {
+  readonly storage: WorkerStorage
+  readonly baseUrl: string
+}
 
-/** A read endpoint by its dotted name, with the query as the HTTP layer gets it. */
-export class Read extends Rpc.make("Read", {
-  payload: {
-    endpoint: Schema.Literal(...catalogue.map((e) => e.name)),
-    query: Schema.Record({ key: Schema.String, value: Schema.String }),
-    token: Schema.optional(Schema.String)
-  },
-  success: Schema.String,
-  error: OperationError
-}) {}
+/** A call from the main thread. `close` asks the worker to release its storage and exit. */
+export type WorkerRequest =
+  | {
+    readonly _tag: "Read"
+    readonly id: number
+    readonly endpoint: string
+    readonly query: Readonly<Record<string, string>>
+    readonly token: string | undefined
+  }
+  | { readonly _tag: "Write"; readonly id: number; readonly name: WriteName; readonly args: ReadonlyArray<unknown> }
+  | { readonly _tag: "Close" }
 
-/** A token-admin or write operation, with its arguments. */
-export class Write extends Rpc.make("Write", {
-  payload: { name: Schema.Literal(...writeNames), args: Schema.Array(Schema.Unknown) },
-  success: Schema.String,
-  error: OperationError
-}) {}
-
-/** The worker's Rpcs. */
-export class MarketRpcs extends RpcGroup.make(Read, Write) {}
+/** A worker's message: it is up (or could not start), or a call's outcome. */
+export type WorkerReply =
+  | { readonly _tag: "Ready" }
+  | { readonly _tag: "StartFailed"; readonly message: string }
+  | { readonly _tag: "Success"; readonly id: number; readonly json: string }
+  | {
+    readonly _tag: "Failure"
+    readonly id: number
+    readonly problem: Problem
+    /** The `OperationError` the problem stands for, Schema-encoded; a defect's message otherwise. */
+    readonly error: { readonly encoded: unknown } | { readonly defect: string }
+  }

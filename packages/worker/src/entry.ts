@@ -1,16 +1,17 @@
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import * as NodeWorkerRunner from "@effect/platform-node/NodeWorkerRunner"
-import * as RpcServer from "@effect/rpc/RpcServer"
-import * as RpcWorker from "@effect/rpc/RpcWorker"
 import { marketLayer, type Storage, type StorageError } from "@gpu-market/core"
-import { catalogue, makeOperations, requestOrigin } from "@gpu-market/core/adapters"
+import { catalogue, makeOperations, OperationError, requestOrigin, toProblemError } from "@gpu-market/core/adapters"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import { MarketRpcs, WorkerConfig, type WorkerStorage } from "./contract.js"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Schema from "effect/Schema"
+import { parentPort, workerData } from "node:worker_threads"
+import type { WorkerConfig, WorkerReply, WorkerRequest, WorkerStorage } from "./contract.js"
 
 /**
- * A worker thread's side of `createWorkerMarket`: opens the storage the main thread names in its
- * initial message, builds the market over it, and serves `MarketRpcs` until the pool shuts down.
+ * A worker thread's side of `createWorkerMarket`: opens the storage its `workerData` names, builds
+ * the market over it, says `Ready`, and answers calls until the pool sends `Close`.
  */
 
 /** The storage the app named: its backend module's `layer(options)`, imported in this thread. */
@@ -20,24 +21,50 @@ const storageLayer = (storage: WorkerStorage): Layer.Layer<Storage, StorageError
     (backend) => backend.layer(storage.options)
   ))
 
-const entries = new Map(catalogue.map((e) => [e.name, e]))
+const port = parentPort!
+const config = workerData as WorkerConfig
+const send = (reply: WorkerReply) => port.postMessage(reply)
+const entries: ReadonlyMap<string, (typeof catalogue)[number]> = new Map(catalogue.map((e) => [e.name, e]))
+const isOperationError = Schema.is(OperationError)
+const encodeError = Schema.encodeSync(OperationError)
 const json = (value: unknown) => JSON.stringify(value) ?? "null"
 
-const Handlers = MarketRpcs.toLayer(Effect.gen(function* () {
-  const config = yield* Effect.orDie(RpcWorker.initialMessage(WorkerConfig))
-  const context = yield* Layer.build(marketLayer.pipe(Layer.provideMerge(storageLayer(config.storage)))).pipe(Effect.orDie)
-  const operations = yield* Effect.provide(makeOperations, context)
-  const origin = requestOrigin(config.baseUrl)
+const reply = (id: number, exit: Exit.Exit<unknown, unknown>): WorkerReply => {
+  if (Exit.isSuccess(exit)) return { _tag: "Success", id, json: json(exit.value) }
+  const failure = toProblemError(exit.cause)
   return {
-    Read: ({ endpoint, query, token }) => Effect.map(operations.read(entries.get(endpoint)!, query, token, origin), json),
-    Write: ({ name, args }) => Effect.map(operations.write(name, args), json)
+    _tag: "Failure",
+    id,
+    problem: failure.problem,
+    error: isOperationError(failure.cause) ? { encoded: encodeError(failure.cause) } : { defect: Cause.pretty(exit.cause) }
   }
-}))
+}
 
-RpcServer.layer(MarketRpcs).pipe(
-  Layer.provide(Handlers),
-  Layer.provide(RpcServer.layerProtocolWorkerRunner),
-  Layer.provide(NodeWorkerRunner.layer),
-  NodeWorkerRunner.launch,
-  NodeRuntime.runMain
+const runtime = ManagedRuntime.make(marketLayer.pipe(Layer.provideMerge(storageLayer(config.storage))))
+const origin = requestOrigin(config.baseUrl)
+
+runtime.runPromise(makeOperations).then(
+  (operations) => {
+    port.on("message", (request: WorkerRequest) => {
+      switch (request._tag) {
+        case "Read": {
+          const entry = entries.get(request.endpoint)
+          if (entry === undefined) return send(reply(request.id, Exit.die(new Error(`unknown endpoint ${request.endpoint}`))))
+          return void runtime.runPromiseExit(operations.read(entry, request.query, request.token, origin))
+            .then((exit) => send(reply(request.id, exit)))
+        }
+        case "Write":
+          return void runtime.runPromiseExit(operations.write(request.name, request.args))
+            .then((exit) => send(reply(request.id, exit)))
+        case "Close":
+          // Release the storage (a SQLite checkpoint, a Redis QUIT) before the thread ends.
+          return void runtime.dispose().finally(() => port.close())
+      }
+    })
+    send({ _tag: "Ready" })
+  },
+  (error: unknown) => {
+    send({ _tag: "StartFailed", message: error instanceof Error ? error.message : String(error) })
+    return runtime.dispose().finally(() => port.close())
+  }
 )

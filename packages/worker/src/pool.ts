@@ -1,19 +1,15 @@
-import * as NodeWorker from "@effect/platform-node/NodeWorker"
-import * as RpcClient from "@effect/rpc/RpcClient"
-import * as RpcWorker from "@effect/rpc/RpcWorker"
 import type { Market, PortableMarketStorage } from "@gpu-market/core"
-import { buildMarket, runOperation } from "@gpu-market/core/adapters"
-import * as Context from "effect/Context"
-import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import * as ManagedRuntime from "effect/ManagedRuntime"
+import { MarketProblemError } from "@gpu-market/core"
+import { buildMarket, OperationError, toProblemError } from "@gpu-market/core/adapters"
+import * as Cause from "effect/Cause"
+import * as Schema from "effect/Schema"
 import { Worker } from "node:worker_threads"
-import { MarketRpcs, WorkerConfig } from "./contract.js"
+import type { WorkerConfig, WorkerReply, WorkerRequest } from "./contract.js"
 
 /**
- * The market in `worker_threads`: the same calls as `createMarket`, answered by a pool of workers
- * over `@effect/rpc`. Each worker opens the storage itself, so the storage must be portable: the
- * backend's `sqlite(file)` or `redis(url)` says which module and options rebuild it in a thread.
+ * The market in `worker_threads`: the same calls as `createMarket`, answered by a pool of workers.
+ * Each worker opens the storage itself, so the storage must be portable: the backend's
+ * `sqlite(file)` or `redis(url)` says which module and options rebuild it in a thread.
  */
 
 /** Options of `createWorkerMarket`. */
@@ -34,13 +30,84 @@ export type WorkerMarket = Market & {
 
 // Compiled JavaScript beside this module: a worker needs no loader, wherever the app runs from.
 const entry = new URL("./entry.js", import.meta.url)
+// How long a worker may take to release its storage on close() before it is terminated.
+const CLOSE_GRACE_MILLIS = 5_000
 
-const makeClient = RpcClient.make(MarketRpcs)
-class Client extends Context.Tag("Market/WorkerClient")<Client, Effect.Effect.Success<typeof makeClient>>() {}
+const decodeError = Schema.decodeUnknownSync(OperationError)
+const defect = (message: string) => toProblemError(Cause.die(new Error(message)))
+
+type Call = Extract<WorkerRequest, { readonly id: number }>
+type CallInput = Call extends infer C ? C extends Call ? Omit<C, "id"> : never : never
+type Settle = { readonly resolve: (value: unknown) => void; readonly reject: (error: unknown) => void }
+
+/** One worker thread with the calls it has not answered yet. */
+class PoolWorker {
+  readonly pending = new Map<number, Settle>()
+  readonly worker: Worker
+  /** Resolves once the worker is up; rejects with why it could not start. */
+  readonly ready: Promise<void>
+  closing = false
+
+  constructor(config: WorkerConfig, onLost: (lost: PoolWorker) => void) {
+    this.worker = new Worker(entry, { workerData: config })
+    this.ready = new Promise((resolve, reject) => {
+      this.worker.on("message", (reply: WorkerReply) => {
+        switch (reply._tag) {
+          case "Ready":
+            return resolve()
+          case "StartFailed":
+            return reject(new Error(`a market worker could not open its storage: ${reply.message}`))
+          case "Success":
+            return this.settle(reply.id)?.resolve(JSON.parse(reply.json))
+          case "Failure":
+            return this.settle(reply.id)?.reject(new MarketProblemError(reply.problem, {
+              cause: "encoded" in reply.error ? decodeError(reply.error.encoded) : new Error(reply.error.defect)
+            }))
+        }
+      })
+      this.worker.on("error", (error) => reject(error))
+      this.worker.on("exit", (code) => {
+        reject(new Error(`a market worker exited with code ${code} before it was up`))
+        for (const settle of this.pending.values()) settle.reject(defect(`the market worker answering this call exited (code ${code})`))
+        this.pending.clear()
+        if (!this.closing) onLost(this)
+      })
+    })
+  }
+
+  private settle(id: number): Settle | undefined {
+    const settle = this.pending.get(id)
+    this.pending.delete(id)
+    return settle
+  }
+
+  call(id: number, request: WorkerRequest & { readonly id: number }): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject })
+      try {
+        this.worker.postMessage(request)
+      } catch (error) {
+        // Arguments a thread cannot receive (a function, a symbol) are the caller's bug, said plainly.
+        this.pending.delete(id)
+        reject(defect(`the call's arguments cannot be sent to a worker thread: ${error instanceof Error ? error.message : String(error)}`))
+      }
+    })
+  }
+
+  /** Asks the worker to release its storage and end; terminates it if it takes too long. */
+  async close(): Promise<void> {
+    this.closing = true
+    const exited = new Promise<void>((resolve) => this.worker.once("exit", () => resolve()))
+    this.worker.postMessage({ _tag: "Close" } satisfies WorkerRequest)
+    const timer = setTimeout(() => void this.worker.terminate(), CLOSE_GRACE_MILLIS)
+    await exited
+    clearTimeout(timer)
+  }
+}
 
 /**
  * Starts a pool of worker threads, each running the market over `storage`, and resolves once
- * every worker is up.
+ * every worker is up (or rejects, with no thread left running, if one cannot open the storage).
  *
  * @example
  * const market = await createWorkerMarket({ storage: sqlite("market.db"), poolSize: 2 })
@@ -53,27 +120,44 @@ export const createWorkerMarket = async (options: WorkerMarketOptions): Promise<
   if (storage === undefined) {
     throw new TypeError("createWorkerMarket needs a portable storage (sqlite(file), redis(url), or portableStorage(layer, { module, options })): each worker opens it itself")
   }
-  const size = options.poolSize ?? 1
-  const workers: Array<Worker> = []
+  const config: WorkerConfig = { storage, baseUrl: options.baseUrl ?? "http://localhost" }
+  let closed = false
+  // A worker that dies after it was up is replaced; its unanswered calls were rejected.
+  const replace = (lost: PoolWorker) => {
+    const at = workers.indexOf(lost)
+    if (at >= 0 && !closed) workers[at] = spawn()
+  }
   const spawn = () => {
-    const worker = new Worker(entry)
-    workers.push(worker)
+    const worker = new PoolWorker(config, replace)
+    worker.ready.catch(() => {}) // a replacement's failed start shows in its calls
     return worker
   }
-  const config: WorkerConfig = { storage, baseUrl: options.baseUrl ?? "http://localhost" }
-  const runtime = ManagedRuntime.make(Layer.scoped(Client, makeClient).pipe(
-    Layer.provide(RpcClient.layerProtocolWorker({ size })),
-    Layer.provide(NodeWorker.layerPlatform(spawn)),
-    Layer.provide(RpcWorker.layerInitialMessage(WorkerConfig, Effect.succeed(config)))
-  ))
-  const client = await runtime.runPromise(Client)
-  const parse = (text: string): unknown => JSON.parse(text)
+  const workers = Array.from({ length: Math.max(1, options.poolSize ?? 1) }, spawn)
+  try {
+    await Promise.all(workers.map((w) => w.ready))
+  } catch (error) {
+    closed = true
+    await Promise.all(workers.map((w) => w.close()))
+    throw error
+  }
+
+  let nextId = 0
+  const call = (request: CallInput): Promise<unknown> => {
+    if (closed) return Promise.reject(defect("the worker market is closed"))
+    // The least busy worker takes the call.
+    const worker = workers.reduce((a, b) => (b.pending.size < a.pending.size ? b : a))
+    const id = nextId++
+    return worker.call(id, { ...request, id } as Call)
+  }
   const market = buildMarket({
-    call: (entry, query, { token }) => runOperation(runtime, Effect.map(client.Read({ endpoint: entry.name, query, ...(token === undefined ? {} : { token }) }), parse)),
-    next: (entry, next, { token }) =>
-      runOperation(runtime, Effect.map(client.Read({ endpoint: entry.name, query: next.query_params, ...(token === undefined ? {} : { token }) }), parse)),
-    write: (name, args) => runOperation(runtime, Effect.map(client.Write({ name, args }), parse)),
-    close: () => runtime.dispose()
+    call: (entry, query, { token }) => call({ _tag: "Read", endpoint: entry.name, query, token }),
+    next: (entry, next, { token }) => call({ _tag: "Read", endpoint: entry.name, query: next.query_params, token }),
+    write: (name, args) => call({ _tag: "Write", name, args }),
+    close: async () => {
+      if (closed) return
+      closed = true
+      await Promise.all(workers.map((w) => w.close()))
+    }
   })
-  return Object.assign(market, { threadIds: () => workers.map((w) => w.threadId) })
+  return Object.assign(market, { threadIds: () => workers.map((w) => w.worker.threadId) })
 }
