@@ -6,6 +6,7 @@
  */
 export * from "./storage/contract.js"
 export * from "./storage/plan.js"
+export * from "./storage/rules.js"
 export * from "./storage/hardware.js"
 export * from "./storage/llm-token-prices.js"
 export * from "./storage/transactions.js"
@@ -15,7 +16,7 @@ export { type PortableMarketStorage, type PortableStorage, portableStorage, type
 export { hashToken, sameHash } from "./auth/token-hash.js"
 export * as MemoryStorage from "./storage/memory.js"
 export { evaluateLlmTokenPricePlan, summariseLlmModels } from "./storage/memory-llm-token-prices.js"
-export { dayStart, evaluateHardwarePlan, inHardwareScope, makeMemoryHardwarePriceStore, summariseHardware } from "./storage/memory-hardware.js"
+export { evaluateHardwarePlan, inHardwareScope, makeMemoryHardwarePriceStore, summariseHardware } from "./storage/memory-hardware.js"
 export { evaluateTransactionPlan, summariseTransactions } from "./storage/memory-transactions.js"
 export { evaluateIndexPlan, indexCoverage } from "./storage/memory-indexes.js"
 export { evaluateResourcePlan, makeMemoryProcurementStore } from "./storage/memory-procurement.js"

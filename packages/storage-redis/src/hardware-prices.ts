@@ -2,7 +2,7 @@ import {
   type HardwareClassField, hardwareClassFields, type HardwarePrice, hardwarePriceFields, observationId, StorageError
 } from "@gpu-market/core"
 import {
-  dayStart, type HardwareGpuCoverage, HardwarePriceStore, type HardwareSummary, MemoryStorage, type Scope
+  dayStart, type HardwareGpuCoverage, HardwarePriceStore, type HardwareSummary, cmp, type Scope
 } from "@gpu-market/core/storage"
 import { hardwarePricesCollection } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
@@ -234,7 +234,7 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
     const [counted, listed, version] = (await replies(redis.multi().hgetall(valuesKey).hgetall(gpusKey).get(versionKey))) as [
       Record<string, string>, Record<string, string>, string | null
     ]
-    const names = Object.keys(listed).filter((g) => Number(listed[g]) > 0).sort(MemoryStorage.cmp)
+    const names = Object.keys(listed).filter((g) => Number(listed[g]) > 0).sort(cmp)
     const second = redis.multi()
     for (const gpu of names) {
       second.callBuffer("ZRANGE", dayIndex(gpu), "-", "+", "BYLEX", "LIMIT", "0", "1")
@@ -250,7 +250,7 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
       const cut = k.indexOf("\u0000")
       values[k.slice(0, cut) as HardwareClassField]?.push(k.slice(cut + 1))
     }
-    for (const f of hardwareClassFields) values[f].sort(MemoryStorage.cmp)
+    for (const f of hardwareClassFields) values[f].sort(cmp)
     const gpus = names.map((gpu, i): HardwareGpuCoverage => ({
       gpu_canonical_name: gpu,
       first_observed: memberText((coverage[3 * i] as Array<Buffer>)[0]!),

@@ -1,6 +1,6 @@
 import { type FleetWeight, type IndexDefinition, type IndexValue, indexValueFields, StorageError } from "@gpu-market/core"
 import {
-  answersFrom, type IndexCoverage, IndexStore, type IndexValueChanges, intervalStart, MemoryStorage, type PagePlan, type Scope, type StoredIndexDefinition
+  answersFrom, type IndexCoverage, IndexStore, type IndexValueChanges, intervalStart, cmp, matchesPredicates, orderAndSeek, type PagePlan, type Scope, type StoredIndexDefinition
 } from "@gpu-market/core/storage"
 import { indexesCollection } from "@gpu-market/core/adapters"
 import * as Option from "effect/Option"
@@ -112,14 +112,14 @@ export const makeIndexStore = (client: RedisClient): IndexStore["Type"] => {
   const page = async (plan: PagePlan): Promise<Array<IndexValue>> => {
     const ids = planIds(plan) ?? (await redis.smembers(idsKey))
     if (plan.scope._tag !== "window") {
-      const candidates = (await picked(ids, plan.scope)).filter((v) => MemoryStorage.matchesPredicates(v, plan.predicates))
-      return MemoryStorage.orderAndSeek(candidates, plan, "timestamp")
+      const candidates = (await picked(ids, plan.scope)).filter((v) => matchesPredicates(v, plan.predicates))
+      return orderAndSeek(candidates, plan, "timestamp")
     }
     // A plan names one index; several are walked each to the limit and merged.
     if (ids.length === 1) return tableOf(ids[0]!).page(plan)
     const rows: Array<IndexValue> = []
     for (const id of ids) rows.push(...await tableOf(id).page(plan))
-    return MemoryStorage.orderAndSeek(rows, plan, "timestamp")
+    return orderAndSeek(rows, plan, "timestamp")
   }
 
   /** One attempt at `apply`: `"retry"` when another writer changed an index it read meanwhile. */
@@ -206,7 +206,7 @@ export const makeIndexStore = (client: RedisClient): IndexStore["Type"] => {
       const [defs, cursors] = (await replies(redis.multi().hgetallBuffer(defsKey).hgetall(cursorsKey))) as [
         Record<string, Buffer>, Record<string, string>
       ]
-      return Object.keys(defs).sort(MemoryStorage.cmp).map((id): StoredIndexDefinition => ({
+      return Object.keys(defs).sort(cmp).map((id): StoredIndexDefinition => ({
         definition: decode<IndexDefinition>(defs[id]!),
         computed_through: cursors[id] ?? null
       }))
@@ -243,7 +243,7 @@ export const makeIndexStore = (client: RedisClient): IndexStore["Type"] => {
 
     weights: client.run("indexes.weights", async () => {
       const all = Object.values(await redis.hgetallBuffer(weightsKey)).flatMap((bytes) => decode<Array<FleetWeight>>(bytes))
-      return all.sort((a, b) => MemoryStorage.cmp(a.gpu_canonical_name, b.gpu_canonical_name) || MemoryStorage.cmp(a.valid_from, b.valid_from))
+      return all.sort((a, b) => cmp(a.gpu_canonical_name, b.gpu_canonical_name) || cmp(a.valid_from, b.valid_from))
     }),
 
     apply: (changes) =>
@@ -254,7 +254,7 @@ export const makeIndexStore = (client: RedisClient): IndexStore["Type"] => {
 
     coverage: (ids, from) =>
       client.run("indexes.coverage", async () => {
-        const unique = [...new Set(ids)].sort(MemoryStorage.cmp)
+        const unique = [...new Set(ids)].sort(cmp)
         const lower = from === null ? "-" : Buffer.concat([Buffer.from("["), encodeValue(from)])
         const pipeline = redis.pipeline()
         for (const id of unique) {

@@ -1,6 +1,6 @@
 import { type LlmTokenPrice, llmTokenPriceFields } from "@gpu-market/core"
 import {
-  type LlmModelSummary, type LlmTokenPriceChanges, LlmTokenPriceStore, MemoryStorage, StorageConflict
+  type LlmModelSummary, type LlmTokenPriceChanges, LlmTokenPriceStore, cmp, inVersionScope, StorageConflict
 } from "@gpu-market/core/storage"
 import { llmTokenPricesCollection } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
@@ -44,7 +44,7 @@ export const llmTokenPriceTable: TableSpec<StoredLlmTokenPrice> = {
   ],
   groups: ["base_price_key"],
   subsetsFor: (scope) => (scope._tag === "latest" ? ["cur"] : ["all"]),
-  inScope: MemoryStorage.inVersionScope,
+  inScope: inVersionScope,
   scopeBounds: versionScopeBounds,
   // A stored row keeps the row's field order (the flag is replaced in place).
   structures: [llmTokenPriceFields]
@@ -166,7 +166,6 @@ export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore[
       }
       lists[field].push(value)
     }
-    const cmp = MemoryStorage.cmp
     const models = [...byModel.keys()].sort(cmp).map((model): LlmModelSummary => {
       const of = (field: SummaryField) => byModel.get(model)![field].sort(cmp)
       return {

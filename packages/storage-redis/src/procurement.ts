@@ -1,6 +1,6 @@
 import { type Offer, parseDateTime, MICROS_PER_MS, type Resource, StorageError } from "@gpu-market/core"
 import {
-  MemoryStorage, type OfferRecord, type PagePlan, type Predicate, type ProcurementRecord, ProcurementStore, type ResourceRecord
+  cmp, type OfferRecord, type PagePlan, type Predicate, type ProcurementRecord, ProcurementStore, type ResourceRecord
 } from "@gpu-market/core/storage"
 import * as Option from "effect/Option"
 import { Batch, untilApplied } from "./batch.js"
@@ -226,8 +226,8 @@ export const makeProcurementStore = (client: RedisClient): ProcurementStore["Typ
           Array<string>,
           Array<string>
         ]
-        const procurementBytes = open.length === 0 ? [] : await redis.hmgetBuffer(procurementsKey, ...open.sort(MemoryStorage.cmp))
-        const resourceRows = await table.fetch(deleting.sort(MemoryStorage.cmp))
+        const procurementBytes = open.length === 0 ? [] : await redis.hmgetBuffer(procurementsKey, ...open.sort(cmp))
+        const resourceRows = await table.fetch(deleting.sort(cmp))
         // A record moved on between the two reads is left out, as it would be had it moved first.
         return {
           procurements: procurementBytes.flatMap((b) => (b === null ? [] : [decode<ProcurementRecord>(b)]))

@@ -1,6 +1,6 @@
 import { type RentalPrice, rentalPriceFields } from "@gpu-market/core"
 import {
-  type GpuSpelling, MemoryStorage, type RentalGpuSummary, RentalPriceStore, StorageConflict
+  type GpuSpelling, cmp, inVersionScope, type RentalGpuSummary, RentalPriceStore, StorageConflict
 } from "@gpu-market/core/storage"
 import { rentalPricesCollection } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
@@ -27,7 +27,7 @@ export const rentalTable: TableSpec<RentalPrice> = {
   ],
   groups: ["base_product_key"],
   subsetsFor: (scope) => (scope._tag === "latest" ? ["cur", "all"] : ["all"]),
-  inScope: MemoryStorage.inVersionScope,
+  inScope: inVersionScope,
   scopeBounds: versionScopeBounds,
   structures: [rentalPriceFields]
 }
@@ -145,7 +145,6 @@ export const makeRentalPriceStore = (client: RedisClient): RentalPriceStore["Typ
     const spellingsByGpu = pairs(replies[1]![1])
     const vendorsByGpu = pairs(replies[2]![1])
     const listed = replies[3]![1] as Record<string, string>
-    const cmp = MemoryStorage.cmp
     const spellings: Array<GpuSpelling> = []
     const gpus = Object.keys(manufacturers).sort(cmp).map((name): RentalGpuSummary => {
       const own = (spellingsByGpu.get(name) ?? []).sort(cmp)

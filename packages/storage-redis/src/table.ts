@@ -1,4 +1,4 @@
-import { MemoryStorage, type PagePlan, type Scope, sortValue } from "@gpu-market/core/storage"
+import { matchesPredicates, orderAndSeek, type PagePlan, type Scope, sortValue } from "@gpu-market/core/storage"
 import type { Batch } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { makeCodec } from "./codec.js"
@@ -248,7 +248,7 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(client:
     if (ties === undefined) return undefined
     const rows: Array<Row> = []
     for (const stored of await fetch([...new Set(ties)])) if (stored !== undefined && keep(stored.row)) rows.push(stored.row)
-    return MemoryStorage.orderAndSeek(rows, plan, spec.tie)
+    return orderAndSeek(rows, plan, spec.tie)
   }
 
   /** The indexes a walk merges: one per anchor value, or the subset's global one. */
@@ -273,7 +273,7 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(client:
   const page = async (plan: PagePlan): Promise<Array<Row>> => {
     if (!spec.sortFields.includes(plan.sort.by)) throw new InvalidPlan(`cannot sort ${spec.tag} by ${JSON.stringify(plan.sort.by)}`)
     if (plan.limit <= 0) return []
-    const keep = (row: Row) => spec.inScope(row, plan.scope) && MemoryStorage.matchesPredicates(row, plan.predicates)
+    const keep = (row: Row) => spec.inScope(row, plan.scope) && matchesPredicates(row, plan.predicates)
     const pinned = await pinnedPage(plan, keep)
     if (pinned !== undefined) return pinned
 

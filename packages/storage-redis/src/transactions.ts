@@ -1,6 +1,6 @@
 import { type AggregatedTransaction, transactionFields } from "@gpu-market/core"
 import {
-  type Cohort, dealPool, MemoryStorage, type Scope, type SeriesState, StorageConflict, type StoredDeal, type TransactionChanges, TransactionStore, type TransactionSummary, windowDates
+  type Cohort, dealPool, cmp, type Scope, type SeriesState, StorageConflict, type StoredDeal, type TransactionChanges, TransactionStore, type TransactionSummary, windowDates
 } from "@gpu-market/core/storage"
 import { transactionsCollection } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
@@ -77,7 +77,7 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
 
   const hmget = (key: string, fields: ReadonlyArray<string>): Promise<Array<Buffer | null>> =>
     fields.length === 0 ? Promise.resolve([]) : redis.hmgetBuffer(key, ...fields)
-  const byId = (a: StoredDeal, b: StoredDeal) => MemoryStorage.cmp(a.deal_id, b.deal_id)
+  const byId = (a: StoredDeal, b: StoredDeal) => cmp(a.deal_id, b.deal_id)
 
   /** One attempt: read, decide as the reference does, and write if nothing it read moved meanwhile. */
   const attempt = async (changes: TransactionChanges): Promise<StorageConflict | undefined | "retry"> => {
@@ -104,7 +104,7 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
     const conflict = (detail: string) => new StorageConflict({ detail })
     for (const p of changes.pools) {
       const now = pendingOf(p.pool).map((d) => d.deal_id)
-      if (now.join("\u0000") !== [...p.pending].sort(MemoryStorage.cmp).join("\u0000")) return conflict(`pool ${p.pool} changed`)
+      if (now.join("\u0000") !== [...p.pending].sort(cmp).join("\u0000")) return conflict(`pool ${p.pool} changed`)
     }
     const fresh = new Set<string>()
     for (const [i, d] of changes.deals.entries()) {
@@ -182,7 +182,7 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
     const names = Object.keys(pairs).map((k) => {
       const cut = k.indexOf("\u0000")
       return { gpu: k.slice(0, cut), model: k.slice(cut + 1), rows: Number(pairs[k]) }
-    }).sort((a, b) => MemoryStorage.cmp(a.gpu, b.gpu) || MemoryStorage.cmp(a.model, b.model))
+    }).sort((a, b) => cmp(a.gpu, b.gpu) || cmp(a.model, b.model))
     const second = redis.multi()
     for (const { gpu, model } of names) {
       const prefix = pairPrefix(gpu, model)
@@ -197,8 +197,8 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
     return {
       version,
       value: {
-        region_groups: regions.sort(MemoryStorage.cmp),
-        contract_types: contracts.sort(MemoryStorage.cmp),
+        region_groups: regions.sort(cmp),
+        contract_types: contracts.sort(cmp),
         tenors: tenors.map(Number).sort((a, b) => a - b),
         gpus: names.map(({ gpu, model, rows }, i) => {
           const prefix = pairPrefix(gpu, model)
@@ -261,9 +261,9 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
         if (list === undefined) members.set(d.cohort, [d.deal_id])
         else list.push(d.deal_id)
       }
-      return Object.keys(rowCohorts).sort(MemoryStorage.cmp).map((row_key) => ({
+      return Object.keys(rowCohorts).sort(cmp).map((row_key) => ({
         row_key,
-        deal_ids: decode<Array<string>>(rowCohorts[row_key]!).flatMap((c) => members.get(c) ?? []).sort(MemoryStorage.cmp)
+        deal_ids: decode<Array<string>>(rowCohorts[row_key]!).flatMap((c) => members.get(c) ?? []).sort(cmp)
       }))
     })
   }

@@ -1,7 +1,7 @@
 import { type HardwareClassField, hardwareClassFields, type HardwarePrice, hardwarePriceFields } from "@gpu-market/core"
 import { type HardwareGpuCoverage, HardwarePriceStore, type HardwareSummary, type PagePlan } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
-import type { Migration } from "./migrations.js"
+import type { Migration } from "./migration.js"
 import {
   type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, keysetClause, limitParam, orderBy, type PageSort,
   pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows

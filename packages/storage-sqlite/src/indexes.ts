@@ -4,7 +4,7 @@ import {
 } from "@gpu-market/core/storage"
 import * as Option from "effect/Option"
 import type { SqliteClient } from "./client.js"
-import type { Migration } from "./migrations.js"
+import type { Migration } from "./migration.js"
 import {
   type Clauses, columnGuard, type CompiledPage, InvalidPlan, limitParam, pinnedValue, predicateClauses, type PredicateFields, readRows
 } from "./page-sql.js"

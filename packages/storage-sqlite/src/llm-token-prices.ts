@@ -2,7 +2,7 @@ import { type LlmTokenPrice, llmTokenPriceFields } from "@gpu-market/core"
 import { type LlmModelSummary, LlmTokenPriceStore, type PagePlan, StorageConflict } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
 import type { SqliteClient } from "./client.js"
-import type { Migration } from "./migrations.js"
+import type { Migration } from "./migration.js"
 import {
   type Clauses, cmp, columnGuard, type CompiledPage, isUniqueViolation, KEY_CHUNK, keysetClause, limitParam, orderBy, padded,
   type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows, versionScopeClause

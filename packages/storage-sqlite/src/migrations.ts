@@ -6,17 +6,15 @@ import { llmTokenPricesMigration } from "./llm-token-prices.js"
 import { transactionsMigration } from "./transactions.js"
 import { indexesMigration } from "./indexes.js"
 import { procurementMigration } from "./procurement.js"
+import type { Migration } from "./migration.js"
+
+export type { Migration } from "./migration.js"
 
 /**
  * Schema migrations, numbered from 1 and recorded in `PRAGMA user_version`. A migration is
  * frozen once released: later changes are new migrations, never edits, because a database in
  * the field has already run the old text.
  */
-export interface Migration {
-  readonly version: number
-  readonly name: string
-  readonly sql: string
-}
 
 /** Sort fields of the rental collection; each gets a current-row index per anchor. */
 const RENTAL_SORTS = [

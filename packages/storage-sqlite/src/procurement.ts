@@ -2,7 +2,7 @@ import type { Resource } from "@gpu-market/core"
 import type { OfferRecord, PagePlan, ProcurementRecord, ProcurementStore, ResourceRecord } from "@gpu-market/core/storage"
 import * as Option from "effect/Option"
 import type { SqliteClient } from "./client.js"
-import type { Migration } from "./migrations.js"
+import type { Migration } from "./migration.js"
 import {
   type Clauses, columnGuard, type CompiledPage, keysetClause, limitParam, orderBy, type PageSort, pinnedValue, predicateClauses,
   type PredicateFields

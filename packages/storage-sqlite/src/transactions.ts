@@ -3,7 +3,7 @@ import {
   type Cohort, dealPool, type PagePlan, type SeriesState, type StoredDeal, StorageConflict, TransactionStore, windowDates
 } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
-import type { Migration } from "./migrations.js"
+import type { Migration } from "./migration.js"
 import {
   type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, isUniqueViolation, KEY_CHUNK, keysetClause, limitParam,
   orderBy, type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows

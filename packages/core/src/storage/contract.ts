@@ -1,5 +1,4 @@
 import * as Context from "effect/Context"
-import * as Data from "effect/Data"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type { Principal } from "../auth/principal.js"
@@ -10,17 +9,9 @@ import type { PagePlan } from "./plan.js"
 import type { TransactionStore } from "./transactions.js"
 import type { IndexStore } from "./indexes.js"
 import type { ProcurementStore } from "./procurement.js"
+import type { StorageConflict, StorageError } from "./errors.js"
 
-/** A backend failure (I/O, connection, corrupt data). Backends wrap theirs into this once. */
-export class StorageError extends Data.TaggedError("StorageError")<{
-  readonly operation: string
-  readonly cause: unknown
-}> {}
-
-/** An optimistic write found the state it expected changed; the caller re-reads and retries. */
-export class StorageConflict extends Data.TaggedError("StorageConflict")<{
-  readonly detail: string
-}> {}
+export { StorageConflict, StorageError } from "./errors.js"
 
 /** A change to the rental price table: close current rows and open new ones, all or nothing. */
 export interface RentalPriceChanges {

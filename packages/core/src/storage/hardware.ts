@@ -1,7 +1,7 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type { HardwareClassField, HardwarePrice } from "../schema/hardware-price.js"
-import type { StorageError } from "./contract.js"
+import type { StorageError } from "./errors.js"
 import type { PagePlan } from "./plan.js"
 
 /** What one `put` did. */

@@ -3,7 +3,7 @@ import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import { formatInstant, MICROS_PER_MS } from "../query/time.js"
 import type { FleetWeight, IndexDefinition, IndexValue } from "../schema/indexes.js"
-import type { StorageError } from "./contract.js"
+import type { StorageError } from "./errors.js"
 import type { PagePlan } from "./plan.js"
 
 /** Length of an intraday interval. */

@@ -1,7 +1,7 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type { LlmTokenPrice } from "../schema/llm-token-price.js"
-import type { StorageConflict, StorageError } from "./contract.js"
+import type { StorageConflict, StorageError } from "./errors.js"
 import type { PagePlan } from "./plan.js"
 
 /** A change to the LLM token price table: close current rows and open new ones, all or nothing. */

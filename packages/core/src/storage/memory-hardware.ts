@@ -1,16 +1,13 @@
 import * as Effect from "effect/Effect"
 import { type HardwareClassField, hardwareClassFields, type HardwarePrice } from "../schema/hardware-price.js"
 import type { HardwareGpuCoverage, HardwarePriceStore, HardwareSummary } from "./hardware.js"
-import { cmp, matchesPredicates, orderAndSeek } from "./memory.js"
+import { cmp, dayStart, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan, Scope } from "./plan.js"
 
 /**
  * The in-memory reference of the hardware price store: the plain statement of what every
  * backend must return, scanning everything.
  */
-
-/** The instant a day starts, in the stored fixed-width form: where a window places the day. */
-export const dayStart = (date: string): string => `${date}T00:00:00.000000Z`
 
 /** The rows of a scope: each listing's newest (on or before a date), or the days of a window. */
 export const inHardwareScope = (rows: Iterable<HardwarePrice>, scope: Scope): Array<HardwarePrice> => {

@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { FleetWeight, IndexDefinition, IndexValue } from "../schema/indexes.js"
 import { answersFrom, type IndexCoverage, type IndexStore, intervalStart, type StoredIndexDefinition } from "./indexes.js"
-import { cmp, matchesPredicates, orderAndSeek } from "./memory.js"
+import { cmp, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan } from "./plan.js"
 
 /**

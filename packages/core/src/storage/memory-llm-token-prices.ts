@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import type { LlmTokenPrice } from "../schema/llm-token-price.js"
 import { StorageConflict } from "./contract.js"
 import type { LlmModelSummary, LlmTokenPriceStore } from "./llm-token-prices.js"
-import { cmp, inVersionScope, matchesPredicates, orderAndSeek } from "./memory.js"
+import { cmp, inVersionScope, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan } from "./plan.js"
 
 /** The reference LLM token price store: plain statements of what every backend must return. */

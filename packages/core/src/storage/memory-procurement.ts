@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { Resource } from "../schema/procurement.js"
-import { cmp, matchesPredicates, orderAndSeek } from "./memory.js"
+import { cmp, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan } from "./plan.js"
 import type { OfferRecord, ProcurementRecord, ProcurementStore, ResourceRecord } from "./procurement.js"
 

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import type { AggregatedTransaction } from "../schema/transaction.js"
 import { StorageConflict } from "./contract.js"
-import { cmp, matchesPredicates, orderAndSeek } from "./memory.js"
+import { cmp, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan } from "./plan.js"
 import {
   type Cohort, dealPool, type PublishedRow, type SeriesState, type StoredDeal, type TransactionStore, type TransactionSummary,

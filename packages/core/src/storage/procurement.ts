@@ -2,7 +2,7 @@ import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type { Offer, Procurement, ProcurementStatus, Resource, ResourceStatus } from "../schema/procurement.js"
-import type { StorageError } from "./contract.js"
+import type { StorageError } from "./errors.js"
 import type { PagePlan } from "./plan.js"
 
 /**

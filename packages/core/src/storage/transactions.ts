@@ -1,7 +1,7 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type { AggregatedTransaction } from "../schema/transaction.js"
-import type { StorageConflict, StorageError } from "./contract.js"
+import type { StorageConflict, StorageError } from "./errors.js"
 import type { PagePlan, Scope } from "./plan.js"
 
 /** A settled deal as stored: private, never served. A null list price means none is known. */
