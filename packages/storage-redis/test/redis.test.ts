@@ -1,6 +1,6 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { StorageError } from "@gpu-market/core"
-import { MemoryStorage, RateLimitStore, RentalPriceStore } from "@gpu-market/core/storage"
+import { cmp, MemoryStorage, RateLimitStore, RentalPriceStore } from "@gpu-market/core/storage"
 import { rentalRow } from "@gpu-market/core/test"
 import { Effect, Exit } from "effect"
 import fc from "fast-check"
@@ -15,13 +15,13 @@ describe("member encoding", () => {
   it("orders as JS < does, on (value, tie), for any text and number", () => {
     const value = fc.oneof(fc.string({ unit: "binary" }), fc.constantFrom("", "\u0000", "\u0001", "\uffff", "\ud83d\ude00"))
     fc.assert(fc.property(value, value, fc.string({ unit: "binary" }), fc.string({ unit: "binary" }), (a, b, ta, tb) => {
-      const expected = MemoryStorage.cmp(a, b) || MemoryStorage.cmp(ta, tb)
+      const expected = cmp(a, b) || cmp(ta, tb)
       assert.strictEqual(sign(Buffer.compare(encodeMember(a, ta), encodeMember(b, tb))), expected)
       assert.strictEqual(memberTie(encodeMember(a, ta)), ta)
     }))
     const number = fc.double({ noNaN: true })
     fc.assert(fc.property(number, number, fc.string(), (a, b, tie) => {
-      assert.strictEqual(sign(Buffer.compare(encodeMember(a, tie), encodeMember(b, tie))), MemoryStorage.cmp(a, b))
+      assert.strictEqual(sign(Buffer.compare(encodeMember(a, tie), encodeMember(b, tie))), cmp(a, b))
       assert.strictEqual(memberTie(encodeMember(a, tie)), tie)
     }))
   })

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import type { Principal } from "../auth/principal.js"
 import { refuseParameters, type QueryInput } from "../query/params.js"
-import { cmp } from "../storage/memory.js"
+import { cmp } from "../storage/rules.js"
 import type { SupplyContract, SupplyGpu, SupplyRegion, SupplyStorageOption, SupplyVendor } from "../schema/procurement.js"
 import { requireProcurement } from "./access.js"
 import { providerUnavailable } from "./offers.js"
