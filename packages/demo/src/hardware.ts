@@ -186,6 +186,7 @@ export const seedHardwareDemo = Effect.fn("Demo.seedHardware")(function* (today:
   for (let day = first; day <= today; day += 7) {
     const days = Array.from({ length: Math.min(7, today - day + 1) }, (_, i) => demoHardwareObservations(day + i))
     yield* ingest.ingest(days.flat())
+    // A listing-day ingested again replaces its row with the same one: a killed seed resumes here.
+    yield* settings.set(SEEDED_THROUGH, String(day + days.length - 1))
   }
-  yield* settings.set(SEEDED_THROUGH, String(today))
 })

@@ -288,6 +288,7 @@ export const seedLlmDemo = Effect.fn("Demo.seedLlm")(function* (today: number, h
     yield* ingest.ingest(demoLlmObservations(day, today))
     const keys = retiring.get(day)
     if (keys !== undefined) yield* ingest.withdraw(keys, formatInstant(day * MICROS_PER_DAY))
+    // A seed killed after a day's data and before its mark sends that day again: a no-op.
+    yield* settings.set(SEEDED_THROUGH, String(day))
   }
-  yield* settings.set(SEEDED_THROUGH, String(today))
 })

@@ -62,9 +62,10 @@ export const seedDemo = Effect.fn("Demo.seed")(function* (options: DemoSeedOptio
     yield* ingest.ingest(demoObservations(day, today, options))
     const keys = retiring.get(day)
     if (keys !== undefined && keys.length > 0) yield* ingest.withdraw(keys, formatInstant(day * MICROS_PER_DAY))
+    // A seed killed after a day's data and before its mark sends that day again: a no-op.
+    yield* settings.set(SEEDED_THROUGH, String(day))
     yield* progress({ phase: "rental prices", done: day - first + 1, total: rentalDays })
   }
-  yield* settings.set(SEEDED_THROUGH, String(today))
   const types = [
     ["hardware prices", seedHardwareDemo],
     ["LLM token prices", seedLlmDemo],

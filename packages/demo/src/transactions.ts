@@ -82,6 +82,9 @@ export const seedTransactionDemo = Effect.fn("Demo.seedTransactions")(function* 
   const ingest = yield* TransactionIngest
   const through = yield* settings.get(SEEDED_THROUGH)
   const first = Option.isSome(through) ? Number(through.value) + 1 : today - historyDays
-  for (let day = first; day <= today; day++) yield* ingest.record(demoDeals(day))
-  yield* settings.set(SEEDED_THROUGH, String(today))
+  for (let day = first; day <= today; day++) {
+    // Deals recorded again with the same terms are skipped, so a killed seed resumes at its mark.
+    yield* ingest.record(demoDeals(day))
+    yield* settings.set(SEEDED_THROUGH, String(day))
+  }
 })

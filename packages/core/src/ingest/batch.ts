@@ -5,6 +5,7 @@ import * as Schedule from "effect/Schedule"
 import { InvalidRecords, type RecordIssue, StorageUnavailable } from "../errors.js"
 import { formatInstant, parseDateTime } from "../query/time.js"
 import { StorageConflict, StorageError } from "../storage/contract.js"
+import type { PagePlan } from "../storage/plan.js"
 
 /** The refusal of a whole batch, naming the first of its problems. */
 export const invalidRecords = (errors: ReadonlyArray<RecordIssue>): InvalidRecords =>
@@ -106,17 +107,61 @@ export interface VersionRules<O, Row> {
   readonly open: (o: O, at: string, base: string) => Row
 }
 
+/** A versioned row: in force from `valid_from` until `valid_to` (null: still in force). */
+type Versioned = { readonly valid_from: string; readonly valid_to: string | null }
+
 /**
- * Turns validated observations into a change against the current rows. Observations of one
- * priced thing apply in time order; an unchanged price touches nothing; a changed one closes
- * the current row at the observation's time and opens a new one. An observation older than the
- * row in force with a different price cannot be placed and refuses the batch. `close` names
- * stored rows by their key.
+ * The observations that are not after the current row of their priced thing: each is either
+ * already stored (the version in force at its instant has its price) or cannot be placed. Their
+ * base keys and instants, for `versionsInForce` to read.
  */
-export const planVersions = <O, Row extends { readonly valid_from: string; readonly valid_to: string | null }>(
+export const staleObservations = <O, Row extends Versioned>(
   decoded: ReadonlyArray<Timed<O>>,
   current: ReadonlyArray<Row>,
   rules: VersionRules<O, Row>
+): ReadonlyArray<Timed<O>> => {
+  const live = new Map<string, Row>(current.map((r) => [rules.base(r), r]))
+  return decoded.filter((d) => {
+    const now = live.get(d.base)
+    return now !== undefined && d.at <= now.valid_from && !rules.samePrice(now, d.observation)
+  })
+}
+
+/**
+ * The stored version of each stale observation's priced thing in force at its instant, read one
+ * point at a time through the store's page (the base key pins a handful of versions on every
+ * backend). Stale observations are rare: a batch sent again, or a resumed import or seed.
+ */
+export const versionsInForce = <O, Row extends Versioned, E, R>(
+  stale: ReadonlyArray<Timed<O>>,
+  baseField: string,
+  page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<Row>, E, R>
+): Effect.Effect<ReadonlyArray<Row>, E, R> =>
+  Effect.map(
+    Effect.forEach(stale, ({ base, at }) =>
+      page({
+        scope: { _tag: "asOf", at },
+        predicates: [{ op: "eq", field: baseField, value: base }],
+        sort: { by: "valid_from", order: "desc" },
+        after: undefined,
+        limit: 1
+      })),
+    (pages) => pages.flat()
+  )
+
+/**
+ * Turns validated observations into a change against the current rows. Observations of one
+ * priced thing apply in time order; an unchanged price touches nothing; a changed one closes
+ * the current row at the observation's time and opens a new one. An observation not after the
+ * current row is already stored when `inForce` (the versions in force at such observations'
+ * instants) has its price, and is unchanged: sending a batch again is a no-op. Otherwise it
+ * cannot be placed and refuses the batch. `close` names stored rows by their key.
+ */
+export const planVersions = <O, Row extends Versioned>(
+  decoded: ReadonlyArray<Timed<O>>,
+  current: ReadonlyArray<Row>,
+  rules: VersionRules<O, Row>,
+  inForce: ReadonlyArray<Row> = []
 ): Either.Either<
   {
     readonly close: ReadonlyArray<{ readonly key: string; readonly valid_to: string }>
@@ -140,6 +185,11 @@ export const planVersions = <O, Row extends { readonly valid_from: string; reado
       continue
     }
     if (now !== undefined && at <= now.valid_from) {
+      const then = inForce.find((r) => rules.base(r) === base && r.valid_from <= at && (r.valid_to === null || r.valid_to > at))
+      if (then !== undefined && rules.samePrice(then, o)) {
+        unchanged++
+        continue
+      }
       issues.push({ index, message: `extracted_at ${at} is not after the price in force since ${now.valid_from}` })
       continue
     }

@@ -6,7 +6,9 @@ import type { InvalidRecords } from "../errors.js"
 import { formatInstant, parseDateTime } from "../query/time.js"
 import { type LlmTokenPrice, LlmTokenPriceObservation } from "../schema/llm-token-price.js"
 import { type LlmTokenPriceChanges, LlmTokenPriceStore } from "../storage/llm-token-prices.js"
-import { atomically, decodeTimed, type IngestSummary, invalidRecords, planVersions, type Timed, type VersionRules } from "./batch.js"
+import {
+  atomically, decodeTimed, type IngestSummary, invalidRecords, planVersions, staleObservations, type Timed, type VersionRules, versionsInForce
+} from "./batch.js"
 
 /** Fields that identify one published price across price changes (`base_price_key`). */
 const IDENTITY = ["source", "model", "serving_provider", "price_type", "region", "metric", "qualifiers"] as const
@@ -133,14 +135,16 @@ const rules: VersionRules<LlmTokenPriceObservation, LlmTokenPrice> = {
 /**
  * Turns validated observations into a change against the current rows, as rental prices do:
  * observations of one price apply in time order; an unchanged price touches nothing; a changed
- * one closes the current row at the observation's time and opens a new one. An observation older
- * than the row in force with a different price refuses the batch. Opened rows are not yet judged.
+ * one closes the current row at the observation's time and opens a new one. An observation not
+ * after the current row is unchanged when the version `inForce` at its instant has its price (it
+ * is already stored), else it refuses the batch. Opened rows are not yet judged.
  */
 export const planLlmChanges = (
   decoded: ReadonlyArray<Timed<LlmTokenPriceObservation>>,
-  current: ReadonlyArray<LlmTokenPrice>
+  current: ReadonlyArray<LlmTokenPrice>,
+  inForce: ReadonlyArray<LlmTokenPrice> = []
 ): Either.Either<{ readonly changes: LlmTokenPriceChanges; readonly summary: IngestSummary }, InvalidRecords> =>
-  Either.map(planVersions(decoded, current, rules), ({ close, open, summary }) => ({
+  Either.map(planVersions(decoded, current, rules, inForce), ({ close, open, summary }) => ({
     changes: { close: close.map(({ key, valid_to }) => ({ price_key: key, valid_to })), open },
     summary
   }))
@@ -172,7 +176,8 @@ export class LlmTokenPriceIngest extends Effect.Service<LlmTokenPriceIngest>()("
       const bases = [...new Set(decoded.map((d) => d.base))]
       return yield* Effect.gen(function* () {
         const current = yield* store.current(bases)
-        const { changes, summary } = yield* planLlmChanges(decoded, current)
+        const inForce = yield* versionsInForce(staleObservations(decoded, current, rules), "base_price_key", store.page)
+        const { changes, summary } = yield* planLlmChanges(decoded, current, inForce)
         if (changes.close.length === 0 && changes.open.length === 0) return { ...summary, flagged: 0 }
         const open = yield* judged(changes)
         yield* store.apply({ close: changes.close, open })

@@ -6,7 +6,9 @@ import type { InvalidRecords } from "../errors.js"
 import { formatInstant, parseDateTime } from "../query/time.js"
 import { type RentalPrice, RentalPriceObservation } from "../schema/rental-price.js"
 import { type RentalPriceChanges, RentalPriceStore } from "../storage/contract.js"
-import { atomically, decodeTimed, type IngestSummary, invalidRecords, planVersions, type Timed, type VersionRules } from "./batch.js"
+import {
+  atomically, decodeTimed, type IngestSummary, invalidRecords, planVersions, staleObservations, type Timed, type VersionRules, versionsInForce
+} from "./batch.js"
 
 /** Fields that identify one priced thing across price changes (`base_product_key`). */
 const IDENTITY = [
@@ -56,14 +58,16 @@ const rules: VersionRules<RentalPriceObservation, RentalPrice> = {
 /**
  * Turns validated observations into a change against the current rows. Observations of one
  * product apply in time order; an unchanged price touches nothing; a changed one closes the
- * current row at the observation's time and opens a new one. An observation older than the
- * row in force with a different price cannot be placed and refuses the batch.
+ * current row at the observation's time and opens a new one. An observation not after the
+ * current row is unchanged when the version `inForce` at its instant has its price (it is
+ * already stored), else it cannot be placed and refuses the batch.
  */
 export const planChanges = (
   decoded: ReadonlyArray<Timed<RentalPriceObservation>>,
-  current: ReadonlyArray<RentalPrice>
+  current: ReadonlyArray<RentalPrice>,
+  inForce: ReadonlyArray<RentalPrice> = []
 ): Either.Either<{ readonly changes: RentalPriceChanges; readonly summary: IngestSummary }, InvalidRecords> =>
-  Either.map(planVersions(decoded, current, rules), ({ close, open, summary }) => ({
+  Either.map(planVersions(decoded, current, rules, inForce), ({ close, open, summary }) => ({
     changes: { close: close.map(({ key, valid_to }) => ({ product_key: key, valid_to })), open },
     summary
   }))
@@ -82,7 +86,8 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
       const bases = [...new Set(decoded.map((d) => d.base))]
       return yield* Effect.gen(function* () {
         const current = yield* store.current(bases)
-        const { changes, summary } = yield* planChanges(decoded, current)
+        const inForce = yield* versionsInForce(staleObservations(decoded, current, rules), "base_product_key", store.page)
+        const { changes, summary } = yield* planChanges(decoded, current, inForce)
         if (changes.close.length > 0 || changes.open.length > 0) yield* store.apply(changes)
         return summary
       }).pipe(atomically)

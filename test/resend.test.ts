@@ -1,0 +1,88 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { InvalidRecords, LlmTokenPriceIngest, marketLayer, type Storage, RentalPriceIngest } from "@gpu-market/core"
+import { LlmTokenPriceStore, MemoryStorage, type PagePlan, RentalPriceStore } from "@gpu-market/core/storage"
+import * as RedisStorage from "@gpu-market/storage-redis"
+import * as SqliteStorage from "@gpu-market/storage-sqlite"
+import { Effect, Layer } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { llmObservations } from "./support/llm"
+import { observations } from "./support/market"
+import { TestRedis, testRedisLayer, uniquePrefix } from "./support/redis"
+
+/**
+ * Sending a batch again stores nothing twice and refuses nothing: a resumed import or seed, or a
+ * client retrying after a lost reply, re-applies observations the store already holds. Each is a
+ * no-op (counted `unchanged`) when the version in force at its instant has its price; an old
+ * observation with another price still cannot be placed. On every backend.
+ */
+
+const DAYS = 12
+
+const sqliteStorage = Layer.unwrapScoped(Effect.map(
+  Effect.acquireRelease(Effect.sync(() => mkdtempSync(join(tmpdir(), "gpu-market-resend-"))), (dir) =>
+    Effect.sync(() => rmSync(dir, { recursive: true, force: true }))),
+  (dir) => SqliteStorage.layer({ filename: join(dir, "market.db") })
+))
+
+const backends: ReadonlyArray<readonly [string, Layer.Layer<Storage, unknown, TestRedis>]> = [
+  ["memory", MemoryStorage.layer],
+  ["sqlite", sqliteStorage],
+  ["redis", Layer.unwrapEffect(Effect.map(TestRedis, (server) => RedisStorage.layer({ url: server.url, prefix: uniquePrefix("resend") })))]
+]
+
+/** Every version ever stored, in one order. */
+const everything: PagePlan = {
+  scope: { _tag: "window", start: "2000-01-01T00:00:00.000000Z", end: "2100-01-01T00:00:00.000000Z" },
+  predicates: [], sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 100_000
+}
+
+describe("sending a batch again", () => {
+  layer(testRedisLayer(), { timeout: "120 seconds" })((it) => {
+    for (const [name, storage] of backends) {
+      const market = () => marketLayer.pipe(Layer.provideMerge(storage))
+
+      it.effect(`${name}: rental prices sent again, day by day or all at once, change nothing`, () =>
+        Effect.gen(function* () {
+          const ingest = yield* RentalPriceIngest
+          const store = yield* RentalPriceStore
+          for (let day = 0; day < DAYS; day++) yield* ingest.ingest(observations(day))
+          const stored = yield* store.page(everything)
+          assert.isAbove(stored.filter((r) => r.valid_to !== null).length, 5, "the fixture changes prices")
+
+          // As a crashed seed resumes: from the first day again.
+          for (let day = 0; day < DAYS; day++) {
+            const sent = observations(day)
+            assert.deepStrictEqual(yield* ingest.ingest(sent), { received: sent.length, opened: 0, closed: 0, unchanged: sent.length })
+          }
+          const all = Array.from({ length: DAYS }, (_, day) => observations(day)).flat()
+          assert.deepStrictEqual(yield* ingest.ingest(all), { received: all.length, opened: 0, closed: 0, unchanged: all.length })
+          assert.deepStrictEqual(yield* store.page(everything), stored)
+
+          // An old observation at a price that was never in force then is still refused, whole.
+          const changed = stored.find((r) => r.valid_to !== null)!
+          const before = observations(0).find((o) => o.vendor === changed.vendor && o.gpu_canonical_name === changed.gpu_canonical_name)!
+          const wrong = { ...before, extracted_at: changed.valid_from, price_usd_per_gpu_hour: 999, raw_price: 999 }
+          const refused = yield* Effect.flip(ingest.ingest([...observations(1), wrong]))
+          assert.instanceOf(refused, InvalidRecords)
+          assert.match(refused.detail, /is not after the price in force/)
+          assert.deepStrictEqual(yield* store.page(everything), stored)
+        }).pipe(Effect.provide(market())))
+
+      it.effect(`${name}: LLM token prices sent again change nothing`, () =>
+        Effect.gen(function* () {
+          const ingest = yield* LlmTokenPriceIngest
+          const store = yield* LlmTokenPriceStore
+          for (let day = 0; day < DAYS; day++) yield* ingest.ingest(llmObservations(day))
+          const stored = yield* store.page(everything)
+          assert.isAbove(stored.filter((r) => r.valid_to !== null).length, 0, "the fixture changes prices")
+          for (let day = 0; day < DAYS; day++) {
+            const sent = llmObservations(day)
+            assert.deepInclude(yield* ingest.ingest(sent), { received: sent.length, opened: 0, closed: 0, unchanged: sent.length, flagged: 0 })
+          }
+          assert.deepStrictEqual(yield* store.page(everything), stored)
+        }).pipe(Effect.provide(market())))
+    }
+  })
+})
