@@ -114,12 +114,15 @@ export const INDEX_TOKENS = {
 } as const satisfies Record<string, Principal>
 export type IndexTokenName = keyof typeof INDEX_TOKENS
 
-/** Seeds the fixture market, indices and tokens through the write paths, on any storage. */
-export const seed = Effect.gen(function* () {
+/**
+ * The fixture market and indices through the write paths, without tokens (for a market that
+ * issues its own: these token secrets are the rental fixture's too). Leaves the clock at the
+ * fixture's "now", when the definitions computed what was due.
+ */
+export const seedIndexes = Effect.gen(function* () {
   yield* atIndexNow
   const rentalIngest = yield* RentalPriceIngest
   const indexes = yield* IndexIngest
-  const auth = yield* Auth
   yield* rentalIngest.ingest(FIXTURE_PRODUCTS)
   yield* rentalIngest.ingest([{ ...FIXTURE_PRODUCTS[3]!, price_usd_per_gpu_hour: 3, raw_price: 3, extracted_at: VC_CHANGE }])
   const vb = FIXTURE_PRODUCTS[2]!
@@ -131,6 +134,12 @@ export const seed = Effect.gen(function* () {
   yield* indexes.publish(ADMINISTERED_DAYS.map((day) => ({
     id: "adm-daily", timestamp: `2026-06-${String(day).padStart(2, "0")}`, value: administeredValue(day)
   })))
+})
+
+/** Seeds the fixture market, indices and tokens through the write paths, on any storage. */
+export const seed = Effect.gen(function* () {
+  const auth = yield* Auth
+  yield* seedIndexes
   for (const [name, p] of Object.entries(INDEX_TOKENS)) yield* auth.issue(p, name)
 })
 

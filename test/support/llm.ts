@@ -122,10 +122,12 @@ export const LLM_TOKENS = {
   rentalOnly: principal("l-rental", { gpu_rental_prices: { history: { _tag: "unrestricted" } } })
 } as const
 
-/** Seeds the fixture LLM market and its tokens through the write paths, on any storage. */
-export const seed = Effect.gen(function* () {
+/**
+ * The fixture LLM market's prices, through the write path, without tokens (for a market that
+ * issues its own: these token secrets are the rental fixture's too).
+ */
+export const seedPrices = Effect.gen(function* () {
   const ingest = yield* LlmTokenPriceIngest
-  const auth = yield* Auth
   for (let day = 0; day <= LAST_DAY; day++) {
     yield* ingest.ingest(llmObservations(day))
     if (day === MIXTRAL_LAST_DAY + 1) {
@@ -134,6 +136,12 @@ export const seed = Effect.gen(function* () {
     }
   }
   yield* ingest.ingest(wideObservations())
+})
+
+/** Seeds the fixture LLM market and its tokens through the write paths, on any storage. */
+export const seed = Effect.gen(function* () {
+  const auth = yield* Auth
+  yield* seedPrices
   for (const [name, p] of Object.entries(LLM_TOKENS)) yield* auth.issue(p, name)
   for (const t of Demo.DEMO_TOKENS) yield* auth.issue(t.principal, t.secret)
 })
