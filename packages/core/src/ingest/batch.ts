@@ -27,6 +27,8 @@ export const unavailableWrite = (e: { readonly operation: string }): StorageUnav
 /**
  * Re-plans a read-then-apply when another writer moved a row in between (a `StorageConflict`),
  * a few times; a storage failure, or a conflict that outlasts them, becomes `StorageUnavailable`.
+ * A change applied in chunks re-plans from what its earlier chunks stored: sending an observation
+ * again is a no-op, so the batch completes as planned.
  */
 export const atomically = <A, E, R>(
   readThenApply: Effect.Effect<A, E | StorageError | StorageConflict, R>
@@ -60,6 +62,58 @@ export const decodeRecords = <A>(
     }
   })
   return issues
+}
+
+/**
+ * Rows one storage write carries at most. A write holds the SQLite write lock, or runs as one
+ * Redis script every other client of that server waits for, as long as it takes; at this size
+ * it stays within tens of milliseconds (BENCHMARKS.md, the longest Redis command of a load).
+ */
+export const MAX_ROWS_PER_WRITE = 100
+
+/** Index values one storage write carries at most: a value is one small row with two index entries. */
+export const INDEX_VALUES_PER_WRITE = 1_000
+
+/** `items` in consecutive chunks of at most `size`. */
+export const chunksOf = <A>(items: ReadonlyArray<A>, size = MAX_ROWS_PER_WRITE): Array<ReadonlyArray<A>> => {
+  const out: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
+  return out
+}
+
+/**
+ * A versioned change in chunks of at most `MAX_ROWS_PER_WRITE` rows (closes and opens), each a
+ * change of its own: every priced thing's closes and opens stay in one chunk, so each chunk
+ * keeps the store's rule of one current row per priced thing, and a reader never sees a thing
+ * with two current rows or none. `baseOfClosed` names the priced thing of a closed row's key.
+ */
+export const chunkVersionChanges = <C extends { readonly valid_to: string }, Row>(
+  close: ReadonlyArray<C>,
+  open: ReadonlyArray<Row>,
+  baseOfClosed: (c: C) => string,
+  baseOf: (row: Row) => string
+): Array<{ readonly close: ReadonlyArray<C>; readonly open: ReadonlyArray<Row> }> => {
+  const byBase = new Map<string, { close: Array<C>; open: Array<Row> }>()
+  const of = (base: string) => {
+    let group = byBase.get(base)
+    if (group === undefined) byBase.set(base, group = { close: [], open: [] })
+    return group
+  }
+  for (const c of close) of(baseOfClosed(c)).close.push(c)
+  for (const r of open) of(baseOf(r)).open.push(r)
+  const chunks: Array<{ close: Array<C>; open: Array<Row> }> = []
+  let chunk = { close: [] as Array<C>, open: [] as Array<Row> }
+  for (const group of byBase.values()) {
+    const size = chunk.close.length + chunk.open.length
+    if (size > 0 && size + group.close.length + group.open.length > MAX_ROWS_PER_WRITE) {
+      chunks.push(chunk)
+      chunk = { close: [], open: [] }
+    }
+    chunk.close.push(...group.close)
+    chunk.open.push(...group.open)
+  }
+  if (chunk.close.length + chunk.open.length > 0) chunks.push(chunk)
+  return chunks
 }
 
 /** What one ingest of versioned prices did. */

@@ -8,7 +8,7 @@ import { formatDate, isBareDate, parseDate, parseDateTime } from "../query/time.
 import { CompleteHardwarePriceObservation, type HardwarePrice, hardwarePriceFields, observationId } from "../schema/hardware-price.js"
 import { SettingsStore } from "../storage/contract.js"
 import { HardwarePriceStore } from "../storage/hardware.js"
-import { invalidRecords, unavailableWrite } from "./batch.js"
+import { chunksOf, invalidRecords, unavailableWrite } from "./batch.js"
 
 /**
  * Words that make a field a seller's identity: the platform or marketplace, the seller, shop or
@@ -150,15 +150,21 @@ export class HardwarePriceIngest extends Effect.Service<HardwarePriceIngest>()("
 
     return {
       /**
-       * Ingests listing observations as one atomic batch: one row per listing per observed day,
-       * and a listing-day ingested again replaces its row. Invalid records refuse the whole batch.
+       * Ingests listing observations: one row per listing per observed day, and a listing-day
+       * ingested again replaces its row. Invalid records refuse the whole batch; rows are written
+       * in atomic chunks of at most `MAX_ROWS_PER_WRITE`, and sending a batch again is safe.
        */
       ingest: Effect.fn("HardwarePriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>) {
         const { rows, skipped } = yield* decodeHardwareObservations(observations, listingKey)
-        const put = rows.length === 0
-          ? { inserted: 0, replaced: 0 }
-          : yield* Effect.mapError(store.put(rows), unavailableWrite)
-        const summary: HardwareIngestSummary = { received: observations.length, ...put, skipped }
+        let inserted = 0
+        let replaced = 0
+        // Rows are independent listing-days, each replaced whole: any chunking keeps them right.
+        for (const chunk of chunksOf(rows)) {
+          const put = yield* Effect.mapError(store.put(chunk), unavailableWrite)
+          inserted += put.inserted
+          replaced += put.replaced
+        }
+        const summary: HardwareIngestSummary = { received: observations.length, inserted, replaced, skipped }
         return summary
       }),
       /** The `listing_key` this deployment derives from a source's listing reference. */

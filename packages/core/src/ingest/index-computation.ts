@@ -7,6 +7,7 @@ import type { RentalPrice } from "../schema/rental-price.js"
 import { RentalPriceStore, type StorageError } from "../storage/contract.js"
 import { IndexStore, type StoredIndexDefinition } from "../storage/indexes.js"
 import { type PagePlan, type Position, sortValue } from "../storage/plan.js"
+import { chunksOf, INDEX_VALUES_PER_WRITE } from "./batch.js"
 import {
   ceilToInterval, floorToInterval, instantMicros, intervalMicros, pricedRows, type ReferenceComponent, sweepReference, sweepRental,
   timedWeights
@@ -128,11 +129,16 @@ export class IndexComputation extends Effect.Service<IndexComputation>()("Market
             indices += jobs.length
             values += computed.length
             for (const j of jobs) intervals += (j.range.to - j.range.from) / intervalMicros(j.stored.definition.row_type)
-            yield* indexes.apply({
-              clear: jobs.map((j) => ({ id: j.stored.definition.id, start: formatInstant(j.range.from), end: formatInstant(j.range.to) })),
-              values: computed,
-              cursors: jobs.filter((j) => cursor(j.stored, j.range)).map((j) => ({ id: j.stored.definition.id, through: formatInstant(j.range.to) }))
-            })
+            // In bounded chunks: the ranges clear with the first, the cursors move with the last,
+            // so a computation cut short is done again from its cursors by the next one.
+            const chunks = computed.length === 0 ? [[]] : chunksOf(computed, INDEX_VALUES_PER_WRITE)
+            for (const [i, values] of chunks.entries()) {
+              yield* indexes.apply({
+                clear: i > 0 ? [] : jobs.map((j) => ({ id: j.stored.definition.id, start: formatInstant(j.range.from), end: formatInstant(j.range.to) })),
+                values,
+                cursors: i < chunks.length - 1 ? [] : jobs.filter((j) => cursor(j.stored, j.range)).map((j) => ({ id: j.stored.definition.id, through: formatInstant(j.range.to) }))
+              })
+            }
           })
 
         const defs = yield* indexes.definitions

@@ -4,7 +4,7 @@ import * as Schema from "effect/Schema"
 import { formatInstant, isBareDate, MICROS_PER_MS, parseDate, parseDateTime } from "../query/time.js"
 import { AdministeredValue, FleetWeight, IndexDefinition, type IndexValue } from "../schema/indexes.js"
 import { IndexStore } from "../storage/indexes.js"
-import { decodeRecords, invalidRecords, unavailableWrite } from "./batch.js"
+import { chunksOf, decodeRecords, INDEX_VALUES_PER_WRITE, invalidRecords, unavailableWrite } from "./batch.js"
 import { IndexComputation, type IndexComputationSummary } from "./index-computation.js"
 import { intervalMicros } from "./index-method.js"
 
@@ -137,7 +137,9 @@ export class IndexIngest extends Effect.Service<IndexIngest>()("Market/IndexInge
         rows.push({ id: v.id, type: d.row_type, timestamp, value: v.value, p5: null, p95: null })
       }
       if (issues.length > 0) return yield* Effect.fail(invalidRecords(issues.sort((a, b) => a.index - b.index)))
-      if (rows.length > 0) yield* Effect.mapError(store.apply({ clear: [], values: rows, cursors: [] }), unavailableWrite)
+      for (const values of chunksOf(rows, INDEX_VALUES_PER_WRITE)) {
+        yield* Effect.mapError(store.apply({ clear: [], values, cursors: [] }), unavailableWrite)
+      }
       return rows.length
     })
 

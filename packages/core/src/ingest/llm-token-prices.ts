@@ -7,7 +7,7 @@ import { formatInstant, parseDateTime } from "../query/time.js"
 import { type LlmTokenPrice, LlmTokenPriceObservation } from "../schema/llm-token-price.js"
 import { type LlmTokenPriceChanges, LlmTokenPriceStore } from "../storage/llm-token-prices.js"
 import {
-  atomically, decodeTimed, type IngestSummary, invalidRecords, planVersions, staleObservations, type Timed, type VersionRules, versionsInForce
+  atomically, chunkVersionChanges, chunksOf, decodeTimed, type IngestSummary, invalidRecords, planVersions, staleObservations, type Timed, type VersionRules, versionsInForce
 } from "./batch.js"
 
 /** Fields that identify one published price across price changes (`base_price_key`). */
@@ -168,8 +168,9 @@ export class LlmTokenPriceIngest extends Effect.Service<LlmTokenPriceIngest>()("
       })
 
     /**
-     * Ingests published prices as one atomic batch. Invalid records refuse the whole batch. Each
-     * opened row is flagged `is_price_outlier` by the outlier rule, once, as it opens.
+     * Ingests published prices. Invalid records, or one that cannot be placed, refuse the whole
+     * batch; the change is written in atomic chunks, as rental prices are. Each opened row is
+     * flagged `is_price_outlier` by the outlier rule, once, as it opens.
      */
     const ingest = Effect.fn("LlmTokenPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>) {
       const decoded = yield* decodeLlmObservations(observations)
@@ -180,7 +181,10 @@ export class LlmTokenPriceIngest extends Effect.Service<LlmTokenPriceIngest>()("
         const { changes, summary } = yield* planLlmChanges(decoded, current, inForce)
         if (changes.close.length === 0 && changes.open.length === 0) return { ...summary, flagged: 0 }
         const open = yield* judged(changes)
-        yield* store.apply({ close: changes.close, open })
+        const baseOf = new Map(current.map((r) => [r.price_key, r.base_price_key]))
+        for (const chunk of chunkVersionChanges(changes.close, open, (c) => baseOf.get(c.price_key)!, (r) => r.base_price_key)) {
+          yield* store.apply(chunk)
+        }
         const result: LlmIngestSummary = { ...summary, flagged: open.filter((r) => r.is_price_outlier).length }
         return result
       }).pipe(atomically)
@@ -195,7 +199,7 @@ export class LlmTokenPriceIngest extends Effect.Service<LlmTokenPriceIngest>()("
         const current = yield* store.current(basePriceKeys)
         const late = current.find((r) => r.valid_from >= valid_to)
         if (late !== undefined) return yield* Effect.fail(invalidRecords([{ index: 0, message: `at is not after the price in force since ${late.valid_from}` }]))
-        if (current.length > 0) yield* store.apply({ close: current.map((r) => ({ price_key: r.price_key, valid_to })), open: [] })
+        for (const rows of chunksOf(current)) yield* store.apply({ close: rows.map((r) => ({ price_key: r.price_key, valid_to })), open: [] })
         return current.length
       }).pipe(atomically)
     })

@@ -7,7 +7,7 @@ import { formatInstant, parseDateTime } from "../query/time.js"
 import { type RentalPrice, RentalPriceObservation } from "../schema/rental-price.js"
 import { type RentalPriceChanges, RentalPriceStore } from "../storage/contract.js"
 import {
-  atomically, decodeTimed, type IngestSummary, invalidRecords, planVersions, staleObservations, type Timed, type VersionRules, versionsInForce
+  atomically, chunkVersionChanges, chunksOf, decodeTimed, type IngestSummary, invalidRecords, planVersions, staleObservations, type Timed, type VersionRules, versionsInForce
 } from "./batch.js"
 
 /** Fields that identify one priced thing across price changes (`base_product_key`). */
@@ -78,8 +78,11 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
     const store = yield* RentalPriceStore
 
     /**
-     * Ingests vendor price observations as one atomic batch. Invalid records refuse the whole
-     * batch. A concurrent writer that moves a product's current row makes the batch re-plan.
+     * Ingests vendor price observations. Invalid records, or one that cannot be placed, refuse
+     * the whole batch. The change is written in chunks of at most `MAX_ROWS_PER_WRITE` rows, each
+     * atomic and holding every row of its products; a failure part-way leaves earlier chunks
+     * stored, and sending the batch again completes it. A concurrent writer that moves a
+     * product's current row makes the batch re-plan.
      */
     const ingest = Effect.fn("RentalPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>) {
       const decoded = yield* decodeObservations(observations)
@@ -88,7 +91,9 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
         const current = yield* store.current(bases)
         const inForce = yield* versionsInForce(staleObservations(decoded, current, rules), "base_product_key", store.page)
         const { changes, summary } = yield* planChanges(decoded, current, inForce)
-        if (changes.close.length > 0 || changes.open.length > 0) yield* store.apply(changes)
+        const baseOf = new Map(current.map((r) => [r.product_key, r.base_product_key]))
+        const chunks = chunkVersionChanges(changes.close, changes.open, (c) => baseOf.get(c.product_key)!, (r) => r.base_product_key)
+        for (const chunk of chunks) yield* store.apply(chunk)
         return summary
       }).pipe(atomically)
     })
@@ -102,7 +107,7 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
         const current = yield* store.current(baseProductKeys)
         const late = current.find((r) => r.valid_from >= valid_to)
         if (late !== undefined) return yield* Effect.fail(invalidRecords([{ index: 0, message: `at is not after the price in force since ${late.valid_from}` }]))
-        if (current.length > 0) yield* store.apply({ close: current.map((r) => ({ product_key: r.product_key, valid_to })), open: [] })
+        for (const rows of chunksOf(current)) yield* store.apply({ close: rows.map((r) => ({ product_key: r.product_key, valid_to })), open: [] })
         return current.length
       }).pipe(atomically)
     })
