@@ -1,11 +1,11 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { llmTokenPriceFields, type Storage } from "@gpu-market/core"
-import { LlmTokenPriceStore, type PagePlan, type Predicate } from "@gpu-market/core/storage"
+import { LlmTokenPriceStore, type PagePlan, type Predicate, StorageDefect } from "@gpu-market/core/storage"
 import { llmRow } from "@gpu-market/core/test"
 import {
   compileLlmPage, layer, llmColumnsOf, llmRowFromColumns, makeClient, migrate, type SqliteClient
 } from "../packages/storage-sqlite/src/internal"
-import { Context, Effect, Exit, Layer } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Option } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -112,7 +112,7 @@ describe("LLM token prices in SQLite", () => {
       }
     })))
 
-  it.effect("plans naming unknown fields or sorting by a nullable or boolean field fail with StorageError", () =>
+  it.effect("plans naming unknown fields or sorting by a nullable or boolean field die with a StorageDefect: a bug, not storage trouble", () =>
     withStores(freshFile(), (ctx) => Effect.gen(function* () {
       const s = Context.get(ctx, LlmTokenPriceStore)
       const base: PagePlan = { scope: { _tag: "latest" }, predicates: [], sort: { by: "model", order: "asc" }, after: undefined, limit: 5 }
@@ -123,7 +123,9 @@ describe("LLM token prices in SQLite", () => {
         { ...base, sort: { by: "is_price_outlier", order: "asc" } }
       ] as Array<PagePlan>) {
         const exit = yield* Effect.exit(s.page(plan))
-        assert.isTrue(Exit.isFailure(exit) && JSON.stringify(exit.cause).includes("StorageError"), JSON.stringify(plan))
+        const defect = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.dieOption(exit.cause)) : undefined
+        assert.instanceOf(defect, StorageDefect, JSON.stringify(plan))
+        assert.strictEqual((defect as StorageDefect).operation, "llm_token_prices.page")
       }
       assert.deepStrictEqual(yield* s.page(base), [])
     })))

@@ -131,3 +131,20 @@ export const validationFailed = (errors: ReadonlyArray<ParameterIssue>): Validat
     detail: errors.map((e) => `${e.parameter}: ${e.message}`).join("; "),
     errors
   })
+
+/**
+ * Builds the `SearchTooBroad` of a name search: `parameter` matched `matched` of `what` (GPUs,
+ * models), more than the `limit` a query may name; `narrow` says what the caller should narrow.
+ */
+export const searchTooBroad = (search: {
+  readonly parameter: string
+  readonly matched: number
+  readonly what: string
+  readonly limit: number
+  readonly narrow: string
+}): SearchTooBroad =>
+  new SearchTooBroad({
+    detail: `${search.parameter} matches ${search.matched} ${search.what}; at most ${search.limit} are allowed, so narrow ${search.narrow}`,
+    matched: search.matched,
+    limit: search.limit
+  })

@@ -4,7 +4,6 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Auth, type MarketError, type Principal, RateLimits } from "@gpu-market/core"
 import { admit, makeReadCalls, type ReadCall, requestOrigin } from "@gpu-market/core/adapters"
-import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
@@ -98,7 +97,9 @@ export const makeApp = (options: AppOptions) =>
     const app: HttpApp.Default<never, Scope.Scope> = unprefixed.pipe(
       Effect.catchTag("RouteNotFound", () => unrouted),
       Effect.catchAllCause((cause) =>
-        Effect.as(Effect.logError("request failed", Cause.pretty(cause)), problemResponse({ _tag: "InternalError" }, randomUUID()))
+        // The cause, not its text: loggers then render the errors a defect wraps as well (a
+        // backend's StorageDefect wraps the invalid plan or the record that did not decode).
+        Effect.as(Effect.logError("request failed", cause), problemResponse({ _tag: "InternalError" }, randomUUID()))
       )
     )
     return app

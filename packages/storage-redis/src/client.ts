@@ -1,7 +1,9 @@
 import { StorageError } from "@gpu-market/core"
+import { StorageDefect } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { Redis } from "ioredis"
+import { isOwnFailure } from "./errors.js"
 import { type Keys, makeKeys } from "./keys.js"
 
 /** Where the Redis server is and how long a request may wait for it. */
@@ -35,8 +37,10 @@ export interface RedisClient {
   readonly redis: Redis
   readonly keys: Keys
   /**
-   * Runs `body` against the connection; any rejection becomes a `StorageError` for `operation`,
-   * here and nowhere else. Values `body` returns pass through unchanged.
+   * Runs `body` against the connection, and is where its failures are told apart, here and
+   * nowhere else: the connection's or the server's become a `StorageError` for `operation`, a
+   * retryable 503; this package's own (`isOwnFailure`) a `StorageDefect` the effect dies with, a
+   * 500 that is logged and never retried. Values `body` returns pass through unchanged.
    */
   readonly run: <A>(operation: string, body: (redis: Redis) => Promise<A>) => Effect.Effect<A, StorageError>
   /** Runs `lua` with `keys` and `args` (as buffers when `buffers`), inside a `run` body. */
@@ -71,7 +75,8 @@ export const fromRedis = (redis: Redis, prefix: string): RedisClient => ({
   redis,
   keys: makeKeys(prefix),
   run: (operation, body) =>
-    Effect.tryPromise({ try: () => body(redis), catch: (cause) => new StorageError({ operation, cause }) }),
+    Effect.catchAll(Effect.tryPromise({ try: () => body(redis), catch: (cause) => cause }), (cause) =>
+      isOwnFailure(cause) ? Effect.die(new StorageDefect({ operation, cause })) : Effect.fail(new StorageError({ operation, cause }))),
   evalScript: (lua, keys, args) => {
     let names = defined.get(redis)
     if (names === undefined) defined.set(redis, names = new Set())

@@ -1,4 +1,5 @@
 import { Packr } from "msgpackr"
+import { CorruptValue } from "./errors.js"
 
 /**
  * Stored values are msgpack with msgpackr records. A table declares its row shapes in code as
@@ -23,7 +24,17 @@ export const makeCodec = (structures: ReadonlyArray<ReadonlyArray<string>> = [])
   // Capped at the declared list, so a new shape never becomes a shared structure that only
   // this process knows.
   const packr = new Packr({ useRecords: true, moreTypes: false, structures: structures.map((s) => [...s]), maxSharedStructures: structures.length })
-  return { encode: (value) => packr.pack(value), decode: <A>(bytes: Buffer) => packr.unpack(bytes) as A }
+  return {
+    encode: (value) => packr.pack(value),
+    decode: <A>(bytes: Buffer) => {
+      try {
+        return packr.unpack(bytes) as A
+      } catch (cause) {
+        // msgpackr throws plain `Error`s, which look like the connection's: named, they are a defect.
+        throw new CorruptValue("a stored value does not decode", { cause })
+      }
+    }
+  }
 }
 
 const plain = makeCodec()

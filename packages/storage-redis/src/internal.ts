@@ -6,10 +6,11 @@ export { fromRedis, makeClient, type RedisClient, type RedisOptions, type Script
 export { Batch, BATCH_ATTEMPTS, untilApplied } from "./batch.js"
 export { cachedByVersion, replies, type Versioned } from "./reads.js"
 export { type Codec, decode, encode, makeCodec } from "./codec.js"
+export { CorruptValue, InvalidPlan, isOwnFailure } from "./errors.js"
 export { type Keys, makeKeys } from "./keys.js"
 export { AFTER_VALUE, decodeText, encodeMember, encodeText, encodeValue, memberText, memberTie } from "./lex.js"
 export {
-  type Bound, type Bounds, InvalidPlan, makeTable, type StoredRow, type Subset, type Table, type TableSpec, versionScopeBounds
+  type Bound, type Bounds, makeTable, type StoredRow, type Subset, type Table, type TableSpec, versionScopeBounds
 } from "./table.js"
 export { makeRentalPriceStore, rentalTable } from "./rental-prices.js"
 export { makeTokenStore } from "./tokens.js"

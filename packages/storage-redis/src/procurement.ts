@@ -6,6 +6,7 @@ import * as Option from "effect/Option"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
+import { CorruptValue } from "./errors.js"
 import { replies } from "./reads.js"
 import { makeTable, type StoredRow, type TableSpec } from "./table.js"
 
@@ -173,7 +174,7 @@ export const makeProcurementStore = (client: RedisClient): ProcurementStore["Typ
         if ((await batch.execute(client)) === 0) return { created: true, record }
         // The key is taken; keys are never removed, so its procurement is there to read.
         const existing = await readByKey(record.owner, record.idempotency_key)
-        if (existing === undefined) throw new Error(`idempotency key of ${record.owner} names no procurement`)
+        if (existing === undefined) throw new CorruptValue(`idempotency key of ${record.owner} names no procurement`)
         return { created: false, record: existing }
       }),
 

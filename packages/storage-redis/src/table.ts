@@ -2,6 +2,7 @@ import { matchesPredicates, orderAndSeek, type PagePlan, type Scope, sortValue }
 import type { Batch } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { makeCodec } from "./codec.js"
+import { InvalidPlan } from "./errors.js"
 import { AFTER_VALUE, encodeMember, encodeValue, memberTie } from "./lex.js"
 
 /**
@@ -63,11 +64,6 @@ export interface TableSpec<Row extends Readonly<Record<string, unknown>>> {
    * it, rows are self-describing records (larger and slower to decode).
    */
   readonly structures?: ReadonlyArray<ReadonlyArray<string>>
-}
-
-/** A plan the engine cannot answer (a sort field without indexes). Becomes a `StorageError`. */
-export class InvalidPlan extends Error {
-  override readonly name = "InvalidPlan"
 }
 
 /** A stored row with the exact bytes it was read as, for a batch to check it is unchanged. */

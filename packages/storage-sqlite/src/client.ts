@@ -1,4 +1,5 @@
 import { StorageError } from "@gpu-market/core"
+import { StorageDefect } from "@gpu-market/core/storage"
 import Database from "better-sqlite3"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
@@ -28,11 +29,15 @@ export interface SqliteClient {
   readonly filename: string
   /** The statement of `sql`, prepared once and reused while it stays in the cache. */
   readonly prepare: (sql: string) => Statement
-  /** Runs `body` outside any explicit transaction; anything it throws becomes a `StorageError`. */
+  /**
+   * Runs `body` outside any explicit transaction. What it throws becomes a `StorageError` when it
+   * is storage trouble, and a `StorageDefect` the effect dies with otherwise (see `isStorageTrouble`).
+   */
   readonly run: <A>(operation: string, body: () => A) => Effect.Effect<A, StorageError>
   /**
    * Runs `body` in one `BEGIN IMMEDIATE` transaction, so writers in other processes queue on the
-   * busy timeout instead of failing half-way. A throw rolls back; `abort(e)` fails with `e`.
+   * busy timeout instead of failing half-way. A throw rolls back and is told apart as in `run`;
+   * `abort(e)` rolls back and fails with `e`.
    */
   readonly transaction: <A, E = never>(
     operation: string,
@@ -50,14 +55,35 @@ const abort = <E>(error: E): never => {
   throw new Rollback(error)
 }
 
-/** The single place where a backend failure becomes a `StorageError`. */
+/**
+ * SQLite's result codes (extended ones add a suffix) for work the storage could not do: locked
+ * past the busy timeout, out of memory or disk, an I/O error, a file it cannot open or write, a
+ * damaged file. Every other code is about our own SQL or data (a syntax error, a constraint an
+ * apply should not have broken, a bind mismatch), which no retry mends.
+ */
+const STORAGE_TROUBLE = /^SQLITE_(BUSY|LOCKED|NOMEM|READONLY|IOERR|CORRUPT|FULL|CANTOPEN|PROTOCOL|NOTADB|PERM|NOLFS)(_|$)/
+
+/**
+ * Whether a failure is the storage's rather than ours. better-sqlite3 reports whatever the engine
+ * could not do as a `SqliteError` with its result code, and the file system (opening a file in a
+ * directory that cannot be made) as Node's system errors; the rest (an `InvalidPlan`, a JSON column
+ * that does not parse, a `TypeError`) is this package's own.
+ */
+const isStorageTrouble = (e: unknown): boolean =>
+  e instanceof Database.SqliteError ? STORAGE_TROUBLE.test(e.code) : e instanceof Error && typeof (e as NodeJS.ErrnoException).syscall === "string"
+
+/**
+ * The single place where a backend failure becomes a `StorageError`, a retryable 503 for the
+ * caller, or a `StorageDefect`, a 500 that is logged and never retried.
+ */
 const attempt = <A, E>(operation: string, body: () => A): Effect.Effect<A, StorageError | E> => {
   try {
     return Effect.succeed(body())
   } catch (cause) {
-    return cause instanceof Rollback
-      ? Effect.fail(cause.error as E)
-      : Effect.fail(new StorageError({ operation, cause }))
+    if (cause instanceof Rollback) return Effect.fail(cause.error as E)
+    return isStorageTrouble(cause)
+      ? Effect.fail(new StorageError({ operation, cause }))
+      : Effect.die(new StorageDefect({ operation, cause }))
   }
 }
 

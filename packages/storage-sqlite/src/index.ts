@@ -11,15 +11,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { makeClient, type SqliteOptions } from "./client.js"
 import { migrate } from "./migrations.js"
-import { makeHardwarePriceStore } from "./hardware-prices.js"
-import { makeRateLimitStore } from "./rate-limits.js"
-import { makeRentalPriceStore } from "./rental-prices.js"
-import { makeSettingsStore } from "./settings.js"
-import { makeTokenStore } from "./tokens.js"
-import { makeLlmTokenPriceStore } from "./llm-token-prices.js"
-import { makeTransactionStore } from "./transactions.js"
-import { makeIndexStore } from "./indexes.js"
-import { makeProcurementStore } from "./procurement.js"
+import { makeStores } from "./stores.js"
 
 export type { SqliteOptions } from "./client.js"
 
@@ -31,17 +23,7 @@ export const make = (options: SqliteOptions): Effect.Effect<Stores, StorageError
   Effect.gen(function* () {
     const client = yield* makeClient(options)
     yield* migrate(client)
-    return {
-      rentalStore: makeRentalPriceStore(client),
-      tokenStore: makeTokenStore(client),
-      rateLimitStore: makeRateLimitStore(client),
-      settingsStore: makeSettingsStore(client),
-      hardwarePriceStore: makeHardwarePriceStore(client),
-      llmTokenPriceStore: makeLlmTokenPriceStore(client),
-      transactionStore: makeTransactionStore(client),
-      indexStore: makeIndexStore(client),
-      procurementStore: makeProcurementStore(client)
-    }
+    return makeStores(client)
   })
 
 /** Every store in the SQLite file `filename`, which the layer opens and closes. */

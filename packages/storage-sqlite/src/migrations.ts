@@ -1,4 +1,4 @@
-import type { StorageError } from "@gpu-market/core"
+import { StorageError } from "@gpu-market/core"
 import type * as Effect from "effect/Effect"
 import type { SqliteClient } from "./client.js"
 import { hardwarePricesMigration } from "./hardware-prices.js"
@@ -174,13 +174,17 @@ export const LATEST_VERSION = migrations[migrations.length - 1]!.version
 
 /**
  * Brings the database up to `LATEST_VERSION` in one transaction: either every pending migration
- * applies or none does. A database from a newer build is refused rather than misread.
+ * applies or none does. A database from a newer build is refused rather than misread: storage
+ * this build cannot use, not a bug in it, so a `StorageError`.
  */
 export const migrate = (client: SqliteClient): Effect.Effect<number, StorageError> =>
-  client.transaction("migrate", () => {
+  client.transaction<number, StorageError>("migrate", (abort) => {
     const current = client.db.pragma("user_version", { simple: true }) as number
     if (current > LATEST_VERSION) {
-      throw new Error(`database schema version ${current} is newer than this build supports (${LATEST_VERSION})`)
+      abort(new StorageError({
+        operation: "migrate",
+        cause: new Error(`database schema version ${current} is newer than this build supports (${LATEST_VERSION})`)
+      }))
     }
     for (const m of migrations) {
       if (m.version <= current) continue

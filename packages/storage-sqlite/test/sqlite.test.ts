@@ -1,10 +1,11 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { type RentalPrice, rentalPriceFields, RentalPriceRow, type Storage } from "@gpu-market/core"
 import {
-  MemoryStorage, type PagePlan, type Predicate, RateLimitStore, RentalPriceStore, type Scope as PlanScope, SettingsStore, TokenStore
+  MemoryStorage, type PagePlan, type Predicate, RateLimitStore, RentalPriceStore, type Scope as PlanScope, SettingsStore, StorageDefect,
+  TokenStore
 } from "@gpu-market/core/storage"
 import { rentalRow } from "@gpu-market/core/test"
-import { ConfigProvider, Context, Effect, Exit, Layer, Option } from "effect"
+import { Cause, ConfigProvider, Context, Effect, Exit, Layer, Option } from "effect"
 import fc from "fast-check"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
@@ -168,7 +169,7 @@ describe("page SQL", () => {
       }
     })))
 
-  it.effect("plans naming unknown fields or sorting by a nullable field fail with StorageError", () =>
+  it.effect("plans naming unknown fields or sorting by a nullable field die with a StorageDefect: a bug, not storage trouble", () =>
     withStores(freshFile(), (ctx) => Effect.gen(function* () {
       const s = Context.get(ctx, RentalPriceStore)
       const base: PagePlan = { scope: { _tag: "latest" }, predicates: [], sort: { by: "vendor", order: "asc" }, after: undefined, limit: 5 }
@@ -179,7 +180,8 @@ describe("page SQL", () => {
       ]
       for (const plan of bad) {
         const exit = yield* Effect.exit(s.page(plan))
-        assert.isTrue(Exit.isFailure(exit) && JSON.stringify(exit.cause).includes("StorageError"), JSON.stringify(plan))
+        const defect = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.dieOption(exit.cause)) : undefined
+        assert.instanceOf(defect, StorageDefect, JSON.stringify(plan))
       }
       assert.deepStrictEqual(yield* s.page(base), [])
     })))

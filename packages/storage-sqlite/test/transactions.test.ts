@@ -1,9 +1,9 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { type AggregatedTransaction, transactionFields } from "@gpu-market/core"
 import {
-  evaluateTransactionPlan, MemoryStorage, type PagePlan, type Predicate, type Scope, TransactionStore
+  evaluateTransactionPlan, MemoryStorage, type PagePlan, type Predicate, type Scope, StorageDefect, TransactionStore
 } from "@gpu-market/core/storage"
-import { Context, Effect, Exit, Layer } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Option } from "effect"
 import fc from "fast-check"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -166,7 +166,7 @@ describe("aggregated transaction SQL", () => {
     })))
   })
 
-  it.effect("plans naming unknown fields or sorting by a nullable or boolean field fail with StorageError", () =>
+  it.effect("plans naming unknown fields or sorting by a nullable or boolean field die with a StorageDefect: a bug, not storage trouble", () =>
     withBoth((sqlite) => Effect.gen(function* () {
       const base: PagePlan = { scope: { _tag: "window", start: instant(0), end: instant(9) }, predicates: [], sort: { by: "transaction_date", order: "asc" }, after: undefined, limit: 5 }
       for (const plan of [
@@ -176,8 +176,8 @@ describe("aggregated transaction SQL", () => {
         { ...base, predicates: [{ op: "eq" as const, field: "1; DROP TABLE transaction_rows", value: "x" }] }
       ]) {
         const exit = yield* Effect.exit(sqlite.page(plan))
-        assert.isTrue(Exit.isFailure(exit))
-        if (Exit.isFailure(exit)) assert.include(JSON.stringify(exit.cause), "StorageError")
+        const defect = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.dieOption(exit.cause)) : undefined
+        assert.instanceOf(defect, StorageDefect, JSON.stringify(plan))
       }
     })))
 })

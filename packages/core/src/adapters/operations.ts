@@ -1,3 +1,4 @@
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Auth } from "../auth/auth.js"
@@ -47,6 +48,14 @@ export const OperationError = Schema.Union(
 )
 export type OperationError = typeof OperationError.Type
 
+/**
+ * Logs a defect (a bug, a stored record that does not decode) with its cause where an operation
+ * ends, so once per call: it answers 500 `internal_error`, whose detail says it was logged. The
+ * market errors, storage trouble included, are answers and are not logged.
+ */
+const logDefect = (cause: Cause.Cause<unknown>): Effect.Effect<void> =>
+  Cause.isDie(cause) ? Effect.logError("operation failed", cause) : Effect.void
+
 /** The write operations, by the name the Promise API and the worker call them. */
 export const writeNames = [
   "tokens.create", "tokens.list", "tokens.revoke",
@@ -86,10 +95,10 @@ export const makeOperations = Effect.gen(function* () {
     /** One read, authenticated and rate-limited like an HTTP request with `Authorization: Bearer <token>`. */
     read: (entry: CatalogueEntry, query: Readonly<Record<string, string>>, token: string | undefined, origin: RequestOrigin) =>
       Effect.flatMap(admit(auth, limits, token === undefined ? undefined : `Bearer ${token}`), ({ principal }) =>
-        readCall(entry)({ principal, query, origin })),
+        readCall(entry)({ principal, query, origin })).pipe(Effect.tapErrorCause(logDefect)),
     /** One write operation; the token admin and write paths are for the embedding app, not its callers. */
     write: (name: WriteName, args: ReadonlyArray<unknown>): Effect.Effect<unknown, OperationError> =>
-      (writes[name] as (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, OperationError>)(...args),
+      Effect.tapErrorCause((writes[name] as (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, OperationError>)(...args), logDefect),
     writes
   } as const
 })

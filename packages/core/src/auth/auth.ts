@@ -2,17 +2,15 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { StorageUnavailable, Unauthenticated, validationFailed } from "../errors.js"
-import { TokenStore, type StorageError } from "../storage/contract.js"
+import { type StorageUnavailable, Unauthenticated, validationFailed } from "../errors.js"
+import { unavailable } from "../market/storage.js"
+import { TokenStore } from "../storage/contract.js"
 import { Principal, type PrincipalInput } from "./principal.js"
 import { hashToken, newTokenSecret, sameHash } from "./token-hash.js"
 
 const decodePrincipal = Schema.decodeUnknown(Principal, { errors: "all", onExcessProperty: "error" })
 
 const BEARER = /^Bearer[ \t]+([A-Za-z0-9._~+/=-]{1,512})[ \t]*$/i
-
-const unavailable = (e: StorageError) =>
-  new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); try again shortly` })
 
 /** Resolves bearer tokens to principals and issues new tokens. */
 export class Auth extends Effect.Service<Auth>()("Market/Auth", {

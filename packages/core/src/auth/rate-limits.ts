@@ -1,6 +1,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import { RateLimited, StorageUnavailable } from "../errors.js"
+import { RateLimited } from "../errors.js"
+import { unavailable } from "../market/storage.js"
 import { MICROS_PER_MS } from "../query/time.js"
 import { RateLimitStore } from "../storage/contract.js"
 
@@ -25,9 +26,7 @@ export class RateLimits extends Effect.Service<RateLimits>()("Market/RateLimits"
        */
       consume: Effect.fn("RateLimits.consume")(function* (key: string, limit: number) {
         const now = (yield* Clock.currentTimeMillis) * MICROS_PER_MS
-        const hit = yield* store.hit(key, MINUTE, now).pipe(
-          Effect.mapError((e) => new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); try again shortly` }))
-        )
+        const hit = yield* Effect.mapError(store.hit(key, MINUTE, now), unavailable)
         const resetSeconds = Math.max(1, Math.ceil(hit.resetInMicros / 1_000_000))
         const status: RateLimitStatus = { limit, remaining: Math.max(0, limit - hit.count), resetSeconds }
         if (hit.count > limit) {

@@ -2,7 +2,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schedule from "effect/Schedule"
-import { InvalidRecords, type RecordIssue, StorageUnavailable } from "../errors.js"
+import { InvalidRecords, type RecordIssue } from "../errors.js"
+import { unavailableWrite } from "../market/storage.js"
 import { formatInstant, parseDateTime } from "../query/time.js"
 import { StorageConflict, StorageError } from "../storage/contract.js"
 import type { PagePlan } from "../storage/plan.js"
@@ -12,16 +13,6 @@ export const invalidRecords = (errors: ReadonlyArray<RecordIssue>): InvalidRecor
   new InvalidRecords({
     detail: `${errors.length} problem(s); nothing was stored. First: record ${errors[0]!.index}: ${errors[0]!.message}`,
     errors
-  })
-
-/**
- * A storage failure on the write path, as the caller sees it. Every backend applies a batch whole
- * or not at all, but a reply lost to a dropped connection or a timeout leaves which one unknown;
- * every write path is idempotent, so the answer is to send the same batch again.
- */
-export const unavailableWrite = (e: { readonly operation: string }): StorageUnavailable =>
-  new StorageUnavailable({
-    detail: `storage is unavailable (${e.operation}); the batch was applied whole or not at all, and sending it again is safe`
   })
 
 /**

@@ -4,11 +4,12 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { createHmac, randomBytes } from "node:crypto"
 import type { InvalidRecords, RecordIssue } from "../errors.js"
+import { unavailableWrite } from "../market/storage.js"
 import { formatDate, isBareDate, parseDate, parseDateTime } from "../query/time.js"
 import { CompleteHardwarePriceObservation, type HardwarePrice, hardwarePriceFields, observationId } from "../schema/hardware-price.js"
 import { SettingsStore } from "../storage/contract.js"
 import { HardwarePriceStore } from "../storage/hardware.js"
-import { chunksOf, invalidRecords, unavailableWrite } from "./batch.js"
+import { chunksOf, invalidRecords } from "./batch.js"
 
 /**
  * Words that make a field a seller's identity: the platform or marketplace, the seller, shop or

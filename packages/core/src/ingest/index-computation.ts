@@ -1,10 +1,11 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import { StorageUnavailable, type ValidationFailed, validationFailed } from "../errors.js"
+import { type ValidationFailed, validationFailed } from "../errors.js"
+import { unavailableComputation } from "../market/storage.js"
 import { formatInstant, isBareDate, MICROS_PER_MS, type Micros, parseDate, parseDateTime } from "../query/time.js"
 import type { IndexDefinition, IndexValue } from "../schema/indexes.js"
 import type { RentalPrice } from "../schema/rental-price.js"
-import { RentalPriceStore, type StorageError } from "../storage/contract.js"
+import { RentalPriceStore } from "../storage/contract.js"
 import { IndexStore, type StoredIndexDefinition } from "../storage/indexes.js"
 import { type PagePlan, type Position, sortValue } from "../storage/plan.js"
 import { chunksOf, INDEX_VALUES_PER_WRITE } from "./batch.js"
@@ -26,9 +27,6 @@ export interface IndexComputationSummary {
 type Range = { readonly from: Micros; readonly to: Micros }
 
 const PAGE = 1000
-
-const unavailable = (e: StorageError) =>
-  new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); indexes were not computed` })
 
 const startsAt = (d: IndexDefinition): Micros =>
   d.inputs.kind === "administered" ? Number.POSITIVE_INFINITY : parseDate(d.inputs.starts_at)!
@@ -175,7 +173,7 @@ export class IndexComputation extends Effect.Service<IndexComputation>()("Market
         }
         const summary: IndexComputationSummary = { indices, intervals, values }
         return summary
-      }).pipe(Effect.mapError(unavailable))
+      }).pipe(Effect.mapError(unavailableComputation))
 
     /** Everything due at `at`: from each index's cursor to the end of its last complete interval. */
     const due = (at: Micros) =>

@@ -1,10 +1,11 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { unavailableWrite } from "../market/storage.js"
 import { formatInstant, isBareDate, MICROS_PER_MS, parseDate, parseDateTime } from "../query/time.js"
 import { AdministeredValue, FleetWeight, IndexDefinition, type IndexValue } from "../schema/indexes.js"
 import { IndexStore } from "../storage/indexes.js"
-import { chunksOf, decodeRecords, INDEX_VALUES_PER_WRITE, invalidRecords, unavailableWrite } from "./batch.js"
+import { chunksOf, decodeRecords, INDEX_VALUES_PER_WRITE, invalidRecords } from "./batch.js"
 import { IndexComputation, type IndexComputationSummary } from "./index-computation.js"
 import { intervalMicros } from "./index-method.js"
 

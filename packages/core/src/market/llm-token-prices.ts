@@ -1,6 +1,6 @@
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { SearchTooBroad, validationFailed } from "../errors.js"
+import { searchTooBroad, validationFailed } from "../errors.js"
 import { OUTLIER_GROUP, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO } from "../ingest/llm-token-prices.js"
 import {
   type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, type Params, runPage
@@ -100,10 +100,8 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
           .filter((m) => [m.model, ...m.model_names].some((s) => normalised.some((t) => normaliseName(s).includes(t))))
           .map((m) => m.model)
         return models.length > MAX_SEARCH_MODELS
-          ? Effect.fail(new SearchTooBroad({
-              detail: `model_search matches ${models.length} models; at most ${MAX_SEARCH_MODELS} are allowed, so narrow the terms`,
-              matched: models.length,
-              limit: MAX_SEARCH_MODELS
+          ? Effect.fail(searchTooBroad({
+              parameter: "model_search", matched: models.length, what: "models", limit: MAX_SEARCH_MODELS, narrow: "the terms"
             }))
           : Effect.succeed<ReadonlyArray<Predicate>>([{ op: "in", field: "model", values: models }, ...outliers(params)])
       })

@@ -1,5 +1,5 @@
 import * as Effect from "effect/Effect"
-import { SearchTooBroad, validationFailed } from "../errors.js"
+import { searchTooBroad, validationFailed } from "../errors.js"
 import {
   type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, type Params, runPage
 } from "../query/collection.js"
@@ -83,11 +83,7 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
       return Effect.flatMap(Effect.mapError(store.spellings, unavailable), (spellings) => {
         const gpus = gpusMatching(spellings, normalised)
         return gpus.size > MAX_SEARCH_GPUS
-          ? Effect.fail(new SearchTooBroad({
-              detail: `gpu_search matches ${gpus.size} GPUs; at most ${MAX_SEARCH_GPUS} are allowed, so narrow the terms`,
-              matched: gpus.size,
-              limit: MAX_SEARCH_GPUS
-            }))
+          ? Effect.fail(searchTooBroad({ parameter: "gpu_search", matched: gpus.size, what: "GPUs", limit: MAX_SEARCH_GPUS, narrow: "the terms" }))
           : Effect.succeed<ReadonlyArray<Predicate>>([{ op: "in", field: "gpu_canonical_name", values: [...gpus].sort() }])
       })
     }

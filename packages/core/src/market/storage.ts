@@ -2,11 +2,26 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { StorageUnavailable } from "../errors.js"
 import { MICROS_PER_MS } from "../query/time.js"
-import type { StorageError } from "../storage/contract.js"
 
-/** A storage failure on the read path, as the caller sees it: worth retrying. */
-export const unavailable = (e: StorageError): StorageUnavailable =>
-  new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); try again shortly` })
+/**
+ * Storage trouble as the caller sees it: `StorageUnavailable`, naming the operation that failed
+ * and ending with what the failure means for the request, which differs by path.
+ */
+const unavailableBecause = (consequence: string) => (failure: { readonly operation: string }): StorageUnavailable =>
+  new StorageUnavailable({ detail: `storage is unavailable (${failure.operation}); ${consequence}` })
+
+/** On the read path: nothing changed, so the same request later is all there is to do. */
+export const unavailable = unavailableBecause("try again shortly")
+
+/**
+ * On the write path. Every backend applies a batch whole or not at all, but a reply lost to a
+ * dropped connection or a timeout leaves which one unknown; every write path is idempotent, so
+ * the answer is to send the same batch again.
+ */
+export const unavailableWrite = unavailableBecause("the batch was applied whole or not at all, and sending it again is safe")
+
+/** On an index computation: it did not finish; the next one resumes from each index's cursor. */
+export const unavailableComputation = unavailableBecause("indexes were not computed")
 
 /** The clock's time in microseconds, the unit instants are stored in. */
 export const nowMicros: Effect.Effect<number> = Effect.map(Clock.currentTimeMillis, (ms) => ms * MICROS_PER_MS)

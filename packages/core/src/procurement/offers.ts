@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { Principal } from "../auth/principal.js"
 import { RateLimits, type RateLimitStatus } from "../auth/rate-limits.js"
-import { type ParameterIssue, ProviderUnavailable, SearchTooBroad, type ValidationFailed, validationFailed } from "../errors.js"
+import { type ParameterIssue, ProviderUnavailable, type SearchTooBroad, searchTooBroad, type ValidationFailed, validationFailed } from "../errors.js"
 import { gpusMatching, MAX_SEARCH_GPUS } from "../market/rental-prices.js"
 import { nowMicros, unavailable } from "../market/storage.js"
 import { normaliseName } from "../query/params.js"
@@ -75,11 +75,7 @@ export class Offers extends Effect.Service<Offers>()("Procurement/Offers", {
         if (term.length === 0) return Effect.fail(validationFailed([{ parameter: "gpu", message: "needs a letter or digit" }]))
         const gpus = gpusMatching(spellings, [term])
         return gpus.size > MAX_SEARCH_GPUS
-          ? Effect.fail(new SearchTooBroad({
-              detail: `gpu matches ${gpus.size} GPUs; at most ${MAX_SEARCH_GPUS} are allowed, so narrow it`,
-              matched: gpus.size,
-              limit: MAX_SEARCH_GPUS
-            }))
+          ? Effect.fail(searchTooBroad({ parameter: "gpu", matched: gpus.size, what: "GPUs", limit: MAX_SEARCH_GPUS, narrow: "it" }))
           : Effect.succeed([...gpus].sort())
       })
 

@@ -3,7 +3,8 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import type { DataType, Principal } from "../auth/principal.js"
 import { reportedHistoryStart, requireGrant, requireHistory } from "../auth/entitlements.js"
-import { type MarketError, MissingAnchor, StorageUnavailable, type ValidationFailed, validationFailed } from "../errors.js"
+import { type MarketError, MissingAnchor, type ValidationFailed, validationFailed } from "../errors.js"
+import { unavailable } from "../market/storage.js"
 import type { Page, PageMeta, SortOrder } from "../schema/envelope.js"
 import { type PagePlan, type Predicate, type Scope, sortValue } from "../storage/plan.js"
 import type { StorageError } from "../storage/contract.js"
@@ -289,8 +290,7 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
     const rows = anyAbsent(state.predicates)
       ? []
       : yield* run.page({ scope: state.scope, predicates: state.predicates, sort: state.sort, after: state.after, limit: pageSize + 1 })
-        .pipe(Effect.catchTag("StorageError", (e) =>
-          Effect.fail(new StorageUnavailable({ detail: `storage is unavailable (${e.operation}); try again shortly` }))))
+        .pipe(Effect.mapError(unavailable))
     const { data, meta } = cutPage(rows, {
       pageSize, state, tieBreaker: collection.tieBreaker, tokens: run.tokens, principal: principal.id, endpointPath, origin: request.origin
     })

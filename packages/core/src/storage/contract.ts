@@ -11,7 +11,7 @@ import type { IndexStore } from "./indexes.js"
 import type { ProcurementStore } from "./procurement.js"
 import type { StorageConflict, StorageError } from "./errors.js"
 
-export { StorageConflict, StorageError } from "./errors.js"
+export { StorageConflict, StorageDefect, StorageError } from "./errors.js"
 
 /** A change to the rental price table: close current rows and open new ones, all or nothing. */
 export interface RentalPriceChanges {

@@ -1,0 +1,24 @@
+import type { Stores } from "@gpu-market/core/storage"
+import type { SqliteClient } from "./client.js"
+import { makeHardwarePriceStore } from "./hardware-prices.js"
+import { makeIndexStore } from "./indexes.js"
+import { makeLlmTokenPriceStore } from "./llm-token-prices.js"
+import { makeProcurementStore } from "./procurement.js"
+import { makeRateLimitStore } from "./rate-limits.js"
+import { makeRentalPriceStore } from "./rental-prices.js"
+import { makeSettingsStore } from "./settings.js"
+import { makeTokenStore } from "./tokens.js"
+import { makeTransactionStore } from "./transactions.js"
+
+/** Every store over one migrated connection; the tests build them over connections they set up. */
+export const makeStores = (client: SqliteClient): Stores => ({
+  rentalStore: makeRentalPriceStore(client),
+  tokenStore: makeTokenStore(client),
+  rateLimitStore: makeRateLimitStore(client),
+  settingsStore: makeSettingsStore(client),
+  hardwarePriceStore: makeHardwarePriceStore(client),
+  llmTokenPriceStore: makeLlmTokenPriceStore(client),
+  transactionStore: makeTransactionStore(client),
+  indexStore: makeIndexStore(client),
+  procurementStore: makeProcurementStore(client)
+})
