@@ -210,7 +210,7 @@ export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore[
     apply: (changes) =>
       Effect.flatMap(
         untilApplied(client, "llm_token_prices.apply", () => attempt(changes), () =>
-          new StorageConflict({ detail: "LLM token prices kept changing under this write; retry it" })),
+          new StorageConflict({ detail: "LLM token prices changed under this write; re-plan it" }), 1),
         (outcome) => (outcome === undefined ? Effect.void : Effect.fail(outcome))
       ),
 

@@ -176,7 +176,7 @@ export const makeRentalPriceStore = (client: RedisClient): RentalPriceStore["Typ
     apply: (changes) =>
       Effect.flatMap(
         untilApplied(client, "rental_prices.apply", () => attempt(changes), () =>
-          new StorageConflict({ detail: "rental prices kept changing under this write; retry it" })),
+          new StorageConflict({ detail: "rental prices changed under this write; re-plan it" }), 1),
         (outcome) => (outcome === undefined ? Effect.void : Effect.fail(outcome))
       ),
 

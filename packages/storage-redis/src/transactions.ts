@@ -238,7 +238,7 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
     apply: (changes) =>
       Effect.flatMap(
         untilApplied(client, "transactions.apply", () => attempt(changes), () =>
-          new StorageConflict({ detail: "transactions kept changing under this write; retry it" })),
+          new StorageConflict({ detail: "transactions changed under this write; re-plan it" }), 1),
         (outcome) => (outcome === undefined ? Effect.void : Effect.fail(outcome))
       ),
 
