@@ -5,7 +5,7 @@ import * as Schedule from "effect/Schedule"
 import { InvalidRecords, type RecordIssue } from "../errors.js"
 import { unavailableWrite } from "../market/storage.js"
 import { formatInstant, parseDateTime } from "../query/time.js"
-import { StorageConflict, StorageError } from "../storage/contract.js"
+import { MAX_ROWS_PER_WRITE, StorageConflict, StorageError } from "../storage/contract.js"
 import type { PagePlan } from "../storage/plan.js"
 
 /** The refusal of a whole batch, naming the first of its problems. */
@@ -54,13 +54,6 @@ export const decodeRecords = <A>(
   })
   return issues
 }
-
-/**
- * Rows one storage write carries at most. A write holds the SQLite write lock, or runs as one
- * Redis script every other client of that server waits for, as long as it takes; at this size
- * it stays within tens of milliseconds (BENCHMARKS.md, the longest Redis command of a load).
- */
-export const MAX_ROWS_PER_WRITE = 100
 
 /** Index values one storage write carries at most: a value is one small row with two index entries. */
 export const INDEX_VALUES_PER_WRITE = 1_000

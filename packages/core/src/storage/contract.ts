@@ -13,6 +13,14 @@ import type { StorageConflict, StorageError } from "./errors.js"
 
 export { StorageConflict, StorageDefect, StorageError } from "./errors.js"
 
+/**
+ * Rows one write of a store (`apply`, `put`) carries at most: core's write paths split larger
+ * changes into chunks of this size. A write holds the SQLite write lock, or runs as one Redis
+ * script every other client of that server waits for, as long as it takes; at this size that
+ * stays within tens of milliseconds (BENCHMARKS.md, the longest Redis command of a load).
+ */
+export const MAX_ROWS_PER_WRITE = 100
+
 /** A change to the rental price table: close current rows and open new ones, all or nothing. */
 export interface RentalPriceChanges {
   /** Current rows to close: each must still be current, else the whole change is a conflict. */
