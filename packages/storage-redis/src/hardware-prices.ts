@@ -2,9 +2,8 @@ import {
   type HardwareClassField, hardwareClassFields, type HardwarePrice, hardwarePriceFields, observationId, StorageError
 } from "@gpu-market/core"
 import {
-  dayStart, type HardwareGpuCoverage, HardwarePriceStore, type HardwareSummary, cmp, type Scope
+  dayStart, type HardwareGpuCoverage, HardwarePriceStore, hardwarePriceTable, type HardwareSummary, cmp, type Scope
 } from "@gpu-market/core/storage"
-import { hardwarePricesCollection } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
@@ -82,13 +81,13 @@ const scopeBounds = (scope: Scope, sortField: string): Bounds => {
  */
 export const hardwareTable: TableSpec<StoredHardwarePrice> = {
   tag: "hardware",
-  tie: "observation_id",
-  sortFields: hardwarePricesCollection.sortFields,
+  tie: hardwarePriceTable.tie,
+  sortFields: hardwarePriceTable.sortable,
   subsets: [
-    { name: "latest", holds: (r) => r.next_observed_date === null, anchors: ["gpu_canonical_name"], global: true },
-    { name: "all", holds: () => true, anchors: ["gpu_canonical_name"], global: true }
+    { name: "latest", holds: (r) => r.next_observed_date === null, anchors: hardwarePriceTable.anchors, global: true },
+    { name: "all", holds: () => true, anchors: hardwarePriceTable.anchors, global: true }
   ],
-  groups: ["listing_key"],
+  groups: [hardwarePriceTable.scope.of],
   subsetsFor: (scope) => [scope._tag === "latest" ? "latest" : "all"],
   inScope,
   scopeBounds,

@@ -1,8 +1,8 @@
 import { type FleetWeight, type IndexDefinition, type IndexValue, indexValueFields, StorageError } from "@gpu-market/core"
 import {
-  answersFrom, type IndexCoverage, IndexStore, type IndexValueChanges, intervalStart, cmp, matchesPredicates, orderAndSeek, type PagePlan, type Scope, type StoredIndexDefinition
+  answersFrom, cmp, type IndexCoverage, IndexStore, type IndexValueChanges, indexValueTable, intervalStart, matchesPredicates, orderAndSeek,
+  type PagePlan, type Scope, type StoredIndexDefinition
 } from "@gpu-market/core/storage"
-import { indexesCollection } from "@gpu-market/core/adapters"
 import * as Option from "effect/Option"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
@@ -41,11 +41,11 @@ const windowBounds = (scope: Scope, sortField: string): Bounds =>
  * index): every value indexed by `timestamp` and by `value`, for window pages. `latest` and
  * `asOf` take one value per index from the `start` and `answers` sets instead.
  */
-export const indexValueTable: TableSpec<IndexValue> = {
+export const indexValueSpec: TableSpec<IndexValue> = {
   tag: TAG,
-  tie: "timestamp",
-  sortFields: indexesCollection.sortFields,
-  subsets: [{ name: "all", holds: () => true, anchors: [], global: true }],
+  tie: indexValueTable.tie,
+  sortFields: indexValueTable.sortable,
+  subsets: [{ name: "all", holds: () => true, anchors: indexValueTable.anchors, global: true }],
   groups: [],
   subsetsFor: () => ["all"],
   inScope: inWindow,
@@ -69,7 +69,7 @@ const planIds = (plan: PagePlan): ReadonlyArray<string> | undefined => {
  * `cursors` (hash id → computed_through), `weights` (hash GPU → msgpack list of its fleet
  * weights), `ids` (set of ids that ever stored a value), `ver` (hash id → count of applies that
  * changed its values, checked by every apply, so applies of one index serialise), and per index
- * `v:<id>:…`: its value table (see `indexValueTable`), `v:<id>:start` and `v:<id>:answers` (sorted
+ * `v:<id>:…`: its value table (see `indexValueSpec`), `v:<id>:start` and `v:<id>:answers` (sorted
  * sets, member `lex(interval start or answersFrom) ++ lex(timestamp)`).
  */
 export const makeIndexStore = (client: RedisClient): IndexStore["Type"] => {
@@ -89,7 +89,7 @@ export const makeIndexStore = (client: RedisClient): IndexStore["Type"] => {
     let table = tables.get(id)
     if (table === undefined) {
       const keys = { prefix: client.keys.prefix, key: (_tag: string, ...parts: ReadonlyArray<string>) => key("v", id, ...parts) }
-      tables.set(id, table = makeTable({ ...client, keys }, indexValueTable))
+      tables.set(id, table = makeTable({ ...client, keys }, indexValueSpec))
     }
     return table
   }

@@ -1,8 +1,7 @@
 import { type LlmTokenPrice, llmTokenPriceFields } from "@gpu-market/core"
 import {
-  type LlmModelSummary, type LlmTokenPriceChanges, LlmTokenPriceStore, cmp, inVersionScope, StorageConflict
+  type LlmModelSummary, type LlmTokenPriceChanges, LlmTokenPriceStore, llmTokenPriceTable, cmp, inVersionScope, StorageConflict
 } from "@gpu-market/core/storage"
-import { llmTokenPricesCollection } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
@@ -21,28 +20,20 @@ const toStored = (r: LlmTokenPrice): StoredLlmTokenPrice => ({ ...r, is_price_ou
 const fromStored = (s: StoredLlmTokenPrice): LlmTokenPrice => ({ ...s, is_price_outlier: s.is_price_outlier === "true" })
 
 /**
- * Filters with many rows per value, each with its own indexes: a model (also what
- * `model_search` resolves to, merged across models) and a serving provider. The other filters
- * (source, price type, region, the outlier flag, price bounds) narrow a walk of these or of the
- * whole subset.
- */
-const ANCHORS = ["model", "serving_provider"]
-
-/**
  * LLM token price rows as a table: current rows indexed per model, per provider and over all
  * rows for `/latest` (which needs no anchor); every version indexed the same way for `/as-of`
  * and `/history`, which filter the versions they walk by scope (a window or an instant bounds a
  * walk by `valid_from`); the versions of one price in a group.
  */
-export const llmTokenPriceTable: TableSpec<StoredLlmTokenPrice> = {
+export const llmTokenPriceSpec: TableSpec<StoredLlmTokenPrice> = {
   tag: "llm",
-  tie: "price_key",
-  sortFields: llmTokenPricesCollection.sortFields,
+  tie: llmTokenPriceTable.tie,
+  sortFields: llmTokenPriceTable.sortable,
   subsets: [
-    { name: "cur", holds: (r) => r.valid_to === null, anchors: ANCHORS, global: true },
-    { name: "all", holds: () => true, anchors: ANCHORS, global: true }
+    { name: "cur", holds: (r) => r.valid_to === null, anchors: llmTokenPriceTable.anchors, global: true },
+    { name: "all", holds: () => true, anchors: llmTokenPriceTable.anchors, global: true }
   ],
-  groups: ["base_price_key"],
+  groups: [llmTokenPriceTable.scope.of],
   subsetsFor: (scope) => (scope._tag === "latest" ? ["cur"] : ["all"]),
   inScope: inVersionScope,
   scopeBounds: versionScopeBounds,
@@ -94,7 +85,7 @@ const conflictOf = (
  * something changes).
  */
 export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore["Type"] => {
-  const table = makeTable(client, llmTokenPriceTable)
+  const table = makeTable(client, llmTokenPriceSpec)
   const { redis } = client
   const currentKey = table.key("current")
   const valuesKey = table.key("values")

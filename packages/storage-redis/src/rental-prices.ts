@@ -1,16 +1,12 @@
 import { type RentalPrice, rentalPriceFields } from "@gpu-market/core"
 import {
-  type GpuSpelling, cmp, inVersionScope, type RentalGpuSummary, RentalPriceStore, StorageConflict
+  type GpuSpelling, cmp, inVersionScope, type RentalGpuSummary, RentalPriceStore, rentalPriceTable, StorageConflict
 } from "@gpu-market/core/storage"
-import { rentalPricesCollection } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
 import { makeTable, type StoredRow, type TableSpec, versionScopeBounds } from "./table.js"
-
-/** The fields a plan can anchor on that hold many rows per value: each gets its own indexes. */
-const ANCHORS = ["vendor", "gpu_canonical_name"]
 
 /**
  * Rental rows as a table: current rows indexed per vendor and per GPU for `/latest`; every
@@ -19,13 +15,13 @@ const ANCHORS = ["vendor", "gpu_canonical_name"]
  */
 export const rentalTable: TableSpec<RentalPrice> = {
   tag: "rental",
-  tie: "product_key",
-  sortFields: rentalPricesCollection.sortFields,
+  tie: rentalPriceTable.tie,
+  sortFields: rentalPriceTable.sortable,
   subsets: [
-    { name: "cur", holds: (r) => r.valid_to === null, anchors: ANCHORS, global: false },
-    { name: "all", holds: () => true, anchors: ANCHORS, global: true }
+    { name: "cur", holds: (r) => r.valid_to === null, anchors: rentalPriceTable.anchors, global: false },
+    { name: "all", holds: () => true, anchors: rentalPriceTable.anchors, global: true }
   ],
-  groups: ["base_product_key"],
+  groups: [rentalPriceTable.scope.of],
   subsetsFor: (scope) => (scope._tag === "latest" ? ["cur", "all"] : ["all"]),
   inScope: inVersionScope,
   scopeBounds: versionScopeBounds,

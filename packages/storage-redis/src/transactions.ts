@@ -1,8 +1,8 @@
 import { type AggregatedTransaction, transactionFields } from "@gpu-market/core"
 import {
-  type Cohort, dealPool, cmp, type Scope, type SeriesState, StorageConflict, type StoredDeal, type TransactionChanges, TransactionStore, type TransactionSummary, windowDates
+  type Cohort, dealPool, cmp, type Scope, type SeriesState, StorageConflict, type StoredDeal, type TransactionChanges, TransactionStore,
+  type TransactionSummary, transactionTable, windowDates
 } from "@gpu-market/core/storage"
-import { transactionsCollection } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
@@ -23,11 +23,11 @@ const datesOf = (scope: Scope) => {
  * page sorted by date walks only the window's dates; the other sorts walk their index and keep
  * the rows inside the window. `row_key`, the tie-breaker, is a sort of its own, as in SQLite.
  */
-export const transactionTable: TableSpec<AggregatedTransaction> = {
+export const transactionSpec: TableSpec<AggregatedTransaction> = {
   tag: "transactions",
-  tie: "row_key",
-  sortFields: [...transactionsCollection.sortFields, "row_key"],
-  subsets: [{ name: "rows", holds: () => true, anchors: ["gpu_canonical_name"], global: true }],
+  tie: transactionTable.tie,
+  sortFields: [...transactionTable.sortable, transactionTable.tie],
+  subsets: [{ name: "rows", holds: () => true, anchors: transactionTable.anchors, global: true }],
   groups: [],
   subsetsFor: () => ["rows"],
   inScope: (r, scope) => {
@@ -61,7 +61,7 @@ const pairPrefix = (gpu: string, model: string) => Buffer.concat([encodeText(gpu
  * each pair's first and last date), and `version` (bumped when rows are published).
  */
 export const makeTransactionStore = (client: RedisClient): TransactionStore["Type"] => {
-  const table = makeTable(client, transactionTable)
+  const table = makeTable(client, transactionSpec)
   const { redis } = client
   const dealsKey = table.key("deals")
   const pendingKey = table.key("pending")

@@ -1,5 +1,7 @@
 import { type HardwareClassField, hardwareClassFields, type HardwarePrice, hardwarePriceFields } from "@gpu-market/core"
-import { type HardwareGpuCoverage, HardwarePriceStore, type HardwareSummary, type PagePlan } from "@gpu-market/core/storage"
+import {
+  fieldsOfKind, type HardwareGpuCoverage, HardwarePriceStore, hardwarePriceTable, type HardwareSummary, type PagePlan
+} from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migration.js"
 import {
@@ -8,18 +10,9 @@ import {
 } from "./page-sql.js"
 
 /** Text columns: the only ones `in` and `eq` predicates can match. */
-const TEXT_FIELDS: ReadonlySet<string> = new Set([
-  "observation_id", "listing_key", "gpu_canonical_name", "observed_date", "listing_last_updated_date", "currency", "price_type",
-  "price_basis", "payment_terms", "stock_status", "market", "channel", "source_type", "confidence", "counterparty_class",
-  "transaction_level", "includes_nics", "includes_cooling_hw", "software_entitlements", "condition", "module_packaging",
-  "unit_age_basis", "country", "country_group", "export_control_regime"
-])
+const TEXT_FIELDS = fieldsOfKind(hardwarePriceTable, "text")
 /** Number columns: the only ones bounds apply to. */
-const NUMBER_FIELDS: ReadonlySet<string> = new Set([
-  "price_amount", "price_usd", "price_usd_low", "price_usd_high", "price_per_gpu_system_attach", "units_available",
-  "min_order_quantity", "lead_time_weeks", "gpu_count_in_unit", "includes_host_cpus", "includes_dram_gb", "includes_storage_tb",
-  "support_years", "warranty_months", "unit_age_months", "warranty_remaining_months", "hours_used"
-])
+const NUMBER_FIELDS = fieldsOfKind(hardwarePriceTable, "numeric")
 /**
  * Sort fields and the SQL each orders by. A null `condition` orders as "" (the plan contract),
  * spelled as the expression the indexes hold, so SQLite reads them in order.

@@ -1,6 +1,6 @@
 import { type FleetWeight, type IndexDefinition, type IndexValue, indexValueFields } from "@gpu-market/core"
 import {
-  answersFrom, type IndexCoverage, IndexStore, intervalStart, type PagePlan, type StoredIndexDefinition
+  answersFrom, fieldsOfKind, type IndexCoverage, IndexStore, indexValueTable, intervalStart, nullableFields, type PagePlan, type StoredIndexDefinition
 } from "@gpu-market/core/storage"
 import * as Option from "effect/Option"
 import type { SqliteClient } from "./client.js"
@@ -49,8 +49,8 @@ CREATE TABLE index_fleet_weights (
 `
 }
 
-const NUMERIC_FIELDS: ReadonlySet<string> = new Set(["value", "p5", "p95"])
-const NULLABLE_FIELDS: ReadonlySet<string> = new Set(["p5", "p95"])
+const NUMERIC_FIELDS = fieldsOfKind(indexValueTable, "numeric")
+const NULLABLE_FIELDS = nullableFields(indexValueTable)
 
 const SELECT = `SELECT ${indexValueFields.map((f) => `v.${f}`).join(", ")} FROM index_values v`
 

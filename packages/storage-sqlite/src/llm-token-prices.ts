@@ -1,5 +1,7 @@
 import { type LlmTokenPrice, llmTokenPriceFields } from "@gpu-market/core"
-import { type LlmModelSummary, LlmTokenPriceStore, type PagePlan, StorageConflict } from "@gpu-market/core/storage"
+import {
+  fieldsOfKind, type LlmModelSummary, LlmTokenPriceStore, llmTokenPriceTable, nullableFields, type PagePlan, StorageConflict
+} from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migration.js"
@@ -9,13 +11,13 @@ import {
 } from "./page-sql.js"
 
 /** Row fields that hold numbers. */
-const NUMERIC_FIELDS: ReadonlySet<string> = new Set(["price_usd_per_1m_tokens", "raw_price"])
+const NUMERIC_FIELDS = fieldsOfKind(llmTokenPriceTable, "numeric")
 /** Row fields that hold booleans, stored as 0 / 1 and compared by their text form `true` / `false`. */
-const BOOLEAN_FIELDS: ReadonlySet<string> = new Set(["is_price_outlier"])
+const BOOLEAN_FIELDS = fieldsOfKind(llmTokenPriceTable, "boolean")
 /** Row fields that may be null; sorting by one is refused. */
-const NULLABLE_FIELDS: ReadonlySet<string> = new Set(["model_family", "model_creator", "qualifiers", "valid_to"])
+const NULLABLE_FIELDS = nullableFields(llmTokenPriceTable)
 
-/** Sort fields of the collection; each gets current-row indexes, unanchored and per anchor. */
+/** Sort fields of the collection when migration 4 was released (frozen); each got current-row indexes, unanchored and per anchor. */
 const SORTS = ["model", "serving_provider", "price_type", "price_usd_per_1m_tokens", "source", "valid_from"] as const
 /** Filters common enough to lead an index of current rows. */
 const ANCHORS = ["model", "serving_provider"] as const

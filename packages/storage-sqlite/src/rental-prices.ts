@@ -1,6 +1,6 @@
 import { type RentalPrice, rentalPriceFields } from "@gpu-market/core"
 import {
-  type GpuSpelling, type PagePlan, type RentalGpuSummary, RentalPriceStore, StorageConflict
+  fieldsOfKind, type GpuSpelling, nullableFields, type PagePlan, type RentalGpuSummary, RentalPriceStore, rentalPriceTable, StorageConflict
 } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
 import type { SqliteClient } from "./client.js"
@@ -10,18 +10,13 @@ import {
 } from "./page-sql.js"
 
 /** Row fields that hold numbers; every other field holds text. */
-const NUMERIC_FIELDS: ReadonlySet<string> = new Set([
-  "gpu_count", "gpu_memory_gb", "vcpu", "ram_gb", "price_usd_per_gpu_hour", "raw_price"
-])
+const NUMERIC_FIELDS = fieldsOfKind(rentalPriceTable, "numeric")
 
 /**
  * Row fields that may be null. A sort over one has no order both the reference store and SQL
  * agree on (JS `<` coerces null), so sorting by it is refused.
  */
-const NULLABLE_FIELDS: ReadonlySet<string> = new Set([
-  "vendor_sku", "vendor_region", "vcpu", "ram_gb", "os", "form_factor", "interconnect", "instance_type",
-  "instance_variant", "contract_term", "contract_details", "availability", "valid_to"
-])
+const NULLABLE_FIELDS = nullableFields(rentalPriceTable)
 
 /** The 29 columns in the row's field order, so better-sqlite3 builds each row in spec order. */
 const SELECT = `SELECT ${rentalPriceFields.join(", ")} FROM rental_prices`
@@ -80,7 +75,7 @@ export const compilePage = (plan: PagePlan): CompiledPage => {
   if (NULLABLE_FIELDS.has(by)) throw new InvalidPlan(`cannot sort by nullable field ${by}`)
   const pinned = plan.after === undefined || NUMERIC_FIELDS.has(by) ? undefined : pinnedValue(plan, by)
   // Sorting by a field an equality pins is the default (GPU anchor, GPU sort).
-  const sort: PageSort = { field: by, sql: by, tie: "product_key", desc: plan.sort.order === "desc", pinned }
+  const sort: PageSort = { field: by, sql: by, tie: rentalPriceTable.tie, desc: plan.sort.order === "desc", pinned }
   if (plan.after !== undefined) keysetClause(c, sort, plan.after)
   limitParam(c, plan.limit)
   return { sql: `${SELECT} WHERE ${where.join(" AND ")} ORDER BY ${orderBy(sort)} LIMIT ?`, params }

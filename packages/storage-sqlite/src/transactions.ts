@@ -1,6 +1,7 @@
 import { type AggregatedTransaction, transactionFields } from "@gpu-market/core"
 import {
-  type Cohort, dealPool, type PagePlan, type SeriesState, type StoredDeal, StorageConflict, TransactionStore, windowDates
+  type Cohort, dealPool, fieldsOfKind, type PagePlan, type SeriesState, type StoredDeal, StorageConflict, TransactionStore, transactionTable,
+  windowDates
 } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migration.js"
@@ -9,10 +10,9 @@ import {
   orderBy, type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows
 } from "./page-sql.js"
 
-/** Row fields that hold numbers; `is_rolling` is stored as 0/1 and every other field as text. */
-const NUMERIC_FIELDS: ReadonlySet<string> = new Set([
-  "tenor_days", "price_usd_per_gpu_hour", "total_gpu_count", "total_gpu_hours", "discount_percentage", "blend_tenor_days"
-])
+/** Row fields that hold numbers; booleans (`is_rolling`) are stored as 0/1 and every other field as text. */
+const NUMERIC_FIELDS = fieldsOfKind(transactionTable, "numeric")
+const TEXT_FIELDS = fieldsOfKind(transactionTable, "text")
 
 /** The 15 published columns in the row's field order; the private cohort columns are never selected. */
 const SELECT = `SELECT ${transactionFields.join(", ")} FROM transaction_rows`
@@ -27,12 +27,11 @@ export const transactionFromColumns = (c: ReadonlyArray<any>): AggregatedTransac
 })
 
 const column = columnGuard(transactionFields, "aggregated transaction")
-const isText = (col: string) => !NUMERIC_FIELDS.has(col) && col !== "is_rolling"
 
 /** The transaction fields predicates see: a text value never matches a number or a boolean. */
 const PREDICATE_FIELDS: PredicateFields = {
   column,
-  matchable: (field, texts) => (isText(field) ? texts : []),
+  matchable: (field, texts) => (TEXT_FIELDS.has(field) ? texts : []),
   ordered: (field) => NUMERIC_FIELDS.has(field),
   seekPastBounds: true
 }
@@ -50,7 +49,7 @@ export const compileTransactionPage = (plan: PagePlan): CompiledPage => {
   if (by === "discount_percentage" || by === "is_rolling") throw new InvalidPlan(`cannot sort by ${by}`)
   const desc = plan.sort.order === "desc"
   const after = plan.after
-  const pinned = after !== undefined && isText(by) ? pinnedValue(plan, by) : undefined
+  const pinned = after !== undefined && TEXT_FIELDS.has(by) ? pinnedValue(plan, by) : undefined
   const dates = windowDates(plan.scope)
   // Which window bound the keyset position makes redundant when sorting by date: dropping it
   // lets SQLite seek straight to the position instead of walking from the window's edge.

@@ -11,6 +11,7 @@ import { HardwarePriceStore } from "../storage/hardware.js"
 import type { Predicate } from "../storage/plan.js"
 import { metadataAccess } from "./metadata.js"
 import { nowMicros, unavailable } from "./storage.js"
+import { hardwarePriceTable } from "../storage/tables.js"
 
 const ClassValue = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/))
 const Market = Schema.String.pipe(Schema.pattern(/^(primary|secondary)$/))
@@ -34,8 +35,8 @@ export const hardwarePricesCollection: CollectionDef = {
     ...bounds("price_usd")
   ],
   extraParams: {},
-  sortFields: ["condition", "gpu_canonical_name", "observed_date", "price_usd"],
-  tieBreaker: "observation_id",
+  sortFields: hardwarePriceTable.sortable,
+  tieBreaker: hardwarePriceTable.tie,
   anchors: []
 }
 

@@ -21,6 +21,7 @@ import { IndexStore } from "../storage/indexes.js"
 import type { PagePlan, Predicate } from "../storage/plan.js"
 import { metadataAccess } from "./metadata.js"
 import { nowMicros, unavailable } from "./storage.js"
+import { indexValueTable } from "../storage/tables.js"
 
 /** The index type: one index per request, named by the required `id`. */
 /** One index id (a list is refused: one index per request). */
@@ -33,8 +34,8 @@ export const indexesCollection: CollectionDef = {
   filters: [],
   extraParams: {},
   requiredParams: { id: IndexIdParam },
-  sortFields: ["timestamp", "value"],
-  tieBreaker: "timestamp",
+  sortFields: indexValueTable.sortable,
+  tieBreaker: indexValueTable.tie,
   anchors: []
 }
 

@@ -14,6 +14,7 @@ import { LlmTokenPriceStore } from "../storage/llm-token-prices.js"
 import type { Predicate } from "../storage/plan.js"
 import { metadataAccess } from "./metadata.js"
 import { nowMicros, unavailable } from "./storage.js"
+import { llmTokenPriceTable } from "../storage/tables.js"
 
 const Key = HexKey()
 /** `exclude_outliers`: exactly `true` or `false`. */
@@ -38,8 +39,8 @@ export const llmTokenPricesCollection: CollectionDef = {
     ...bounds("price_usd_per_1m_tokens")
   ],
   extraParams: { model_search: CommaList(Token, "search terms"), exclude_outliers: Flag },
-  sortFields: ["model", "serving_provider", "price_type", "price_usd_per_1m_tokens", "source", "valid_from"],
-  tieBreaker: "price_key",
+  sortFields: llmTokenPriceTable.sortable,
+  tieBreaker: llmTokenPriceTable.tie,
   anchors: []
 }
 

@@ -12,6 +12,7 @@ import { type GpuSpelling, RentalPriceStore } from "../storage/contract.js"
 import type { Predicate } from "../storage/plan.js"
 import { metadataAccess } from "./metadata.js"
 import { nowMicros, unavailable } from "./storage.js"
+import { rentalPriceTable } from "../storage/tables.js"
 
 const Key = HexKey()
 
@@ -32,8 +33,8 @@ export const rentalPricesCollection: CollectionDef = {
     ...bounds("gpu_memory_gb")
   ],
   extraParams: { gpu_search: CommaList(Token, "search terms") },
-  sortFields: ["gpu_canonical_name", "gpu_count", "gpu_memory_gb", "price_usd_per_gpu_hour", "region", "valid_from", "vendor"],
-  tieBreaker: "product_key",
+  sortFields: rentalPriceTable.sortable,
+  tieBreaker: rentalPriceTable.tie,
   anchors: ["vendor", "gpu_canonical_name", "gpu_search", "base_product_key", "product_key"]
 }
 

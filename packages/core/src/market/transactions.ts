@@ -7,6 +7,7 @@ import type { Predicate } from "../storage/plan.js"
 import { TransactionStore } from "../storage/transactions.js"
 import { metadataAccess } from "./metadata.js"
 import { nowMicros, unavailable } from "./storage.js"
+import { transactionTable } from "../storage/tables.js"
 
 /** The aggregated transaction type: its filters, sorts and tie-breaker. It needs no anchor. */
 export const transactionsCollection: CollectionDef = {
@@ -19,8 +20,8 @@ export const transactionsCollection: CollectionDef = {
     ...bounds("total_gpu_count")
   ],
   extraParams: {},
-  sortFields: ["contract_type", "gpu_model", "price_usd_per_gpu_hour", "region_group", "tenor_days", "total_gpu_count", "transaction_date"],
-  tieBreaker: "row_key",
+  sortFields: transactionTable.sortable,
+  tieBreaker: transactionTable.tie,
   anchors: []
 }
 

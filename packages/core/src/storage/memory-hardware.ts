@@ -3,6 +3,7 @@ import { type HardwareClassField, hardwareClassFields, type HardwarePrice } from
 import type { HardwareGpuCoverage, HardwarePriceStore, HardwareSummary } from "./hardware.js"
 import { cmp, dayStart, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan, Scope } from "./plan.js"
+import { hardwarePriceTable } from "./tables.js"
 
 /**
  * The in-memory reference of the hardware price store: the plain statement of what every
@@ -31,7 +32,7 @@ export const inHardwareScope = (rows: Iterable<HardwarePrice>, scope: Scope): Ar
 
 /** The reference evaluation of a hardware price plan: scope first, then predicates, order, seek. */
 export const evaluateHardwarePlan = (rows: Iterable<HardwarePrice>, plan: PagePlan): Array<HardwarePrice> =>
-  orderAndSeek(inHardwareScope(rows, plan.scope).filter((r) => matchesPredicates(r, plan.predicates)), plan, "observation_id")
+  orderAndSeek(inHardwareScope(rows, plan.scope).filter((r) => matchesPredicates(r, plan.predicates)), plan, hardwarePriceTable.tie)
 
 /** Filter values and per-GPU coverage of rows, as every backend reports them. */
 export const summariseHardware = (rows: Iterable<HardwarePrice>): HardwareSummary => {

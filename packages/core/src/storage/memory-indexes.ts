@@ -4,6 +4,7 @@ import type { FleetWeight, IndexDefinition, IndexValue } from "../schema/indexes
 import { answersFrom, type IndexCoverage, type IndexStore, intervalStart, type StoredIndexDefinition } from "./indexes.js"
 import { cmp, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan } from "./plan.js"
+import { indexValueTable } from "./tables.js"
 
 /**
  * The reference evaluation of an index value plan (see `IndexStore.page`): the scope picks the
@@ -27,7 +28,7 @@ export const evaluateIndexPlan = (values: Iterable<IndexValue>, plan: PagePlan):
     }
     inScope = [...best.values()].map((b) => b.value)
   }
-  return orderAndSeek(inScope.filter((v) => matchesPredicates(v, plan.predicates)), plan, "timestamp")
+  return orderAndSeek(inScope.filter((v) => matchesPredicates(v, plan.predicates)), plan, indexValueTable.tie)
 }
 
 /** Coverage as every backend reports it (see `IndexStore.coverage`). */

@@ -4,6 +4,7 @@ import { StorageConflict } from "./contract.js"
 import type { LlmModelSummary, LlmTokenPriceStore } from "./llm-token-prices.js"
 import { cmp, inVersionScope, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan } from "./plan.js"
+import { llmTokenPriceTable } from "./tables.js"
 
 /** The reference LLM token price store: plain statements of what every backend must return. */
 
@@ -15,7 +16,7 @@ export const evaluateLlmTokenPricePlan = (rows: Iterable<LlmTokenPrice>, plan: P
   orderAndSeek(
     [...rows].filter((r) => inVersionScope(r, plan.scope) && matchesPredicates(comparable(r), plan.predicates)),
     plan,
-    "price_key"
+    llmTokenPriceTable.tie
   )
 
 const sorted = (values: Iterable<string>) => [...new Set(values)].sort(cmp)

@@ -7,6 +7,7 @@ import {
   type Cohort, dealPool, type PublishedRow, type SeriesState, type StoredDeal, type TransactionStore, type TransactionSummary,
   windowDates
 } from "./transactions.js"
+import { transactionTable } from "./tables.js"
 
 /** The reference evaluation of a transaction page plan: window scopes only, tie-breaker `row_key`. */
 export const evaluateTransactionPlan = (rows: Iterable<AggregatedTransaction>, plan: PagePlan): Array<AggregatedTransaction> => {
@@ -15,7 +16,7 @@ export const evaluateTransactionPlan = (rows: Iterable<AggregatedTransaction>, p
   return orderAndSeek(
     [...rows].filter((r) => r.transaction_date >= dates.from && r.transaction_date < dates.to && matchesPredicates(r, plan.predicates)),
     plan,
-    "row_key"
+    transactionTable.tie
   )
 }
 

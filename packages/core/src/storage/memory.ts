@@ -20,6 +20,7 @@ import { IndexStore } from "./indexes.js"
 import { makeMemoryIndexStore } from "./memory-indexes.js"
 import { ProcurementStore } from "./procurement.js"
 import { makeMemoryProcurementStore } from "./memory-procurement.js"
+import { rentalPriceTable } from "./tables.js"
 
 /**
  * The in-memory reference store: the plain statement of what every backend must return. It
@@ -31,7 +32,7 @@ export const evaluateRentalPlan = (rows: Iterable<RentalPrice>, plan: PagePlan):
   orderAndSeek(
     [...rows].filter((r) => inVersionScope(r, plan.scope) && matchesPredicates(r, plan.predicates)),
     plan,
-    "product_key"
+    rentalPriceTable.tie
   )
 
 /** Spellings and per-GPU summaries derived from rental rows, as every backend reports them. */

@@ -1,0 +1,53 @@
+import { HardwarePriceRow } from "../schema/hardware-price.js"
+import { IndexValueRow } from "../schema/indexes.js"
+import { LlmTokenPriceRow } from "../schema/llm-token-price.js"
+import { RentalPriceRow } from "../schema/rental-price.js"
+import { TransactionRow } from "../schema/transaction.js"
+import { defineTable } from "./table.js"
+
+/** The market's data types as storage sees them, each defined once (see `TableDef`). */
+
+/** GPU rental prices: versions of each product, current ones per vendor and per GPU. */
+export const rentalPriceTable = defineTable(RentalPriceRow, {
+  name: "rental_prices",
+  tie: "product_key",
+  sortable: ["gpu_canonical_name", "gpu_count", "gpu_memory_gb", "price_usd_per_gpu_hour", "region", "valid_from", "vendor"],
+  anchors: ["vendor", "gpu_canonical_name"],
+  scope: { kind: "versions", of: "base_product_key" }
+})
+
+/** LLM token prices: versions of each published price, per model and per serving provider. */
+export const llmTokenPriceTable = defineTable(LlmTokenPriceRow, {
+  name: "llm_token_prices",
+  tie: "price_key",
+  sortable: ["model", "serving_provider", "price_type", "price_usd_per_1m_tokens", "source", "valid_from"],
+  anchors: ["model", "serving_provider"],
+  scope: { kind: "versions", of: "base_price_key" }
+})
+
+/** GPU hardware prices: a listing's daily observations, per GPU. */
+export const hardwarePriceTable = defineTable(HardwarePriceRow, {
+  name: "hardware_prices",
+  tie: "observation_id",
+  sortable: ["condition", "gpu_canonical_name", "observed_date", "price_usd"],
+  anchors: ["gpu_canonical_name"],
+  scope: { kind: "observations", of: "listing_key", date: "observed_date" }
+})
+
+/** Published transaction blends: rows of a date, per GPU. */
+export const transactionTable = defineTable(TransactionRow, {
+  name: "transaction_rows",
+  tie: "row_key",
+  sortable: ["contract_type", "gpu_model", "price_usd_per_gpu_hour", "region_group", "tenor_days", "total_gpu_count", "transaction_date"],
+  anchors: ["gpu_canonical_name"],
+  scope: { kind: "dated", date: "transaction_date" }
+})
+
+/** Index values: one per interval of each index; `timestamp` is unique within an index. */
+export const indexValueTable = defineTable(IndexValueRow.from, {
+  name: "index_values",
+  tie: "timestamp",
+  sortable: ["timestamp", "value"],
+  anchors: [],
+  scope: { kind: "intervals", of: "id", at: "timestamp" }
+})
