@@ -6,11 +6,9 @@ import { createInterface } from "node:readline"
 /**
  * One of two writers racing on one product, in its own process (so two SQLite connections really
  * write at once, not in turns on one thread): `tsx test/support/racing-writer.ts` with RACE_DB (a
- * SQLite file) or RACE_REDIS_URL and RACE_REDIS_PREFIX, RACE_PARITY (0 or 1), RACE_ROUNDS and
- * RACE_MODE. It opens its market, prints `ready`, and on `go` from stdin ingests, each minute its
- * own call, in time order, as fast as it can: in `split` mode the minutes of its parity
- * (2i + parity for i < rounds), in `both` mode every minute below 2 * rounds (two replicas of one
- * feed). Every refusal is recorded, not retried, and the last line it prints is `result <json>`.
+ * SQLite file) or RACE_REDIS_URL and RACE_REDIS_PREFIX, RACE_PARITY (0 or 1), and RACE_ROUNDS. It opens its market, prints `ready`, and on `go` from stdin ingests, each minute its
+ * own call, in time order, as fast as it can: every minute below 2 * rounds (two replicas of
+ * one feed). Every refusal is recorded, not retried, and the last line it prints is `result <json>`.
  */
 
 /** The product both writers price: one identity, a new price every minute. */
@@ -40,9 +38,7 @@ export interface RaceResult {
 const main = async () => {
   const parity = Number(process.env.RACE_PARITY)
   const rounds = Number(process.env.RACE_ROUNDS)
-  const minutes = process.env.RACE_MODE === "both"
-    ? Array.from({ length: 2 * rounds }, (_, m) => m)
-    : Array.from({ length: rounds }, (_, i) => 2 * i + parity)
+  const minutes = Array.from({ length: 2 * rounds }, (_, m) => m)
   const storage = process.env.RACE_DB !== undefined
     ? sqlite(process.env.RACE_DB)
     : redis(process.env.RACE_REDIS_URL!, process.env.RACE_REDIS_PREFIX)
