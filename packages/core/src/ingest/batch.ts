@@ -100,6 +100,29 @@ export const chunkVersionChanges = <C extends { readonly valid_to: string }, Row
   return chunks
 }
 
+/**
+ * Closes the current rows of the priced things `bases` name at `at` (a withdrawal), in chunks:
+ * unknown keys are ignored, and an instant not after a row's start refuses the whole withdrawal.
+ * Returns how many rows closed.
+ */
+export const withdrawVersions = <Row extends Versioned, E, R>(
+  bases: ReadonlyArray<string>,
+  at: string,
+  current: (bases: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<Row>, E | StorageError, R>,
+  close: (rows: ReadonlyArray<Row>, valid_to: string) => Effect.Effect<void, E | StorageError | StorageConflict, R>
+) => {
+  const micros = parseDateTime(at)
+  if (micros === undefined) return Effect.fail(invalidRecords([{ index: 0, message: "at: expected an ISO 8601 datetime" }]))
+  const valid_to = formatInstant(micros)
+  return Effect.gen(function* () {
+    const rows = yield* current(bases)
+    const late = rows.find((r) => r.valid_from >= valid_to)
+    if (late !== undefined) return yield* Effect.fail(invalidRecords([{ index: 0, message: `at is not after the price in force since ${late.valid_from}` }]))
+    for (const chunk of chunksOf(rows)) yield* close(chunk, valid_to)
+    return rows.length
+  }).pipe(atomically)
+}
+
 /** What one ingest of versioned prices did. */
 export interface IngestSummary {
   readonly received: number

@@ -3,11 +3,11 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
 import type { InvalidRecords } from "../errors.js"
-import { formatInstant, parseDateTime } from "../query/time.js"
 import { type LlmTokenPrice, LlmTokenPriceObservation } from "../schema/llm-token-price.js"
 import { type LlmTokenPriceChanges, LlmTokenPriceStore } from "../storage/llm-token-prices.js"
 import {
-  atomically, chunkVersionChanges, chunksOf, decodeTimed, type IngestSummary, invalidRecords, planVersions, staleObservations, type Timed, type VersionRules, versionsInForce
+  atomically, chunkVersionChanges, decodeTimed, type IngestSummary, planVersions, staleObservations, type Timed, type VersionRules, versionsInForce,
+  withdrawVersions
 } from "./batch.js"
 
 /** Fields that identify one published price across price changes (`base_price_key`). */
@@ -191,18 +191,9 @@ export class LlmTokenPriceIngest extends Effect.Service<LlmTokenPriceIngest>()("
     })
 
     /** Marks prices as no longer published from `at`: their current rows close. Unknown keys are ignored. */
-    const withdraw = Effect.fn("LlmTokenPriceIngest.withdraw")(function* (basePriceKeys: ReadonlyArray<string>, at: string) {
-      const micros = parseDateTime(at)
-      if (micros === undefined) return yield* Effect.fail(invalidRecords([{ index: 0, message: "at: expected an ISO 8601 datetime" }]))
-      const valid_to = formatInstant(micros)
-      return yield* Effect.gen(function* () {
-        const current = yield* store.current(basePriceKeys)
-        const late = current.find((r) => r.valid_from >= valid_to)
-        if (late !== undefined) return yield* Effect.fail(invalidRecords([{ index: 0, message: `at is not after the price in force since ${late.valid_from}` }]))
-        for (const rows of chunksOf(current)) yield* store.apply({ close: rows.map((r) => ({ price_key: r.price_key, valid_to })), open: [] })
-        return current.length
-      }).pipe(atomically)
-    })
+    const withdraw = Effect.fn("LlmTokenPriceIngest.withdraw")((basePriceKeys: ReadonlyArray<string>, at: string) =>
+      withdrawVersions(basePriceKeys, at, store.current, (rows, valid_to) =>
+        store.apply({ close: rows.map((r) => ({ price_key: r.price_key, valid_to })), open: [] })))
 
     return { ingest, withdraw } as const
   })

@@ -3,11 +3,11 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
 import type { InvalidRecords } from "../errors.js"
-import { formatInstant, parseDateTime } from "../query/time.js"
 import { type RentalPrice, RentalPriceObservation } from "../schema/rental-price.js"
 import { type RentalPriceChanges, RentalPriceStore } from "../storage/contract.js"
 import {
-  atomically, chunkVersionChanges, chunksOf, decodeTimed, type IngestSummary, invalidRecords, planVersions, staleObservations, type Timed, type VersionRules, versionsInForce
+  atomically, chunkVersionChanges, decodeTimed, type IngestSummary, planVersions, staleObservations, type Timed, type VersionRules, versionsInForce,
+  withdrawVersions
 } from "./batch.js"
 
 /** Fields that identify one priced thing across price changes (`base_product_key`). */
@@ -99,18 +99,9 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
     })
 
     /** Marks products as no longer listed from `at`: their current rows close. Unknown keys are ignored. */
-    const withdraw = Effect.fn("RentalPriceIngest.withdraw")(function* (baseProductKeys: ReadonlyArray<string>, at: string) {
-      const micros = parseDateTime(at)
-      if (micros === undefined) return yield* Effect.fail(invalidRecords([{ index: 0, message: "at: expected an ISO 8601 datetime" }]))
-      const valid_to = formatInstant(micros)
-      return yield* Effect.gen(function* () {
-        const current = yield* store.current(baseProductKeys)
-        const late = current.find((r) => r.valid_from >= valid_to)
-        if (late !== undefined) return yield* Effect.fail(invalidRecords([{ index: 0, message: `at is not after the price in force since ${late.valid_from}` }]))
-        for (const rows of chunksOf(current)) yield* store.apply({ close: rows.map((r) => ({ product_key: r.product_key, valid_to })), open: [] })
-        return current.length
-      }).pipe(atomically)
-    })
+    const withdraw = Effect.fn("RentalPriceIngest.withdraw")((baseProductKeys: ReadonlyArray<string>, at: string) =>
+      withdrawVersions(baseProductKeys, at, store.current, (rows, valid_to) =>
+        store.apply({ close: rows.map((r) => ({ product_key: r.product_key, valid_to })), open: [] })))
 
     return { ingest, withdraw } as const
   })

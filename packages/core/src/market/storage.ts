@@ -18,7 +18,7 @@ export const unavailable = unavailableBecause("try again shortly")
  * dropped connection or a timeout leaves which one unknown; every write path is idempotent, so
  * the answer is to send the same batch again.
  */
-export const unavailableWrite = unavailableBecause("the batch was applied whole or not at all, and sending it again is safe")
+export const unavailableWrite = unavailableBecause("part of the batch may be stored, each chunk of up to 100 rows whole or not at all, and sending it again is safe")
 
 /** On an index computation: it did not finish; the next one resumes from each index's cursor. */
 export const unavailableComputation = unavailableBecause("indexes were not computed")
