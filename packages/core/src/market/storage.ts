@@ -2,6 +2,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { StorageUnavailable } from "../errors.js"
 import { MICROS_PER_MS } from "../query/time.js"
+import { MAX_ROWS_PER_WRITE } from "../storage/contract.js"
 
 /**
  * Storage trouble as the caller sees it: `StorageUnavailable`, naming the operation that failed
@@ -18,7 +19,7 @@ export const unavailable = unavailableBecause("try again shortly")
  * dropped connection or a timeout leaves which one unknown; every write path is idempotent, so
  * the answer is to send the same batch again.
  */
-export const unavailableWrite = unavailableBecause("part of the batch may be stored, each chunk of up to 100 rows whole or not at all, and sending it again is safe")
+export const unavailableWrite = unavailableBecause(`part of the batch may be stored, each chunk of up to ${MAX_ROWS_PER_WRITE} rows whole or not at all, and sending it again is safe`)
 
 /** On an index computation: it did not finish; the next one resumes from each index's cursor. */
 export const unavailableComputation = unavailableBecause("indexes were not computed")

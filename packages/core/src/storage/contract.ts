@@ -19,7 +19,7 @@ export { StorageConflict, StorageDefect, StorageError } from "./errors.js"
  * script every other client of that server waits for, as long as it takes; at this size that
  * stays within tens of milliseconds (BENCHMARKS.md, the longest Redis command of a load).
  */
-export const MAX_ROWS_PER_WRITE = 100
+export const MAX_ROWS_PER_WRITE = 50
 
 /** A change to the rental price table: close current rows and open new ones, all or nothing. */
 export interface RentalPriceChanges {
