@@ -17,9 +17,9 @@ export { StorageConflict, StorageDefect, StorageError } from "./errors.js"
  * Rows one write of a store (`apply`, `put`) carries at most: core's write paths split larger
  * changes into chunks of this size. A write holds the SQLite write lock, or runs as one Redis
  * script every other client of that server waits for, as long as it takes; at this size that
- * stays within tens of milliseconds (BENCHMARKS.md, the longest Redis command of a load).
+ * stays well under the 50 ms a write may hold a server (BENCHMARKS.md (j): the longest Redis command of a load).
  */
-export const MAX_ROWS_PER_WRITE = 50
+export const MAX_ROWS_PER_WRITE = 25
 
 /** A change to the rental price table: close current rows and open new ones, all or nothing. */
 export interface RentalPriceChanges {
