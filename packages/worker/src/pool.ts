@@ -46,10 +46,13 @@ class PoolWorker {
   readonly worker: Worker
   /** Resolves once the worker is up; rejects with why it could not start. */
   readonly ready: Promise<void>
+  /** Resolves once the thread has ended, whenever that was. */
+  readonly exited: Promise<void>
   closing = false
 
   constructor(config: WorkerConfig, onLost: (lost: PoolWorker) => void) {
     this.worker = new Worker(entry, { workerData: config })
+    this.exited = new Promise((resolve) => this.worker.once("exit", () => resolve()))
     this.ready = new Promise((resolve, reject) => {
       this.worker.on("message", (reply: WorkerReply) => {
         switch (reply._tag) {
@@ -97,10 +100,10 @@ class PoolWorker {
   /** Asks the worker to release its storage and end; terminates it if it takes too long. */
   async close(): Promise<void> {
     this.closing = true
-    const exited = new Promise<void>((resolve) => this.worker.once("exit", () => resolve()))
+    // A thread that already ended (it could not start) has nothing to release.
     this.worker.postMessage({ _tag: "Close" } satisfies WorkerRequest)
     const timer = setTimeout(() => void this.worker.terminate(), CLOSE_GRACE_MILLIS)
-    await exited
+    await this.exited
     clearTimeout(timer)
   }
 }
