@@ -37,7 +37,6 @@ const decodeError = Schema.decodeUnknownSync(OperationError)
 const defect = (message: string) => toProblemError(Cause.die(new Error(message)))
 
 type Call = Extract<WorkerRequest, { readonly id: number }>
-type CallInput = Call extends infer C ? C extends Call ? Omit<C, "id"> : never : never
 type Settle = { readonly resolve: (value: unknown) => void; readonly reject: (error: unknown) => void }
 
 /** One worker thread with the calls it has not answered yet. */
@@ -84,7 +83,7 @@ class PoolWorker {
     return settle
   }
 
-  call(id: number, request: WorkerRequest & { readonly id: number }): Promise<unknown> {
+  call(id: number, request: Call): Promise<unknown> {
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject })
       try {
@@ -145,17 +144,17 @@ export const createWorkerMarket = async (options: WorkerMarketOptions): Promise<
   }
 
   let nextId = 0
-  const call = (request: CallInput): Promise<unknown> => {
+  const call = (request: (id: number) => Call): Promise<unknown> => {
     if (closed) return Promise.reject(defect("the worker market is closed"))
     // The least busy worker takes the call.
     const worker = workers.reduce((a, b) => (b.pending.size < a.pending.size ? b : a))
     const id = nextId++
-    return worker.call(id, { ...request, id } as Call)
+    return worker.call(id, request(id))
   }
   const market = buildMarket({
-    call: (entry, query, { token }) => call({ _tag: "Read", endpoint: entry.name, query, token }),
-    next: (entry, next, { token }) => call({ _tag: "Read", endpoint: entry.name, query: next.query_params, token }),
-    write: (name, args) => call({ _tag: "Write", name, args }),
+    call: (entry, query, { token }) => call((id) => ({ _tag: "Read", id, endpoint: entry.name, query, token })),
+    next: (entry, next, { token }) => call((id) => ({ _tag: "Read", id, endpoint: entry.name, query: next.query_params, token })),
+    write: (name, args) => call((id) => ({ _tag: "Write", id, name, args })),
     close: async () => {
       if (closed) return
       closed = true

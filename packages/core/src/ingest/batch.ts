@@ -188,6 +188,9 @@ export const staleObservations = <O, Row extends Versioned>(
   })
 }
 
+/** The stored version of a priced thing in force at an instant, if one was read. */
+export type InForce<Row> = (base: string, at: string) => Row | undefined
+
 /**
  * The stored version of each stale observation's priced thing in force at its instant, read one
  * point at a time through the store's page (the base key pins a handful of versions on every
@@ -197,32 +200,35 @@ export const versionsInForce = <O, Row extends Versioned, E, R>(
   stale: ReadonlyArray<Timed<O>>,
   baseField: string,
   page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<Row>, E, R>
-): Effect.Effect<ReadonlyArray<Row>, E, R> =>
+): Effect.Effect<InForce<Row>, E, R> =>
   Effect.map(
     Effect.forEach(stale, ({ base, at }) =>
-      page({
+      Effect.map(page({
         scope: { _tag: "asOf", at },
         predicates: [{ op: "eq", field: baseField, value: base }],
         sort: { by: "valid_from", order: "desc" },
         after: undefined,
         limit: 1
-      })),
-    (pages) => pages.flat()
+      }), ([row]) => [`${base}\u0000${at}`, row] as const)),
+    (found) => {
+      const byPoint = new Map(found)
+      return (base, at) => byPoint.get(`${base}\u0000${at}`)
+    }
   )
 
 /**
  * Turns validated observations into a change against the current rows. Observations of one
  * priced thing apply in time order; an unchanged price touches nothing; a changed one closes
  * the current row at the observation's time and opens a new one. An observation not after the
- * current row is already stored when `inForce` (the versions in force at such observations'
- * instants) has its price, and is unchanged: sending a batch again is a no-op. Otherwise it
+ * current row is already stored when the version `inForce` at its instant has its price, and
+ * is unchanged: sending a batch again is a no-op. Otherwise it
  * cannot be placed and refuses the batch. `close` names stored rows by their key.
  */
 export const planVersions = <O, Row extends Versioned>(
   decoded: ReadonlyArray<Timed<O>>,
   current: ReadonlyArray<Row>,
   rules: VersionRules<O, Row>,
-  inForce: ReadonlyArray<Row> = []
+  inForce: InForce<Row> = () => undefined
 ): Either.Either<
   {
     readonly close: ReadonlyArray<{ readonly key: string; readonly valid_to: string }>
@@ -246,7 +252,7 @@ export const planVersions = <O, Row extends Versioned>(
       continue
     }
     if (now !== undefined && at <= now.valid_from) {
-      const then = inForce.find((r) => rules.base(r) === base && r.valid_from <= at && (r.valid_to === null || r.valid_to > at))
+      const then = inForce(base, at)
       if (then !== undefined && rules.samePrice(then, o)) {
         unchanged++
         continue

@@ -6,7 +6,7 @@ import type { InvalidRecords } from "../errors.js"
 import { type LlmTokenPrice, LlmTokenPriceObservation } from "../schema/llm-token-price.js"
 import { type LlmTokenPriceChanges, LlmTokenPriceStore } from "../storage/llm-token-prices.js"
 import {
-  atomically, chunkVersionChanges, decodeTimed, type IngestSummary, planVersions, staleObservations, type Timed, type VersionRules, versionsInForce,
+  atomically, chunkVersionChanges, decodeTimed, type InForce, type IngestSummary, planVersions, staleObservations, type Timed, type VersionRules, versionsInForce,
   withdrawVersions
 } from "./batch.js"
 
@@ -142,7 +142,7 @@ const rules: VersionRules<LlmTokenPriceObservation, LlmTokenPrice> = {
 export const planLlmChanges = (
   decoded: ReadonlyArray<Timed<LlmTokenPriceObservation>>,
   current: ReadonlyArray<LlmTokenPrice>,
-  inForce: ReadonlyArray<LlmTokenPrice> = []
+  inForce: InForce<LlmTokenPrice> = () => undefined
 ): Either.Either<{ readonly changes: LlmTokenPriceChanges; readonly summary: IngestSummary }, InvalidRecords> =>
   Either.map(planVersions(decoded, current, rules, inForce), ({ close, open, summary }) => ({
     changes: { close: close.map(({ key, valid_to }) => ({ price_key: key, valid_to })), open },

@@ -6,7 +6,7 @@ import type { InvalidRecords } from "../errors.js"
 import { type RentalPrice, RentalPriceObservation } from "../schema/rental-price.js"
 import { type RentalPriceChanges, RentalPriceStore } from "../storage/contract.js"
 import {
-  atomically, chunkVersionChanges, decodeTimed, type IngestSummary, planVersions, staleObservations, type Timed, type VersionRules, versionsInForce,
+  atomically, chunkVersionChanges, decodeTimed, type InForce, type IngestSummary, planVersions, staleObservations, type Timed, type VersionRules, versionsInForce,
   withdrawVersions
 } from "./batch.js"
 
@@ -65,7 +65,7 @@ const rules: VersionRules<RentalPriceObservation, RentalPrice> = {
 export const planChanges = (
   decoded: ReadonlyArray<Timed<RentalPriceObservation>>,
   current: ReadonlyArray<RentalPrice>,
-  inForce: ReadonlyArray<RentalPrice> = []
+  inForce: InForce<RentalPrice> = () => undefined
 ): Either.Either<{ readonly changes: RentalPriceChanges; readonly summary: IngestSummary }, InvalidRecords> =>
   Either.map(planVersions(decoded, current, rules, inForce), ({ close, open, summary }) => ({
     changes: { close: close.map(({ key, valid_to }) => ({ product_key: key, valid_to })), open },

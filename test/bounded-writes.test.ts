@@ -1,0 +1,51 @@
+import { assert, describe, it } from "@effect/vitest"
+import { marketLayer, RentalPriceIngest, type RentalPriceObservationInput } from "@gpu-market/core"
+import { MAX_ROWS_PER_WRITE, MemoryStorage, type RentalPriceChanges, RentalPriceStore } from "@gpu-market/core/storage"
+import { Effect, Layer } from "effect"
+
+/**
+ * A large ingest is written in chunks of at most `MAX_ROWS_PER_WRITE` rows, so no single write
+ * holds the store for long, and every product's close and open travel in the same chunk, so a
+ * reader never sees a product with two current rows or none.
+ */
+
+const PRODUCTS = 4 * MAX_ROWS_PER_WRITE + 7
+
+const obs = (sku: number, day: number, price: number): RentalPriceObservationInput => ({
+  vendor: "v-bulk", vendor_gpu_name: "H100 SXM5", vendor_sku: `sku-${sku}`, region: "us-east", gpu_canonical_name: "h100-sxm",
+  gpu_manufacturer: "nvidia", gpu_model: "H100", gpu_count: 8, gpu_memory_gb: 80, contract_type: "ondemand",
+  price_usd_per_gpu_hour: price, raw_price: price * 8, raw_price_unit: "usd_per_instance_hour",
+  extracted_at: `2026-06-0${day}T00:00:00Z`
+})
+
+/** The memory store, with every `apply` it is handed recorded. */
+const recorded: Array<RentalPriceChanges> = []
+const storage = Layer.effect(RentalPriceStore, Effect.map(RentalPriceStore, (store) => ({
+  ...store,
+  apply: (changes: RentalPriceChanges) => Effect.zipRight(Effect.sync(() => recorded.push(changes)), store.apply(changes))
+}))).pipe(Layer.provideMerge(MemoryStorage.layer))
+
+describe("bounded writes", () => {
+  it.effect("a batch larger than one write is split into writes of at most MAX_ROWS_PER_WRITE rows, each product whole", () =>
+    Effect.gen(function* () {
+      const ingest = yield* RentalPriceIngest
+      const first = yield* ingest.ingest(Array.from({ length: PRODUCTS }, (_, i) => obs(i, 1, 2)))
+      assert.strictEqual(first.opened, PRODUCTS)
+      assert.isAbove(recorded.length, 1, "more than one write")
+      const store = yield* RentalPriceStore
+      const latest = store.page({ scope: { _tag: "latest" }, predicates: [], sort: { by: "vendor", order: "asc" }, after: undefined, limit: 10_000 })
+      const baseOf = new Map((yield* latest).map((r) => [r.product_key, r.base_product_key]))
+      // Every product changes price: each change closes one row and opens one.
+      recorded.length = 0
+      const second = yield* ingest.ingest(Array.from({ length: PRODUCTS }, (_, i) => obs(i, 2, 3)))
+      assert.deepStrictEqual(second, { received: PRODUCTS, opened: PRODUCTS, closed: PRODUCTS, unchanged: 0 })
+      assert.isAbove(recorded.length, 1, "more than one write")
+      for (const write of recorded) {
+        assert.isAtMost(write.close.length + write.open.length, MAX_ROWS_PER_WRITE)
+        // The products a write closes are exactly the products it opens.
+        assert.sameMembers(write.close.map((c) => baseOf.get(c.product_key)!), write.open.map((r) => r.base_product_key))
+      }
+      const current = yield* latest
+      assert.strictEqual(current.length, PRODUCTS, "one current row per product")
+    }).pipe(Effect.provide(marketLayer.pipe(Layer.provideMerge(storage)))))
+})
