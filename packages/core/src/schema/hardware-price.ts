@@ -1,5 +1,6 @@
 import * as Schema from "effect/Schema"
 import { parseDate } from "../query/time.js"
+import { omittableNulls } from "./fields.js"
 import { GpuCanonicalName } from "./rental-price.js"
 
 /** Stable identity of one hardware listing across observed days (128 bits, lower-case hex). */
@@ -139,9 +140,7 @@ export const HardwarePriceObservation = Schema.Struct({
   listing_ref: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2000)),
   gpu_canonical_name: GpuCanonicalName,
   observed_date: Schema.String,
-  ...(Object.fromEntries(Object.entries(nullable).map(([name, schema]) => [name, Schema.optionalWith(schema, { default: () => null })])) as {
-    readonly [K in keyof typeof nullable]: Schema.optionalWith<(typeof nullable)[K], { default: () => null }>
-  })
+  ...omittableNulls(nullable)
 })
 export type HardwarePriceObservation = Schema.Schema.Type<typeof HardwarePriceObservation>
 export type HardwarePriceObservationInput = Schema.Schema.Encoded<typeof HardwarePriceObservation>

@@ -1,4 +1,5 @@
 import * as Schema from "effect/Schema"
+import { omittableNulls, optionalNull } from "./fields.js"
 import { StoredInstant } from "./rental-price.js"
 
 const slug = (brand: string) =>
@@ -37,12 +38,11 @@ const PositiveNumber = Schema.Number.pipe(Schema.positive(), Schema.finite())
 /** The region of a price that applies everywhere the provider serves. */
 export const GLOBAL_REGION = "global"
 
-/**
- * One published LLM inference price, normalised to USD per 1M tokens. Source, model, serving
- * provider, price type, region, metric and qualifiers identify the priced thing; a price change
- * produces a new row and closes the old one with `valid_to`. A value not published is `null`.
+/*
+ * The published fields of an LLM token price, in order, shared by the row and the ingest
+ * observation: the row adds the outlier flag, its validity and keys.
  */
-export class LlmTokenPriceRow extends Schema.Class<LlmTokenPriceRow>("LlmTokenPriceRow")({
+const published = {
   source: LlmPriceSource,
   model: LlmModel,
   /** The model as the provider writes it. */
@@ -64,7 +64,16 @@ export class LlmTokenPriceRow extends Schema.Class<LlmTokenPriceRow>("LlmTokenPr
   /** e.g. `usd_per_1m_tokens`, `usd_per_1k_tokens`, `eur_per_1m_tokens`. */
   raw_price_unit: Slug,
   /** Currency of `raw_price`. */
-  currency: Currency,
+  currency: Currency
+}
+
+/**
+ * One published LLM inference price, normalised to USD per 1M tokens. Source, model, serving
+ * provider, price type, region, metric and qualifiers identify the priced thing; a price change
+ * produces a new row and closes the old one with `valid_to`. A value not published is `null`.
+ */
+export class LlmTokenPriceRow extends Schema.Class<LlmTokenPriceRow>("LlmTokenPriceRow")({
+  ...published,
   /** Whether the price was implausible against the market when the row opened; never changes. */
   is_price_outlier: Schema.Boolean,
   valid_from: StoredInstant,
@@ -80,9 +89,6 @@ export type LlmTokenPrice = Schema.Schema.Encoded<typeof LlmTokenPriceRow>
 /** Field names of the LLM token price row, in order. */
 export const llmTokenPriceFields = Object.keys(LlmTokenPriceRow.fields) as ReadonlyArray<keyof LlmTokenPrice>
 
-const optionalNull = <S extends Schema.Schema.Any>(schema: S) =>
-  Schema.optionalWith(Schema.NullOr(schema), { default: () => null })
-
 /** Qualifiers as fed to ingest: any order, duplicates allowed; stored sorted and distinct. */
 const QualifiersInput = Schema.transform(
   Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,99}(;[a-z0-9][a-z0-9._-]{0,99}){0,9}$/)),
@@ -96,20 +102,11 @@ const QualifiersInput = Schema.transform(
  * Unknown fields are refused.
  */
 export const LlmTokenPriceObservation = Schema.Struct({
-  source: LlmPriceSource,
-  model: LlmModel,
-  model_name: Text,
-  model_family: optionalNull(Slug),
-  model_creator: optionalNull(Slug),
-  serving_provider: ServingProvider,
-  price_type: Slug,
+  ...omittableNulls(published),
+  // Ingest defaults: each replaces the published field where it stands, so the order is the row's.
   region: Schema.optionalWith(Slug, { default: () => GLOBAL_REGION }),
   metric: Schema.optionalWith(Slug, { default: () => "tokens" }),
   qualifiers: optionalNull(QualifiersInput),
-  price_usd_per_1m_tokens: PositiveNumber,
-  raw_price: PositiveNumber,
-  raw_price_unit: Slug,
-  currency: Currency,
   /** ISO 8601 datetime of extraction; becomes `valid_from` when the price changed. */
   extracted_at: Schema.String
 })

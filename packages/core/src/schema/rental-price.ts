@@ -1,4 +1,5 @@
 import * as Schema from "effect/Schema"
+import { omittableNulls } from "./fields.js"
 
 /** A vendor slug, e.g. `lambda`. */
 export const VendorSlug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]*$/), Schema.brand("VendorSlug"))
@@ -21,12 +22,11 @@ export const StoredInstant = Schema.String.pipe(
   Schema.brand("StoredInstant")
 )
 
-/**
- * One vendor's price for one rentable product, normalised to USD per GPU-hour. A price change
- * produces a new row; the old one gets its `valid_to`. Fields appear in the spec's order, and a
- * value that is not published is `null`, never absent.
+/*
+ * The published fields of a rental price, in the spec's order, shared by the row and the ingest
+ * observation: the row adds its validity and keys, the observation may leave a null one out.
  */
-export class RentalPriceRow extends Schema.Class<RentalPriceRow>("RentalPriceRow")({
+const published = {
   vendor: VendorSlug,
   vendor_gpu_name: Text,
   vendor_sku: Schema.NullOr(Text),
@@ -50,7 +50,16 @@ export class RentalPriceRow extends Schema.Class<RentalPriceRow>("RentalPriceRow
   availability: Schema.NullOr(Text),
   price_usd_per_gpu_hour: PositiveNumber,
   raw_price: PositiveNumber,
-  raw_price_unit: Text,
+  raw_price_unit: Text
+}
+
+/**
+ * One vendor's price for one rentable product, normalised to USD per GPU-hour. A price change
+ * produces a new row; the old one gets its `valid_to`. Fields appear in the spec's order, and a
+ * value that is not published is `null`, never absent.
+ */
+export class RentalPriceRow extends Schema.Class<RentalPriceRow>("RentalPriceRow")({
+  ...published,
   valid_from: StoredInstant,
   valid_to: Schema.NullOr(StoredInstant),
   extracted_at: StoredInstant,
@@ -64,38 +73,12 @@ export type RentalPrice = Schema.Schema.Encoded<typeof RentalPriceRow>
 /** Field names of the rental price row, in the spec's order. */
 export const rentalPriceFields = Object.keys(RentalPriceRow.fields) as ReadonlyArray<keyof RentalPrice>
 
-const optionalNull = <S extends Schema.Schema.Any>(schema: S) =>
-  Schema.optionalWith(Schema.NullOr(schema), { default: () => null })
-
 /**
  * One vendor price observation, as fed to `ingest`. Keys and validity are derived; fields that
  * are not published may be omitted or null. Unknown fields are refused.
  */
 export const RentalPriceObservation = Schema.Struct({
-  vendor: VendorSlug,
-  vendor_gpu_name: Text,
-  vendor_sku: optionalNull(Text),
-  vendor_region: optionalNull(Text),
-  region: Text,
-  gpu_canonical_name: GpuCanonicalName,
-  gpu_manufacturer: Text,
-  gpu_model: Text,
-  gpu_count: PositiveInt,
-  gpu_memory_gb: PositiveNumber,
-  vcpu: optionalNull(PositiveInt),
-  ram_gb: optionalNull(PositiveNumber),
-  os: optionalNull(Text),
-  form_factor: optionalNull(Text),
-  interconnect: optionalNull(Text),
-  instance_type: optionalNull(Text),
-  instance_variant: optionalNull(Text),
-  contract_type: Text,
-  contract_term: optionalNull(Text),
-  contract_details: optionalNull(Text),
-  availability: optionalNull(Text),
-  price_usd_per_gpu_hour: PositiveNumber,
-  raw_price: PositiveNumber,
-  raw_price_unit: Text,
+  ...omittableNulls(published),
   /** ISO 8601 datetime of extraction; becomes `valid_from` when the price changed. */
   extracted_at: Schema.String
 })

@@ -1,5 +1,6 @@
 import * as Schema from "effect/Schema"
 import { parseDate } from "../query/time.js"
+import { optionalNull } from "./fields.js"
 import { GpuCanonicalName } from "./rental-price.js"
 
 /**
@@ -74,9 +75,6 @@ export type AggregatedTransaction = Schema.Schema.Encoded<typeof TransactionRow>
 
 /** Field names of the aggregated transaction row, in the spec's order. */
 export const transactionFields = Object.keys(TransactionRow.fields) as ReadonlyArray<keyof AggregatedTransaction>
-
-const optionalNull = <S extends Schema.Schema.Any>(schema: S) =>
-  Schema.optionalWith(Schema.NullOr(schema), { default: () => null })
 
 /**
  * One settled rental deal, as fed to `TransactionIngest.record`. Private: deals are stored
