@@ -45,3 +45,14 @@ export interface Page<Row> {
   readonly data: ReadonlyArray<Row>
   readonly meta: PageMeta
 }
+
+/**
+ * The body of every type's `/metadata`: the type, the caller's `history_starts_at` (null without
+ * history access) and the type's own `data`.
+ */
+export const MetadataBody = <const T extends string, F extends Schema.Struct.Fields>(dataType: T, data: F) =>
+  Schema.Struct({
+    data_type: Schema.Literal(dataType),
+    history_starts_at: Schema.NullOr(Schema.String),
+    data: Schema.Struct(data)
+  })

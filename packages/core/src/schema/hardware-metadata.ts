@@ -1,4 +1,5 @@
 import * as Schema from "effect/Schema"
+import { MetadataBody } from "./envelope.js"
 
 /** Coverage of one GPU in the hardware price metadata. */
 export const HardwareGpuEntry = Schema.Struct({
@@ -25,12 +26,8 @@ export const HardwareFilterValues = Schema.Struct({
 })
 
 /** Body of `GET /v2/gpu/hardware/prices/metadata`. No seller identity appears in it. */
-export const HardwarePriceMetadata = Schema.Struct({
-  data_type: Schema.Literal("gpu_hardware_prices"),
-  history_starts_at: Schema.NullOr(Schema.String),
-  data: Schema.Struct({
-    filters: HardwareFilterValues,
-    gpus: Schema.Array(HardwareGpuEntry)
-  })
+export const HardwarePriceMetadata = MetadataBody("gpu_hardware_prices", {
+  filters: HardwareFilterValues,
+  gpus: Schema.Array(HardwareGpuEntry)
 })
 export type HardwarePriceMetadata = typeof HardwarePriceMetadata.Type

@@ -1,5 +1,6 @@
 import * as Schema from "effect/Schema"
 import { parseDate } from "../query/time.js"
+import { MetadataBody } from "./envelope.js"
 import { GpuCanonicalName, StoredInstant, VendorSlug } from "./rental-price.js"
 
 /**
@@ -127,14 +128,10 @@ export type IndexMetadataEntry = typeof IndexMetadataEntry.Type
 export const INDEX_UNITS = "usd_per_gpu_per_hr"
 
 /** Body of `GET /v2/gpu/rental/indexes/metadata`. */
-export const IndexMetadata = Schema.Struct({
-  data_type: Schema.Literal("gpu_rental_indexes"),
-  history_starts_at: Schema.NullOr(Schema.String),
-  data: Schema.Struct({
-    index_units: Schema.Literal(INDEX_UNITS),
-    /** Only the indices the token holds, ordered by id; empty when it holds none. */
-    indices: Schema.Array(IndexMetadataEntry)
-  })
+export const IndexMetadata = MetadataBody("gpu_rental_indexes", {
+  index_units: Schema.Literal(INDEX_UNITS),
+  /** Only the indices the token holds, ordered by id; empty when it holds none. */
+  indices: Schema.Array(IndexMetadataEntry)
 })
 export type IndexMetadata = typeof IndexMetadata.Type
 

@@ -1,4 +1,5 @@
 import * as Schema from "effect/Schema"
+import { MetadataBody } from "./envelope.js"
 
 const Values = Schema.Array(Schema.String)
 
@@ -32,20 +33,16 @@ export const LlmOutlierRule = Schema.Struct({
 export type LlmOutlierRule = typeof LlmOutlierRule.Type
 
 /** Body of `GET /v2/llm/token/prices/metadata`: every value the filters accept. */
-export const LlmTokenPriceMetadata = Schema.Struct({
-  data_type: Schema.Literal("llm_token_prices"),
-  history_starts_at: Schema.NullOr(Schema.String),
-  data: Schema.Struct({
-    /** Unit of `price_usd_per_1m_tokens`. */
-    price_unit: Schema.Literal("usd_per_1m_tokens"),
-    outlier_rule: LlmOutlierRule,
-    models: Schema.Array(LlmModelEntry),
-    serving_providers: Values,
-    sources: Values,
-    price_types: Values,
-    regions: Values,
-    metrics: Values,
-    qualifiers: Values
-  })
+export const LlmTokenPriceMetadata = MetadataBody("llm_token_prices", {
+  /** Unit of `price_usd_per_1m_tokens`. */
+  price_unit: Schema.Literal("usd_per_1m_tokens"),
+  outlier_rule: LlmOutlierRule,
+  models: Schema.Array(LlmModelEntry),
+  serving_providers: Values,
+  sources: Values,
+  price_types: Values,
+  regions: Values,
+  metrics: Values,
+  qualifiers: Values
 })
 export type LlmTokenPriceMetadata = typeof LlmTokenPriceMetadata.Type

@@ -1,4 +1,5 @@
 import * as Schema from "effect/Schema"
+import { MetadataBody } from "./envelope.js"
 
 /** One GPU in the rental price metadata. */
 export const RentalGpuEntry = Schema.Struct({
@@ -14,12 +15,8 @@ export const RentalGpuEntry = Schema.Struct({
 export type RentalGpuEntry = typeof RentalGpuEntry.Type
 
 /** Body of `GET /v2/gpu/rental/prices/metadata`. */
-export const RentalPriceMetadata = Schema.Struct({
-  data_type: Schema.Literal("gpu_rental_prices"),
-  history_starts_at: Schema.NullOr(Schema.String),
-  data: Schema.Struct({
-    anchors: Schema.Array(Schema.String),
-    gpus: Schema.Array(RentalGpuEntry)
-  })
+export const RentalPriceMetadata = MetadataBody("gpu_rental_prices", {
+  anchors: Schema.Array(Schema.String),
+  gpus: Schema.Array(RentalGpuEntry)
 })
 export type RentalPriceMetadata = typeof RentalPriceMetadata.Type

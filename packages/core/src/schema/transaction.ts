@@ -1,5 +1,6 @@
 import * as Schema from "effect/Schema"
 import { parseDate } from "../query/time.js"
+import { MetadataBody } from "./envelope.js"
 import { optionalNull } from "./fields.js"
 import { GpuCanonicalName } from "./rental-price.js"
 
@@ -112,17 +113,13 @@ export const TransactionGpuCoverage = Schema.Struct({
 export type TransactionGpuCoverage = typeof TransactionGpuCoverage.Type
 
 /** Body of `GET /v2/gpu/rental/transactions/aggregated/metadata`. */
-export const TransactionMetadata = Schema.Struct({
-  data_type: Schema.Literal("gpu_rental_transactions"),
-  history_starts_at: Schema.NullOr(Schema.String),
-  data: Schema.Struct({
-    region_groups: Schema.Array(Schema.String),
-    contract_types: Schema.Array(Schema.String),
-    /** Tenors in days. */
-    tenors: Schema.Array(Schema.Int),
-    /** The value set of `blend_axis`. */
-    blend_axes: Schema.Array(BlendAxis),
-    gpus: Schema.Array(TransactionGpuCoverage)
-  })
+export const TransactionMetadata = MetadataBody("gpu_rental_transactions", {
+  region_groups: Schema.Array(Schema.String),
+  contract_types: Schema.Array(Schema.String),
+  /** Tenors in days. */
+  tenors: Schema.Array(Schema.Int),
+  /** The value set of `blend_axis`. */
+  blend_axes: Schema.Array(BlendAxis),
+  gpus: Schema.Array(TransactionGpuCoverage)
 })
 export type TransactionMetadata = typeof TransactionMetadata.Type
