@@ -1,16 +1,15 @@
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import {
-  type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, runPage
-} from "../query/collection.js"
+import type { CollectionDef, EndpointDef, MarketRequest } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
 import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
 import type { HardwarePriceMetadata } from "../schema/hardware-metadata.js"
 import type { HardwarePrice } from "../schema/hardware-price.js"
 import { HardwarePriceStore } from "../storage/hardware.js"
 import type { Predicate } from "../storage/plan.js"
-import { metadataAccess } from "./metadata.js"
-import { nowMicros, unavailable } from "./storage.js"
+import { metadataBody, type MetadataRequest } from "./metadata.js"
+import { pagedEndpoints } from "./pages.js"
+import { unavailable } from "./storage.js"
 import { hardwarePriceTable } from "../storage/tables.js"
 
 const ClassValue = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/))
@@ -47,11 +46,7 @@ export const endpoints = {
   history: { name: "history", defaultSort: { by: "observed_date", order: "desc" }, needsAnchor: false, defaultSpanDays: 90 }
 } as const satisfies Record<string, EndpointDef>
 
-const schemas = {
-  latest: endpointSchema(hardwarePricesCollection, endpoints.latest),
-  asOf: endpointSchema(hardwarePricesCollection, endpoints.asOf),
-  history: endpointSchema(hardwarePricesCollection, endpoints.history)
-}
+const pages = pagedEndpoints(hardwarePricesCollection, endpoints)
 
 const noExtraPredicates = () => Effect.succeed<ReadonlyArray<Predicate>>([])
 
@@ -61,19 +56,7 @@ export class HardwarePrices extends Effect.Service<HardwarePrices>()("Market/Har
     const store = yield* HardwarePriceStore
     const tokens = yield* PageTokens
 
-    const pageOf = (endpoint: keyof typeof endpoints, request: MarketRequest) =>
-      Effect.flatMap(nowMicros, (now) =>
-        runPage<HardwarePrice>({
-          collection: hardwarePricesCollection,
-          endpoint: endpoints[endpoint],
-          schema: schemas[endpoint],
-          request,
-          tokens,
-          now,
-          resolve: noExtraPredicates,
-          page: store.page
-        })
-      )
+    const pageOf = pages<HardwarePrice>({ tokens, resolve: noExtraPredicates, page: store.page })
 
     return {
       /** Each listing's most recent observation, filtered. */
@@ -83,16 +66,12 @@ export class HardwarePrices extends Effect.Service<HardwarePrices>()("Market/Har
       /** Observations whose day starts inside `[start, end)`; needs historical access. */
       history: Effect.fn("HardwarePrices.history")((request: MarketRequest) => pageOf("history", request)),
       /** The values of every classification filter, coverage per GPU, and the caller's history floor. */
-      metadata: Effect.fn("HardwarePrices.metadata")(function* (request: Pick<MarketRequest, "principal" | "query">) {
-        const history_starts_at = yield* metadataAccess(request, hardwarePricesCollection.dataType)
-        const summary = yield* Effect.mapError(store.summary, unavailable)
-        const body: HardwarePriceMetadata = {
-          data_type: "gpu_hardware_prices",
-          history_starts_at,
-          data: { filters: summary.values, gpus: summary.gpus }
-        }
-        return body
-      })
+      metadata: Effect.fn("HardwarePrices.metadata")((request: MetadataRequest) =>
+        metadataBody(request, "gpu_hardware_prices", Effect.map(
+          Effect.mapError(store.summary, unavailable),
+          (summary): HardwarePriceMetadata["data"] => ({ filters: summary.values, gpus: summary.gpus })
+        ))
+      )
     } as const
   })
 }) {}

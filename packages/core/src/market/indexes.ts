@@ -19,7 +19,7 @@ import {
 } from "../schema/indexes.js"
 import { IndexStore } from "../storage/indexes.js"
 import type { PagePlan, Predicate } from "../storage/plan.js"
-import { metadataAccess } from "./metadata.js"
+import { metadataBody, type MetadataRequest } from "./metadata.js"
 import { nowMicros, unavailable } from "./storage.js"
 import { indexValueTable } from "../storage/tables.js"
 
@@ -147,19 +147,15 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
       /** Values whose interval starts inside `[start, end)`; needs historical access. */
       history: Effect.fn("Indexes.history")((request: MarketRequest) => pageOf("history", request)),
       /** The indices the token holds (none: an empty list), their units and the caller's history floor. */
-      metadata: Effect.fn("Indexes.metadata")(function* (request: Pick<MarketRequest, "principal" | "query">) {
-        const history_starts_at = yield* metadataAccess(request, indexesCollection.dataType)
-        const defs = yield* Effect.mapError(store.definitions, unavailable)
-        const body: IndexMetadata = {
-          data_type: "gpu_rental_indexes",
-          history_starts_at,
-          data: {
+      metadata: Effect.fn("Indexes.metadata")((request: MetadataRequest) =>
+        metadataBody(request, "gpu_rental_indexes", Effect.map(
+          Effect.mapError(store.definitions, unavailable),
+          (defs): IndexMetadata["data"] => ({
             index_units: INDEX_UNITS,
             indices: defs.filter((d) => holdsIndex(request.principal, d.definition.id)).map((d) => metadataEntry(d.definition))
-          }
-        }
-        return body
-      }),
+          })
+        ))
+      ),
 
       /**
        * `GET /v1/custom-index/current`: the latest value of a computed intraday index the caller

@@ -2,9 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { searchTooBroad, validationFailed } from "../errors.js"
 import { OUTLIER_GROUP, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO } from "../ingest/llm-token-prices.js"
-import {
-  type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, type Params, runPage
-} from "../query/collection.js"
+import type { CollectionDef, EndpointDef, MarketRequest, Params } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
 import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
 import { CommaList, MAX_LIST_VALUES, normaliseName, Token, withMessage } from "../query/params.js"
@@ -12,8 +10,9 @@ import type { LlmTokenPriceMetadata, LlmOutlierRule } from "../schema/llm-metada
 import type { LlmTokenPrice } from "../schema/llm-token-price.js"
 import { LlmTokenPriceStore } from "../storage/llm-token-prices.js"
 import type { Predicate } from "../storage/plan.js"
-import { metadataAccess } from "./metadata.js"
-import { nowMicros, unavailable } from "./storage.js"
+import { metadataBody, type MetadataRequest } from "./metadata.js"
+import { pagedEndpoints } from "./pages.js"
+import { unavailable } from "./storage.js"
 import { llmTokenPriceTable } from "../storage/tables.js"
 
 const Key = HexKey()
@@ -51,11 +50,7 @@ export const endpoints = {
   history: { name: "history", defaultSort: { by: "valid_from", order: "desc" }, needsAnchor: false, defaultSpanDays: 90 }
 } as const satisfies Record<string, EndpointDef>
 
-const schemas = {
-  latest: endpointSchema(llmTokenPricesCollection, endpoints.latest),
-  asOf: endpointSchema(llmTokenPricesCollection, endpoints.asOf),
-  history: endpointSchema(llmTokenPricesCollection, endpoints.history)
-}
+const pages = pagedEndpoints(llmTokenPricesCollection, endpoints)
 
 /** Most models one `model_search` may resolve to. */
 export const MAX_SEARCH_MODELS = MAX_LIST_VALUES
@@ -108,19 +103,7 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
       })
     }
 
-    const pageOf = (endpoint: keyof typeof endpoints, request: MarketRequest) =>
-      Effect.flatMap(nowMicros, (now) =>
-        runPage<LlmTokenPrice>({
-          collection: llmTokenPricesCollection,
-          endpoint: endpoints[endpoint],
-          schema: schemas[endpoint],
-          request,
-          tokens,
-          now,
-          resolve,
-          page: store.page
-        })
-      )
+    const pageOf = pages<LlmTokenPrice>({ tokens, resolve, page: store.page })
 
     return {
       /** Prices in force now matching the filters. */
@@ -130,13 +113,10 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
       /** Prices that changed inside `[start, end)`; needs historical access. */
       history: Effect.fn("LlmTokenPrices.history")((request: MarketRequest) => pageOf("history", request)),
       /** Models with their names, every accepted filter value, the outlier rule and the caller's history floor. */
-      metadata: Effect.fn("LlmTokenPrices.metadata")(function* (request: Pick<MarketRequest, "principal" | "query">) {
-        const history_starts_at = yield* metadataAccess(request, llmTokenPricesCollection.dataType)
-        const models = yield* Effect.mapError(store.models, unavailable)
-        const body: LlmTokenPriceMetadata = {
-          data_type: "llm_token_prices",
-          history_starts_at,
-          data: {
+      metadata: Effect.fn("LlmTokenPrices.metadata")((request: MetadataRequest) =>
+        metadataBody(request, "llm_token_prices", Effect.map(
+          Effect.mapError(store.models, unavailable),
+          (models): LlmTokenPriceMetadata["data"] => ({
             price_unit: "usd_per_1m_tokens",
             outlier_rule: llmOutlierRule,
             models: models.map((m) => ({
@@ -154,10 +134,9 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
             regions: union(models.map((m) => m.regions)),
             metrics: union(models.map((m) => m.metrics)),
             qualifiers: union(models.map((m) => m.qualifiers))
-          }
-        }
-        return body
-      })
+          })
+        ))
+      )
     } as const
   })
 }) {}

@@ -5,13 +5,17 @@ import type { MarketRequest } from "../query/collection.js"
 import { refuseParameters } from "../query/params.js"
 import { nowMicros } from "./storage.js"
 
+/** What a `/metadata` request carries: no origin, as its body has no links. */
+export type MetadataRequest = Pick<MarketRequest, "principal" | "query">
+
 /**
- * What every `/metadata` checks before it reads: the caller holds the type (else 403) and sent
- * no parameters (else 422). Returns the caller's `history_starts_at` for the body.
+ * A type's `/metadata` body. The caller must hold the type (else 403) and send no parameters
+ * (else 422) before `data` is read; `history_starts_at` is the caller's history floor.
  */
-export const metadataAccess = (request: Pick<MarketRequest, "principal" | "query">, dataType: DataType) =>
+export const metadataBody = <const T extends DataType, D, E, R>(request: MetadataRequest, dataType: T, data: Effect.Effect<D, E, R>) =>
   Effect.gen(function* () {
     yield* requireGrant(request.principal, dataType)
     yield* refuseParameters(request.query)
-    return reportedHistoryStart(request.principal, dataType, yield* nowMicros)
+    const history_starts_at = reportedHistoryStart(request.principal, dataType, yield* nowMicros)
+    return { data_type: dataType, history_starts_at, data: yield* data }
   })

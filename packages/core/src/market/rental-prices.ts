@@ -1,8 +1,6 @@
 import * as Effect from "effect/Effect"
 import { searchTooBroad, validationFailed } from "../errors.js"
-import {
-  type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, type Params, runPage
-} from "../query/collection.js"
+import type { CollectionDef, EndpointDef, MarketRequest, Params } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
 import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
 import { CommaList, MAX_LIST_VALUES, normaliseName, Token } from "../query/params.js"
@@ -10,8 +8,9 @@ import type { RentalPrice } from "../schema/rental-price.js"
 import type { RentalPriceMetadata } from "../schema/rental-metadata.js"
 import { type GpuSpelling, RentalPriceStore } from "../storage/contract.js"
 import type { Predicate } from "../storage/plan.js"
-import { metadataAccess } from "./metadata.js"
-import { nowMicros, unavailable } from "./storage.js"
+import { metadataBody, type MetadataRequest } from "./metadata.js"
+import { pagedEndpoints } from "./pages.js"
+import { unavailable } from "./storage.js"
 import { rentalPriceTable } from "../storage/tables.js"
 
 const Key = HexKey()
@@ -45,11 +44,7 @@ export const endpoints = {
   history: { name: "history", defaultSort: { by: "valid_from", order: "desc" }, needsAnchor: false, defaultSpanDays: 30 }
 } as const satisfies Record<string, EndpointDef>
 
-const schemas = {
-  latest: endpointSchema(rentalPricesCollection, endpoints.latest),
-  asOf: endpointSchema(rentalPricesCollection, endpoints.asOf),
-  history: endpointSchema(rentalPricesCollection, endpoints.history)
-}
+const pages = pagedEndpoints(rentalPricesCollection, endpoints)
 
 /** Most GPUs one `gpu_search` may resolve to. */
 export const MAX_SEARCH_GPUS = MAX_LIST_VALUES
@@ -89,19 +84,7 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
       })
     }
 
-    const pageOf = (endpoint: keyof typeof endpoints, request: MarketRequest) =>
-      Effect.flatMap(nowMicros, (now) =>
-        runPage<RentalPrice>({
-          collection: rentalPricesCollection,
-          endpoint: endpoints[endpoint],
-          schema: schemas[endpoint],
-          request,
-          tokens,
-          now,
-          resolve: resolveSearch,
-          page: store.page
-        })
-      )
+    const pageOf = pages<RentalPrice>({ tokens, resolve: resolveSearch, page: store.page })
 
     return {
       /** Current rows matching the filters; needs an anchor. */
@@ -111,13 +94,10 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
       /** Rows whose price changed inside `[start, end)`; needs historical access. */
       history: Effect.fn("RentalPrices.history")((request: MarketRequest) => pageOf("history", request)),
       /** Anchors, GPUs with their spellings and vendors, and the caller's history floor. */
-      metadata: Effect.fn("RentalPrices.metadata")(function* (request: Pick<MarketRequest, "principal" | "query">) {
-        const history_starts_at = yield* metadataAccess(request, rentalPricesCollection.dataType)
-        const gpus = yield* Effect.mapError(store.gpus, unavailable)
-        const body: RentalPriceMetadata = {
-          data_type: "gpu_rental_prices",
-          history_starts_at,
-          data: {
+      metadata: Effect.fn("RentalPrices.metadata")((request: MetadataRequest) =>
+        metadataBody(request, "gpu_rental_prices", Effect.map(
+          Effect.mapError(store.gpus, unavailable),
+          (gpus): RentalPriceMetadata["data"] => ({
             anchors: rentalPricesCollection.anchors,
             gpus: gpus.map((g) => ({
               gpu_canonical_name: g.gpu_canonical_name,
@@ -126,10 +106,9 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
               currently_listed: g.currently_listed,
               vendors: g.vendors
             }))
-          }
-        }
-        return body
-      })
+          })
+        ))
+      )
     } as const
   })
 }) {}

@@ -1,12 +1,13 @@
 import * as Effect from "effect/Effect"
-import { type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, runPage } from "../query/collection.js"
+import type { CollectionDef, EndpointDef, MarketRequest } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
 import { bounds, list, Slug } from "../query/filters.js"
 import { type AggregatedTransaction, BlendAxis, type TransactionMetadata } from "../schema/transaction.js"
 import type { Predicate } from "../storage/plan.js"
 import { TransactionStore } from "../storage/transactions.js"
-import { metadataAccess } from "./metadata.js"
-import { nowMicros, unavailable } from "./storage.js"
+import { metadataBody, type MetadataRequest } from "./metadata.js"
+import { pagedEndpoints } from "./pages.js"
+import { unavailable } from "./storage.js"
 import { transactionTable } from "../storage/tables.js"
 
 /** The aggregated transaction type: its filters, sorts and tie-breaker. It needs no anchor. */
@@ -33,7 +34,7 @@ const history = {
 /** The type's paged endpoints: only `/history`. */
 export const endpoints = { history } as const
 
-const historySchema = endpointSchema(transactionsCollection, history)
+const pages = pagedEndpoints(transactionsCollection, endpoints)
 
 const noPredicates = () => Effect.succeed<ReadonlyArray<Predicate>>([])
 
@@ -42,41 +43,27 @@ export class Transactions extends Effect.Service<Transactions>()("Market/Transac
   effect: Effect.gen(function* () {
     const store = yield* TransactionStore
     const tokens = yield* PageTokens
+    const pageOf = pages<AggregatedTransaction>({ tokens, resolve: noPredicates, page: store.page })
 
     return {
       /**
        * Rows whose `transaction_date` falls in `[start, end)` (a date counts at its 00:00 UTC);
        * needs historical access.
        */
-      history: Effect.fn("Transactions.history")((request: MarketRequest) =>
-        Effect.flatMap(nowMicros, (now) =>
-          runPage<AggregatedTransaction>({
-            collection: transactionsCollection,
-            endpoint: history,
-            schema: historySchema,
-            request,
-            tokens,
-            now,
-            resolve: noPredicates,
-            page: store.page
-          }))),
+      history: Effect.fn("Transactions.history")((request: MarketRequest) => pageOf("history", request)),
       /** Value sets, per-GPU coverage and the caller's history floor; any grant of the type reads it. */
-      metadata: Effect.fn("Transactions.metadata")(function* (request: Pick<MarketRequest, "principal" | "query">) {
-        const history_starts_at = yield* metadataAccess(request, transactionsCollection.dataType)
-        const summary = yield* Effect.mapError(store.summary, unavailable)
-        const body: TransactionMetadata = {
-          data_type: "gpu_rental_transactions",
-          history_starts_at,
-          data: {
+      metadata: Effect.fn("Transactions.metadata")((request: MetadataRequest) =>
+        metadataBody(request, "gpu_rental_transactions", Effect.map(
+          Effect.mapError(store.summary, unavailable),
+          (summary): TransactionMetadata["data"] => ({
             region_groups: summary.region_groups,
             contract_types: summary.contract_types,
             tenors: summary.tenors,
             blend_axes: BlendAxis.literals,
             gpus: summary.gpus
-          }
-        }
-        return body
-      })
+          })
+        ))
+      )
     } as const
   })
 }) {}

@@ -1,0 +1,22 @@
+import * as Effect from "effect/Effect"
+import * as Record from "effect/Record"
+import {
+  type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, type PageRun, runPage
+} from "../query/collection.js"
+import { nowMicros } from "./storage.js"
+
+/** Where a type's pages come from: its page tokens, the predicates it resolves itself, its store. */
+export type PageSource<Row> = Pick<PageRun<Row>, "tokens" | "resolve" | "page">
+
+/**
+ * The paged endpoints of one type, each endpoint's parameter schema built once, here. Given where
+ * the pages come from, it reads one page of an endpoint at the clock's current time.
+ */
+export const pagedEndpoints = <K extends string>(collection: CollectionDef, endpoints: Record.ReadonlyRecord<K, EndpointDef>) => {
+  const schemas = Record.map(endpoints, (endpoint) => endpointSchema(collection, endpoint))
+  return <Row extends Record.ReadonlyRecord<string, unknown>>(source: PageSource<Row>) =>
+    (endpoint: K, request: MarketRequest) =>
+      Effect.flatMap(nowMicros, (now) =>
+        runPage<Row>({ ...source, collection, endpoint: endpoints[endpoint], schema: schemas[endpoint], request, now })
+      )
+}
