@@ -1,7 +1,6 @@
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import { formatDate, HardwarePriceIngest, type HardwarePriceObservationInput, MICROS_PER_DAY } from "@gpu-market/core"
-import { SettingsStore } from "@gpu-market/core/storage"
+import { seedMark } from "./seed-mark.js"
 import { unit } from "./random.js"
 
 /**
@@ -171,22 +170,19 @@ export const demoHardwareObservations = (day: number): ReadonlyArray<HardwarePri
   return out
 }
 
-const SEEDED_THROUGH = "demo_hardware_seeded_through"
-
 /**
  * Seeds the demo hardware market through the write path, from `DEMO_HARDWARE_HISTORY_DAYS`
  * before today on a fresh store, else from the day after the last day seeded, through today.
  */
 export const seedHardwareDemo = Effect.fn("Demo.seedHardware")(function* (today: number, historyDays = DEMO_HARDWARE_HISTORY_DAYS) {
-  const settings = yield* SettingsStore
   const ingest = yield* HardwarePriceIngest
-  const through = yield* settings.get(SEEDED_THROUGH)
-  const first = Option.isSome(through) ? Number(through.value) + 1 : today - historyDays
+  const mark = yield* seedMark("demo_hardware_seeded_through")
+  const first = yield* mark.firstDay(today - historyDays)
   // A week per batch: one commit writes the pages a week of rows touch, most of them shared.
   for (let day = first; day <= today; day += 7) {
     const days = Array.from({ length: Math.min(7, today - day + 1) }, (_, i) => demoHardwareObservations(day + i))
     yield* ingest.ingest(days.flat())
     // A listing-day ingested again replaces its row with the same one: a killed seed resumes here.
-    yield* settings.set(SEEDED_THROUGH, String(day + days.length - 1))
+    yield* mark.seededThrough(day + days.length - 1)
   }
 })

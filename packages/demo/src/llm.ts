@@ -1,9 +1,8 @@
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import {
   basePriceKey, formatInstant, LlmTokenPriceIngest, type LlmTokenPriceObservationInput, MICROS_PER_DAY
 } from "@gpu-market/core"
-import { SettingsStore } from "@gpu-market/core/storage"
+import { seedMark } from "./seed-mark.js"
 import { unit } from "./random.js"
 
 /**
@@ -266,18 +265,15 @@ export const demoLlmObservations = (day: number, today: number): ReadonlyArray<L
 /** Days of history the demo LLM market holds before today. */
 export const DEMO_LLM_HISTORY_DAYS = 180
 
-const SEEDED_THROUGH = "demo_llm_seeded_through"
-
 /**
  * Seeds the demo LLM market through the real write path, from 180 days before `today` on an
  * empty store or from the day after its own last seeded day, so a store seeded before this type
  * existed still gets its full history. Running it twice on one day changes nothing.
  */
 export const seedLlmDemo = Effect.fn("Demo.seedLlm")(function* (today: number, historyDays = DEMO_LLM_HISTORY_DAYS) {
-  const settings = yield* SettingsStore
   const ingest = yield* LlmTokenPriceIngest
-  const through = yield* settings.get(SEEDED_THROUGH)
-  const first = Option.isSome(through) ? Number(through.value) + 1 : today - historyDays
+  const mark = yield* seedMark("demo_llm_seeded_through")
+  const first = yield* mark.firstDay(today - historyDays)
   const retiring = new Map<number, Array<string>>()
   for (const model of DEMO_LLM_MODELS) {
     if (model.retiredDaysAgo === undefined) continue
@@ -289,6 +285,6 @@ export const seedLlmDemo = Effect.fn("Demo.seedLlm")(function* (today: number, h
     const keys = retiring.get(day)
     if (keys !== undefined) yield* ingest.withdraw(keys, formatInstant(day * MICROS_PER_DAY))
     // A seed killed after a day's data and before its mark sends that day again: a no-op.
-    yield* settings.set(SEEDED_THROUGH, String(day))
+    yield* mark.seededThrough(day)
   }
 })

@@ -1,18 +1,16 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import {
   Auth, baseProductKey, formatInstant, MICROS_PER_DAY, MICROS_PER_MS, RentalPriceIngest, type RentalPriceObservation
 } from "@gpu-market/core"
-import { SettingsStore, TokenStore } from "@gpu-market/core/storage"
+import { TokenStore } from "@gpu-market/core/storage"
 import { type DemoCatalogSize, DEMO_HISTORY_DAYS, DEMO_GPUS, demoObservations, demoProducts, epochDay } from "./market.js"
 import { DEMO_TOKENS } from "./tokens.js"
 import { seedHardwareDemo } from "./hardware.js"
 import { seedLlmDemo } from "./llm.js"
 import { seedTransactionDemo } from "./transactions.js"
 import { seedIndexDemo } from "./indexes.js"
-
-const SEEDED_THROUGH = "demo_seeded_through"
+import { seedMark } from "./seed-mark.js"
 
 /** What seeding did: the days it added (none when the market was already current). */
 export interface DemoSeedReport {
@@ -43,12 +41,11 @@ export interface DemoSeedOptions extends DemoCatalogSize {
  */
 export const seedDemo = Effect.fn("Demo.seed")(function* (options: DemoSeedOptions = {}) {
   const progress = options.onProgress ?? (() => Effect.void)
-  const settings = yield* SettingsStore
   const ingest = yield* RentalPriceIngest
   const auth = yield* Auth
   const today = epochDay((yield* Clock.currentTimeMillis) * MICROS_PER_MS)
-  const through = yield* settings.get(SEEDED_THROUGH)
-  const first = Option.isSome(through) ? Number(through.value) + 1 : today - (options.days ?? DEMO_HISTORY_DAYS)
+  const mark = yield* seedMark("demo_seeded_through")
+  const first = yield* mark.firstDay(today - (options.days ?? DEMO_HISTORY_DAYS))
   const retiring = new Map<number, Array<string>>()
   for (const gpu of DEMO_GPUS) {
     if (gpu.retiredDaysAgo === undefined) continue
@@ -63,7 +60,7 @@ export const seedDemo = Effect.fn("Demo.seed")(function* (options: DemoSeedOptio
     const keys = retiring.get(day)
     if (keys !== undefined && keys.length > 0) yield* ingest.withdraw(keys, formatInstant(day * MICROS_PER_DAY))
     // A seed killed after a day's data and before its mark sends that day again: a no-op.
-    yield* settings.set(SEEDED_THROUGH, String(day))
+    yield* mark.seededThrough(day)
     yield* progress({ phase: "rental prices", done: day - first + 1, total: rentalDays })
   }
   const types = [

@@ -1,7 +1,6 @@
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import { formatDate, MICROS_PER_DAY, type TransactionDealInput, TransactionIngest } from "@gpu-market/core"
-import { SettingsStore } from "@gpu-market/core/storage"
+import { seedMark } from "./seed-mark.js"
 import { DEMO_HISTORY_DAYS } from "./market.js"
 import { unit } from "./random.js"
 
@@ -70,21 +69,18 @@ export const demoDeals = (day: number): ReadonlyArray<TransactionDealInput> => {
   return out
 }
 
-const SEEDED_THROUGH = "demo_transactions_seeded_through"
-
 /**
  * Records the demo's deals through the real write path, from `DEMO_HISTORY_DAYS` before today on
  * a store without them, or from the day after the last seeded day. Its own mark, so a market
  * seeded before transactions existed gets their whole history.
  */
 export const seedTransactionDemo = Effect.fn("Demo.seedTransactions")(function* (today: number, historyDays = DEMO_HISTORY_DAYS) {
-  const settings = yield* SettingsStore
   const ingest = yield* TransactionIngest
-  const through = yield* settings.get(SEEDED_THROUGH)
-  const first = Option.isSome(through) ? Number(through.value) + 1 : today - historyDays
+  const mark = yield* seedMark("demo_transactions_seeded_through")
+  const first = yield* mark.firstDay(today - historyDays)
   for (let day = first; day <= today; day++) {
     // Deals recorded again with the same terms are skipped, so a killed seed resumes at its mark.
     yield* ingest.record(demoDeals(day))
-    yield* settings.set(SEEDED_THROUGH, String(day))
+    yield* mark.seededThrough(day)
   }
 })
