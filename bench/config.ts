@@ -28,7 +28,7 @@ export interface BenchConfig {
   readonly dbFile: string
   /** Products generated; each has several versions (closed rows plus one current row). */
   readonly products: number
-  /** Rows per `RentalPriceStore.apply` transaction while building. */
+  /** Rows per `RentalPriceStore.transact` (one `putVersions`) while building. */
   readonly batchRows: number
   /** (a) and (b): calls per subject, after `warmup` untimed calls each. */
   readonly iterations: number

@@ -1,7 +1,7 @@
 import {
   formatDate, formatInstant, IndexComputation, type IndexComputationSummary, IndexIngest, marketLayer, MICROS_PER_DAY, type RentalPrice, RentalPriceIngest
 } from "@gpu-market/core"
-import { MemoryStorage, RentalPriceStore } from "@gpu-market/core/storage"
+import { MemoryStorage, putVersions, rentalPriceKeys, RentalPriceStore } from "@gpu-market/core/storage"
 import * as Demo from "@gpu-market/demo"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Clock, Effect, Layer, ManagedRuntime } from "effect"
@@ -58,7 +58,7 @@ export const runIndexBench = async (quick: boolean, log: (line: string) => void)
   const rows: ReadonlyArray<RentalPrice> = await Effect.runPromise(demoRentalRows(first, today))
   const runtime = ManagedRuntime.make(marketLayer.pipe(Layer.provideMerge(SqliteStorage.layer({ filename: file }))))
   try {
-    await runtime.runPromise(Effect.flatMap(RentalPriceStore, (s) => s.apply({ close: [], open: rows })))
+    await runtime.runPromise(Effect.flatMap(RentalPriceStore, (s) => putVersions(s.transact, rentalPriceKeys, rows)))
     const buildSeconds = (performance.now() - built) / 1000
     log(`  market: ${rows.length.toLocaleString("en-US")} rental rows over ${days} days, built in ${buildSeconds.toFixed(1)} s`)
 

@@ -1,4 +1,5 @@
 import { baseProductKey, formatInstant, productKey, type RentalPrice } from "@gpu-market/core"
+import { putVersions, rentalPriceKeys } from "@gpu-market/core/storage"
 import { makeClient, makeRentalPriceStore, migrate } from "../packages/storage-sqlite/src/internal"
 import { Effect } from "effect"
 import { spawnSync } from "node:child_process"
@@ -225,7 +226,7 @@ const build = (config: BenchConfig, log: (line: string) => void): Stored => {
       for (const r of product) batch.push(r)
       if (product[0]!.gpu_canonical_name === POPULAR_GPU) popularCurrentRows++
       if (batch.length >= config.batchRows || i === config.products - 1) {
-        yield* store.apply({ close: [], open: batch })
+        yield* putVersions(store.transact, rentalPriceKeys, batch)
         rows += batch.length
         batch = []
         const pct = Math.floor(((i + 1) / config.products) * 10)

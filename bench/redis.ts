@@ -1,7 +1,7 @@
 import {
   Auth, type HardwarePrice, HardwarePrices, marketLayer, type MarketServices, type Page, type Principal, type RentalPrice, RentalPrices, type Storage, type StorageError
 } from "@gpu-market/core"
-import { HardwarePriceStore, MAX_ROWS_PER_WRITE, MemoryStorage, RentalPriceStore } from "@gpu-market/core/storage"
+import { HardwarePriceStore, MAX_ROWS_PER_WRITE, MemoryStorage, putVersions, rentalPriceKeys, RentalPriceStore } from "@gpu-market/core/storage"
 import { type QueryInput, requestOrigin } from "@gpu-market/core/adapters"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
@@ -124,7 +124,7 @@ export const runRedisBench = async (quick: boolean, log: (line: string) => void)
       for (let i = 0; i < rentalConfig.products; i++) {
         batch.push(...productRows(i))
         if (batch.length >= LOAD_BATCH || i === rentalConfig.products - 1) {
-          yield* store.apply({ close: [], open: batch })
+          yield* putVersions(store.transact, rentalPriceKeys, batch)
           batch = []
         }
       }

@@ -108,7 +108,7 @@ The machine is shared and noisy; ratios are steadier than absolute figures. 1-mi
 
 ## Market
 
-${thousands(market.rows)} rental rows: ${thousands(market.products)} products over 40 vendors and 30 GPUs, 6 to 11 versions each (closed history rows plus one current row), written through \`RentalPriceStore.apply\` in batches of ${thousands(config.batchRows)} rows. SQLite file ${mib(market.bytes)}, ${build}, cached at \`${market.file.slice(market.file.indexOf("bench/"))}\`. Every query anchors on \`gpu_canonical_name=h100-sxm\` (${thousands(market.popularCurrentRows)} current rows) sorted by \`price_usd_per_gpu_hour\`.
+${thousands(market.rows)} rental rows: ${thousands(market.products)} products over 40 vendors and 30 GPUs, 6 to 11 versions each (closed history rows plus one current row), written through \`RentalPriceStore.transact\` (\`putVersions\`) in batches of ${thousands(config.batchRows)} rows. SQLite file ${mib(market.bytes)}, ${build}, cached at \`${market.file.slice(market.file.indexOf("bench/"))}\`. Every query anchors on \`gpu_canonical_name=h100-sxm\` (${thousands(market.popularCurrentRows)} current rows) sorted by \`price_usd_per_gpu_hour\`.
 
 ## Results
 

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { marketLayer, RentalPriceIngest, type RentalPriceObservationInput } from "@gpu-market/core"
-import { MAX_ROWS_PER_WRITE, MemoryStorage, type RentalPriceChanges, RentalPriceStore } from "@gpu-market/core/storage"
-import { Effect, Layer } from "effect"
+import { marketLayer, type RentalPrice, RentalPriceIngest, type RentalPriceObservationInput } from "@gpu-market/core"
+import { MAX_ROWS_PER_WRITE, MemoryStorage, RentalPriceStore, type TransactVersions, type VersionChanges } from "@gpu-market/core/storage"
+import { Effect, Either, Layer } from "effect"
 
 /**
  * A large ingest is written in chunks of at most `MAX_ROWS_PER_WRITE` rows, so no single write
@@ -18,12 +18,25 @@ const obs = (sku: number, day: number, price: number): RentalPriceObservationInp
   extracted_at: `2026-06-0${day}T00:00:00Z`
 })
 
-/** The memory store, with every `apply` it is handed recorded. */
-const recorded: Array<RentalPriceChanges> = []
-const storage = Layer.effect(RentalPriceStore, Effect.map(RentalPriceStore, (store) => ({
-  ...store,
-  apply: (changes: RentalPriceChanges) => Effect.zipRight(Effect.sync(() => recorded.push(changes)), store.apply(changes))
-}))).pipe(Layer.provideMerge(MemoryStorage.layer))
+/**
+ * The changes of every `transact` that wrote something. A step records what its decision wrote
+ * once the step succeeds: read-only steps (ingest checks a large batch before writing) decide no
+ * change and are no write, and a decision the store refused was never written.
+ */
+const recorded: Array<VersionChanges<RentalPrice>> = []
+const recording = (transact: TransactVersions<RentalPrice>): TransactVersions<RentalPrice> => (points, decide) => {
+  let wrote: VersionChanges<RentalPrice> | undefined
+  return transact(points, (view) => {
+    const decision = decide(view)
+    wrote = Either.isRight(decision) ? decision.right.changes : undefined
+    return decision
+  }).pipe(Effect.tap(() =>
+    Effect.sync(() => {
+      if (wrote !== undefined && wrote.close.length + wrote.open.length > 0) recorded.push(wrote)
+    })))
+}
+const storage = Layer.effect(RentalPriceStore, Effect.map(RentalPriceStore, (store) => ({ ...store, transact: recording(store.transact) })))
+  .pipe(Layer.provideMerge(MemoryStorage.layer))
 
 describe("bounded writes", () => {
   it.effect("a batch larger than one write is split into writes of at most MAX_ROWS_PER_WRITE rows, each product whole", () =>
@@ -43,7 +56,7 @@ describe("bounded writes", () => {
       for (const write of recorded) {
         assert.isAtMost(write.close.length + write.open.length, MAX_ROWS_PER_WRITE)
         // The products a write closes are exactly the products it opens.
-        assert.sameMembers(write.close.map((c) => baseOf.get(c.product_key)!), write.open.map((r) => r.base_product_key))
+        assert.sameMembers(write.close.map((c) => baseOf.get(c.key)!), write.open.map((r) => r.base_product_key))
       }
       const current = yield* latest
       assert.strictEqual(current.length, PRODUCTS, "one current row per product")

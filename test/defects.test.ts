@@ -189,7 +189,7 @@ describe("storage trouble on SQLite", () => {
       assert.instanceOf(write, StorageUnavailable)
       assert.strictEqual(
         (write as StorageUnavailable).detail,
-        "storage is unavailable (rental_prices.apply); part of the batch may be stored, each chunk of up to 25 rows whole or not at all, and sending it again is safe"
+        "storage is unavailable (rental_prices.transact); part of the batch may be stored, each chunk of up to 25 rows whole or not at all, and sending it again is safe"
       )
       assert.lengthOf(logs.errors(), 0)
       assert.strictEqual((yield* http(LATEST, { token: "all" }).pipe(Effect.provide(ctx))).status, 200)

@@ -1,11 +1,13 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { llmTokenPriceFields, type Storage } from "@gpu-market/core"
-import { LlmTokenPriceStore, type PagePlan, type Predicate, StorageDefect } from "@gpu-market/core/storage"
+import { type LlmTokenPrice, llmTokenPriceFields, type Storage } from "@gpu-market/core"
+import {
+  llmTokenPriceKeys, LlmTokenPriceStore, type PagePlan, type Predicate, putVersions, StorageDefect, type VersionView
+} from "@gpu-market/core/storage"
 import { llmRow } from "@gpu-market/core/test"
 import {
   compileLlmPage, layer, llmColumnsOf, llmRowFromColumns, makeClient, migrate, type SqliteClient
 } from "../packages/storage-sqlite/src/internal"
-import { Cause, Context, Effect, Exit, Layer, Option } from "effect"
+import { Cause, Context, Effect, Either, Exit, Layer, Option } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -130,7 +132,7 @@ describe("LLM token prices in SQLite", () => {
       assert.deepStrictEqual(yield* s.page(base), [])
     })))
 
-  it.effect("two connections to one file see each other's writes, model summaries included", () =>
+  it.effect("two connections to one file see each other's writes, model summaries included; a step reads the other's latest row", () =>
     Effect.gen(function* () {
       const file = freshFile()
       yield* withStores(file, (a) => withStores(file, (b) => Effect.gen(function* () {
@@ -138,15 +140,36 @@ describe("LLM token prices in SQLite", () => {
         const sb = Context.get(b, LlmTokenPriceStore)
         assert.deepStrictEqual(yield* sb.models, [])
         const r1 = llmRow({ model: "m", serving_provider: "p", model_name: "M One" })
-        yield* sa.apply({ close: [], open: [r1] })
+        const base = r1.base_price_key
+        yield* putVersions(sa.transact, llmTokenPriceKeys, [r1])
         assert.deepStrictEqual((yield* sb.models).map((m) => [m.model, m.model_names, m.currently_listed]), [["m", ["M One"], true]])
-        // B plans from a stale read; A has moved the price on meanwhile, so B conflicts.
+        // Each step closes whatever row is current when it runs and opens `next`; it answers the key it closed.
+        const moveTo = (next: LlmTokenPrice) => (view: VersionView<LlmTokenPrice>) =>
+          Either.right({
+            changes: { close: view.current.map((r) => ({ key: r.price_key, valid_to: next.valid_from })), open: [next] },
+            result: view.current.map((r) => r.price_key)
+          })
+        // A moves the price on; B's step reads the current row inside its own transaction, so it
+        // closes A's row rather than the one B saw before: no update is lost.
         const r2 = llmRow({ model: "m", serving_provider: "p", price_usd_per_1m_tokens: 2, valid_from: at(1) })
-        yield* sa.apply({ close: [{ price_key: r1.price_key, valid_to: at(1) }], open: [r2] })
-        const r3 = llmRow({ model: "m", serving_provider: "p", price_usd_per_1m_tokens: 3, valid_from: at(1) })
-        const stale = yield* Effect.exit(sb.apply({ close: [{ price_key: r1.price_key, valid_to: at(1) }], open: [r3] }))
-        assert.isTrue(Exit.isFailure(stale) && JSON.stringify(stale.cause).includes("StorageConflict"))
-        yield* sa.apply({ close: [{ price_key: r2.price_key, valid_to: at(2) }], open: [] })
+        assert.deepStrictEqual(yield* sa.transact([{ base, at: at(1) }], moveTo(r2)), [r1.price_key])
+        const r3 = llmRow({ model: "m", serving_provider: "p", price_usd_per_1m_tokens: 3, valid_from: at(2) })
+        assert.deepStrictEqual(yield* sb.transact([{ base, at: at(2) }], moveTo(r3)), [r2.price_key])
+        // The lost update the old two-step write allowed, a decision taken on a read from before
+        // A's step (closing r1, which A closed), cannot be written: it is a defect and writes nothing.
+        const r4 = llmRow({ model: "m", serving_provider: "p", price_usd_per_1m_tokens: 4, valid_from: at(1) })
+        const stale = yield* Effect.exit(sb.transact([{ base, at: at(1) }], () =>
+          Either.right({ changes: { close: [{ key: r1.price_key, valid_to: at(1) }], open: [r4] }, result: undefined })))
+        const defect = Exit.isFailure(stale) ? Option.getOrUndefined(Cause.dieOption(stale.cause)) : undefined
+        assert.instanceOf(defect, StorageDefect)
+        // One chain: r1 until day 1, r2 until day 2, then r3, seen the same from both connections.
+        for (const s of [sa, sb]) {
+          assert.deepStrictEqual(yield* s.inForce(["m"], at(0)), [{ ...r1, valid_to: at(1) }])
+          assert.deepStrictEqual(yield* s.inForce(["m"], at(1)), [{ ...r2, valid_to: at(2) }])
+          assert.deepStrictEqual(yield* s.inForce(["m"], at(3)), [r3])
+        }
+        yield* sa.transact([{ base, at: at(4) }], ({ current }) =>
+          Either.right({ changes: { close: current.map((r) => ({ key: r.price_key, valid_to: at(4) })), open: [] }, result: undefined }))
         assert.isFalse((yield* sb.models)[0]!.currently_listed)
         assert.deepStrictEqual((yield* sb.models)[0]!.model_names, ["M One", "M"].sort())
       })))

@@ -1,6 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Auth, marketLayer, RentalPriceIngest } from "@gpu-market/core"
-import { MemoryStorage, RentalPriceStore } from "@gpu-market/core/storage"
+import { currentVersions, MemoryStorage, putVersions, rentalPriceKeys, RentalPriceStore } from "@gpu-market/core/storage"
 import { rentalRow } from "@gpu-market/core/test"
 import { Effect, Either, Fiber, Layer, Schedule } from "effect"
 import { http, LAST_DAY, observations, TOKENS } from "./support/market"
@@ -76,9 +76,9 @@ describe("Redis faults", () => {
         const ns = `cut-${Date.now().toString(36)}`
         const batches = Array.from({ length: 100 }, (_, b) =>
           Array.from({ length: 300 }, (_, i) => rentalRow({ vendor: `${ns}-${b}`, gpu_canonical_name: `${ns}-gpu`, vendor_sku: `sku-${i}` })))
-        const writer = yield* Effect.fork(Effect.forEach(batches, (open) => Effect.either(store.apply({ close: [], open }))))
+        const writer = yield* Effect.fork(Effect.forEach(batches, (open) => Effect.either(putVersions(store.transact, rentalPriceKeys, open))))
         // Kills Redis as soon as the first batch is in, while the others are still being written.
-        const firstIn = store.current([batches[0]![0]!.base_product_key]).pipe(
+        const firstIn = currentVersions(store.transact, [batches[0]![0]!.base_product_key]).pipe(
           Effect.filterOrFail((rows) => rows.length === 1),
           Effect.retry(Schedule.spaced("5 millis").pipe(Schedule.intersect(Schedule.recurs(2000))))
         )
@@ -91,7 +91,7 @@ describe("Redis faults", () => {
         // command timeout); what must never happen is part of a batch, or a lost acknowledged one.
         assert.isTrue(outcomes.some(Either.isLeft), "the kill cut the writes short")
         for (const [b, open] of batches.entries()) {
-          const current = yield* store.current(open.map((r) => r.base_product_key))
+          const current = yield* currentVersions(store.transact, open.map((r) => r.base_product_key))
           const indexed = yield* store.page({
             scope: { _tag: "latest" }, predicates: [{ op: "eq", field: "vendor", value: `${ns}-${b}` }],
             sort: { by: "price_usd_per_gpu_hour", order: "asc" }, after: undefined, limit: 1000

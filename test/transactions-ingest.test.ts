@@ -1,7 +1,7 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { type AggregatedTransaction, InvalidRecords, type TransactionDealInput, TransactionIngest } from "@gpu-market/core"
 import { dealPool, TransactionStore } from "@gpu-market/core/storage"
-import { Effect, Exit, Layer } from "effect"
+import { Effect, Either, Exit, Layer } from "effect"
 import fc from "fast-check"
 import { emptyMarket } from "./support/transactions"
 
@@ -151,19 +151,20 @@ describe("aggregated transactions write path", () => {
       assert.deepStrictEqual(yield* everything, rows)
     }).pipe(Effect.provide(emptyMarket("tx-idem"))))
 
-  it.effect("a writer that raced another re-plans: two compatible deals recorded at once are blended, not left waiting", () => {
-    // The store as another process would leave it: just before this writer's change lands, a
-    // compatible deal of the same pool is recorded by someone else.
+  it.effect("a writer decides on the store as it stands inside its step: a compatible deal another writer just recorded is blended, not left waiting", () => {
+    // Another process records a compatible deal of the same pool after this writer decoded its
+    // batch and before its step reads the pool.
     let raced = false
     const racing = Layer.effect(TransactionStore, Effect.map(TransactionStore, (store): TransactionStore["Type"] => ({
       ...store,
-      apply: (changes) => Effect.suspend(() => {
-        if (raced) return store.apply(changes)
+      transact: (reads, decide) => Effect.suspend(() => {
+        if (raced) return store.transact(reads, decide)
         raced = true
         const other = { ...deal("other-writer"), list_price_usd_per_gpu_hour: null, cohort: null }
         return Effect.zipRight(
-          store.apply({ pools: [], deals: [other], assign: [], cohorts: [], rows: [], series: [] }),
-          store.apply(changes)
+          store.transact({ deals: [other.deal_id], pools: [] }, () =>
+            Either.right({ changes: { deals: [other], assign: [], cohorts: [], rows: [], series: [] }, result: undefined })),
+          store.transact(reads, decide)
         )
       })
     })))

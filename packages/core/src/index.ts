@@ -26,7 +26,7 @@ export { Transactions } from "./market/transactions.js"
 export { LlmTokenPrices } from "./market/llm-token-prices.js"
 export { Indexes } from "./market/indexes.js"
 export { RentalPriceIngest, baseProductKey, productKey } from "./ingest/rental-prices.js"
-export type { IngestSummary } from "./ingest/batch.js"
+export type { IngestSummary } from "./ingest/versions.js"
 export { HardwarePriceIngest, type HardwareIngestSummary, isSellerIdentityField, SELLER_IDENTITY_WORDS } from "./ingest/hardware-prices.js"
 export { TransactionIngest, type TransactionIngestSummary } from "./ingest/transactions.js"
 export {

@@ -97,18 +97,17 @@ export const BATCH_ATTEMPTS = 8
 /**
  * Runs a read-decide-write `attempt` (inside `client.run`) until it is decided on state no other
  * writer moved: an attempt returns `"retry"` when its batch's checks failed, and is decided again
- * from fresh reads, at most `attempts` times; after that the effect fails with `exhausted()`. A
- * store whose caller re-plans on a conflict (core's write paths) passes 1, so one loop retries.
+ * from fresh reads, at most `BATCH_ATTEMPTS` times; after that the effect fails with
+ * `exhausted()`. It is the only retry loop of a write: core's write paths do not retry.
  */
 export const untilApplied = <A, E>(
   client: RedisClient,
   operation: string,
   attempt: () => Promise<A | "retry">,
-  exhausted: () => E,
-  attempts = BATCH_ATTEMPTS
+  exhausted: () => E
 ): Effect.Effect<A, StorageError | E> =>
   Effect.gen(function* () {
-    for (let n = 0; n < attempts; n++) {
+    for (let n = 0; n < BATCH_ATTEMPTS; n++) {
       const outcome = yield* client.run(operation, attempt)
       if (outcome !== "retry") return outcome
     }

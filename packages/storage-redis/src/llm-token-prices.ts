@@ -1,13 +1,12 @@
 import { type LlmTokenPrice, llmTokenPriceFields } from "@gpu-market/core"
 import {
-  type LlmModelSummary, type LlmTokenPriceChanges, LlmTokenPriceStore, llmTokenPriceTable, cmp, inVersionScope, StorageConflict
+  type LlmModelSummary, llmTokenPriceKeys, type LlmTokenPriceStore, llmTokenPriceTable, cmp, inVersionScope
 } from "@gpu-market/core/storage"
-import * as Effect from "effect/Effect"
-import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
 import { cachedByVersion, replies, type Versioned } from "./reads.js"
-import { makeTable, type StoredRow, type TableSpec, versionScopeBounds } from "./table.js"
+import { makeTable, type TableSpec, versionScopeBounds } from "./table.js"
+import { redisTransact } from "./versions.js"
 
 /**
  * An LLM token price row as stored: the outlier flag in the text form (`"true"` / `"false"`)
@@ -47,41 +46,11 @@ const SUMMARY_FIELDS = [
 ] as const
 type SummaryField = (typeof SUMMARY_FIELDS)[number]
 
-/** Why an apply cannot go ahead, decided from what it read; `undefined` when it can. */
-const conflictOf = (
-  changes: LlmTokenPriceChanges,
-  closing: ReadonlyArray<StoredRow<StoredLlmTokenPrice> | undefined>,
-  existing: ReadonlyMap<string, unknown>,
-  current: ReadonlyMap<string, string | null>
-): StorageConflict | undefined => {
-  // Closes apply in order, so a second close of one row finds it no longer current.
-  const closed = new Set<string>()
-  for (const [i, c] of changes.close.entries()) {
-    const stored = closing[i]
-    if (stored === undefined || stored.row.valid_to !== null || closed.has(c.price_key)) {
-      return new StorageConflict({ detail: `row ${c.price_key} is no longer current` })
-    }
-    closed.add(c.price_key)
-  }
-  const taken = new Set<string>()
-  for (const [base, pk] of current) if (pk !== null && !closed.has(pk)) taken.add(base)
-  const opened = new Set<string>()
-  for (const r of changes.open) {
-    if (existing.has(r.price_key) || opened.has(r.price_key)) return new StorageConflict({ detail: `row ${r.price_key} exists` })
-    opened.add(r.price_key)
-    if (r.valid_to === null) {
-      if (taken.has(r.base_price_key)) return new StorageConflict({ detail: `price ${r.base_price_key} already has a current row` })
-      taken.add(r.base_price_key)
-    }
-  }
-  return undefined
-}
-
 /**
  * The LLM token price store. Besides the table it keeps, under the same hash tag:
  * `current` (hash base_price_key → price_key of its current row), `values` (set of msgpack
  * `[model, field, value]`, every summary value any row ever carried), `listed` (hash model →
- * number of current rows) and `version` (bumped by every apply, so the summary is cached until
+ * number of current rows) and `version` (bumped by every write, so the summary is cached until
  * something changes).
  */
 export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore["Type"] => {
@@ -91,56 +60,6 @@ export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore[
   const valuesKey = table.key("values")
   const listedKey = table.key("listed")
   const versionKey = table.key("version")
-
-  /** One attempt: read, decide as the reference does, and write if nothing moved meanwhile. */
-  const attempt = async (changes: LlmTokenPriceChanges): Promise<StorageConflict | "retry" | undefined> => {
-    const openKeys = [...new Set(changes.open.map((r) => r.price_key))]
-    const openBases = [...new Set(changes.open.filter((r) => r.valid_to === null).map((r) => r.base_price_key))]
-    const [closing, found, current] = await Promise.all([
-      table.fetch(changes.close.map((c) => c.price_key)),
-      table.fetch(openKeys),
-      openBases.length === 0 ? [] : redis.hmget(currentKey, ...openBases)
-    ])
-    const existing = new Map<string, StoredRow<StoredLlmTokenPrice>>()
-    openKeys.forEach((pk, i) => {
-      const s = found[i]
-      if (s !== undefined) existing.set(pk, s)
-    })
-    const currentByBase = new Map(openBases.map((b, i) => [b, current[i] ?? null]))
-    const conflict = conflictOf(changes, closing, existing, currentByBase)
-    if (conflict !== undefined) return conflict
-
-    const batch = new Batch()
-    for (const s of closing) batch.expect(table.rowsKey, s!.row.price_key, s!.bytes)
-    for (const pk of openKeys) batch.expect(table.rowsKey, pk, null)
-    for (const [base, pk] of currentByBase) batch.expect(currentKey, base, pk)
-    changes.close.forEach((c, i) => {
-      const s = closing[i]!
-      table.write(batch, s, { ...s.row, valid_to: c.valid_to })
-      batch.op("HDEL", currentKey, s.row.base_price_key)
-      batch.op("HINCRBY", listedKey, s.row.model, "-1")
-    })
-    // A batch repeats the same few summary values a lot; each is added once.
-    const seen = new Set<string>()
-    for (const r of changes.open) {
-      table.write(batch, undefined, toStored(r))
-      if (r.valid_to === null) {
-        batch.op("HSET", currentKey, r.base_price_key, r.price_key)
-        batch.op("HINCRBY", listedKey, r.model, "1")
-      }
-      for (const field of SUMMARY_FIELDS) {
-        const value = r[field]
-        const id = `${r.model}\u0000${field}\u0000${value}`
-        if (value !== null && !seen.has(id)) {
-          seen.add(id)
-          batch.op("SADD", valuesKey, encode([r.model, field, value]))
-        }
-      }
-    }
-    if (batch.isEmpty) return undefined
-    batch.op("INCR", versionKey)
-    return (await batch.execute(client)) === 0 ? undefined : "retry"
-  }
 
   /** The summaries from the maintained values and counts; one MULTI, so both come from one moment. */
   const readModels = async (): Promise<Versioned<ReadonlyArray<LlmModelSummary>>> => {
@@ -178,14 +97,23 @@ export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore[
   }
 
   return {
-    current: (keys) =>
-      client.run("llm_token_prices.current", async () => {
-        const bases = [...new Set(keys)]
-        const pks = bases.length === 0 ? [] : (await redis.hmget(currentKey, ...bases)).filter((pk): pk is string => pk !== null)
-        const out: Array<LlmTokenPrice> = []
-        for (const s of await table.fetch(pks)) if (s !== undefined && s.row.valid_to === null) out.push(fromStored(s.row))
-        return out
-      }),
+    transact: redisTransact(client, "llm_token_prices.transact", {
+      table,
+      keys: llmTokenPriceKeys,
+      baseField: llmTokenPriceTable.scope.of,
+      toStored,
+      fromStored,
+      currentKey,
+      versionKey,
+      closed: (batch, row) => batch.op("HINCRBY", listedKey, row.model, "-1"),
+      opened: (batch, r, once) => {
+        if (r.valid_to === null) batch.op("HINCRBY", listedKey, r.model, "1")
+        for (const field of SUMMARY_FIELDS) {
+          const value = r[field]
+          if (value !== null && once(`${r.model}\u0000${field}\u0000${value}`)) batch.op("SADD", valuesKey, encode([r.model, field, value]))
+        }
+      }
+    }),
 
     // Walks each model's versions that started by `at`, newest first, in chunks.
     inForce: (models, at) =>
@@ -197,13 +125,6 @@ export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore[
           after: undefined,
           limit: Number.POSITIVE_INFINITY
         })).map(fromStored)),
-
-    apply: (changes) =>
-      Effect.flatMap(
-        untilApplied(client, "llm_token_prices.apply", () => attempt(changes), () =>
-          new StorageConflict({ detail: "LLM token prices changed under this write; re-plan it" }), 1),
-        (outcome) => (outcome === undefined ? Effect.void : Effect.fail(outcome))
-      ),
 
     page: (plan) => client.run("llm_token_prices.page", async () => (await table.page(plan)).map(fromStored)),
 

@@ -1,12 +1,11 @@
 import { type RentalPrice, rentalPriceFields } from "@gpu-market/core"
 import {
-  type GpuSpelling, cmp, inVersionScope, type RentalGpuSummary, RentalPriceStore, rentalPriceTable, StorageConflict
+  type GpuSpelling, cmp, inVersionScope, type RentalGpuSummary, rentalPriceKeys, type RentalPriceStore, rentalPriceTable
 } from "@gpu-market/core/storage"
-import * as Effect from "effect/Effect"
-import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
-import { makeTable, type StoredRow, type TableSpec, versionScopeBounds } from "./table.js"
+import { makeTable, type TableSpec, versionScopeBounds } from "./table.js"
+import { redisTransact } from "./versions.js"
 
 /**
  * Rental rows as a table: current rows indexed per vendor and per GPU for `/latest`; every
@@ -37,7 +36,7 @@ interface Summary {
  * The rental price store. Besides the table it keeps, under the same hash tag:
  * `current` (hash base_product_key → product_key of its current row), `gpus` (hash GPU → the
  * manufacturer its first row named), `spellings` and `vendors` (sets of msgpack `[gpu, text]`),
- * `listed` (hash GPU → number of current rows) and `version` (bumped by every apply, so the
+ * `listed` (hash GPU → number of current rows) and `version` (bumped by every write, so the
  * summary is cached until something changes).
  */
 export const makeRentalPriceStore = (client: RedisClient): RentalPriceStore["Type"] => {
@@ -49,74 +48,6 @@ export const makeRentalPriceStore = (client: RedisClient): RentalPriceStore["Typ
   const vendorsKey = table.key("vendors")
   const listedKey = table.key("listed")
   const versionKey = table.key("version")
-
-  const currentOf = async (bases: ReadonlyArray<string>): Promise<Array<string | null>> =>
-    bases.length === 0 ? [] : redis.hmget(currentKey, ...bases)
-
-  /** One attempt: read, decide as the reference does, and write if nothing moved meanwhile. */
-  const attempt = async (changes: Parameters<RentalPriceStore["Type"]["apply"]>[0]): Promise<StorageConflict | "retry" | undefined> => {
-    const closeTo = new Map<string, string>()
-    for (const c of changes.close) closeTo.set(c.product_key, c.valid_to)
-    const openKeys = [...new Set(changes.open.map((r) => r.product_key))]
-    const openBases = [...new Set(changes.open.filter((r) => r.valid_to === null).map((r) => r.base_product_key))]
-    const [closing, existing, current] = await Promise.all([table.fetch([...closeTo.keys()]), table.fetch(openKeys), currentOf(openBases)])
-
-    const closed = new Map<string, StoredRow<RentalPrice>>()
-    let i = 0
-    for (const pk of closeTo.keys()) {
-      const stored = closing[i++]
-      if (stored === undefined || stored.row.valid_to !== null) return new StorageConflict({ detail: `row ${pk} is no longer current` })
-      closed.set(pk, stored)
-    }
-    const stored = new Map<string, StoredRow<RentalPrice>>()
-    openKeys.forEach((pk, j) => {
-      const s = existing[j]
-      if (s !== undefined) stored.set(pk, s)
-    })
-    const currentByBase = new Map(openBases.map((b, j) => [b, current[j] ?? null]))
-    const takenBases = new Set<string>()
-    for (const [base, pk] of currentByBase) if (pk !== null && !closeTo.has(pk)) takenBases.add(base)
-    // The last open of a key wins, as in the reference.
-    const opens = new Map<string, RentalPrice>()
-    for (const r of changes.open) {
-      if (stored.has(r.product_key)) return new StorageConflict({ detail: `row ${r.product_key} exists` })
-      if (r.valid_to === null) {
-        if (takenBases.has(r.base_product_key)) {
-          return new StorageConflict({ detail: `product ${r.base_product_key} already has a current row` })
-        }
-        takenBases.add(r.base_product_key)
-      }
-      opens.delete(r.product_key)
-      opens.set(r.product_key, r)
-    }
-
-    const batch = new Batch()
-    for (const [pk, s] of closed) batch.expect(table.rowsKey, pk, s.bytes)
-    for (const pk of openKeys) batch.expect(table.rowsKey, pk, null)
-    for (const [base, pk] of currentByBase) batch.expect(currentKey, base, pk)
-    for (const [pk, s] of closed) {
-      table.write(batch, s, { ...s.row, valid_to: closeTo.get(pk)! })
-      batch.op("HDEL", currentKey, s.row.base_product_key)
-      batch.op("HINCRBY", listedKey, s.row.gpu_canonical_name, "-1")
-    }
-    const seen = new Set<string>()
-    const once = (k: string) => (seen.has(k) ? false : (seen.add(k), true))
-    for (const r of opens.values()) {
-      table.write(batch, undefined, r)
-      const gpu = r.gpu_canonical_name
-      if (r.valid_to === null) {
-        batch.op("HSET", currentKey, r.base_product_key, r.product_key)
-        batch.op("HINCRBY", listedKey, gpu, "1")
-      }
-      // The first row seen for a GPU names its manufacturer, as in the reference.
-      if (once(`g\u0000${gpu}`)) batch.op("HSETNX", gpusKey, gpu, r.gpu_manufacturer)
-      if (once(`v\u0000${gpu}\u0000${r.vendor}`)) batch.op("SADD", vendorsKey, encode([gpu, r.vendor]))
-      for (const s of [r.vendor_gpu_name, r.gpu_model]) if (once(`s\u0000${gpu}\u0000${s}`)) batch.op("SADD", spellingsKey, encode([gpu, s]))
-    }
-    if (batch.isEmpty) return undefined
-    batch.op("INCR", versionKey)
-    return (await batch.execute(client)) === 0 ? undefined : "retry"
-  }
 
   let cached: { readonly version: string | null; readonly summary: Summary } | undefined
 
@@ -160,21 +91,24 @@ export const makeRentalPriceStore = (client: RedisClient): RentalPriceStore["Typ
   }
 
   return {
-    current: (keys) =>
-      client.run("rental_prices.current", async () => {
-        const bases = [...new Set(keys)]
-        const pks = (await currentOf(bases)).filter((pk): pk is string => pk !== null)
-        const out: Array<RentalPrice> = []
-        for (const s of await table.fetch(pks)) if (s !== undefined && s.row.valid_to === null) out.push(s.row)
-        return out
-      }),
-
-    apply: (changes) =>
-      Effect.flatMap(
-        untilApplied(client, "rental_prices.apply", () => attempt(changes), () =>
-          new StorageConflict({ detail: "rental prices changed under this write; re-plan it" }), 1),
-        (outcome) => (outcome === undefined ? Effect.void : Effect.fail(outcome))
-      ),
+    transact: redisTransact(client, "rental_prices.transact", {
+      table,
+      keys: rentalPriceKeys,
+      baseField: rentalPriceTable.scope.of,
+      toStored: (row) => row,
+      fromStored: (row) => row,
+      currentKey,
+      versionKey,
+      closed: (batch, row) => batch.op("HINCRBY", listedKey, row.gpu_canonical_name, "-1"),
+      opened: (batch, r, once) => {
+        const gpu = r.gpu_canonical_name
+        if (r.valid_to === null) batch.op("HINCRBY", listedKey, gpu, "1")
+        // The first row seen for a GPU names its manufacturer, as in the reference.
+        if (once(`g\u0000${gpu}`)) batch.op("HSETNX", gpusKey, gpu, r.gpu_manufacturer)
+        if (once(`v\u0000${gpu}\u0000${r.vendor}`)) batch.op("SADD", vendorsKey, encode([gpu, r.vendor]))
+        for (const s of [r.vendor_gpu_name, r.gpu_model]) if (once(`s\u0000${gpu}\u0000${s}`)) batch.op("SADD", spellingsKey, encode([gpu, s]))
+      }
+    }),
 
     page: (plan) => client.run("rental_prices.page", () => table.page(plan)),
 

@@ -1,10 +1,13 @@
 import { type AggregatedTransaction, transactionFields } from "@gpu-market/core"
+import { StorageError } from "@gpu-market/core"
 import {
-  type Cohort, dealPool, cmp, type Scope, type SeriesState, StorageConflict, type StoredDeal, type TransactionChanges, TransactionStore,
-  type TransactionSummary, transactionTable, windowDates
+  type Cohort, cmp, type Decision, dealPool, type Scope, type SeriesState, type StoredDeal, transactionChangeFault, type TransactionChanges,
+  type TransactionReads, type TransactionStore, type TransactionSummary, transactionTable, type TransactionView, windowDates
 } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
-import { Batch, untilApplied } from "./batch.js"
+import * as Either from "effect/Either"
+import { Batch, BATCH_ATTEMPTS, untilApplied } from "./batch.js"
+import { InvalidPlan } from "./errors.js"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
 import { AFTER_VALUE, decodeText, encodeText, encodeValue } from "./lex.js"
@@ -41,6 +44,9 @@ export const transactionSpec: TableSpec<AggregatedTransaction> = {
   },
   structures: [transactionFields]
 }
+
+/** Thrown by a view's `series` for series not read yet: the attempt reads them and decides again. */
+class SeriesNeeded extends Error {}
 
 /** A series as stored: rows published so far and the id of its latest cohort. */
 interface StoredSeries {
@@ -79,68 +85,90 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
     fields.length === 0 ? Promise.resolve([]) : redis.hmgetBuffer(key, ...fields)
   const byId = (a: StoredDeal, b: StoredDeal) => cmp(a.deal_id, b.deal_id)
 
-  /** One attempt: read, decide as the reference does, and write if nothing it read moved meanwhile. */
-  const attempt = async (changes: TransactionChanges): Promise<StorageConflict | undefined | "retry"> => {
-    const assignIds = [...new Set(changes.assign.map((a) => a.deal_id))]
-    const newIds = changes.deals.map((d) => d.deal_id)
-    const seriesIds = [...new Set(changes.series.map((s) => s.series))]
-    const [newDeals, assigned, series, cohorts, rows] = await Promise.all([
-      hmget(dealsKey, newIds), hmget(dealsKey, assignIds), hmget(seriesKey, seriesIds),
-      hmget(cohortsKey, changes.cohorts.map((c) => c.cohort)), table.fetch(changes.rows.map((r) => r.row.row_key))
-    ])
-    const assignedDeals = new Map(assignIds.map((id, i) => [id, assigned[i]!]))
-    // Pools whose pending list the change reads or rewrites: those it was planned from, those
-    // of new pending deals and those of deals leaving them.
-    const pools = new Set(changes.pools.map((p) => p.pool))
-    for (const d of changes.deals) if (d.cohort === null) pools.add(dealPool(d))
-    for (const bytes of assignedDeals.values()) if (bytes !== null) pools.add(dealPool(decode<StoredDeal>(bytes)))
-    const poolNames = [...pools]
-    const pendingBytes = new Map((await hmget(pendingKey, poolNames)).map((bytes, i) => [poolNames[i]!, bytes]))
+  const dealsOf = async (ids: ReadonlyArray<string>) =>
+    (await hmget(dealsKey, [...new Set(ids)])).flatMap((bytes) => (bytes === null ? [] : [decode<StoredDeal>(bytes)]))
+  const seriesOf = async (ids: ReadonlyArray<string>): Promise<Array<{ readonly id: string; readonly bytes: Buffer | null; readonly state?: SeriesState }>> => {
+    const unique = [...new Set(ids)]
+    const found = await hmget(seriesKey, unique)
+    const stored = found.map((bytes) => (bytes === null ? undefined : decode<StoredSeries>(bytes)))
+    const known = stored.filter((s): s is StoredSeries => s !== undefined)
+    // Cohorts never change once written, so reading them after their series is safe.
+    const lasts = await hmget(cohortsKey, known.map((s) => s.last))
+    const lastOf = new Map(known.map((s, i) => [s.last, lasts[i]!]))
+    return unique.map((id, i) => {
+      const s = stored[i]
+      return s === undefined
+        ? { id, bytes: found[i]! }
+        : { id, bytes: found[i]!, state: { series: id, seq: s.seq, last: decode<Cohort>(lastOf.get(s.last)!) } }
+    })
+  }
+
+  /**
+   * One attempt: read, decide, and write in one checked batch whose checks are what the
+   * decision read (each pool's pending list, each series, the absence of every new key).
+   * The view's `series` answers from what was read; asking for series not read yet throws
+   * `SeriesNeeded`, and the attempt reads them and decides again.
+   */
+  const attempt = async <A, E>(
+    reads: TransactionReads,
+    decide: (view: TransactionView) => Either.Either<Decision<TransactionChanges, A>, E>
+  ): Promise<{ readonly refused: E } | { readonly result: A } | "retry"> => {
+    const poolNames = [...new Set(reads.pools)]
+    const [deals, pendingLists] = await Promise.all([dealsOf(reads.deals), hmget(pendingKey, poolNames)])
+    const pendingBytes = new Map<string, Buffer | null>(poolNames.map((pool, i) => [pool, pendingLists[i]!]))
     const pendingOf = (pool: string) => {
       const bytes = pendingBytes.get(pool)
       return bytes === null || bytes === undefined ? [] : decode<Array<StoredDeal>>(bytes)
     }
+    const read = { deals, pending: poolNames.flatMap(pendingOf).sort(byId) }
+    const series = new Map<string, { readonly bytes: Buffer | null; readonly state?: SeriesState }>()
+    let decision: Either.Either<Decision<TransactionChanges, A>, E> | undefined
+    while (decision === undefined) {
+      const missing: Array<string> = []
+      try {
+        decision = decide({
+          ...read,
+          series: (ids) => {
+            const out: Array<SeriesState> = []
+            for (const id of ids) {
+              const hit = series.get(id)
+              if (hit === undefined) missing.push(id)
+              else if (hit.state !== undefined) out.push(hit.state)
+            }
+            if (missing.length > 0) throw new SeriesNeeded()
+            return out
+          }
+        })
+      } catch (e) {
+        if (!(e instanceof SeriesNeeded)) throw e
+        for (const s of await seriesOf(missing)) series.set(s.id, s)
+      }
+    }
+    if (Either.isLeft(decision)) return { refused: decision.left }
+    const { changes, result } = decision.right
+    const fault = transactionChangeFault(reads, read, new Set(series.keys()), changes)
+    if (fault !== undefined) throw new InvalidPlan(`transactions.transact: the decision ${fault}`)
+    if (changes.deals.length === 0 && changes.rows.length === 0 && changes.assign.length === 0) return { result }
 
-    const conflict = (detail: string) => new StorageConflict({ detail })
-    for (const p of changes.pools) {
-      const now = pendingOf(p.pool).map((d) => d.deal_id)
-      if (now.join("\u0000") !== [...p.pending].sort(cmp).join("\u0000")) return conflict(`pool ${p.pool} changed`)
-    }
-    const fresh = new Set<string>()
-    for (const [i, d] of changes.deals.entries()) {
-      if (newDeals[i] !== null || fresh.has(d.deal_id)) return conflict(`deal ${d.deal_id} exists`)
-      fresh.add(d.deal_id)
-    }
-    for (const a of changes.assign) {
-      const bytes = assignedDeals.get(a.deal_id)!
-      if (bytes === null || decode<StoredDeal>(bytes).cohort !== null) return conflict(`deal ${a.deal_id} is no longer pending`)
-    }
-    for (const [i, s] of seriesIds.entries()) {
-      const bytes = series[i]!
-      const seq = bytes === null ? 0 : decode<StoredSeries>(bytes).seq
-      for (const c of changes.series) if (c.series === s && c.expected !== seq) return conflict(`series ${s} moved`)
-    }
-    const newCohorts = new Set<string>()
-    for (const [i, c] of changes.cohorts.entries()) {
-      if (cohorts[i] !== null || newCohorts.has(c.cohort)) return conflict(`cohort ${c.cohort} exists`)
-      newCohorts.add(c.cohort)
-    }
-    const newRows = new Set<string>()
-    for (const [i, { row }] of changes.rows.entries()) {
-      if (rows[i] !== undefined || newRows.has(row.row_key)) return conflict(`row ${row.row_key} exists`)
-      newRows.add(row.row_key)
-    }
+    // Pools whose pending list the change rewrites: those read, and those of new pending deals.
+    const extra = [...new Set(changes.deals.filter((d) => d.cohort === null).map(dealPool))].filter((p) => !pendingBytes.has(p))
+    const [extraBytes, cohortsFound, rowsFound] = await Promise.all([
+      hmget(pendingKey, extra), hmget(cohortsKey, changes.cohorts.map((c) => c.cohort)), table.fetch(changes.rows.map((r) => r.row.row_key))
+    ])
+    for (const [i, bytes] of extraBytes.entries()) pendingBytes.set(extra[i]!, bytes)
+    // Cohorts and rows are never rewritten: a decision that names a stored one is a bug, not a race.
+    const taken = changes.cohorts.find((_, i) => cohortsFound[i] !== null)?.cohort ?? changes.rows.find((_, i) => rowsFound[i] !== undefined)?.row.row_key
+    if (taken !== undefined) throw new InvalidPlan(`transactions.transact: the decision writes ${taken}, which is stored`)
 
     const batch = new Batch()
     for (const [pool, bytes] of pendingBytes) batch.expect(pendingKey, pool, bytes)
-    for (const id of newIds) batch.expect(dealsKey, id, null)
-    for (const [id, bytes] of assignedDeals) batch.expect(dealsKey, id, bytes)
-    seriesIds.forEach((id, i) => batch.expect(seriesKey, id, series[i]!))
+    for (const d of changes.deals) batch.expect(dealsKey, d.deal_id, null)
+    for (const [id, s] of series) batch.expect(seriesKey, id, s.bytes)
     for (const c of changes.cohorts) batch.expect(cohortsKey, c.cohort, null)
     for (const { row } of changes.rows) batch.expect(table.rowsKey, row.row_key, null)
 
     // Pending lists after the change: deals assigned leave, new pending deals join.
-    const leaving = new Set(assignIds)
+    const cohortOf = new Map(changes.assign.map((a) => [a.deal_id, a.cohort]))
     const joining = new Map<string, Array<StoredDeal>>()
     for (const d of changes.deals) {
       batch.op("HSET", dealsKey, d.deal_id, encode(d))
@@ -148,12 +176,13 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
       const pool = dealPool(d)
       joining.set(pool, [...(joining.get(pool) ?? []), d])
     }
-    for (const a of changes.assign) {
-      batch.op("HSET", dealsKey, a.deal_id, encode({ ...decode<StoredDeal>(assignedDeals.get(a.deal_id)!), cohort: a.cohort }))
+    for (const d of read.pending) {
+      const cohort = cohortOf.get(d.deal_id)
+      if (cohort !== undefined) batch.op("HSET", dealsKey, d.deal_id, encode({ ...d, cohort }))
     }
-    for (const pool of poolNames) {
+    for (const pool of pendingBytes.keys()) {
       const before = pendingOf(pool)
-      const after = [...before.filter((d) => !leaving.has(d.deal_id)), ...(joining.get(pool) ?? [])].sort(byId)
+      const after = [...before.filter((d) => !cohortOf.has(d.deal_id)), ...(joining.get(pool) ?? [])].sort(byId)
       if (after.length === before.length && after.every((d, i) => d === before[i])) continue
       if (after.length === 0) batch.op("HDEL", pendingKey, pool)
       else batch.op("HSET", pendingKey, pool, encode(after))
@@ -170,8 +199,7 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
       batch.op("ZADD", pairDaysKey, "0", Buffer.concat([pairPrefix(row.gpu_canonical_name, row.gpu_model), encodeText(row.transaction_date)]))
     }
     if (changes.rows.length > 0) batch.op("INCR", versionKey)
-    if (batch.isEmpty) return undefined
-    return (await batch.execute(client)) === 0 ? undefined : "retry"
+    return (await batch.execute(client)) === 0 ? { result } : "retry"
   }
 
   /** The summary from the maintained sets and counts, and each pair's first and last date, at one version. */
@@ -215,9 +243,7 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
   }
 
   return {
-    deals: (ids) =>
-      client.run("transactions.deals", async () =>
-        (await hmget(dealsKey, [...new Set(ids)])).flatMap((bytes) => (bytes === null ? [] : [decode<StoredDeal>(bytes)]))),
+    deals: (ids) => client.run("transactions.deals", () => dealsOf(ids)),
 
     pending: (pools) =>
       client.run("transactions.pending", async () =>
@@ -226,20 +252,13 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
     pendingPools: client.run("transactions.pendingPools", () => redis.hkeys(pendingKey)),
 
     series: (ids) =>
-      client.run("transactions.series", async () => {
-        const unique = [...new Set(ids)]
-        const found = (await hmget(seriesKey, unique)).flatMap((bytes, i) =>
-          bytes === null ? [] : [{ series: unique[i]!, ...decode<StoredSeries>(bytes) }])
-        // Cohorts never change once written, so reading them after their series is safe.
-        const lasts = await hmget(cohortsKey, found.map((s) => s.last))
-        return found.map((s, i): SeriesState => ({ series: s.series, seq: s.seq, last: decode<Cohort>(lasts[i]!) }))
-      }),
+      client.run("transactions.series", async () => (await seriesOf(ids)).flatMap((s) => (s.state === undefined ? [] : [s.state]))),
 
-    apply: (changes) =>
+    transact: <A, E>(reads: TransactionReads, decide: (view: TransactionView) => Either.Either<Decision<TransactionChanges, A>, E>) =>
       Effect.flatMap(
-        untilApplied(client, "transactions.apply", () => attempt(changes), () =>
-          new StorageConflict({ detail: "transactions changed under this write; re-plan it" }), 1),
-        (outcome) => (outcome === undefined ? Effect.void : Effect.fail(outcome))
+        untilApplied(client, "transactions.transact", () => attempt(reads, decide), () =>
+          new StorageError({ operation: "transactions.transact", cause: `other writers moved these deals ${BATCH_ATTEMPTS} times in a row` })),
+        (outcome) => ("refused" in outcome ? Effect.fail(outcome.refused) : Effect.succeed(outcome.result))
       ),
 
     page: (plan) =>

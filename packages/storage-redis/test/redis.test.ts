@@ -1,6 +1,6 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { StorageError } from "@gpu-market/core"
-import { cmp, MemoryStorage, RateLimitStore, RentalPriceStore } from "@gpu-market/core/storage"
+import { cmp, MemoryStorage, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore } from "@gpu-market/core/storage"
 import { rentalRow } from "@gpu-market/core/test"
 import { Effect, Exit } from "effect"
 import fc from "fast-check"
@@ -78,7 +78,7 @@ layer(testRedisLayer(), { timeout: "30 seconds" })("on one server", (it) => {
       const names = ["a", "\u0000x", "\u0001", "\uffff", "\ud83d\ude00", "é", "Z", ""]
       const rows = names.flatMap((name, i) => [0, 1].map((sku) =>
         rentalRow({ vendor: `${ns}-v${i % 3}`, gpu_canonical_name: `${ns}-g`, region: name, vendor_sku: `s${sku}`, price_usd_per_gpu_hour: i % 2 })))
-      yield* store.apply({ close: [], open: rows })
+      yield* putVersions(store.transact, rentalPriceKeys, rows)
       for (const order of ["asc", "desc"] as const) {
         for (const predicates of [[{ op: "eq", field: "gpu_canonical_name", value: `${ns}-g` }], []] as const) {
           const plan = {

@@ -17,7 +17,7 @@ export type Statement = Database.Statement<Array<unknown>, unknown>
 
 /**
  * Thrown inside a transaction body to roll the transaction back and fail with `error` as it is,
- * rather than as a `StorageError` (a `StorageConflict`, say).
+ * rather than as a `StorageError` (a decision's refusal, say).
  */
 export class Rollback<E> {
   constructor(readonly error: E) {}

@@ -1,14 +1,14 @@
 import { type LlmTokenPrice, llmTokenPriceFields } from "@gpu-market/core"
 import {
-  fieldsOfKind, type LlmModelSummary, LlmTokenPriceStore, llmTokenPriceTable, nullableFields, type PagePlan, StorageConflict
+  fieldsOfKind, type LlmModelSummary, llmTokenPriceKeys, type LlmTokenPriceStore, llmTokenPriceTable, nullableFields, type PagePlan
 } from "@gpu-market/core/storage"
-import * as Effect from "effect/Effect"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migration.js"
 import {
-  type Clauses, cmp, columnGuard, type CompiledPage, isUniqueViolation, KEY_CHUNK, keysetClause, limitParam, orderBy, padded,
+  type Clauses, cmp, columnGuard, type CompiledPage, KEY_CHUNK, keysetClause, limitParam, orderBy, padded,
   type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows, versionScopeClause
 } from "./page-sql.js"
+import { sqliteTransact } from "./versions.js"
 
 /** Row fields that hold numbers. */
 const NUMERIC_FIELDS = fieldsOfKind(llmTokenPriceTable, "numeric")
@@ -186,8 +186,6 @@ const KINDS = ["model_name", "serving_provider", "source", "price_type", "region
 type Kind = (typeof KINDS)[number]
 
 const INSERT = `INSERT INTO llm_token_prices (${llmTokenPriceFields.join(", ")}) VALUES (${placeholders(llmTokenPriceFields.length)})`
-const CLOSE = "UPDATE llm_token_prices SET valid_to = ? WHERE price_key = ? AND valid_to IS NULL"
-const EXISTS = "SELECT 1 FROM llm_token_prices WHERE price_key = ?"
 // The first, in sort order, of the non-null values wins, whatever order rows arrive in.
 const UPSERT_MODEL = `INSERT INTO llm_models (model, model_family, model_creator) VALUES (?, ?, ?)
   ON CONFLICT (model) DO UPDATE SET
@@ -269,47 +267,29 @@ export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore
   const readModelsConsistently = db.transaction(readModels)
 
   return {
-    current: (keys) =>
-      client.run("llm_token_prices.current", () => byKeys(keys, (list) => `valid_to IS NULL AND base_price_key IN ${list}`, [])),
-
     inForce: (models, at) =>
       client.run("llm_token_prices.inForce", () =>
         byKeys(models, (list) => `valid_from <= ? AND (valid_to IS NULL OR valid_to > ?) AND model IN ${list}`, [at, at])),
 
-    apply: (changes) =>
-      client.transaction<void, StorageConflict>("llm_token_prices.apply", (abort) => {
-        const close = prepare(CLOSE)
-        for (const c of changes.close) {
-          if (close.run(c.valid_to, c.price_key).changes === 0) {
-            abort(new StorageConflict({ detail: `row ${c.price_key} is no longer current` }))
-          }
+    transact: sqliteTransact(client, "llm_token_prices.transact", {
+      keys: llmTokenPriceKeys,
+      name: llmTokenPriceTable.name,
+      keyColumn: llmTokenPriceTable.tie,
+      baseColumn: llmTokenPriceTable.scope.of,
+      select: SELECT,
+      fromColumns: llmRowFromColumns,
+      insert: INSERT,
+      columnsOf: llmColumnsOf,
+      opened: (r, once) => {
+        if (once(`m\u0000${r.model}\u0000${r.model_family}\u0000${r.model_creator}`)) prepare(UPSERT_MODEL).run(r.model, r.model_family, r.model_creator)
+        for (const kind of KINDS) {
+          const value = r[kind]
+          if (value !== null && once(`${kind}\u0000${r.model}\u0000${value}`)) prepare(INSERT_VALUE).run(r.model, kind, value)
         }
-        const insert = prepare(INSERT)
-        const upsertModel = prepare(UPSERT_MODEL)
-        const insertValue = prepare(INSERT_VALUE)
-        // Summary rows already written in this change; a batch repeats the same few values a lot.
-        const seen = new Set<string>()
-        const once = (key: string) => (seen.has(key) ? false : (seen.add(key), true))
-        for (const r of changes.open) {
-          try {
-            insert.run(llmColumnsOf(r))
-          } catch (e) {
-            if (!isUniqueViolation(e)) throw e
-            abort(new StorageConflict({
-              detail: prepare(EXISTS).get(r.price_key) !== undefined
-                ? `row ${r.price_key} exists`
-                : `price ${r.base_price_key} already has a current row`
-            }))
-          }
-          if (once(`m\u0000${r.model}\u0000${r.model_family}\u0000${r.model_creator}`)) upsertModel.run(r.model, r.model_family, r.model_creator)
-          for (const kind of KINDS) {
-            const value = r[kind]
-            if (value !== null && once(`${kind}\u0000${r.model}\u0000${value}`)) insertValue.run(r.model, kind, value)
-          }
-        }
-      }).pipe(Effect.tap(() => {
-        localWrites++
-      })),
+      }
+    }, () => {
+      localWrites++
+    }),
 
     page: (plan) =>
       client.run("llm_token_prices.page", () => {

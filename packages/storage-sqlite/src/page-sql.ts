@@ -192,9 +192,6 @@ export const readRows = <A>(
   return out
 }
 
-/** Whether `e` is SQLite refusing a row whose key another row already holds. */
-export const isUniqueViolation = (e: unknown): boolean =>
-  e instanceof Error && /^SQLITE_CONSTRAINT_(UNIQUE|PRIMARYKEY)$/.test(String((e as { code?: unknown }).code))
 
 /**
  * The scope of a versioned table (`valid_from` / `valid_to`): rows current now, in force at an

@@ -1,13 +1,13 @@
 import { type RentalPrice, rentalPriceFields } from "@gpu-market/core"
 import {
-  fieldsOfKind, type GpuSpelling, nullableFields, type PagePlan, type RentalGpuSummary, RentalPriceStore, rentalPriceTable, StorageConflict
+  fieldsOfKind, type GpuSpelling, nullableFields, type PagePlan, type RentalGpuSummary, rentalPriceKeys, type RentalPriceStore, rentalPriceTable
 } from "@gpu-market/core/storage"
-import * as Effect from "effect/Effect"
 import type { SqliteClient } from "./client.js"
 import {
-  type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, isUniqueViolation, KEY_CHUNK, keysetClause, limitParam,
-  orderBy, padded, type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows, versionScopeClause
+  type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, keysetClause, limitParam,
+  orderBy, type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows, versionScopeClause
 } from "./page-sql.js"
+import { sqliteTransact } from "./versions.js"
 
 /** Row fields that hold numbers; every other field holds text. */
 const NUMERIC_FIELDS = fieldsOfKind(rentalPriceTable, "numeric")
@@ -165,10 +165,6 @@ export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Ty
   // One read transaction, so the version and the three tables come from one snapshot.
   const readSummaryConsistently = db.transaction(readSummary)
 
-  const CLOSE = "UPDATE rental_prices SET valid_to = ? WHERE product_key = ? AND valid_to IS NULL"
-  const RECLOSE = "UPDATE rental_prices SET valid_to = ? WHERE product_key = ?"
-  const DELETE = "DELETE FROM rental_prices WHERE product_key = ?"
-  const EXISTS = "SELECT 1 FROM rental_prices WHERE product_key = ?"
   // The first row seen for a GPU names its manufacturer, as in the reference.
   const INSERT_GPU = "INSERT OR IGNORE INTO rental_gpus (gpu_canonical_name, gpu_manufacturer) VALUES (?, ?)"
   const INSERT_CANONICAL = "INSERT OR IGNORE INTO rental_gpu_spellings (gpu_canonical_name, spelling, by_vendor) VALUES (?, ?, 0)"
@@ -176,85 +172,32 @@ export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Ty
     ON CONFLICT (gpu_canonical_name, spelling) DO UPDATE SET by_vendor = 1 WHERE by_vendor = 0`
   const INSERT_VENDOR = "INSERT OR IGNORE INTO rental_gpu_vendors (gpu_canonical_name, vendor) VALUES (?, ?)"
 
+  const opened = (r: RentalPrice, once: (id: string) => boolean) => {
+    const gpu = r.gpu_canonical_name
+    if (once(`g\u0000${gpu}`)) {
+      prepare(INSERT_GPU).run(gpu, r.gpu_manufacturer)
+      prepare(INSERT_CANONICAL).run(gpu, gpu)
+    }
+    if (once(`v\u0000${gpu}\u0000${r.vendor}`)) prepare(INSERT_VENDOR).run(gpu, r.vendor)
+    for (const spelling of [r.vendor_gpu_name, r.gpu_model]) {
+      if (once(`s\u0000${gpu}\u0000${spelling}`)) prepare(INSERT_SPELLING).run(gpu, spelling)
+    }
+  }
+
   return {
-    current: (keys) => client.run("rental_prices.current", () => {
-      const unique = [...new Set(keys)]
-      const out: Array<RentalPrice> = []
-      for (let i = 0; i < unique.length; i += KEY_CHUNK) {
-        const chunk = padded(unique.slice(i, i + KEY_CHUNK))
-        for (const r of rows(`${SELECT} WHERE valid_to IS NULL AND base_product_key IN (${placeholders(chunk.length)})`, chunk)) {
-          out.push(r)
-        }
-      }
-      return out
+    transact: sqliteTransact(client, "rental_prices.transact", {
+      keys: rentalPriceKeys,
+      name: rentalPriceTable.name,
+      keyColumn: rentalPriceTable.tie,
+      baseColumn: rentalPriceTable.scope.of,
+      select: SELECT,
+      fromColumns: rowFromColumns,
+      insert: INSERT,
+      columnsOf,
+      opened
+    }, () => {
+      localWrites++
     }),
-
-    apply: (changes) =>
-      client.transaction<void, StorageConflict>("rental_prices.apply", (abort) => {
-        const close = prepare(CLOSE)
-        const closed = new Set<string>()
-        for (const c of changes.close) {
-          // The reference checks every close against the state before the change, then applies
-          // them in order, so closing one row twice is no conflict and the last valid_to wins.
-          if (closed.has(c.product_key)) {
-            prepare(RECLOSE).run(c.valid_to, c.product_key)
-            continue
-          }
-          if (close.run(c.valid_to, c.product_key).changes === 0) {
-            abort(new StorageConflict({ detail: `row ${c.product_key} is no longer current` }))
-          }
-          closed.add(c.product_key)
-        }
-
-        const insert = prepare(INSERT)
-        const insertGpu = prepare(INSERT_GPU)
-        const insertCanonical = prepare(INSERT_CANONICAL)
-        const insertSpelling = prepare(INSERT_SPELLING)
-        const insertVendor = prepare(INSERT_VENDOR)
-        // Named as the reference names it: a stored key first, else the product's current row.
-        const conflict = (r: RentalPrice) =>
-          new StorageConflict({
-            detail: prepare(EXISTS).get(r.product_key) !== undefined
-              ? `row ${r.product_key} exists`
-              : `product ${r.base_product_key} already has a current row`
-          })
-        const opened = new Set<string>()
-        const openedCurrentBases = new Set<string>()
-        // Summary rows already written in this change; a batch repeats the same few GPUs a lot.
-        const seen = new Set<string>()
-        const once = (key: string) => (seen.has(key) ? false : (seen.add(key), true))
-
-        for (const r of changes.open) {
-          if (opened.has(r.product_key)) {
-            // The reference keeps the last of two opens with one key; the earlier one goes.
-            prepare(DELETE).run(r.product_key)
-          }
-          if (r.valid_to === null) {
-            // The reference remembers every current open of the change, even one later
-            // replaced, so the unique index alone would miss this case.
-            if (openedCurrentBases.has(r.base_product_key)) abort(conflict(r))
-            openedCurrentBases.add(r.base_product_key)
-          }
-          try {
-            insert.run(columnsOf(r))
-          } catch (e) {
-            if (!isUniqueViolation(e)) throw e
-            abort(conflict(r))
-          }
-          opened.add(r.product_key)
-
-          const gpu = r.gpu_canonical_name
-          if (once(`g\u0000${gpu}`)) {
-            insertGpu.run(gpu, r.gpu_manufacturer)
-            insertCanonical.run(gpu, gpu)
-          }
-          if (once(`v\u0000${gpu}\u0000${r.vendor}`)) insertVendor.run(gpu, r.vendor)
-          if (once(`s\u0000${gpu}\u0000${r.vendor_gpu_name}`)) insertSpelling.run(gpu, r.vendor_gpu_name)
-          if (once(`s\u0000${gpu}\u0000${r.gpu_model}`)) insertSpelling.run(gpu, r.gpu_model)
-        }
-      }).pipe(Effect.tap(() => {
-        localWrites++
-      })),
 
     page: (plan) =>
       client.run("rental_prices.page", () => {

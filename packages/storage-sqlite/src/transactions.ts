@@ -1,12 +1,13 @@
 import { type AggregatedTransaction, transactionFields } from "@gpu-market/core"
 import {
-  type Cohort, dealPool, fieldsOfKind, type PagePlan, type SeriesState, type StoredDeal, StorageConflict, TransactionStore, transactionTable,
-  windowDates
+  type Cohort, type Decision, dealPool, fieldsOfKind, type PagePlan, type SeriesState, type StoredDeal, transactionChangeFault,
+  type TransactionChanges, type TransactionReads, type TransactionStore, transactionTable, type TransactionView, windowDates
 } from "@gpu-market/core/storage"
+import * as Either from "effect/Either"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migration.js"
 import {
-  type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, isUniqueViolation, KEY_CHUNK, keysetClause, limitParam,
+  type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, KEY_CHUNK, keysetClause, limitParam,
   orderBy, type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows
 } from "./page-sql.js"
 
@@ -111,62 +112,66 @@ export const makeTransactionStore = (client: SqliteClient): TransactionStore["Ty
     gpu_hours: r.gpu_hours, price_hours: r.price_hours, list_hours: r.list_hours
   })
 
-  return {
-    deals: (ids) => client.run("transactions.deals", () =>
-      inChunks<StoredDeal>(ids, (list) => `${SELECT_DEALS} WHERE deal_id IN (${list})`)),
+  const dealsOf = (ids: ReadonlyArray<string>) => inChunks<StoredDeal>(ids, (list) => `${SELECT_DEALS} WHERE deal_id IN (${list})`)
+  const pendingOf = (pools: ReadonlyArray<string>) =>
+    inChunks<StoredDeal>(pools, (list) => `${SELECT_DEALS} WHERE cohort IS NULL AND pool IN (${list})`).sort((a, b) => cmp(a.deal_id, b.deal_id))
+  const seriesOf = (ids: ReadonlyArray<string>) =>
+    inChunks<Cohort & { readonly seq: number }>(ids, (list) =>
+      `SELECT s.seq AS seq, c.* FROM transaction_series s JOIN transaction_cohorts c ON c.cohort = s.last_cohort
+       WHERE s.series IN (${list})`
+    ).map((r): SeriesState => ({ series: r.series, seq: r.seq, last: cohortOf(r) }))
 
-    pending: (pools) => client.run("transactions.pending", () =>
-      inChunks<StoredDeal>(pools, (list) => `${SELECT_DEALS} WHERE cohort IS NULL AND pool IN (${list})`)
-        .sort((a, b) => cmp(a.deal_id, b.deal_id))),
+  /** Writes a decided change; checked against what was read, inside the same transaction. */
+  const write = (changes: TransactionChanges) => {
+    const assign = prepare("UPDATE transaction_deals SET cohort = ? WHERE deal_id = ? AND cohort IS NULL")
+    for (const a of changes.assign) {
+      if (assign.run(a.cohort, a.deal_id).changes !== 1) throw new InvalidPlan(`deal ${a.deal_id} was read pending and is not`)
+    }
+    const insertDeal = prepare(INSERT_DEAL)
+    for (const d of changes.deals) insertDeal.run(dealPool(d), ...DEAL_COLUMNS.map((c) => d[c]))
+    const insertCohort = prepare(INSERT_COHORT)
+    for (const c of changes.cohorts) {
+      insertCohort.run(c.cohort, c.series, c.transaction_date, c.deals, c.gpu_count, c.gpu_hours, c.price_hours, c.list_hours)
+    }
+    const upsert = prepare(`INSERT INTO transaction_series (series, seq, last_cohort) VALUES (?, ?, ?)
+      ON CONFLICT (series) DO UPDATE SET seq = excluded.seq, last_cohort = excluded.last_cohort`)
+    for (const s of changes.series) upsert.run(s.series, s.seq, s.last)
+    const insertRow = prepare(INSERT_ROW)
+    for (const { row, cohorts } of changes.rows) {
+      const values = transactionFields.map((f) => (f === "is_rolling" ? (row.is_rolling ? 1 : 0) : row[f]))
+      // The row's own cohort is the last; a rolling row's earlier cohort is the first.
+      insertRow.run(...values, cohorts[cohorts.length - 1]!, cohorts.length > 1 ? cohorts[0]! : null)
+    }
+  }
+
+  return {
+    deals: (ids) => client.run("transactions.deals", () => dealsOf(ids)),
+
+    pending: (pools) => client.run("transactions.pending", () => pendingOf(pools)),
 
     pendingPools: client.run("transactions.pendingPools", () =>
       prepare("SELECT DISTINCT pool FROM transaction_deals WHERE cohort IS NULL").pluck().all() as Array<string>),
 
-    series: (ids) => client.run("transactions.series", () =>
-      inChunks<Cohort & { readonly seq: number }>(ids, (list) =>
-        `SELECT s.seq AS seq, c.* FROM transaction_series s JOIN transaction_cohorts c ON c.cohort = s.last_cohort
-         WHERE s.series IN (${list})`
-      ).map((r): SeriesState => ({ series: r.series, seq: r.seq, last: cohortOf(r) }))),
+    series: (ids) => client.run("transactions.series", () => seriesOf(ids)),
 
-    apply: (changes) =>
-      client.transaction<void, StorageConflict>("transactions.apply", (abort) => {
-        const conflict = (detail: string) => abort(new StorageConflict({ detail }))
-        const insertOr = (statement: string, values: ReadonlyArray<unknown>, detail: string) => {
-          try {
-            prepare(statement).run(...values)
-          } catch (e) {
-            if (!isUniqueViolation(e)) throw e
-            conflict(detail)
+    // Reads, decision and writes inside one BEGIN IMMEDIATE: no writer comes in between.
+    transact: <A, E>(reads: TransactionReads, decide: (view: TransactionView) => Either.Either<Decision<TransactionChanges, A>, E>) =>
+      client.transaction<A, E>("transactions.transact", (abort) => {
+        const read = { deals: dealsOf(reads.deals), pending: pendingOf(reads.pools) }
+        const seriesRead = new Set<string>()
+        const decision = decide({
+          ...read,
+          series: (ids) => {
+            for (const id of ids) seriesRead.add(id)
+            return seriesOf(ids)
           }
-        }
-        const pendingIn = prepare("SELECT deal_id FROM transaction_deals WHERE pool = ? AND cohort IS NULL").pluck()
-        for (const p of changes.pools) {
-          const now = (pendingIn.all(p.pool) as Array<string>).sort(cmp)
-          if (now.join("\u0000") !== [...p.pending].sort(cmp).join("\u0000")) conflict(`pool ${p.pool} changed`)
-        }
-        const assign = prepare("UPDATE transaction_deals SET cohort = ? WHERE deal_id = ? AND cohort IS NULL")
-        for (const a of changes.assign) {
-          if (assign.run(a.cohort, a.deal_id).changes === 0) conflict(`deal ${a.deal_id} is no longer pending`)
-        }
-        for (const d of changes.deals) {
-          insertOr(INSERT_DEAL, [dealPool(d), ...DEAL_COLUMNS.map((c) => d[c])], `deal ${d.deal_id} exists`)
-        }
-        const seqOf = prepare("SELECT seq FROM transaction_series WHERE series = ?").pluck()
-        const upsert = prepare(`INSERT INTO transaction_series (series, seq, last_cohort) VALUES (?, ?, ?)
-          ON CONFLICT (series) DO UPDATE SET seq = excluded.seq, last_cohort = excluded.last_cohort`)
-        for (const c of changes.cohorts) {
-          insertOr(INSERT_COHORT, [c.cohort, c.series, c.transaction_date, c.deals, c.gpu_count, c.gpu_hours, c.price_hours, c.list_hours], `cohort ${c.cohort} exists`)
-        }
-        for (const s of changes.series) {
-          if (((seqOf.get(s.series) as number | undefined) ?? 0) !== s.expected) conflict(`series ${s.series} moved`)
-          upsert.run(s.series, s.seq, s.last)
-        }
-        for (const { row, cohorts } of changes.rows) {
-          const values = transactionFields.map((f) => (f === "is_rolling" ? (row.is_rolling ? 1 : 0) : row[f]))
-          // The row's own cohort is the last; a rolling row's earlier cohort is the first.
-          const own = cohorts[cohorts.length - 1]!
-          insertOr(INSERT_ROW, [...values, own, cohorts.length > 1 ? cohorts[0]! : null], `row ${row.row_key} exists`)
-        }
+        })
+        if (Either.isLeft(decision)) return abort(decision.left)
+        const { changes, result } = decision.right
+        const fault = transactionChangeFault(reads, read, seriesRead, changes)
+        if (fault !== undefined) throw new InvalidPlan(`transactions.transact: the decision ${fault}`)
+        write(changes)
+        return result
       }),
 
     page: (plan) =>

@@ -1,11 +1,11 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { type RentalPrice, rentalPriceFields, RentalPriceRow, type Storage } from "@gpu-market/core"
 import {
-  MemoryStorage, type PagePlan, type Predicate, RateLimitStore, RentalPriceStore, type Scope as PlanScope, SettingsStore, StorageDefect,
-  TokenStore
+  currentVersions, type Decision, MemoryStorage, type PagePlan, type Predicate, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore,
+  type Scope as PlanScope, SettingsStore, StorageDefect, TokenStore, type VersionChanges, type VersionPoint, type VersionView
 } from "@gpu-market/core/storage"
 import { rentalRow } from "@gpu-market/core/test"
-import { Cause, ConfigProvider, Context, Effect, Exit, Layer, Option } from "effect"
+import { Cause, ConfigProvider, Context, Effect, Either, Exit, Layer, Option } from "effect"
 import fc from "fast-check"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
@@ -23,6 +23,13 @@ const T0 = Date.UTC(2026, 0, 1)
 /** The stored instant `day` days and `hour` hours after 2026-01-01. */
 const at = (day: number, hour = 0) => new Date(T0 + day * 86_400_000 + hour * 3_600_000).toISOString().replace("Z", "000Z")
 const hex32 = (s: string) => createHash("md5").update(s).digest("hex")
+
+/** A decision that writes `changes` whatever it reads. */
+const writes = (changes: VersionChanges<RentalPrice>) => () => Either.right({ changes, result: undefined })
+
+/** The defect an exit died with, if it died. */
+const defectOf = (exit: Exit.Exit<unknown, unknown>): unknown =>
+  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.dieOption(exit.cause)) : undefined
 
 /** Builds the stores of `filename` and hands them to `f` inside one scope, which closes the file after. */
 const withStores = <A, E>(filename: string, f: (ctx: Context.Context<Storage>) => Effect.Effect<A, E>) =>
@@ -195,8 +202,8 @@ describe("files", () => {
       const v2 = rentalRow({ vendor: "lambda", gpu_canonical_name: "h100-sxm", gpu_memory_gb: 80, price_usd_per_gpu_hour: 3, valid_from: at(2), extracted_at: at(2) })
       yield* withStores(file, (ctx) => Effect.gen(function* () {
         const s = Context.get(ctx, RentalPriceStore)
-        yield* s.apply({ close: [], open: [v1] })
-        yield* s.apply({ close: [{ product_key: v1.product_key, valid_to: at(2) }], open: [v2] })
+        yield* putVersions(s.transact, rentalPriceKeys, [v1])
+        yield* s.transact([{ base: v1.base_product_key, at: at(2) }], writes({ close: [{ key: v1.product_key, valid_to: at(2) }], open: [v2] }))
         yield* Context.get(ctx, SettingsStore).set("secret", "s3cr3t")
         yield* Context.get(ctx, TokenStore).put("h".repeat(64), {
           id: "p1" as never, name: "P One", grants: { gpu_rental_prices: { history: { _tag: "rolling", days: 30 } } },
@@ -215,7 +222,7 @@ describe("files", () => {
         assert.deepStrictEqual(Object.keys(rows[0]!), [...rentalPriceFields])
         assert.strictEqual(rows[0]!.gpu_memory_gb, 80)
         assert.strictEqual(rows[0]!.price_usd_per_gpu_hour, 2.49)
-        assert.deepStrictEqual(yield* s.current([v1.base_product_key]), [v2])
+        assert.deepStrictEqual(yield* currentVersions(s.transact, [v1.base_product_key]), [v2])
         assert.deepStrictEqual((yield* s.gpus).map((g) => g.gpu_canonical_name), ["h100-sxm"])
         assert.deepStrictEqual(yield* Context.get(ctx, SettingsStore).get("secret"), Option.some("s3cr3t"))
         const token = yield* Context.get(ctx, TokenStore).find("h".repeat(64))
@@ -238,23 +245,42 @@ describe("files", () => {
       }))
     }))
 
-  it.effect("two connections to one file see each other's writes, summaries included", () =>
+  it.effect("two connections to one file see each other's writes, summaries included; steps of both on one product build one chain", () =>
     Effect.gen(function* () {
       const file = freshFile()
       yield* withStores(file, (a) => withStores(file, (b) => Effect.gen(function* () {
         const sa = Context.get(a, RentalPriceStore), sb = Context.get(b, RentalPriceStore)
         assert.deepStrictEqual(yield* sb.spellings, [])
         const r1 = rentalRow({ vendor: "va", gpu_canonical_name: "g1" })
-        yield* sa.apply({ close: [], open: [r1] })
+        const base = r1.base_product_key
+        yield* putVersions(sa.transact, rentalPriceKeys, [r1])
         assert.deepStrictEqual((yield* sb.spellings).map((s) => s.spelling), ["g1", "G1", "G1 80GB"])
         assert.isTrue((yield* sb.gpus)[0]!.currently_listed)
-        // B plans from a stale read; A has moved the product on meanwhile, so B conflicts.
-        const r2 = rentalRow({ vendor: "va", gpu_canonical_name: "g1", price_usd_per_gpu_hour: 4, valid_from: at(1) })
-        yield* sa.apply({ close: [{ product_key: r1.product_key, valid_to: at(1) }], open: [r2] })
-        const r3 = rentalRow({ vendor: "va", gpu_canonical_name: "g1", price_usd_per_gpu_hour: 5, valid_from: at(1) })
-        const stale = yield* Effect.exit(sb.apply({ close: [{ product_key: r1.product_key, valid_to: at(1) }], open: [r3] }))
-        assert.isTrue(Exit.isFailure(stale) && JSON.stringify(stale.cause).includes("StorageConflict"))
-        yield* sa.apply({ close: [{ product_key: r2.product_key, valid_to: at(2) }], open: [] })
+        // Each step moves the price one hour past the current row it reads and answers the key it
+        // closed. The steps alternate between the connections; each reads inside its own write
+        // transaction, so none closes a row the other already closed: no update is lost.
+        const step = (s: RentalPriceStore["Type"]) =>
+          s.transact([{ base, at: r1.valid_from }], (view) => {
+            const now = view.current[0]!
+            const hours = (Date.parse(now.valid_from) - T0) / 3_600_000 + 1
+            const next = rentalRow({ vendor: "va", gpu_canonical_name: "g1", price_usd_per_gpu_hour: 2 + hours, valid_from: at(0, hours), extracted_at: at(0, hours) })
+            return Either.right({ changes: { close: [{ key: now.product_key, valid_to: next.valid_from }], open: [next] }, result: now.product_key })
+          })
+        const closed = yield* Effect.all(Array.from({ length: 8 }, (_, i) => step(i % 2 === 0 ? sa : sb)), { concurrency: "unbounded" })
+        assert.strictEqual(new Set(closed).size, 8, "every step closed a different row")
+        const history = () => sb.page({ scope: { _tag: "window", start: at(0), end: at(5) }, predicates: [], sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 50 })
+        const chain = Array.from({ length: 9 }, (_, h) => [at(0, h), h < 8 ? at(0, h + 1) : null])
+        assert.deepStrictEqual((yield* history()).map((r) => [r.valid_from, r.valid_to]), chain)
+        // What a writer deciding on a read from before these steps would do, closing r1 again,
+        // cannot be written: it is a defect, and it writes nothing.
+        const stale = yield* Effect.exit(sb.transact([{ base, at: at(0, 1) }], writes({
+          close: [{ key: r1.product_key, valid_to: at(0, 1) }],
+          open: [rentalRow({ vendor: "va", gpu_canonical_name: "g1", price_usd_per_gpu_hour: 5, valid_from: at(0, 1) })]
+        })))
+        assert.instanceOf(defectOf(stale), StorageDefect)
+        assert.deepStrictEqual((yield* history()).map((r) => [r.valid_from, r.valid_to]), chain)
+        yield* sa.transact([{ base, at: at(1) }], ({ current }) =>
+          Either.right({ changes: { close: current.map((r) => ({ key: r.product_key, valid_to: at(1) })), open: [] }, result: undefined }))
         assert.isFalse((yield* sb.gpus)[0]!.currently_listed)
         // Counters and settings are shared.
         const ra = Context.get(a, RateLimitStore), rb = Context.get(b, RateLimitStore)
@@ -266,39 +292,44 @@ describe("files", () => {
     }))
 })
 
-describe("apply", () => {
+describe("transact", () => {
   it.effect("rows given as RentalPriceRow instances are stored like plain rows", () =>
     withStores(freshFile(), (ctx) => Effect.gen(function* () {
       const s = Context.get(ctx, RentalPriceStore)
       const plain = rentalRow({ vendor: "v", gpu_canonical_name: "g" })
-      yield* s.apply({ close: [], open: [RentalPriceRow.make(plain as never)] })
-      assert.deepStrictEqual(yield* s.current([plain.base_product_key]), [plain])
+      yield* putVersions(s.transact, rentalPriceKeys, [RentalPriceRow.make(plain as never)])
+      assert.deepStrictEqual(yield* currentVersions(s.transact, [plain.base_product_key]), [plain])
     })))
 
-  it.effect("a conflicting apply leaves nothing half-written", () =>
+  it.effect("a decision that breaks the rules dies with a StorageDefect and leaves nothing half-written, summaries included", () =>
     withStores(freshFile(), (ctx) => Effect.gen(function* () {
       const s = Context.get(ctx, RentalPriceStore)
       const old = [0, 1, 2].map((i) => rentalRow({ vendor: "v", gpu_canonical_name: "g", vendor_sku: `s${i}` }))
-      yield* s.apply({ close: [], open: old })
+      const gone = rentalRow({ vendor: "v", gpu_canonical_name: "g", vendor_sku: "gone", valid_to: at(1) })
+      yield* putVersions(s.transact, rentalPriceKeys, [...old, gone])
       const all = () => s.page({ scope: { _tag: "window", start: at(0), end: at(100) }, predicates: [], sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 100 })
       const before = { rows: yield* all(), spellings: yield* s.spellings, gpus: yield* s.gpus }
       const next = old.map((r, i) => rentalRow({ ...r, base_product_key: r.base_product_key, product_key: hex32(`next-${i}`), price_usd_per_gpu_hour: 9, valid_from: at(5), vendor_gpu_name: "NEW SPELLING" }))
       const newGpu = rentalRow({ vendor: "other-vendor", gpu_canonical_name: "brand-new-gpu", valid_from: at(5) })
-      const cases = [
-        // The last open reuses a stored product_key.
-        { close: old.map((r) => ({ product_key: r.product_key, valid_to: at(5) })), open: [...next, newGpu, { ...newGpu, product_key: old[0]!.product_key }] },
+      const points = [...old, newGpu].map((r) => ({ base: r.base_product_key, at: at(5) }))
+      const closeOld = old.map((r) => ({ key: r.product_key, valid_to: at(5) }))
+      const cases: Array<VersionChanges<RentalPrice>> = [
+        // The last open reuses the key of a stored closed row: only the insert finds that, after
+        // the closes and every other open were written, and all of them roll back.
+        { close: closeOld, open: [...next, newGpu, { ...newGpu, product_key: gone.product_key, valid_to: at(6) }] },
         // The last open makes a second current row of a product.
-        { close: old.slice(0, 2).map((r) => ({ product_key: r.product_key, valid_to: at(5) })), open: [newGpu, ...next] },
+        { close: closeOld.slice(0, 2), open: [newGpu, ...next] },
         // The last close names a row that is not current.
-        { close: [...old.map((r) => ({ product_key: r.product_key, valid_to: at(5) })), { product_key: hex32("missing"), valid_to: at(5) }], open: [newGpu] }
+        { close: [...closeOld, { key: hex32("missing"), valid_to: at(5) }], open: [newGpu] }
       ]
-      for (const change of cases) {
-        const exit = yield* Effect.exit(s.apply(change))
-        assert.isTrue(Exit.isFailure(exit) && JSON.stringify(exit.cause).includes("StorageConflict"))
+      for (const changes of cases) {
+        const defect = defectOf(yield* Effect.exit(s.transact(points, writes(changes))))
+        assert.instanceOf(defect, StorageDefect, JSON.stringify(changes.close))
+        assert.strictEqual((defect as StorageDefect).operation, "rental_prices.transact")
         assert.deepStrictEqual(yield* all(), before.rows)
         assert.deepStrictEqual(yield* s.spellings, before.spellings)
         assert.deepStrictEqual(yield* s.gpus, before.gpus)
-        assert.sameMembers((yield* s.current(old.map((r) => r.base_product_key))).map((r) => r.product_key), old.map((r) => r.product_key))
+        assert.sameMembers((yield* currentVersions(s.transact, old.map((r) => r.base_product_key))).map((r) => r.product_key), old.map((r) => r.product_key))
       }
     })))
 })
@@ -359,27 +390,50 @@ const versionsOf = (p: Product, i: number): Array<RentalPrice> => {
 }
 
 /**
- * The changes that produce the products, as ingest would send them: round k closes version k-1
- * and opens version k (current), a last round closes what ends closed.
+ * The steps that produce the products, as ingest would decide them: round k closes version k-1
+ * and opens version k (current), a last round closes what ends closed. Each step decides on the
+ * current rows it reads, so both stores are also asked to read alike.
  */
-const changesOf = (products: ReadonlyArray<Product>) => {
+const stepsOf = (products: ReadonlyArray<Product>) => {
   const rows = products.map(versionsOf)
   const rounds = Math.max(...products.map((p) => p.versions.length))
-  const changes = []
-  for (let k = 0; k < rounds; k++) {
-    const close = rows.flatMap((vs) => (k > 0 && k < vs.length ? [{ product_key: vs[k - 1]!.product_key, valid_to: vs[k]!.valid_from }] : []))
-    const open = rows.flatMap((vs) => (k < vs.length ? [{ ...vs[k]!, valid_to: null }] : []))
-    changes.push({ close, open })
-  }
-  changes.push({
-    close: rows.flatMap((vs) => {
-      const last = vs[vs.length - 1]!
-      return last.valid_to === null ? [] : [{ product_key: last.product_key, valid_to: last.valid_to }]
-    }),
-    open: []
+  const steps: Array<Step> = []
+  // The row each product opens in a round (null: it closes at `valid_to` and opens nothing).
+  const round = (k: number) => rows.flatMap((vs): Array<{ base: string; when: string; open: RentalPrice | null }> => {
+    if (k < vs.length) return [{ base: vs[k]!.base_product_key, when: vs[k]!.valid_from, open: { ...vs[k]!, valid_to: null } }]
+    const last = vs[vs.length - 1]!
+    return k === vs.length && last.valid_to !== null ? [{ base: last.base_product_key, when: last.valid_to, open: null }] : []
   })
-  return { rows: rows.flat(), changes }
+  for (let k = 0; k <= rounds; k++) {
+    const moves = round(k)
+    const when = new Map(moves.map((m) => [m.base, m.when]))
+    steps.push({
+      points: moves.map((m) => ({ base: m.base, at: m.when })),
+      decide: (view) => Either.right({
+        changes: {
+          close: view.current.map((r) => ({ key: r.product_key, valid_to: when.get(r.base_product_key)! })),
+          open: moves.flatMap((m) => (m.open === null ? [] : [m.open]))
+        },
+        result: byKey(view.current)
+      })
+    })
+  }
+  return { rows: rows.flat(), steps }
 }
+
+const byKey = (rows: ReadonlyArray<RentalPrice>) => [...rows].sort((a, b) => (a.product_key < b.product_key ? -1 : 1))
+
+/** One `transact`: its points and its decision. */
+interface Step {
+  readonly points: ReadonlyArray<VersionPoint>
+  readonly decide: (view: VersionView<RentalPrice>) => Either.Either<Decision<VersionChanges<RentalPrice>, ReadonlyArray<RentalPrice>>>
+}
+
+/** Runs every step on both stores, which must read the same current rows at each. */
+const runBoth = (sqlite: RentalPriceStore["Type"], memory: RentalPriceStore["Type"], steps: ReadonlyArray<Step>) =>
+  Effect.forEach(steps, ({ points, decide }) => Effect.gen(function* () {
+    assert.deepStrictEqual(yield* sqlite.transact(points, decide), yield* memory.transact(points, decide))
+  }), { discard: true })
 
 const subset = <A>(xs: ReadonlyArray<A>) => fc.subarray([...xs], { minLength: 0, maxLength: xs.length })
 const dayArb = fc.integer({ min: 0, max: 30 })
@@ -430,8 +484,6 @@ const positionArb = fc.record({
 }).map((p) => (by: string): NonNullable<PagePlan["after"]> =>
   ({ value: by === "product_key" ? p.tie : NUMERIC_SORTS.has(by) ? p.number : p.text, tie: p.tie }))
 
-const byKey = (rows: ReadonlyArray<RentalPrice>) => [...rows].sort((a, b) => (a.product_key < b.product_key ? -1 : 1))
-
 describe("differential against the memory store", () => {
   it("returns what the reference returns, page by page", () => {
     let runs = 0
@@ -444,18 +496,26 @@ describe("differential against the memory store", () => {
           )),
         ([products, plans]) => {
           runs++
-          const { changes } = changesOf(products)
+          const { rows, steps } = stepsOf(products)
           Effect.runSync(Effect.scoped(Effect.gen(function* () {
             const sqlite = (yield* make({ filename: freshFile() })).rentalStore
             const memory = (yield* MemoryStorage.make).rentalStore
-            for (const change of changes) {
-              yield* sqlite.apply(change)
-              yield* memory.apply(change)
-            }
+            yield* runBoth(sqlite, memory, steps)
             assert.deepStrictEqual(yield* sqlite.spellings, yield* memory.spellings)
             assert.deepStrictEqual(yield* sqlite.gpus, yield* memory.gpus)
             const keys = [...products.map((_, i) => hex32(`base-${i}`)).filter((_, i) => i % 2 === 0), hex32("base-0"), hex32("no such product")]
-            assert.deepStrictEqual(byKey(yield* sqlite.current(keys)), byKey(yield* memory.current(keys)))
+            assert.deepStrictEqual(byKey(yield* currentVersions(sqlite.transact, keys)), byKey(yield* currentVersions(memory.transact, keys)))
+            // The versions in force a step reads at earlier instants: at each row's bounds (valid_from
+            // inclusive, valid_to exclusive) and between them.
+            const probes = [
+              ...rows.flatMap((r) => [r.valid_from, ...(r.valid_to === null ? [] : [r.valid_to])].map((t) => ({ base: r.base_product_key, at: t }))),
+              ...products.flatMap((_, i) => [0, 1, 4, 9, 15].map((d) => ({ base: hex32(`base-${i}`), at: at(d, 12) })))
+            ]
+            const read = (view: VersionView<RentalPrice>) =>
+              Either.right({ changes: { close: [], open: [] }, result: probes.map((p) => view.inForce(p.base, p.at) ?? null) })
+            const inForce = yield* sqlite.transact(probes, read)
+            assert.deepStrictEqual(inForce, yield* memory.transact(probes, read))
+            assert.isTrue(inForce.some((r) => r !== null))
             for (const [plan, start] of plans) {
               let after: PagePlan["after"] = start === null ? undefined : start(plan.sort.by)
               for (let n = 0; n < 500; n++) {
@@ -477,7 +537,7 @@ describe("differential against the memory store", () => {
   })
 
   it("agrees for positions anywhere, with the sort field bounded or pinned", () => {
-    const { changes } = changesOf(fc.sample(productArb, { seed: 7, numRuns: 60 }))
+    const { steps } = stepsOf(fc.sample(productArb, { seed: 7, numRuns: 60 }))
     const scopes: Array<PlanScope> = [{ _tag: "latest" }, { _tag: "window", start: at(0), end: at(40) }]
     const plans: Array<PagePlan> = []
     const ties = ["0".repeat(32), "f".repeat(32), hex32("row-5-0")]
@@ -497,10 +557,7 @@ describe("differential against the memory store", () => {
     Effect.runSync(Effect.scoped(Effect.gen(function* () {
       const sqlite = (yield* make({ filename: freshFile() })).rentalStore
       const memory = (yield* MemoryStorage.make).rentalStore
-      for (const change of changes) {
-        yield* sqlite.apply(change)
-        yield* memory.apply(change)
-      }
+      yield* runBoth(sqlite, memory, steps)
       let rows = 0
       for (const plan of plans) {
         const got = yield* sqlite.page(plan)
@@ -511,39 +568,121 @@ describe("differential against the memory store", () => {
     })))
   })
 
-  it("replays the reference's edge cases of apply", () => {
+  it("decisions breaking the rules die with a StorageDefect in both stores and write nothing; the others write the same", () => {
     const r = rentalRow({ vendor: "v", gpu_canonical_name: "g", vendor_gpu_name: "g" })
     const twin = { ...r, price_usd_per_gpu_hour: 7 }
     const closedTwin = { ...r, valid_to: at(3) }
     const other = rentalRow({ vendor: "v", gpu_canonical_name: "g", vendor_sku: "other" })
-    const sequences: Array<Array<Parameters<RentalPriceStore["Type"]["apply"]>[0]>> = [
-      // A row opened twice in one change: the last copy stands.
+    const x = { ...twin, product_key: hex32("x"), valid_from: at(4) }
+    const closeR = (valid_to: string) => ({ key: r.product_key, valid_to })
+    // Each step reads the products of `r` and `other` at day 5 and writes its changes as given.
+    const sequences: Array<Array<VersionChanges<RentalPrice>>> = [
+      // One key opened twice in one decision.
       [{ close: [], open: [closedTwin, r] }],
       [{ close: [], open: [r, closedTwin] }],
       [{ close: [], open: [r, twin] }],
-      // A row closed twice in one change: the last valid_to stands.
-      [{ close: [], open: [r] }, { close: [{ product_key: r.product_key, valid_to: at(4) }, { product_key: r.product_key, valid_to: at(6) }], open: [] }],
-      // The same row applied twice: its key exists and its product has a current row.
+      // One row closed twice in one decision.
+      [{ close: [], open: [r] }, { close: [closeR(at(4)), closeR(at(6))], open: [] }],
+      // The same row written twice: its key is stored and its product has a current row.
       [{ close: [], open: [r] }, { close: [], open: [other, r] }],
-      // Closing and reopening under one key.
-      [{ close: [], open: [r] }, { close: [{ product_key: r.product_key, valid_to: at(4) }], open: [r] }],
-      [{ close: [], open: [r, other] }, { close: [{ product_key: r.product_key, valid_to: at(4) }], open: [{ ...twin, product_key: hex32("x") }] }]
+      // Closing a row and opening it again under its key.
+      [{ close: [], open: [r] }, { close: [closeR(at(4))], open: [r] }],
+      // A valid close and open, then a row reusing the key of the closed row: the memory store
+      // checks its keys first, SQLite finds it when inserting, after the close was written.
+      [{ close: [], open: [r, other] }, { close: [closeR(at(4))], open: [x] }, { close: [{ key: x.product_key, valid_to: at(5) }], open: [{ ...closedTwin, valid_from: at(5), valid_to: at(6) }] }]
     ]
+    const points = [r, other].map((row) => ({ base: row.base_product_key, at: at(5) }))
+    const plan: PagePlan = { scope: { _tag: "window", start: at(0), end: at(10) }, predicates: [], sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 50 }
+    let defects = 0
     for (const seq of sequences) {
       Effect.runSync(Effect.scoped(Effect.gen(function* () {
         const sqlite = (yield* make({ filename: freshFile() })).rentalStore
         const memory = (yield* MemoryStorage.make).rentalStore
-        for (const change of seq) {
-          const a = yield* Effect.either(sqlite.apply(change))
-          const b = yield* Effect.either(memory.apply(change))
-          assert.strictEqual(a._tag, b._tag, JSON.stringify(change))
-          if (a._tag === "Left" && b._tag === "Left") assert.deepStrictEqual([a.left._tag, (a.left as { detail?: string }).detail], [b.left._tag, (b.left as { detail?: string }).detail])
+        for (const changes of seq) {
+          const before = yield* memory.page(plan)
+          const a = defectOf(yield* Effect.exit(sqlite.transact(points, writes(changes))))
+          const b = defectOf(yield* Effect.exit(memory.transact(points, writes(changes))))
+          assert.strictEqual(a instanceof StorageDefect, b instanceof StorageDefect, JSON.stringify(changes))
+          if (a !== undefined) {
+            assert.instanceOf(a, StorageDefect)
+            assert.deepStrictEqual(yield* memory.page(plan), before, "a defect writes nothing")
+            defects++
+          }
+          assert.deepStrictEqual(yield* sqlite.page(plan), yield* memory.page(plan))
+          assert.deepStrictEqual(yield* sqlite.spellings, yield* memory.spellings)
+          assert.deepStrictEqual(yield* sqlite.gpus, yield* memory.gpus)
         }
-        const plan: PagePlan = { scope: { _tag: "window", start: at(0), end: at(10) }, predicates: [], sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 50 }
-        assert.deepStrictEqual(yield* sqlite.page(plan), yield* memory.page(plan))
-        assert.deepStrictEqual(yield* sqlite.spellings, yield* memory.spellings)
-        assert.deepStrictEqual(yield* sqlite.gpus, yield* memory.gpus)
       })))
     }
+    // Each sequence breaks the rules once, in its last step.
+    assert.strictEqual(defects, sequences.length)
+  })
+
+  it("random decisions, some breaking the rules, leave both stores alike step by step", () => {
+    const things = [0, 1, 2, 3].map((i) => rentalRow({ vendor: VENDORS[i]!, gpu_canonical_name: GPUS[i % 2]!, vendor_sku: `s${i}` }))
+    const MISTAKES = ["none", "closeClosed", "closeEarly", "secondCurrent", "reuseKey", "unread"] as const
+    const moveArb = fc.record({
+      touched: fc.uniqueArray(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 4 }),
+      // null withdraws the price: the current row closes and nothing opens.
+      price: fc.option(fc.constantFrom(1, 2, 2.49, 3), { nil: null }),
+      mistake: fc.constantFrom(...MISTAKES)
+    })
+    const all: PagePlan = { scope: { _tag: "window", start: at(0), end: at(30) }, predicates: [], sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 500 }
+    let broken = 0, written = 0
+    fc.assert(
+      fc.property(fc.array(moveArb, { minLength: 1, maxLength: 12 }), (moves) => {
+        Effect.runSync(Effect.scoped(Effect.gen(function* () {
+          const sqlite = (yield* make({ filename: freshFile() })).rentalStore
+          const memory = (yield* MemoryStorage.make).rentalStore
+          for (const [s, move] of moves.entries()) {
+            // Step s runs at hour s of day 1, after every row stored so far.
+            const now = at(1, s)
+            const stored = yield* memory.page(all)
+            const closed = stored.filter((r) => r.valid_to !== null)
+            const rowOf = (t: number, key: string, valid_to: string | null = null) =>
+              ({ ...things[t]!, price_usd_per_gpu_hour: move.price ?? 1, valid_from: now, extracted_at: now, valid_to, product_key: hex32(key) })
+            // Whether the decision broke a rule, so the step must die; set while deciding.
+            let breaks = false
+            const decide = (view: VersionView<RentalPrice>) => {
+              const close = move.touched.flatMap((t) =>
+                view.current.filter((r) => r.base_product_key === things[t]!.base_product_key).map((r) => ({ key: r.product_key, valid_to: now })))
+              const open = move.price === null ? [] : move.touched.map((t) => rowOf(t, `row-${t}-${s}`))
+              const first = move.touched[0]!
+              const current = view.current.find((r) => r.base_product_key === things[first]!.base_product_key)
+              const untouched = [0, 1, 2, 3].find((t) => !move.touched.includes(t))
+              breaks = true
+              if (move.mistake === "closeClosed" && closed.length > 0) close.push({ key: closed[0]!.product_key, valid_to: now })
+              else if (move.mistake === "closeEarly" && current !== undefined) close[0] = { key: current.product_key, valid_to: current.valid_from }
+              else if (move.mistake === "secondCurrent") open.push(rowOf(first, `extra-${s}`), rowOf(first, `extra2-${s}`))
+              else if (move.mistake === "reuseKey" && closed.length > 0) open.push({ ...rowOf(first, "unused", at(2)), product_key: closed[0]!.product_key })
+              else if (move.mistake === "unread" && untouched !== undefined) open.push(rowOf(untouched, `unread-${s}`))
+              else breaks = false
+              return Either.right({ changes: { close, open }, result: byKey(view.current) })
+            }
+            const points = move.touched.map((t) => ({ base: things[t]!.base_product_key, at: now }))
+            const a = yield* Effect.exit(sqlite.transact(points, decide))
+            const b = yield* Effect.exit(memory.transact(points, decide))
+            if (breaks) {
+              broken++
+              assert.instanceOf(defectOf(a), StorageDefect, `${move.mistake} on SQLite`)
+              assert.instanceOf(defectOf(b), StorageDefect, `${move.mistake} in memory`)
+              assert.deepStrictEqual(yield* memory.page(all), stored, "a defect writes nothing")
+            } else {
+              written++
+              assert.isTrue(Exit.isSuccess(a) && Exit.isSuccess(b), `${move.mistake} broke nothing`)
+              if (Exit.isSuccess(a) && Exit.isSuccess(b)) assert.deepStrictEqual(a.value, b.value, "both read the same current rows")
+            }
+            assert.deepStrictEqual(yield* sqlite.page(all), yield* memory.page(all))
+            const bases = things.map((r) => r.base_product_key)
+            assert.deepStrictEqual(byKey(yield* currentVersions(sqlite.transact, bases)), byKey(yield* currentVersions(memory.transact, bases)))
+            assert.deepStrictEqual(yield* sqlite.spellings, yield* memory.spellings)
+            assert.deepStrictEqual(yield* sqlite.gpus, yield* memory.gpus)
+          }
+        })))
+      }),
+      { seed: 20260102, numRuns: 30 }
+    )
+    assert.isAbove(broken, 20)
+    assert.isAbove(written, 20)
   })
 })

@@ -3,7 +3,7 @@ import { type AggregatedTransaction, transactionFields } from "@gpu-market/core"
 import {
   evaluateTransactionPlan, MemoryStorage, type PagePlan, type Predicate, type Scope, StorageDefect, TransactionStore
 } from "@gpu-market/core/storage"
-import { Cause, Context, Effect, Exit, Layer, Option } from "effect"
+import { Cause, Context, Effect, Either, Exit, Layer, Option } from "effect"
 import fc from "fast-check"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -51,9 +51,10 @@ const withBoth = <A, E>(f: (sqlite: TransactionStore["Type"], memory: Transactio
   Effect.scoped(Effect.gen(function* () {
     const sqlite = Context.get(yield* Layer.build(layer({ filename: freshFile() })), TransactionStore)
     const memory = Context.get(yield* Layer.build(MemoryStorage.layer), TransactionStore)
-    const change = { pools: [], deals: [], assign: [], cohorts: [], rows: ROWS.map((r, i) => ({ row: r, cohorts: [`c${i}`] })), series: [] }
-    yield* sqlite.apply(change)
-    yield* memory.apply(change)
+    const changes = { deals: [], assign: [], cohorts: [], rows: ROWS.map((r, i) => ({ row: r, cohorts: [`c${i}`] })), series: [] }
+    const publish = () => Either.right({ changes, result: undefined })
+    yield* sqlite.transact({ deals: [], pools: [] }, publish)
+    yield* memory.transact({ deals: [], pools: [] }, publish)
     return yield* f(sqlite, memory)
   }))
 

@@ -4,11 +4,11 @@ import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
 import type { InvalidRecords } from "../errors.js"
 import { type LlmTokenPrice, LlmTokenPriceObservation } from "../schema/llm-token-price.js"
-import { type LlmTokenPriceChanges, LlmTokenPriceStore } from "../storage/llm-token-prices.js"
-import {
-  atomically, chunkVersionChanges, decodeTimed, type InForce, type IngestSummary, planVersions, staleObservations, type Timed, type VersionRules, versionsInForce,
-  withdrawVersions
-} from "./batch.js"
+import { LlmTokenPriceStore } from "../storage/llm-token-prices.js"
+import type { VersionChanges } from "../storage/versions.js"
+import { llmTokenPriceKeys } from "../storage/tables.js"
+import { decodeTimed, type Timed } from "./batch.js"
+import { type IngestSummary, type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
 
 /** Fields that identify one published price across price changes (`base_price_key`). */
 const IDENTITY = ["source", "model", "serving_provider", "price_type", "region", "metric", "qualifiers"] as const
@@ -78,10 +78,10 @@ const groupOf = (r: Pick<LlmTokenPrice, (typeof OUTLIER_GROUP)[number]>) => JSON
  * opens; a later move of the market does not re-judge it.
  */
 export const judgeOutliers = (
-  changes: LlmTokenPriceChanges,
+  changes: VersionChanges<LlmTokenPrice>,
   storedAt: (at: string) => ReadonlyArray<LlmTokenPrice>
 ): ReadonlyArray<LlmTokenPrice> => {
-  const closedAt = new Map(changes.close.map((c) => [c.price_key, c.valid_to]))
+  const closedAt = new Map(changes.close.map((c) => [c.key, c.valid_to]))
   const references = new Map<string, Map<string, number | undefined>>()
   const referencesAt = (at: string) => {
     let refs = references.get(at)
@@ -120,8 +120,7 @@ export const decodeLlmObservations = (
   decodeTimed(input, decodeObservation, basePriceKey)
 
 const rules: VersionRules<LlmTokenPriceObservation, LlmTokenPrice> = {
-  key: (r) => r.price_key,
-  base: (r) => r.base_price_key,
+  ...llmTokenPriceKeys,
   samePrice,
   open: (o, at, base): LlmTokenPrice => ({
     source: o.source, model: o.model, model_name: o.model_name, model_family: o.model_family,
@@ -132,34 +131,17 @@ const rules: VersionRules<LlmTokenPriceObservation, LlmTokenPrice> = {
   })
 }
 
-/**
- * Turns validated observations into a change against the current rows, as rental prices do:
- * observations of one price apply in time order; an unchanged price touches nothing; a changed
- * one closes the current row at the observation's time and opens a new one. An observation not
- * after the current row is unchanged when the version `inForce` at its instant has its price (it
- * is already stored), else it refuses the batch. Opened rows are not yet judged.
- */
-export const planLlmChanges = (
-  decoded: ReadonlyArray<Timed<LlmTokenPriceObservation>>,
-  current: ReadonlyArray<LlmTokenPrice>,
-  inForce: InForce<LlmTokenPrice> = () => undefined
-): Either.Either<{ readonly changes: LlmTokenPriceChanges; readonly summary: IngestSummary }, InvalidRecords> =>
-  Either.map(planVersions(decoded, current, rules, inForce), ({ close, open, summary }) => ({
-    changes: { close: close.map(({ key, valid_to }) => ({ price_key: key, valid_to })), open },
-    summary
-  }))
-
 /** The write path of LLM token prices. */
 export class LlmTokenPriceIngest extends Effect.Service<LlmTokenPriceIngest>()("Market/LlmTokenPriceIngest", {
   effect: Effect.gen(function* () {
     const store = yield* LlmTokenPriceStore
 
     /**
-     * The opened rows of a change, flagged against the market in force when each opens. The
-     * market is read before the change applies; a concurrent writer's new peers, which do not
-     * conflict with this change, may be missed by that much.
+     * How to flag the rows a change opens, each judged against the market in force when it
+     * opens. The market is read before the change is written; a concurrent writer's new peers
+     * may be missed by that much.
      */
-    const judged = (changes: LlmTokenPriceChanges) =>
+    const judged = (changes: VersionChanges<LlmTokenPrice>) =>
       Effect.gen(function* () {
         const models = [...new Set(changes.open.map((r) => r.model))]
         const storedAt = new Map<string, ReadonlyArray<LlmTokenPrice>>()
@@ -174,26 +156,23 @@ export class LlmTokenPriceIngest extends Effect.Service<LlmTokenPriceIngest>()("
      */
     const ingest = Effect.fn("LlmTokenPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>) {
       const decoded = yield* decodeLlmObservations(observations)
-      const bases = [...new Set(decoded.map((d) => d.base))]
-      return yield* Effect.gen(function* () {
-        const current = yield* store.current(bases)
-        const inForce = yield* versionsInForce(staleObservations(decoded, current, rules), "base_price_key", store.page)
-        const { changes, summary } = yield* planLlmChanges(decoded, current, inForce)
-        if (changes.close.length === 0 && changes.open.length === 0) return { ...summary, flagged: 0 }
-        const open = yield* judged(changes)
-        const baseOf = new Map(current.map((r) => [r.price_key, r.base_price_key]))
-        for (const chunk of chunkVersionChanges(changes.close, open, (c) => baseOf.get(c.price_key)!, (r) => r.base_price_key)) {
-          yield* store.apply(chunk)
-        }
-        const result: LlmIngestSummary = { ...summary, flagged: open.filter((r) => r.is_price_outlier).length }
-        return result
-      }).pipe(atomically)
+      let flagged = 0
+      const summary = yield* writeVersions(store.transact, decoded, rules, (changes) =>
+        Effect.map(judged(changes), (open) => {
+          const flags = new Map(open.map((r) => [r.price_key, r.is_price_outlier]))
+          flagged = open.filter((r) => r.is_price_outlier).length
+          return (row: LlmTokenPrice) => {
+            const flag = flags.get(row.price_key) ?? false
+            return flag === row.is_price_outlier ? row : { ...row, is_price_outlier: flag }
+          }
+        }))
+      const result: LlmIngestSummary = { ...summary, flagged }
+      return result
     })
 
     /** Marks prices as no longer published from `at`: their current rows close. Unknown keys are ignored. */
     const withdraw = Effect.fn("LlmTokenPriceIngest.withdraw")((basePriceKeys: ReadonlyArray<string>, at: string) =>
-      withdrawVersions(basePriceKeys, at, store.current, (rows, valid_to) =>
-        store.apply({ close: rows.map((r) => ({ price_key: r.price_key, valid_to })), open: [] })))
+      withdrawVersions(store.transact, basePriceKeys, at, rules))
 
     return { ingest, withdraw } as const
   })

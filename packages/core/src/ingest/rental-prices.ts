@@ -4,11 +4,10 @@ import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
 import type { InvalidRecords } from "../errors.js"
 import { type RentalPrice, RentalPriceObservation } from "../schema/rental-price.js"
-import { type RentalPriceChanges, RentalPriceStore } from "../storage/contract.js"
-import {
-  atomically, chunkVersionChanges, decodeTimed, type InForce, type IngestSummary, planVersions, staleObservations, type Timed, type VersionRules, versionsInForce,
-  withdrawVersions
-} from "./batch.js"
+import { RentalPriceStore } from "../storage/contract.js"
+import { rentalPriceKeys } from "../storage/tables.js"
+import { decodeTimed, type Timed } from "./batch.js"
+import { type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
 
 /** Fields that identify one priced thing across price changes (`base_product_key`). */
 const IDENTITY = [
@@ -39,8 +38,7 @@ export const decodeObservations = (
   decodeTimed(input, decodeObservation, baseProductKey)
 
 const rules: VersionRules<RentalPriceObservation, RentalPrice> = {
-  key: (r) => r.product_key,
-  base: (r) => r.base_product_key,
+  ...rentalPriceKeys,
   samePrice,
   open: (o, at, base): RentalPrice => ({
     vendor: o.vendor, vendor_gpu_name: o.vendor_gpu_name, vendor_sku: o.vendor_sku, vendor_region: o.vendor_region,
@@ -55,23 +53,6 @@ const rules: VersionRules<RentalPriceObservation, RentalPrice> = {
   })
 }
 
-/**
- * Turns validated observations into a change against the current rows. Observations of one
- * product apply in time order; an unchanged price touches nothing; a changed one closes the
- * current row at the observation's time and opens a new one. An observation not after the
- * current row is unchanged when the version `inForce` at its instant has its price (it is
- * already stored), else it cannot be placed and refuses the batch.
- */
-export const planChanges = (
-  decoded: ReadonlyArray<Timed<RentalPriceObservation>>,
-  current: ReadonlyArray<RentalPrice>,
-  inForce: InForce<RentalPrice> = () => undefined
-): Either.Either<{ readonly changes: RentalPriceChanges; readonly summary: IngestSummary }, InvalidRecords> =>
-  Either.map(planVersions(decoded, current, rules, inForce), ({ close, open, summary }) => ({
-    changes: { close: close.map(({ key, valid_to }) => ({ product_key: key, valid_to })), open },
-    summary
-  }))
-
 /** The write path of GPU rental prices. */
 export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Market/RentalPriceIngest", {
   effect: Effect.gen(function* () {
@@ -79,29 +60,17 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
 
     /**
      * Ingests vendor price observations. Invalid records, or one that cannot be placed, refuse
-     * the whole batch. The change is written in chunks of at most `MAX_ROWS_PER_WRITE` rows, each
-     * atomic and holding every row of its products; a failure part-way leaves earlier chunks
-     * stored, and sending the batch again completes it. A concurrent writer that moves a
-     * product's current row makes the batch re-plan.
+     * the whole batch. The batch is written in chunks of whole products (`writeVersions`), each
+     * planned and written in one transaction; a failure part-way leaves earlier chunks stored,
+     * and sending the batch again completes it.
      */
     const ingest = Effect.fn("RentalPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>) {
-      const decoded = yield* decodeObservations(observations)
-      const bases = [...new Set(decoded.map((d) => d.base))]
-      return yield* Effect.gen(function* () {
-        const current = yield* store.current(bases)
-        const inForce = yield* versionsInForce(staleObservations(decoded, current, rules), "base_product_key", store.page)
-        const { changes, summary } = yield* planChanges(decoded, current, inForce)
-        const baseOf = new Map(current.map((r) => [r.product_key, r.base_product_key]))
-        const chunks = chunkVersionChanges(changes.close, changes.open, (c) => baseOf.get(c.product_key)!, (r) => r.base_product_key)
-        for (const chunk of chunks) yield* store.apply(chunk)
-        return summary
-      }).pipe(atomically)
+      return yield* writeVersions(store.transact, yield* decodeObservations(observations), rules)
     })
 
     /** Marks products as no longer listed from `at`: their current rows close. Unknown keys are ignored. */
     const withdraw = Effect.fn("RentalPriceIngest.withdraw")((baseProductKeys: ReadonlyArray<string>, at: string) =>
-      withdrawVersions(baseProductKeys, at, store.current, (rows, valid_to) =>
-        store.apply({ close: rows.map((r) => ({ product_key: r.product_key, valid_to })), open: [] })))
+      withdrawVersions(store.transact, baseProductKeys, at, rules))
 
     return { ingest, withdraw } as const
   })

@@ -7,9 +7,9 @@ import { MICROS_PER_DAY, parseDate } from "../query/time.js"
 import { type AggregatedTransaction, type BlendAxis, TransactionDeal } from "../schema/transaction.js"
 import {
   type Cohort, type Deal, dealPool, type PublishedRow, type SeriesState, type StoredDeal, type TransactionChanges,
-  TransactionStore
+  TransactionStore, type TransactionView
 } from "../storage/transactions.js"
-import { atomically, decodeRecords, invalidRecords } from "./batch.js"
+import { decodeRecords, invalidRecords, writeFailure } from "./batch.js"
 
 /**
  * The write path of aggregated transactions. Settled deals are stored privately; what is
@@ -193,14 +193,14 @@ export interface Publication {
  */
 export const publishCohorts = (formedCohorts: ReadonlyArray<FormedCohort>, known: ReadonlyArray<SeriesState>): Publication => {
   const states = new Map(known.map((s) => [s.series, s]))
-  const expected = new Map<string, number>()
+  const moved = new Set<string>()
   const cohorts: Array<Cohort> = []
   const rows: Array<PublishedRow> = []
   const withCohorts = formedCohorts.map((f) => ({ f, c: cohortOf(f) }))
   withCohorts.sort((a, b) => cmp(a.f.series, b.f.series) || cmp(a.f.date, b.f.date) || cmp(a.c.cohort, b.c.cohort))
   for (const { f, c } of withCohorts) {
     const state = states.get(f.series)
-    if (!expected.has(f.series)) expected.set(f.series, state?.seq ?? 0)
+    moved.add(f.series)
     const prev = state?.last
     const rolls = c.deals === 2 && prev !== undefined && prev.transaction_date <= c.transaction_date &&
       dayNumber(c.transaction_date) - dayNumber(prev.transaction_date) <= ROLLING_DAYS
@@ -210,9 +210,9 @@ export const publishCohorts = (formedCohorts: ReadonlyArray<FormedCohort>, known
     rows.push({ row: blendRow(f.key, parts, c.transaction_date, transactionRowKey(f.series, seq)), cohorts: parts.map((p) => p.cohort) })
     states.set(f.series, { series: f.series, seq, last: c })
   }
-  const series = [...expected].map(([id, exp]) => {
+  const series = [...moved].map((id) => {
     const s = states.get(id)!
-    return { series: id, expected: exp, seq: s.seq, last: s.last.cohort }
+    return { series: id, seq: s.seq, last: s.last.cohort }
   })
   return { cohorts, rows, series }
 }
@@ -275,7 +275,6 @@ const sameDeal = (a: Deal, b: Deal): boolean =>
  * pending deals of their pools.
  */
 const changesOf = (
-  pools: ReadonlyArray<string>,
   fresh: ReadonlyArray<Deal>,
   pending: ReadonlyArray<StoredDeal>,
   formedCohorts: ReadonlyArray<FormedCohort>,
@@ -284,7 +283,6 @@ const changesOf = (
   const cohortOfDeal = new Map<string, string>()
   for (const f of formedCohorts) for (const d of f.deals) cohortOfDeal.set(d.deal_id, f.cohort)
   return {
-    pools: pools.map((pool) => ({ pool, pending: pending.filter((d) => dealPool(d) === pool).map((d) => d.deal_id) })),
     deals: fresh.map((d) => ({ ...d, cohort: cohortOfDeal.get(d.deal_id) ?? null })),
     assign: pending.flatMap((d) => {
       const cohort = cohortOfDeal.get(d.deal_id)
@@ -317,16 +315,18 @@ export class TransactionIngest extends Effect.Service<TransactionIngest>()("Mark
   effect: Effect.gen(function* () {
     const store = yield* TransactionStore
 
-    const publishWith = (fresh: ReadonlyArray<Deal>, pools: ReadonlyArray<string>) =>
-      Effect.gen(function* () {
-        const pending = yield* store.pending(pools)
-        const formedCohorts = formCohorts([...pending, ...fresh.map((d) => ({ ...d, cohort: null }))])
-        const known = yield* store.series([...new Set(formedCohorts.map((f) => f.series))])
-        const changes = changesOf(pools, fresh, pending, formedCohorts, publishCohorts(formedCohorts, known))
-        if (changes.deals.length > 0 || changes.rows.length > 0) yield* store.apply(changes)
-        const blended = changes.cohorts.reduce((n, c) => n + c.deals, 0)
-        return { blended, published: changes.rows.length, pending: pending.length + fresh.length - blended }
-      })
+    /**
+     * The change that stores `fresh` deals and publishes every blend they and the pending deals
+     * of `pools` make, decided on `view`.
+     */
+    const publishWith = (view: TransactionView, fresh: ReadonlyArray<Deal>, pools: ReadonlySet<string>) => {
+      const pending = view.pending.filter((d) => pools.has(dealPool(d)))
+      const formedCohorts = formCohorts([...pending, ...fresh.map((d) => ({ ...d, cohort: null }))])
+      const known = view.series([...new Set(formedCohorts.map((f) => f.series))])
+      const changes = changesOf(fresh, pending, formedCohorts, publishCohorts(formedCohorts, known))
+      const blended = changes.cohorts.reduce((n, c) => n + c.deals, 0)
+      return { changes, done: { blended, published: changes.rows.length, pending: pending.length + fresh.length - blended } }
+    }
 
     /**
      * Records settled deals as one atomic batch and publishes every blend they make possible.
@@ -335,8 +335,9 @@ export class TransactionIngest extends Effect.Service<TransactionIngest>()("Mark
      */
     const record = Effect.fn("TransactionIngest.record")(function* (deals: ReadonlyArray<unknown>) {
       const decoded = yield* decodeDeals(deals)
-      return yield* Effect.gen(function* () {
-        const stored = new Map((yield* store.deals(decoded.map((d) => d.deal.deal_id))).map((d) => [d.deal_id, d]))
+      const reads = { deals: decoded.map((d) => d.deal.deal_id), pools: [...new Set(decoded.map((d) => dealPool(d.deal)))] }
+      return yield* store.transact(reads, (view) => {
+        const stored = new Map(view.deals.map((d) => [d.deal_id, d]))
         const issues: Array<RecordIssue> = []
         const fresh: Array<Deal> = []
         for (const { index, deal } of decoded) {
@@ -344,13 +345,13 @@ export class TransactionIngest extends Effect.Service<TransactionIngest>()("Mark
           if (old === undefined) fresh.push(deal)
           else if (!sameDeal(old, deal)) issues.push({ index, message: `deal_id: ${deal.deal_id} is already recorded with other terms` })
         }
-        if (issues.length > 0) return yield* Effect.fail(invalidRecords(issues))
-        const done = yield* publishWith(fresh, [...new Set(fresh.map(dealPool))])
+        if (issues.length > 0) return Either.left(invalidRecords(issues))
+        const { changes, done } = publishWith(view, fresh, new Set(fresh.map(dealPool)))
         const summary: TransactionIngestSummary = {
           received: decoded.length, recorded: fresh.length, duplicates: decoded.length - fresh.length, ...done
         }
-        return summary
-      }).pipe(atomically)
+        return Either.right({ changes, result: summary })
+      }).pipe(writeFailure)
     })
 
     /**
@@ -358,11 +359,12 @@ export class TransactionIngest extends Effect.Service<TransactionIngest>()("Mark
      * publishes nothing new; it exists to re-run publication (after a restore, say) safely.
      */
     const publish = Effect.fn("TransactionIngest.publish")(function* () {
-      return yield* Effect.gen(function* () {
-        const done = yield* publishWith([], yield* store.pendingPools)
+      const pools = yield* writeFailure(store.pendingPools)
+      return yield* store.transact({ deals: [], pools }, (view) => {
+        const { changes, done } = publishWith(view, [], new Set(pools))
         const summary: TransactionIngestSummary = { received: 0, recorded: 0, duplicates: 0, ...done }
-        return summary
-      }).pipe(atomically)
+        return Either.right({ changes, result: summary })
+      }).pipe(writeFailure)
     })
 
     return { record, publish } as const

@@ -1,13 +1,16 @@
 import { assert, type Vitest } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
+import * as Either from "effect/Either"
 import { basePriceKey, priceKey } from "../ingest/llm-token-prices.js"
 import { formatInstant, MICROS_PER_DAY } from "../query/time.js"
 import type { LlmTokenPrice } from "../schema/llm-token-price.js"
 import { LlmTokenPriceStore } from "./llm-token-prices.js"
 import { evaluateLlmTokenPricePlan } from "./memory-llm-token-prices.js"
 import { assertPagesMatchReference } from "./conformance-walk.js"
-import type { Predicate, Scope } from "./plan.js"
+import { VERSION_SCOPES, versionConformance } from "./conformance-versions.js"
+import { llmTokenPriceKeys } from "./tables.js"
+import { currentVersions, putVersions } from "./versions.js"
+import type { Predicate } from "./plan.js"
 
 let counter = 0
 const namespace = (label: string) => `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`
@@ -85,17 +88,28 @@ const byKey = (a: LlmTokenPrice, b: LlmTokenPrice) => (a.price_key < b.price_key
 
 /** Registers the LLM token price conformance tests on a suite's `it`. */
 export const llmTokenPriceConformance = (it: Vitest.MethodsNonLive<LlmTokenPriceStore>) => {
-  it.effect("llm: apply opens and closes rows; current and inForce see only rows in force", () =>
+  versionConformance(it, {
+    label: "llm",
+    tag: LlmTokenPriceStore,
+    keys: llmTokenPriceKeys,
+    row: (ns, thing, price, from) =>
+      llmRow({
+        model: `${ns}-m`, serving_provider: ns, price_type: thing === 0 ? "input" : "output", price_usd_per_1m_tokens: price,
+        valid_from: from, extracted_at: from
+      })
+  })
+
+  it.effect("llm: inForce sees the rows of models in force at an instant", () =>
     Effect.gen(function* () {
       const s = yield* LlmTokenPriceStore
       const ns = namespace("llm-apply")
       const v1 = llmRow({ model: `${ns}-m`, serving_provider: ns, qualifiers: "batch;context_gt_128k", is_price_outlier: true })
-      yield* s.apply({ close: [], open: [v1] })
-      assert.deepStrictEqual(yield* s.current([v1.base_price_key]), [v1])
+      yield* putVersions(s.transact, llmTokenPriceKeys, [v1])
+      assert.deepStrictEqual(yield* currentVersions(s.transact, [v1.base_price_key]), [v1])
       const v2 = llmRow({ model: `${ns}-m`, serving_provider: ns, qualifiers: "batch;context_gt_128k", price_usd_per_1m_tokens: 2, valid_from: at(1), extracted_at: at(1) })
       assert.strictEqual(v2.base_price_key, v1.base_price_key)
-      yield* s.apply({ close: [{ price_key: v1.price_key, valid_to: at(1) }], open: [v2] })
-      assert.deepStrictEqual(yield* s.current([v1.base_price_key, "f".repeat(32)]), [v2])
+      yield* s.transact([{ base: v1.base_price_key, at: at(1) }], () =>
+        Either.right({ changes: { close: [{ key: v1.price_key, valid_to: at(1) }], open: [v2] }, result: undefined }))
       const closed = { ...v1, valid_to: at(1) }
       // valid_from is inclusive and valid_to exclusive.
       assert.deepStrictEqual(yield* s.inForce([`${ns}-m`], at(0)), [closed])
@@ -115,41 +129,10 @@ export const llmTokenPriceConformance = (it: Vitest.MethodsNonLive<LlmTokenPrice
       const s = yield* LlmTokenPriceStore
       const ns = namespace("llm-many")
       const rows = Array.from({ length: 300 }, (_, i) => llmRow({ model: `${ns}-m${i}`, serving_provider: ns }))
-      yield* s.apply({ close: [], open: rows })
+      yield* putVersions(s.transact, llmTokenPriceKeys, rows)
       const got = yield* s.inForce(rows.map((r) => r.model), at(3))
       assert.deepStrictEqual([...got].sort(byKey), [...rows].sort(byKey))
-      assert.strictEqual((yield* s.current(rows.map((r) => r.base_price_key))).length, 300)
-    }))
-
-  it.effect("llm: a conflicting apply changes nothing", () =>
-    Effect.gen(function* () {
-      const s = yield* LlmTokenPriceStore
-      const ns = namespace("llm-conflict")
-      const model = `${ns}-m`
-      const v1 = llmRow({ model, serving_provider: ns })
-      const other = llmRow({ model, serving_provider: ns, price_type: "output" })
-      yield* s.apply({ close: [], open: [v1] })
-      const failsWithConflict = (e: Exit.Exit<void, unknown>) => {
-        assert.isTrue(Exit.isFailure(e))
-        if (Exit.isFailure(e)) assert.include(JSON.stringify(e.cause), "StorageConflict")
-      }
-      // Closing a row that is not current fails, and the open beside it is not applied.
-      failsWithConflict(yield* Effect.exit(s.apply({ close: [{ price_key: other.price_key, valid_to: at(1) }], open: [other] })))
-      // Closing one row twice fails: the second close finds it no longer current.
-      const next = llmRow({ model, serving_provider: ns, price_usd_per_1m_tokens: 3, valid_from: at(2), extracted_at: at(2) })
-      failsWithConflict(yield* Effect.exit(s.apply({
-        close: [{ price_key: v1.price_key, valid_to: at(2) }, { price_key: v1.price_key, valid_to: at(3) }], open: [next]
-      })))
-      // A second current row for one price fails, and the close and open beside it are not applied.
-      const twin = llmRow({ model, serving_provider: ns, price_usd_per_1m_tokens: 9, valid_from: at(2), extracted_at: at(2) })
-      failsWithConflict(yield* Effect.exit(s.apply({ close: [], open: [other, twin] })))
-      failsWithConflict(yield* Effect.exit(s.apply({ close: [{ price_key: v1.price_key, valid_to: at(2) }], open: [next, { ...next, price_key: "f".repeat(32) }] })))
-      // One key opened twice in one change fails.
-      failsWithConflict(yield* Effect.exit(s.apply({ close: [], open: [other, other] })))
-      // A key already stored fails.
-      failsWithConflict(yield* Effect.exit(s.apply({ close: [], open: [{ ...v1, valid_to: at(1) }] })))
-      assert.deepStrictEqual(yield* s.current([v1.base_price_key, other.base_price_key]), [v1])
-      assert.deepStrictEqual(yield* s.inForce([model], at(5)), [v1])
+      assert.strictEqual((yield* currentVersions(s.transact, rows.map((r) => r.base_price_key))).length, 300)
     }))
 
   it.effect("llm: pages follow scope, predicates, sort and keyset exactly", () =>
@@ -157,15 +140,9 @@ export const llmTokenPriceConformance = (it: Vitest.MethodsNonLive<LlmTokenPrice
       const s = yield* LlmTokenPriceStore
       const ns = namespace("llm-page")
       const rows = market(ns)
-      yield* s.apply({ close: [], open: rows })
+      yield* putVersions(s.transact, llmTokenPriceKeys, rows)
       const mine: Predicate = { op: "in", field: "serving_provider", values: [`${ns}-p1`, `${ns}-p2`, `${ns}-p3`] }
-      const scopes: Array<Scope> = [
-        { _tag: "latest" },
-        { _tag: "asOf", at: at(10) },
-        { _tag: "asOf", at: at(9, 23) },
-        { _tag: "window", start: at(0), end: at(10) },
-        { _tag: "window", start: at(10), end: at(30) }
-      ]
+      const scopes = VERSION_SCOPES
       const extra: Array<ReadonlyArray<Predicate>> = [
         [],
         [{ op: "in", field: "model", values: [`${ns}-large`] }],
@@ -206,7 +183,7 @@ export const llmTokenPriceConformance = (it: Vitest.MethodsNonLive<LlmTokenPrice
         llmRow({ model: gone, serving_provider: `${ns}-a`, model_name: "Gone", model_family: null, model_creator: null, valid_to: at(5) })
       ]
       // Applied one by one, in an order where the first family seen is not the first in order.
-      for (const r of rows) yield* s.apply({ close: [], open: [r] })
+      for (const r of rows) yield* putVersions(s.transact, llmTokenPriceKeys, [r])
       const models = (yield* s.models).filter((x) => x.model.startsWith(ns))
       assert.deepStrictEqual(models, [
         {

@@ -1,5 +1,7 @@
 import { assert, type Vitest } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Cause from "effect/Cause"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import type { AggregatedTransaction } from "../schema/transaction.js"
 import type { Storage } from "./contract.js"
@@ -7,7 +9,7 @@ import { evaluateTransactionPlan } from "./memory-transactions.js"
 import { assertPagesMatchReference } from "./conformance-walk.js"
 import type { Predicate, Scope } from "./plan.js"
 import {
-  type Cohort, dealPool, type StoredDeal, type TransactionChanges, TransactionStore
+  type Cohort, dealPool, type StoredDeal, type TransactionChanges, type TransactionReads, TransactionStore
 } from "./transactions.js"
 
 /**
@@ -65,7 +67,14 @@ const cohort = (ns: string, id: string, series: string, over: Partial<Cohort> = 
   price_hours: 28_800, list_hours: null, ...over
 })
 
-const nothing: TransactionChanges = { pools: [], deals: [], assign: [], cohorts: [], rows: [], series: [] }
+const nothing: TransactionChanges = { deals: [], assign: [], cohorts: [], rows: [], series: [] }
+
+/** Writes a change as it is, reading first what it names (its series included), as a decision must. */
+const write = (s: TransactionStore["Type"], reads: TransactionReads, changes: TransactionChanges) =>
+  s.transact(reads, (view) => {
+    view.series(changes.series.map((x) => x.series))
+    return Either.right({ changes, result: undefined })
+  })
 
 /**
  * A small published market under one namespace: two GPUs, three region groups, two contract
@@ -105,7 +114,7 @@ const window = (start: string, end: string): Scope => ({ _tag: "window", start, 
 
 /** Registers the transaction store's conformance tests on a suite's shared layer. */
 export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
-  it.effect("transactions: apply stores deals, cohorts, series and rows; pending, series and audit follow", () =>
+  it.effect("transactions: transact stores deals, cohorts, series and rows; pending, series and audit follow", () =>
     Effect.gen(function* () {
       const s = yield* TransactionStore
       const ns = namespace("apply")
@@ -113,7 +122,9 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
       const [d1, d2, d3] = [deal(ns, "d1", `${ns}-c1`), deal(ns, "d2", `${ns}-c1`, { gpu_hours: 100.5, list_price_usd_per_gpu_hour: 3 }), deal(ns, "d3", null, { tenor_days: 90 })]
       const c1 = cohort(ns, "c1", `${ns}-s`)
       const r1 = transactionRow(ns, 1)
-      yield* s.apply({ pools: [{ pool, pending: [] }], deals: [d1!, d2!, d3!], assign: [], cohorts: [c1], rows: [{ row: r1, cohorts: [c1.cohort] }], series: [{ series: `${ns}-s`, expected: 0, seq: 1, last: c1.cohort }] })
+      yield* write(s, { deals: [d1!.deal_id, d2!.deal_id, d3!.deal_id], pools: [pool] }, {
+        deals: [d1!, d2!, d3!], assign: [], cohorts: [c1], rows: [{ row: r1, cohorts: [c1.cohort] }], series: [{ series: `${ns}-s`, seq: 1, last: c1.cohort }]
+      })
       assert.sameDeepMembers([...yield* s.deals([d1!.deal_id, d2!.deal_id, d3!.deal_id, `${ns}-none`])], [d1!, d2!, d3!])
       assert.deepStrictEqual(yield* s.pending([pool, `${ns}-other-pool`]), [d3!])
       assert.include(yield* s.pendingPools, pool)
@@ -125,10 +136,18 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
       const d4 = deal(ns, "d4", `${ns}-c2`, { tenor_days: 90 })
       const c2 = cohort(ns, "c2", `${ns}-s`, { list_hours: 400 })
       const r2 = transactionRow(ns, 2, { is_rolling: true, discount_percentage: 12.5, transaction_date: "2026-01-02" })
-      yield* s.apply({
-        pools: [{ pool, pending: [d3!.deal_id] }], deals: [d4], assign: [{ deal_id: d3!.deal_id, cohort: c2.cohort }], cohorts: [c2],
-        rows: [{ row: r2, cohorts: [c1.cohort, c2.cohort] }], series: [{ series: `${ns}-s`, expected: 1, seq: 2, last: c2.cohort }]
+      const seen = yield* s.transact({ deals: [d4.deal_id], pools: [pool] }, (view) => {
+        const series = view.series([`${ns}-s`, `${ns}-unknown`])
+        return Either.right({
+          changes: {
+            deals: [d4], assign: [{ deal_id: d3!.deal_id, cohort: c2.cohort }], cohorts: [c2],
+            rows: [{ row: r2, cohorts: [c1.cohort, c2.cohort] }], series: [{ series: `${ns}-s`, seq: 2, last: c2.cohort }]
+          },
+          result: { deals: view.deals, pending: view.pending, series }
+        })
       })
+      // The step read the pool's pending deal and the series as they stood before it.
+      assert.deepStrictEqual(seen, { deals: [], pending: [d3!], series: [{ series: `${ns}-s`, seq: 1, last: c1 }] })
       assert.deepStrictEqual(yield* s.pending([pool]), [])
       assert.notInclude(yield* s.pendingPools, pool)
       assert.deepStrictEqual(yield* s.deals([d3!.deal_id]), [{ ...d3!, cohort: c2.cohort }])
@@ -145,7 +164,7 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
       assert.deepStrictEqual(page, [r1, r2])
     }))
 
-  it.effect("transactions: a conflicting apply changes nothing", () =>
+  it.effect("transactions: a refused decision, or one that breaks the rules, writes nothing", () =>
     Effect.gen(function* () {
       const s = yield* TransactionStore
       const ns = namespace("conflict")
@@ -153,39 +172,45 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
       const c1 = cohort(ns, "c1", series)
       const r1 = transactionRow(ns, 1)
       const pendingDeal = deal(ns, "p", null)
-      yield* s.apply({
+      const pool = dealPool(pendingDeal)
+      yield* write(s, { deals: [`${ns}-a`, `${ns}-b`, `${ns}-p`], pools: [] }, {
         ...nothing, deals: [deal(ns, "a", c1.cohort), deal(ns, "b", c1.cohort), pendingDeal], cohorts: [c1],
-        rows: [{ row: r1, cohorts: [c1.cohort] }], series: [{ series, expected: 0, seq: 1, last: c1.cohort }]
+        rows: [{ row: r1, cohorts: [c1.cohort] }], series: [{ series, seq: 1, last: c1.cohort }]
       })
-      const state = Effect.all([s.deals([`${ns}-a`, `${ns}-b`, `${ns}-p`, `${ns}-n`]), s.series([series]), s.pending([dealPool(pendingDeal)]),
+      const state = Effect.all([s.deals([`${ns}-a`, `${ns}-b`, `${ns}-p`, `${ns}-n`]), s.series([series]), s.pending([pool]),
         s.page({ scope: window("2026-01-01T00:00:00.000000Z", "2026-02-01T00:00:00.000000Z"), predicates: [{ op: "in", field: "gpu_canonical_name", values: [`${ns}-h100`] }], sort: { by: "row_key", order: "asc" }, after: undefined, limit: 100 })])
       const before = yield* state
       const c2 = cohort(ns, "c2", series)
       const r2 = transactionRow(ns, 2)
+      const reads: TransactionReads = { deals: [`${ns}-n`], pools: [pool] }
       const good: TransactionChanges = {
-        pools: [{ pool: dealPool(pendingDeal), pending: [pendingDeal.deal_id] }], deals: [deal(ns, "n", c2.cohort)], assign: [{ deal_id: pendingDeal.deal_id, cohort: c2.cohort }], cohorts: [c2],
-        rows: [{ row: r2, cohorts: [c2.cohort] }], series: [{ series, expected: 1, seq: 2, last: c2.cohort }]
+        deals: [deal(ns, "n", c2.cohort)], assign: [{ deal_id: pendingDeal.deal_id, cohort: c2.cohort }], cohorts: [c2],
+        rows: [{ row: r2, cohorts: [c2.cohort] }], series: [{ series, seq: 2, last: c2.cohort }]
       }
-      const bad: Array<[string, TransactionChanges]> = [
-        ["a pool whose pending deals changed", { ...good, pools: [{ pool: dealPool(pendingDeal), pending: [] }] }],
-        ["a pool that gained a pending deal", { ...good, pools: [...good.pools, { pool: dealPool(deal(ns, "q", null, { settlement_date: "2026-01-02" })), pending: [`${ns}-zz`] }] }],
-        ["a deal that exists", { ...good, deals: [...good.deals, deal(ns, "a", c2.cohort)] }],
-        ["a deal given twice", { ...good, deals: [...good.deals, deal(ns, "n", c2.cohort)] }],
-        ["assigning a deal already blended", { ...good, assign: [...good.assign, { deal_id: `${ns}-a`, cohort: c2.cohort }] }],
-        ["assigning an unknown deal", { ...good, assign: [...good.assign, { deal_id: `${ns}-zz`, cohort: c2.cohort }] }],
-        ["a series that moved", { ...good, series: [{ series, expected: 0, seq: 1, last: c2.cohort }] }],
-        ["a cohort that exists", { ...good, cohorts: [c2, c1] }],
-        ["a row key that exists", { ...good, rows: [...good.rows, { row: r1, cohorts: [c2.cohort] }] }]
+      const refused = yield* Effect.either(s.transact(reads, () => Either.left("not today")))
+      assert.deepStrictEqual(refused, Either.left("not today"))
+      assert.deepStrictEqual(yield* state, before)
+      const bad: Array<[string, TransactionReads, TransactionChanges]> = [
+        ["a deal that exists", { ...reads, deals: [`${ns}-n`, `${ns}-a`] }, { ...good, deals: [...good.deals, deal(ns, "a", c2.cohort)] }],
+        ["a deal given twice", reads, { ...good, deals: [...good.deals, deal(ns, "n", c2.cohort)] }],
+        ["a deal it did not read", { ...reads, deals: [] }, good],
+        ["blending a deal already blended", reads, { ...good, assign: [...good.assign, { deal_id: `${ns}-a`, cohort: c2.cohort }] }],
+        ["blending a deal of a pool it did not read", { ...reads, pools: [] }, good],
+        ["a cohort that exists", reads, { ...good, cohorts: [c2, c1] }],
+        ["a row key that exists", reads, { ...good, rows: [...good.rows, { row: r1, cohorts: [c2.cohort] }] }]
       ]
-      for (const [what, change] of bad) {
-        const exit = yield* Effect.exit(s.apply(change))
-        assert.isTrue(Exit.isFailure(exit), what)
-        if (Exit.isFailure(exit)) assert.include(JSON.stringify(exit.cause), "StorageConflict", what)
+      for (const [what, r, change] of bad) {
+        const exit = yield* Effect.exit(write(s, r, change))
+        assert.isTrue(Exit.isFailure(exit) && Cause.isDie(exit.cause), what)
         assert.deepStrictEqual(yield* state, before, what)
       }
-      yield* s.apply(good)
+      // A series moved without reading it first.
+      const unread = yield* Effect.exit(s.transact(reads, () => Either.right({ changes: good, result: undefined })))
+      assert.isTrue(Exit.isFailure(unread) && Cause.isDie(unread.cause))
+      assert.deepStrictEqual(yield* state, before)
+      yield* write(s, reads, good)
       assert.deepStrictEqual((yield* s.series([series]))[0]!.seq, 2)
-      yield* s.apply(nothing)
+      yield* write(s, { deals: [], pools: [] }, nothing)
     }))
 
   it.effect("transactions: pages follow the window's dates, predicates, sort and keyset exactly", () =>
@@ -193,7 +218,7 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
       const s = yield* TransactionStore
       const ns = namespace("page")
       const rows = market(ns)
-      yield* s.apply({ ...nothing, rows: rows.map((row, i) => ({ row, cohorts: [`${ns}-c${i}`] })) })
+      yield* write(s, { deals: [], pools: [] }, { ...nothing, rows: rows.map((row, i) => ({ row, cohorts: [`${ns}-c${i}`] })) })
       const mine: Predicate = { op: "in", field: "gpu_canonical_name", values: [`${ns}-h100`, `${ns}-a100`] }
       const scopes: Array<Scope> = [
         window("2026-01-01T00:00:00.000000Z", "2026-01-11T00:00:00.000000Z"),
@@ -226,7 +251,7 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
       const ns = namespace("summary")
       const rows = market(ns)
       // Pending deals are never part of the summary.
-      yield* s.apply({ ...nothing, deals: [deal(ns, "lone", null, { region_group: `${ns}-hidden`, gpu_canonical_name: `${ns}-hidden` })], rows: rows.map((row, i) => ({ row, cohorts: [`${ns}-c${i}`] })) })
+      yield* write(s, { deals: [`${ns}-lone`], pools: [] }, { ...nothing, deals: [deal(ns, "lone", null, { region_group: `${ns}-hidden`, gpu_canonical_name: `${ns}-hidden` })], rows: rows.map((row, i) => ({ row, cohorts: [`${ns}-c${i}`] })) })
       const summary = yield* s.summary
       for (const r of ["apac", "europe", "north_america"]) assert.include(summary.region_groups, `${ns}-${r}`)
       assert.notInclude(summary.region_groups, `${ns}-hidden`)

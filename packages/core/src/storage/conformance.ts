@@ -1,6 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
+import * as Either from "effect/Either"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { Principal } from "../auth/principal.js"
@@ -16,7 +16,10 @@ import { indexConformance } from "./conformance-indexes.js"
 import { procurementConformance } from "./conformance-procurement.js"
 import { evaluateRentalPlan } from "./memory.js"
 import { assertPagesMatchReference } from "./conformance-walk.js"
-import type { Predicate, Scope } from "./plan.js"
+import { VERSION_SCOPES, versionConformance } from "./conformance-versions.js"
+import { rentalPriceKeys } from "./tables.js"
+import { currentVersions, putVersions } from "./versions.js"
+import type { Predicate } from "./plan.js"
 
 export { hardwareDay, hardwareRow, testListingKey } from "./conformance-hardware.js"
 export { llmRow } from "./conformance-llm-token-prices.js"
@@ -172,17 +175,27 @@ export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
           assert.deepStrictEqual(yield* r.hit(key, minute, start + minute), { count: 1, resetInMicros: minute })
         }))
 
-      it.effect("rental: apply opens and closes rows; current sees only rows in force", () =>
+      versionConformance(it, {
+        label: "rental",
+        tag: RentalPriceStore,
+        keys: rentalPriceKeys,
+        row: (ns, thing, price, from) =>
+          rentalRow({
+            vendor: ns, gpu_canonical_name: `${ns}-gpu`, vendor_sku: `sku-${thing}`, price_usd_per_gpu_hour: price,
+            valid_from: from, extracted_at: from
+          })
+      })
+
+      it.effect("rental: a closed row is served with its end in every window", () =>
         Effect.gen(function* () {
           const s = yield* RentalPriceStore
           const ns = namespace("apply")
           const v1 = rentalRow({ vendor: ns, gpu_canonical_name: `${ns}-gpu`, price_usd_per_gpu_hour: 2 })
-          yield* s.apply({ close: [], open: [v1] })
-          assert.deepStrictEqual(yield* s.current([v1.base_product_key]), [v1])
+          yield* putVersions(s.transact, rentalPriceKeys, [v1])
           const v2 = rentalRow({ vendor: ns, gpu_canonical_name: `${ns}-gpu`, price_usd_per_gpu_hour: 3, valid_from: at(1), extracted_at: at(1) })
-          assert.strictEqual(v2.base_product_key, v1.base_product_key)
-          yield* s.apply({ close: [{ product_key: v1.product_key, valid_to: at(1) }], open: [v2] })
-          assert.deepStrictEqual(yield* s.current([v1.base_product_key]), [v2])
+          yield* s.transact([{ base: v1.base_product_key, at: at(1) }], () =>
+            Either.right({ changes: { close: [{ key: v1.product_key, valid_to: at(1) }], open: [v2] }, result: undefined }))
+          assert.deepStrictEqual(yield* currentVersions(s.transact, [v1.base_product_key]), [v2])
           const all = yield* s.page({
             scope: { _tag: "window", start: at(0), end: at(5) }, predicates: [{ op: "in", field: "vendor", values: [ns] }],
             sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 10
@@ -190,42 +203,14 @@ export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
           assert.deepStrictEqual(all, [{ ...v1, valid_to: at(1) }, v2])
         }))
 
-      it.effect("rental: a conflicting apply changes nothing", () =>
-        Effect.gen(function* () {
-          const s = yield* RentalPriceStore
-          const ns = namespace("conflict")
-          const v1 = rentalRow({ vendor: ns, gpu_canonical_name: `${ns}-gpu` })
-          const other = rentalRow({ vendor: ns, gpu_canonical_name: `${ns}-gpu`, vendor_sku: "other" })
-          yield* s.apply({ close: [], open: [v1] })
-          // Closing a row that is not current fails, and the open beside it is not applied.
-          const stale = yield* Effect.exit(s.apply({ close: [{ product_key: other.product_key, valid_to: at(1) }], open: [other] }))
-          assert.isTrue(Exit.isFailure(stale))
-          assert.deepStrictEqual(yield* s.current([other.base_product_key]), [])
-          // A second current row for one product fails, and the close beside it is not applied.
-          const twin = rentalRow({ vendor: ns, gpu_canonical_name: `${ns}-gpu`, price_usd_per_gpu_hour: 9, valid_from: at(2), extracted_at: at(2) })
-          const third = rentalRow({ vendor: ns, gpu_canonical_name: `${ns}-gpu`, price_usd_per_gpu_hour: 7, valid_from: at(3), extracted_at: at(3) })
-          const dup = yield* Effect.exit(s.apply({ close: [], open: [twin, other] }))
-          assert.isTrue(Exit.isFailure(dup))
-          if (Exit.isFailure(dup)) assert.include(JSON.stringify(dup.cause), "StorageConflict")
-          const both = yield* Effect.exit(s.apply({ close: [{ product_key: v1.product_key, valid_to: at(3) }], open: [third, { ...third, product_key: "f".repeat(32) }] }))
-          assert.isTrue(Exit.isFailure(both))
-          assert.deepStrictEqual(yield* s.current([v1.base_product_key, other.base_product_key]), [v1])
-        }))
-
       it.effect("rental: pages follow scope, predicates, sort and keyset exactly", () =>
         Effect.gen(function* () {
           const s = yield* RentalPriceStore
           const ns = namespace("page")
           const rows = market(ns)
-          yield* s.apply({ close: [], open: rows })
+          yield* putVersions(s.transact, rentalPriceKeys, rows)
           const mine: Predicate = { op: "in", field: "vendor", values: [`${ns}-a`, `${ns}-b`, `${ns}-c`] }
-          const scopes: Array<Scope> = [
-            { _tag: "latest" },
-            { _tag: "asOf", at: at(10) },
-            { _tag: "asOf", at: at(9, 23) },
-            { _tag: "window", start: at(0), end: at(10) },
-            { _tag: "window", start: at(10), end: at(30) }
-          ]
+          const scopes = VERSION_SCOPES
           const extra: Array<ReadonlyArray<Predicate>> = [
             [],
             [{ op: "in", field: "gpu_canonical_name", values: [`${ns}-h100`] }],
@@ -259,7 +244,7 @@ export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
           const gone = rentalRow({ vendor: `${ns}-v1`, gpu_canonical_name: `${ns}-v100`, vendor_gpu_name: "V100", gpu_model: "V100", valid_to: at(5) })
           // A vendor that writes the slug itself adds no second spelling.
           const slug = rentalRow({ vendor: `${ns}-v3`, gpu_canonical_name: `${ns}-v100`, vendor_gpu_name: `${ns}-v100`, gpu_model: "V100", valid_to: at(5) })
-          yield* s.apply({ close: [], open: [old, now, gone, slug] })
+          yield* putVersions(s.transact, rentalPriceKeys, [old, now, gone, slug])
           const spellings = (yield* s.spellings).filter((x) => x.gpu_canonical_name.startsWith(ns))
           assert.deepStrictEqual(spellings, [
             { gpu_canonical_name: gpu, spelling: gpu },

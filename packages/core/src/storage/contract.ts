@@ -9,25 +9,18 @@ import type { PagePlan } from "./plan.js"
 import type { TransactionStore } from "./transactions.js"
 import type { IndexStore } from "./indexes.js"
 import type { ProcurementStore } from "./procurement.js"
-import type { StorageConflict, StorageError } from "./errors.js"
+import type { StorageError } from "./errors.js"
+import type { TransactVersions } from "./versions.js"
 
-export { StorageConflict, StorageDefect, StorageError } from "./errors.js"
+export { StorageDefect, StorageError } from "./errors.js"
 
 /**
- * Rows one write of a store (`apply`, `put`) carries at most: core's write paths split larger
+ * Rows one write of a store (`transact`, `put`) carries at most: core's write paths split larger
  * changes into chunks of this size. A write holds the SQLite write lock, or runs as one Redis
  * script every other client of that server waits for, as long as it takes; at this size that
  * stays well under the 50 ms a write may hold a server (BENCHMARKS.md (j): the longest Redis command of a load).
  */
 export const MAX_ROWS_PER_WRITE = 25
-
-/** A change to the rental price table: close current rows and open new ones, all or nothing. */
-export interface RentalPriceChanges {
-  /** Current rows to close: each must still be current, else the whole change is a conflict. */
-  readonly close: ReadonlyArray<{ readonly product_key: string; readonly valid_to: string }>
-  /** New rows; an open row must not share `base_product_key` with a row left current. */
-  readonly open: ReadonlyArray<RentalPrice>
-}
 
 /** One spelling of a GPU name, as vendors or the catalog wrote it. */
 export interface GpuSpelling {
@@ -48,12 +41,11 @@ export interface RentalGpuSummary {
 export class RentalPriceStore extends Context.Tag("Market/Storage/RentalPriceStore")<
   RentalPriceStore,
   {
-    /** The current rows (`valid_to` null) of the given base product keys, in no order. */
-    readonly current: (
-      baseProductKeys: ReadonlyArray<string>
-    ) => Effect.Effect<ReadonlyArray<RentalPrice>, StorageError>
-    /** Applies closes and opens in one transaction; a reader never sees part of it. */
-    readonly apply: (changes: RentalPriceChanges) => Effect.Effect<void, StorageError | StorageConflict>
+    /**
+     * Reads, decides and writes in one atomic step (`TransactVersions`); priced things are named
+     * by `base_product_key` and rows by `product_key`. A reader never sees part of a write.
+     */
+    readonly transact: TransactVersions<RentalPrice>
     /** Executes a page plan; the tie-breaker is `product_key`. */
     readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<RentalPrice>, StorageError>
     /** Every `(gpu, spelling)` pair ever ingested, canonical names and models included. */

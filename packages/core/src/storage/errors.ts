@@ -22,8 +22,3 @@ export class StorageDefect extends Data.TaggedError("StorageDefect")<{
     return `${this.operation} failed in the backend's own code or data`
   }
 }
-
-/** An optimistic write found the state it expected changed; the caller re-reads and retries. */
-export class StorageConflict extends Data.TaggedError("StorageConflict")<{
-  readonly detail: string
-}> {}

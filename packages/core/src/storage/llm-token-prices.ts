@@ -1,19 +1,9 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type { LlmTokenPrice } from "../schema/llm-token-price.js"
-import type { StorageConflict, StorageError } from "./errors.js"
+import type { StorageError } from "./errors.js"
+import type { TransactVersions } from "./versions.js"
 import type { PagePlan } from "./plan.js"
-
-/** A change to the LLM token price table: close current rows and open new ones, all or nothing. */
-export interface LlmTokenPriceChanges {
-  /** Current rows to close: each must still be current, else the whole change is a conflict. */
-  readonly close: ReadonlyArray<{ readonly price_key: string; readonly valid_to: string }>
-  /**
-   * New rows, each with a `price_key` not stored and not opened earlier in the change; an open
-   * row must not share `base_price_key` with a row left current.
-   */
-  readonly open: ReadonlyArray<LlmTokenPrice>
-}
 
 /**
  * Aggregates behind the LLM token price metadata, one per model, ordered by `model`. Every list
@@ -44,12 +34,13 @@ export interface LlmModelSummary {
 export class LlmTokenPriceStore extends Context.Tag("Market/Storage/LlmTokenPriceStore")<
   LlmTokenPriceStore,
   {
-    /** The current rows (`valid_to` null) of the given base price keys, in no order. */
-    readonly current: (basePriceKeys: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<LlmTokenPrice>, StorageError>
+    /**
+     * Reads, decides and writes in one atomic step (`TransactVersions`); priced things are named
+     * by `base_price_key` and rows by `price_key`. A reader never sees part of a write.
+     */
+    readonly transact: TransactVersions<LlmTokenPrice>
     /** The rows of the given models in force at `at` (a stored instant), in no order. */
     readonly inForce: (models: ReadonlyArray<string>, at: string) => Effect.Effect<ReadonlyArray<LlmTokenPrice>, StorageError>
-    /** Applies closes and opens in one transaction; a reader never sees part of it. */
-    readonly apply: (changes: LlmTokenPriceChanges) => Effect.Effect<void, StorageError | StorageConflict>
     /** Executes a page plan; the tie-breaker is `price_key`. */
     readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<LlmTokenPrice>, StorageError>
     /** Per-model aggregates for the metadata endpoint and `model_search`. */

@@ -1,10 +1,10 @@
 import * as Effect from "effect/Effect"
 import type { LlmTokenPrice } from "../schema/llm-token-price.js"
-import { StorageConflict } from "./contract.js"
+import { memoryTransact } from "./memory-versions.js"
 import type { LlmModelSummary, LlmTokenPriceStore } from "./llm-token-prices.js"
 import { cmp, inVersionScope, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan } from "./plan.js"
-import { llmTokenPriceTable } from "./tables.js"
+import { llmTokenPriceKeys, llmTokenPriceTable } from "./tables.js"
 
 /** The reference LLM token price store: plain statements of what every backend must return. */
 
@@ -56,42 +56,10 @@ export const summariseLlmModels = (rows: Iterable<LlmTokenPrice>): Array<LlmMode
 export const makeMemoryLlmTokenPriceStore = (): LlmTokenPriceStore["Type"] => {
   const rows = new Map<string, LlmTokenPrice>()
   return {
-    current: (keys) => Effect.sync(() => {
-      const wanted = new Set(keys)
-      return [...rows.values()].filter((r) => r.valid_to === null && wanted.has(r.base_price_key))
-    }),
+    transact: memoryTransact("llm_token_prices.transact", rows, llmTokenPriceKeys),
     inForce: (models, at) => Effect.sync(() => {
       const wanted = new Set(models)
       return [...rows.values()].filter((r) => wanted.has(r.model) && inVersionScope(r, { _tag: "asOf", at }))
-    }),
-    apply: (changes) => Effect.suspend(() => {
-      // Closes apply in order, so a second close of one row finds it no longer current.
-      const closing = new Set<string>()
-      for (const c of changes.close) {
-        const row = rows.get(c.price_key)
-        if (row === undefined || row.valid_to !== null || closing.has(c.price_key)) {
-          return Effect.fail(new StorageConflict({ detail: `row ${c.price_key} is no longer current` }))
-        }
-        closing.add(c.price_key)
-      }
-      const currentBases = new Set<string>()
-      for (const r of rows.values()) if (r.valid_to === null && !closing.has(r.price_key)) currentBases.add(r.base_price_key)
-      const opening = new Set<string>()
-      for (const r of changes.open) {
-        if (rows.has(r.price_key) || opening.has(r.price_key)) {
-          return Effect.fail(new StorageConflict({ detail: `row ${r.price_key} exists` }))
-        }
-        opening.add(r.price_key)
-        if (r.valid_to === null) {
-          if (currentBases.has(r.base_price_key)) {
-            return Effect.fail(new StorageConflict({ detail: `price ${r.base_price_key} already has a current row` }))
-          }
-          currentBases.add(r.base_price_key)
-        }
-      }
-      for (const c of changes.close) rows.set(c.price_key, { ...rows.get(c.price_key)!, valid_to: c.valid_to })
-      for (const r of changes.open) rows.set(r.price_key, r)
-      return Effect.void
     }),
     page: (plan) => Effect.sync(() => evaluateLlmTokenPricePlan(rows.values(), plan)),
     models: Effect.sync(() => summariseLlmModels(rows.values()))

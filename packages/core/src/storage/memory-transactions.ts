@@ -1,11 +1,12 @@
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import type { AggregatedTransaction } from "../schema/transaction.js"
-import { StorageConflict } from "./contract.js"
+import { StorageDefect } from "./errors.js"
 import { cmp, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan } from "./plan.js"
 import {
-  type Cohort, dealPool, type PublishedRow, type SeriesState, type StoredDeal, type TransactionStore, type TransactionSummary,
-  windowDates
+  type Cohort, dealPool, type PublishedRow, type SeriesState, type StoredDeal, transactionChangeFault, type TransactionStore,
+  type TransactionSummary, windowDates
 } from "./transactions.js"
 import { transactionTable } from "./tables.js"
 
@@ -61,6 +62,11 @@ export const makeMemoryTransactionStore = (): TransactionStore["Type"] => {
   const series = new Map<string, { seq: number; last: string }>()
   const rows = new Map<string, PublishedRow>()
 
+  const stateOf = (id: string): Array<SeriesState> => {
+    const s = series.get(id)
+    return s === undefined ? [] : [{ series: id, seq: s.seq, last: cohorts.get(s.last)! }]
+  }
+
   return {
     deals: (ids) => Effect.sync(() => [...new Set(ids)].flatMap((id) => {
       const d = deals.get(id)
@@ -71,44 +77,30 @@ export const makeMemoryTransactionStore = (): TransactionStore["Type"] => {
       return [...deals.values()].filter((d) => d.cohort === null && wanted.has(dealPool(d))).sort((a, b) => cmp(a.deal_id, b.deal_id))
     }),
     pendingPools: Effect.sync(() => [...new Set([...deals.values()].filter((d) => d.cohort === null).map(dealPool))]),
-    series: (ids) => Effect.sync(() => [...new Set(ids)].flatMap((id): Array<SeriesState> => {
-      const s = series.get(id)
-      return s === undefined ? [] : [{ series: id, seq: s.seq, last: cohorts.get(s.last)! }]
-    })),
-    apply: (changes) => Effect.suspend(() => {
-      const conflict = (detail: string) => Effect.fail(new StorageConflict({ detail }))
-      for (const p of changes.pools) {
-        const now = [...deals.values()].filter((d) => d.cohort === null && dealPool(d) === p.pool).map((d) => d.deal_id).sort(cmp)
-        if (now.join("\u0000") !== [...p.pending].sort(cmp).join("\u0000")) return conflict(`pool ${p.pool} changed`)
+    series: (ids) => Effect.sync(() => [...new Set(ids)].flatMap(stateOf)),
+    transact: (reads, decide) => Effect.suspend(() => {
+      const pools = new Set(reads.pools)
+      const read = {
+        deals: [...new Set(reads.deals)].flatMap((id) => {
+          const d = deals.get(id)
+          return d === undefined ? [] : [d]
+        }),
+        pending: [...deals.values()].filter((d) => d.cohort === null && pools.has(dealPool(d))).sort((a, b) => cmp(a.deal_id, b.deal_id))
       }
-      const fresh = new Set<string>()
-      for (const d of changes.deals) {
-        if (deals.has(d.deal_id) || fresh.has(d.deal_id)) return conflict(`deal ${d.deal_id} exists`)
-        fresh.add(d.deal_id)
-      }
-      for (const a of changes.assign) {
-        const d = deals.get(a.deal_id)
-        if (d === undefined || d.cohort !== null) return conflict(`deal ${a.deal_id} is no longer pending`)
-      }
-      for (const s of changes.series) {
-        if ((series.get(s.series)?.seq ?? 0) !== s.expected) return conflict(`series ${s.series} moved`)
-      }
-      const newCohorts = new Set<string>()
-      for (const c of changes.cohorts) {
-        if (cohorts.has(c.cohort) || newCohorts.has(c.cohort)) return conflict(`cohort ${c.cohort} exists`)
-        newCohorts.add(c.cohort)
-      }
-      const newRows = new Set<string>()
-      for (const r of changes.rows) {
-        if (rows.has(r.row.row_key) || newRows.has(r.row.row_key)) return conflict(`row ${r.row.row_key} exists`)
-        newRows.add(r.row.row_key)
-      }
+      const seriesRead = new Set<string>()
+      const decision = decide({ ...read, series: (ids) => ids.flatMap((id) => (seriesRead.add(id), stateOf(id))) })
+      if (Either.isLeft(decision)) return Effect.fail(decision.left)
+      const { changes, result } = decision.right
+      const fault = transactionChangeFault(reads, read, seriesRead, changes) ??
+        changes.cohorts.map((c) => (cohorts.has(c.cohort) ? `writes cohort ${c.cohort}, which is stored` : undefined)).find((f) => f !== undefined) ??
+        changes.rows.map((r) => (rows.has(r.row.row_key) ? `publishes row ${r.row.row_key}, which is stored` : undefined)).find((f) => f !== undefined)
+      if (fault !== undefined) return Effect.die(new StorageDefect({ operation: "transactions.transact", cause: new Error(fault) }))
       for (const d of changes.deals) deals.set(d.deal_id, d)
       for (const a of changes.assign) deals.set(a.deal_id, { ...deals.get(a.deal_id)!, cohort: a.cohort })
       for (const c of changes.cohorts) cohorts.set(c.cohort, c)
       for (const s of changes.series) series.set(s.series, { seq: s.seq, last: s.last })
       for (const r of changes.rows) rows.set(r.row.row_key, r)
-      return Effect.void
+      return Effect.succeed(result)
     }),
     page: (plan) => Effect.sync(() => evaluateTransactionPlan([...rows.values()].map((r) => r.row), plan)),
     summary: Effect.sync(() => summariseTransactions([...rows.values()].map((r) => r.row))),

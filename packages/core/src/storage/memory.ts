@@ -5,11 +5,12 @@ import * as Option from "effect/Option"
 import type { Principal } from "../auth/principal.js"
 import type { RentalPrice } from "../schema/rental-price.js"
 import {
-  type GpuSpelling, RateLimitStore, type Storage, type RentalGpuSummary, RentalPriceStore, SettingsStore, StorageConflict, type StoredToken,
+  type GpuSpelling, RateLimitStore, type Storage, type RentalGpuSummary, RentalPriceStore, SettingsStore, type StoredToken,
   TokenStore
 } from "./contract.js"
 import { LlmTokenPriceStore } from "./llm-token-prices.js"
 import { makeMemoryLlmTokenPriceStore } from "./memory-llm-token-prices.js"
+import { memoryTransact } from "./memory-versions.js"
 import { HardwarePriceStore } from "./hardware.js"
 import { makeMemoryHardwarePriceStore } from "./memory-hardware.js"
 import type { PagePlan } from "./plan.js"
@@ -20,7 +21,7 @@ import { IndexStore } from "./indexes.js"
 import { makeMemoryIndexStore } from "./memory-indexes.js"
 import { ProcurementStore } from "./procurement.js"
 import { makeMemoryProcurementStore } from "./memory-procurement.js"
-import { rentalPriceTable } from "./tables.js"
+import { rentalPriceKeys, rentalPriceTable } from "./tables.js"
 
 /**
  * The in-memory reference store: the plain statement of what every backend must return. It
@@ -73,33 +74,7 @@ export const make = Effect.sync(() => {
   const windows = new Map<string, { start: number; count: number }>()
 
   const rentalStore: RentalPriceStore["Type"] = {
-    current: (keys) => Effect.sync(() => {
-      const wanted = new Set(keys)
-      return [...rental.values()].filter((r) => r.valid_to === null && wanted.has(r.base_product_key))
-    }),
-    apply: (changes) => Effect.suspend(() => {
-      for (const c of changes.close) {
-        const row = rental.get(c.product_key)
-        if (row === undefined || row.valid_to !== null) {
-          return Effect.fail(new StorageConflict({ detail: `row ${c.product_key} is no longer current` }))
-        }
-      }
-      const closing = new Set(changes.close.map((c) => c.product_key))
-      const currentBases = new Set<string>()
-      for (const r of rental.values()) if (r.valid_to === null && !closing.has(r.product_key)) currentBases.add(r.base_product_key)
-      for (const r of changes.open) {
-        if (rental.has(r.product_key)) return Effect.fail(new StorageConflict({ detail: `row ${r.product_key} exists` }))
-        if (r.valid_to === null) {
-          if (currentBases.has(r.base_product_key)) {
-            return Effect.fail(new StorageConflict({ detail: `product ${r.base_product_key} already has a current row` }))
-          }
-          currentBases.add(r.base_product_key)
-        }
-      }
-      for (const c of changes.close) rental.set(c.product_key, { ...rental.get(c.product_key)!, valid_to: c.valid_to })
-      for (const r of changes.open) rental.set(r.product_key, r)
-      return Effect.void
-    }),
+    transact: memoryTransact("rental_prices.transact", rental, rentalPriceKeys),
     page: (plan) => Effect.sync(() => evaluateRentalPlan(rental.values(), plan)),
     spellings: Effect.sync(() => summariseGpus(rental.values()).spellings),
     gpus: Effect.sync(() => summariseGpus(rental.values()).gpus)

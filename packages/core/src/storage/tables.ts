@@ -1,9 +1,10 @@
 import { HardwarePriceRow } from "../schema/hardware-price.js"
 import { IndexValueRow } from "../schema/indexes.js"
-import { LlmTokenPriceRow } from "../schema/llm-token-price.js"
-import { RentalPriceRow } from "../schema/rental-price.js"
+import { type LlmTokenPrice, LlmTokenPriceRow } from "../schema/llm-token-price.js"
+import { type RentalPrice, RentalPriceRow } from "../schema/rental-price.js"
 import { TransactionRow } from "../schema/transaction.js"
 import { defineTable } from "./table.js"
+import type { VersionKeys } from "./versions.js"
 
 /** The market's data types as storage sees them, each defined once (see `TableDef`). */
 
@@ -16,6 +17,12 @@ export const rentalPriceTable = defineTable(RentalPriceRow, {
   scope: { kind: "versions", of: "base_product_key" }
 })
 
+/** How `transact` names rental rows (`product_key`) and their products (`base_product_key`). */
+export const rentalPriceKeys: VersionKeys<RentalPrice> = {
+  key: (r) => r[rentalPriceTable.tie],
+  base: (r) => r[rentalPriceTable.scope.of]
+}
+
 /** LLM token prices: versions of each published price, per model and per serving provider. */
 export const llmTokenPriceTable = defineTable(LlmTokenPriceRow, {
   name: "llm_token_prices",
@@ -24,6 +31,12 @@ export const llmTokenPriceTable = defineTable(LlmTokenPriceRow, {
   anchors: ["model", "serving_provider"],
   scope: { kind: "versions", of: "base_price_key" }
 })
+
+/** How `transact` names LLM token price rows (`price_key`) and their prices (`base_price_key`). */
+export const llmTokenPriceKeys: VersionKeys<LlmTokenPrice> = {
+  key: (r) => r[llmTokenPriceTable.tie],
+  base: (r) => r[llmTokenPriceTable.scope.of]
+}
 
 /** GPU hardware prices: a listing's daily observations, per GPU. */
 export const hardwarePriceTable = defineTable(HardwarePriceRow, {

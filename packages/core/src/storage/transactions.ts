@@ -1,8 +1,10 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type { AggregatedTransaction } from "../schema/transaction.js"
-import type { StorageConflict, StorageError } from "./errors.js"
+import type * as Either from "effect/Either"
+import type { StorageError } from "./errors.js"
 import type { PagePlan, Scope } from "./plan.js"
+import type { Decision } from "./versions.js"
 
 /** A settled deal as stored: private, never served. A null list price means none is known. */
 export interface Deal {
@@ -62,22 +64,62 @@ export interface PublishedRow {
   readonly cohorts: ReadonlyArray<string>
 }
 
+/** What a transactions write reads: stored deals by id, and the pending deals of pools. */
+export interface TransactionReads {
+  /** Deal ids to look up; every deal the change stores must be among them. */
+  readonly deals: ReadonlyArray<string>
+  /** Pools (`dealPool`) whose pending deals to read; every deal the change blends must be among them. */
+  readonly pools: ReadonlyArray<string>
+}
+
+/** What a transactions write decides on, read inside its step. */
+export interface TransactionView {
+  /** The stored deals among the ids asked about, in no order. */
+  readonly deals: ReadonlyArray<StoredDeal>
+  /** The pending deals of the pools asked about, ordered by `deal_id`. */
+  readonly pending: ReadonlyArray<StoredDeal>
+  /** The states of the known series among `ids`, in no order, read inside the step. */
+  readonly series: (ids: ReadonlyArray<string>) => ReadonlyArray<SeriesState>
+}
+
 /** One atomic change: new deals, blends of pending deals, and what they publish. */
 export interface TransactionChanges {
-  /**
-   * The pools the change was planned from and their pending deal ids then (sorted): each must
-   * still hold exactly those, else a concurrent writer added or blended one and the change is a
-   * conflict (so two writers never leave two compatible deals waiting side by side).
-   */
-  readonly pools: ReadonlyArray<{ readonly pool: string; readonly pending: ReadonlyArray<string> }>
-  /** New deals; each id must be new. */
+  /** New deals, each among the ids read and not stored. */
   readonly deals: ReadonlyArray<StoredDeal>
-  /** Deals stored earlier that join a cohort now; each must still be pending. */
+  /** Pending deals read that join a cohort now. */
   readonly assign: ReadonlyArray<{ readonly deal_id: string; readonly cohort: string }>
   readonly cohorts: ReadonlyArray<Cohort>
   readonly rows: ReadonlyArray<PublishedRow>
-  /** Series moved by the change; each must still be at `expected` rows (0: unknown so far). */
-  readonly series: ReadonlyArray<{ readonly series: string; readonly expected: number; readonly seq: number; readonly last: string }>
+  /** Series moved by the change, each read through the view's `series` first. */
+  readonly series: ReadonlyArray<{ readonly series: string; readonly seq: number; readonly last: string }>
+}
+
+/**
+ * Why `changes` breaks the rules of `TransactionStore.transact` against what was read, or
+ * `undefined` when it keeps them. Keys of new cohorts and rows are checked by the backend.
+ */
+export const transactionChangeFault = (
+  reads: TransactionReads,
+  view: { readonly deals: ReadonlyArray<StoredDeal>; readonly pending: ReadonlyArray<StoredDeal> },
+  seriesRead: ReadonlySet<string>,
+  changes: TransactionChanges
+): string | undefined => {
+  const asked = new Set(reads.deals)
+  const stored = new Set(view.deals.map((d) => d.deal_id))
+  const fresh = new Set<string>()
+  for (const d of changes.deals) {
+    if (!asked.has(d.deal_id)) return `stores deal ${d.deal_id}, which it did not read`
+    if (stored.has(d.deal_id) || fresh.has(d.deal_id)) return `stores deal ${d.deal_id} twice`
+    fresh.add(d.deal_id)
+  }
+  const pending = new Set(view.pending.map((d) => d.deal_id))
+  const assigned = new Set<string>()
+  for (const a of changes.assign) {
+    if (!pending.has(a.deal_id) || assigned.has(a.deal_id)) return `blends deal ${a.deal_id}, which is not a pending deal it read`
+    assigned.add(a.deal_id)
+  }
+  for (const s of changes.series) if (!seriesRead.has(s.series)) return `moves series ${s.series}, which it did not read`
+  return undefined
 }
 
 /** Aggregates behind the transaction metadata, over published rows only. */
@@ -128,8 +170,17 @@ export class TransactionStore extends Context.Tag("Market/Storage/TransactionSto
     readonly pendingPools: Effect.Effect<ReadonlyArray<string>, StorageError>
     /** The states of the known series among `ids`, in no order. */
     readonly series: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<SeriesState>, StorageError>
-    /** Applies a change in one transaction; a reader never sees part of it. */
-    readonly apply: (changes: TransactionChanges) => Effect.Effect<void, StorageError | StorageConflict>
+    /**
+     * Reads what `reads` names, calls `decide` on it, and writes the decided change, as one
+     * atomic step no other writer interleaves with (SQLite: one `BEGIN IMMEDIATE`; Redis: one
+     * checked batch, read and decided again a bounded number of times when another writer got
+     * there first). A `Left` writes nothing and fails with its error. `decide` is pure and may
+     * run more than once. A change breaking `transactionChangeFault`'s rules is a defect.
+     */
+    readonly transact: <A, E>(
+      reads: TransactionReads,
+      decide: (view: TransactionView) => Either.Either<Decision<TransactionChanges, A>, E>
+    ) => Effect.Effect<A, E | StorageError>
     /** Executes a page plan over published rows (window scopes only); the tie-breaker is `row_key`. */
     readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<AggregatedTransaction>, StorageError>
     /** Value sets and per-GPU coverage of the published rows. */

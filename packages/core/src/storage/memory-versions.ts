@@ -1,0 +1,43 @@
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { StorageDefect } from "./errors.js"
+import {
+  basesOf, inForceLookup, stalePoints, type TransactVersions, versionChangeFault, type VersionKeys, type Versioned
+} from "./versions.js"
+
+/**
+ * The reference `transact` of a versioned table held in `rows` (row key → row). A step runs
+ * synchronously, so no other write interleaves with it.
+ */
+export const memoryTransact = <Row extends Versioned>(
+  operation: string,
+  rows: Map<string, Row>,
+  keys: VersionKeys<Row>
+): TransactVersions<Row> => {
+  // Versions of each priced thing by row key, so a step reads a handful of rows, not the table.
+  const byBase = new Map<string, Set<string>>()
+  const versions = (base: string): Array<Row> => [...(byBase.get(base) ?? [])].map((k) => rows.get(k)!)
+  const put = (row: Row) => {
+    rows.set(keys.key(row), row)
+    const base = keys.base(row)
+    const set = byBase.get(base)
+    if (set === undefined) byBase.set(base, new Set([keys.key(row)]))
+    else set.add(keys.key(row))
+  }
+  return (points, decide) =>
+    Effect.suspend(() => {
+      const current = basesOf(points).flatMap((base) => versions(base).filter((r) => r.valid_to === null))
+      const found = stalePoints(points, current, keys.base).map((p) =>
+        [p, versions(p.base).find((r) => r.valid_from <= p.at && (r.valid_to === null || r.valid_to > p.at))] as const)
+      const view = { current, inForce: inForceLookup(found) }
+      const decision = decide(view)
+      if (Either.isLeft(decision)) return Effect.fail(decision.left)
+      const { changes, result } = decision.right
+      const fault = versionChangeFault(points, view, changes, keys) ??
+        changes.open.map((r) => (rows.has(keys.key(r)) ? `opens ${keys.key(r)}, which is stored` : undefined)).find((f) => f !== undefined)
+      if (fault !== undefined) return Effect.die(new StorageDefect({ operation, cause: new Error(fault) }))
+      for (const c of changes.close) put({ ...rows.get(c.key)!, valid_to: c.valid_to })
+      for (const r of changes.open) put(r)
+      return Effect.succeed(result)
+    })
+}

@@ -1,0 +1,113 @@
+import { StorageError } from "@gpu-market/core"
+import {
+  basesOf, type Decision, inForceLookup, stalePoints, type TransactVersions, versionChangeFault, type VersionChanges, type VersionKeys,
+  type Versioned, type VersionPoint, type VersionView
+} from "@gpu-market/core/storage"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { Batch, BATCH_ATTEMPTS, untilApplied } from "./batch.js"
+import type { RedisClient } from "./client.js"
+import { CorruptValue, InvalidPlan } from "./errors.js"
+import type { StoredRow, Table } from "./table.js"
+
+/** How one versioned table is kept in Redis, besides its rows and indexes. */
+export interface VersionTable<Row, Stored extends Readonly<Record<string, unknown>>> {
+  readonly table: Table<Stored>
+  readonly keys: VersionKeys<Row>
+  /** The row field that names the priced thing, a group of the table. */
+  readonly baseField: string
+  readonly toStored: (row: Row) => Stored
+  readonly fromStored: (stored: Stored) => Row
+  /** Hash: base key → row key of its current row. */
+  readonly currentKey: string
+  /** Bumped by every write, so summaries are cached until something changes. */
+  readonly versionKey: string
+  /** Summary writes for a current row that closes. */
+  readonly closed: (batch: Batch, row: Row) => void
+  /** Summary writes for an opened row; `once(id)` is true the first time a write names `id`. */
+  readonly opened: (batch: Batch, row: Row, once: (id: string) => boolean) => void
+}
+
+type Attempt<A, E> = { readonly refused: E } | { readonly result: A }
+
+/**
+ * `transact` over one Redis table: read the view, decide, and write in one checked batch whose
+ * checks are what the view was read from (each priced thing's current row key, each closing
+ * row's bytes, the absence of each opened key). When another writer moved any of it, nothing is
+ * written and the step reads and decides again, a bounded number of times; after that the
+ * step fails with a `StorageError` (a 503: sending the write again is safe). This is the only
+ * retry loop of a versioned write.
+ */
+export const redisTransact = <Row extends Versioned, Stored extends Readonly<Record<string, unknown>>>(
+  client: RedisClient,
+  operation: string,
+  spec: VersionTable<Row, Stored>
+): TransactVersions<Row> => {
+  const { table, keys, currentKey } = spec
+
+  const inForceAt = async (p: VersionPoint): Promise<readonly [VersionPoint, Row | undefined]> => {
+    const [row] = await table.page({
+      scope: { _tag: "asOf", at: p.at },
+      predicates: [{ op: "eq", field: spec.baseField, value: p.base }],
+      sort: { by: "valid_from", order: "desc" },
+      after: undefined,
+      limit: 1
+    })
+    return [p, row === undefined ? undefined : spec.fromStored(row)]
+  }
+
+  const attempt = async <A, E>(
+    points: ReadonlyArray<VersionPoint>,
+    decide: (view: VersionView<Row>) => Either.Either<Decision<VersionChanges<Row>, A>, E>
+  ): Promise<Attempt<A, E> | "retry"> => {
+    const bases = basesOf(points)
+    const pks = bases.length === 0 ? [] : await client.redis.hmget(currentKey, ...bases)
+    const present = pks.filter((pk): pk is string => pk !== null)
+    const stored = new Map<string, StoredRow<Stored>>()
+    for (const [i, s] of (await table.fetch(present)).entries()) {
+      if (s === undefined) throw new CorruptValue(`${currentKey} names row ${present[i]}, which is not stored`)
+      stored.set(present[i]!, s)
+    }
+    const current = [...stored.values()].map((s) => spec.fromStored(s.row))
+    const found = await Promise.all(stalePoints(points, current, keys.base).map(inForceAt))
+    const view: VersionView<Row> = { current, inForce: inForceLookup(found) }
+    const decision = decide(view)
+    if (Either.isLeft(decision)) return { refused: decision.left }
+    const { changes, result } = decision.right
+    const fault = versionChangeFault(points, view, changes, keys)
+    if (fault !== undefined) throw new InvalidPlan(`${operation}: the decision ${fault}`)
+    if (changes.close.length === 0 && changes.open.length === 0) return { result }
+
+    const batch = new Batch()
+    bases.forEach((base, i) => batch.expect(currentKey, base, pks[i] ?? null))
+    for (const r of changes.open) batch.expect(table.rowsKey, keys.key(r), null)
+    for (const c of changes.close) {
+      const s = stored.get(c.key)!
+      batch.expect(table.rowsKey, c.key, s.bytes)
+      const row = spec.fromStored(s.row)
+      table.write(batch, s, spec.toStored({ ...row, valid_to: c.valid_to }))
+      batch.op("HDEL", currentKey, keys.base(row))
+      spec.closed(batch, row)
+    }
+    // A batch repeats the same few summary values a lot; each is written once.
+    const seen = new Set<string>()
+    const once = (id: string) => (seen.has(id) ? false : (seen.add(id), true))
+    for (const r of changes.open) {
+      table.write(batch, undefined, spec.toStored(r))
+      if (r.valid_to === null) batch.op("HSET", currentKey, keys.base(r), keys.key(r))
+      spec.opened(batch, r, once)
+    }
+    batch.op("INCR", spec.versionKey)
+    return (await batch.execute(client)) === 0 ? { result } : "retry"
+  }
+
+  return <A, E>(
+    points: ReadonlyArray<VersionPoint>,
+    decide: (view: VersionView<Row>) => Either.Either<Decision<VersionChanges<Row>, A>, E>
+  ): Effect.Effect<A, E | StorageError> =>
+    Effect.flatMap(
+      untilApplied(client, operation, () => attempt(points, decide), () =>
+        new StorageError({ operation, cause: `other writers moved these rows ${BATCH_ATTEMPTS} times in a row` })),
+      (outcome) => ("refused" in outcome ? Effect.fail(outcome.refused) : Effect.succeed(outcome.result))
+    )
+}
