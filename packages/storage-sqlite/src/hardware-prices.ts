@@ -1,18 +1,14 @@
 import { type HardwareClassField, hardwareClassFields, type HardwarePrice, hardwarePriceFields } from "@gpu-market/core"
 import {
-  fieldsOfKind, type HardwareGpuCoverage, HardwarePriceStore, hardwarePriceTable, type HardwareSummary, type PagePlan
+  type HardwareGpuCoverage, HardwarePriceStore, hardwarePriceTable, type HardwareSummary, type PagePlan
 } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migration.js"
 import {
   type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, keysetClause, limitParam, orderBy, type PageSort,
-  pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows
+  pinnedValue, placeholders, predicateClauses, predicateFieldsOf, readRows
 } from "./page-sql.js"
 
-/** Text columns: the only ones `in` and `eq` predicates can match. */
-const TEXT_FIELDS = fieldsOfKind(hardwarePriceTable, "text")
-/** Number columns: the only ones bounds apply to. */
-const NUMBER_FIELDS = fieldsOfKind(hardwarePriceTable, "numeric")
 /**
  * Sort fields and the SQL each orders by. A null `condition` orders as "" (the plan contract),
  * spelled as the expression the indexes hold, so SQLite reads them in order.
@@ -67,12 +63,7 @@ export const hardwareColumnsOf = (r: HardwarePrice): Array<unknown> =>
   })
 
 /** The hardware fields predicates see: only text columns equal a text, only number columns take bounds. */
-const PREDICATE_FIELDS: PredicateFields = {
-  column: columnGuard(hardwarePriceFields, "hardware price"),
-  matchable: (field, texts) => (TEXT_FIELDS.has(field) ? texts : []),
-  ordered: (field) => NUMBER_FIELDS.has(field),
-  seekPastBounds: true
-}
+const PREDICATE_FIELDS = predicateFieldsOf(hardwarePriceTable, { column: columnGuard(hardwarePriceFields, "hardware price"), seekPastBounds: true })
 
 const DAY_START = "T00:00:00.000000Z"
 

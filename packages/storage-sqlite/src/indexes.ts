@@ -1,12 +1,12 @@
 import { type FleetWeight, type IndexDefinition, type IndexValue, indexValueFields } from "@gpu-market/core"
 import {
-  answersFrom, fieldsOfKind, type IndexCoverage, IndexStore, indexValueTable, intervalStart, nullableFields, type PagePlan, type StoredIndexDefinition
+  answersFrom, type IndexCoverage, IndexStore, indexValueTable, intervalStart, nullableFields, type PagePlan, type StoredIndexDefinition
 } from "@gpu-market/core/storage"
 import * as Option from "effect/Option"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migration.js"
 import {
-  type Clauses, columnGuard, type CompiledPage, InvalidPlan, limitParam, pinnedValue, predicateClauses, type PredicateFields, readRows
+  type Clauses, columnGuard, type CompiledPage, InvalidPlan, limitParam, pinnedValue, predicateClauses, predicateFieldsOf, readRows
 } from "./page-sql.js"
 
 /**
@@ -49,7 +49,6 @@ CREATE TABLE index_fleet_weights (
 `
 }
 
-const NUMERIC_FIELDS = fieldsOfKind(indexValueTable, "numeric")
 const NULLABLE_FIELDS = nullableFields(indexValueTable)
 
 const SELECT = `SELECT ${indexValueFields.map((f) => `v.${f}`).join(", ")} FROM index_values v`
@@ -63,12 +62,7 @@ export const indexValueFromColumns = (c: ReadonlyArray<any>): IndexValue => ({
 const known = columnGuard(indexValueFields, "index value")
 
 /** The index value fields predicates see; a text value never equals a number. */
-const PREDICATE_FIELDS: PredicateFields = {
-  column: (field) => `v.${known(field)}`,
-  matchable: (field, texts) => (NUMERIC_FIELDS.has(field) ? [] : texts),
-  ordered: (field) => NUMERIC_FIELDS.has(field),
-  seekPastBounds: false
-}
+const PREDICATE_FIELDS = predicateFieldsOf(indexValueTable, { column: (field) => `v.${known(field)}`, seekPastBounds: false })
 
 /**
  * Turns a page plan over index values into one statement (values bound, never OFFSET). Sorting

@@ -6,7 +6,7 @@ import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migration.js"
 import {
   type Clauses, cmp, columnGuard, type CompiledPage, KEY_CHUNK, keysetClause, limitParam, orderBy, padded,
-  type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows, versionScopeClause
+  type PageSort, pinnedValue, placeholders, predicateClauses, predicateFieldsOf, readRows, versionScopeClause
 } from "./page-sql.js"
 import { sqliteTransact } from "./versions.js"
 
@@ -148,19 +148,10 @@ export class InvalidLlmPlan extends Error {
   override readonly name = "InvalidLlmPlan"
 }
 
-/** `true` / `false` as stored, or undefined for any other text (which no row holds). */
-const booleanValue = (text: string): number | undefined => (text === "true" ? 1 : text === "false" ? 0 : undefined)
-
 const column = columnGuard(llmTokenPriceFields, "LLM token price", InvalidLlmPlan)
 
 /** The LLM fields predicates see: a boolean equals its text form, a number no text. */
-const PREDICATE_FIELDS: PredicateFields = {
-  column,
-  matchable: (field, texts) =>
-    NUMERIC_FIELDS.has(field) ? [] : BOOLEAN_FIELDS.has(field) ? texts.flatMap((t) => booleanValue(t) ?? []) : texts,
-  ordered: (field) => NUMERIC_FIELDS.has(field),
-  seekPastBounds: true
-}
+const PREDICATE_FIELDS = predicateFieldsOf(llmTokenPriceTable, { column, seekPastBounds: true, booleansAsText: true })
 
 /**
  * Turns a page plan into one statement, as the rental store does: the text depends only on the

@@ -1,4 +1,4 @@
-import type { PagePlan, Position, Predicate } from "@gpu-market/core/storage"
+import { fieldsOfKind, type PagePlan, type Position, type Predicate, type TableDef } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 
 /**
@@ -83,6 +83,27 @@ export interface PredicateFields {
    * position instead of to the bound and walks every row between the two on each later page.
    */
   readonly seekPastBounds: boolean
+}
+
+/**
+ * The predicate fields of a data type, from its definition: an `in` / `eq` text equals a text
+ * column; it equals a boolean column only where the data type compares booleans by their text
+ * form (`"true"` / `"false"`), and never a number; only numbers take bounds.
+ */
+export const predicateFieldsOf = (
+  table: TableDef,
+  options: { readonly column: (field: string) => string; readonly seekPastBounds: boolean; readonly booleansAsText?: boolean }
+): PredicateFields => {
+  const text = fieldsOfKind(table, "text")
+  const numeric = fieldsOfKind(table, "numeric")
+  const boolean = options.booleansAsText === true ? fieldsOfKind(table, "boolean") : new Set<string>()
+  return {
+    column: options.column,
+    matchable: (field, texts) =>
+      text.has(field) ? texts : boolean.has(field) ? texts.flatMap((t) => (t === "true" ? [1] : t === "false" ? [0] : [])) : [],
+    ordered: (field) => numeric.has(field),
+    seekPastBounds: options.seekPastBounds
+  }
 }
 
 /** Appends one clause per predicate of `plan`; a predicate no row can satisfy becomes `0`. */

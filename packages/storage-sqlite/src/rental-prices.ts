@@ -5,7 +5,7 @@ import {
 import type { SqliteClient } from "./client.js"
 import {
   type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, keysetClause, limitParam,
-  orderBy, type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows, versionScopeClause
+  orderBy, type PageSort, pinnedValue, placeholders, predicateClauses, predicateFieldsOf, readRows, versionScopeClause
 } from "./page-sql.js"
 import { sqliteTransact } from "./versions.js"
 
@@ -54,12 +54,7 @@ export const columnsOf = (r: RentalPrice): Array<unknown> => [
 const column = columnGuard(rentalPriceFields, "rental price")
 
 /** The rental fields predicates see; a text value never equals a number column. */
-const PREDICATE_FIELDS: PredicateFields = {
-  column,
-  matchable: (field, texts) => (NUMERIC_FIELDS.has(field) ? [] : texts),
-  ordered: (field) => NUMERIC_FIELDS.has(field),
-  seekPastBounds: true
-}
+const PREDICATE_FIELDS = predicateFieldsOf(rentalPriceTable, { column, seekPastBounds: true })
 
 /**
  * Turns a page plan into one statement. The text depends only on the plan's shape (scope, fields,

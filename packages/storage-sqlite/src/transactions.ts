@@ -8,11 +8,10 @@ import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migration.js"
 import {
   type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, KEY_CHUNK, keysetClause, limitParam,
-  orderBy, type PageSort, pinnedValue, placeholders, predicateClauses, type PredicateFields, readRows
+  orderBy, type PageSort, pinnedValue, placeholders, predicateClauses, predicateFieldsOf, readRows
 } from "./page-sql.js"
 
-/** Row fields that hold numbers; booleans (`is_rolling`) are stored as 0/1 and every other field as text. */
-const NUMERIC_FIELDS = fieldsOfKind(transactionTable, "numeric")
+/** Row fields that hold text; booleans (`is_rolling`) are stored as 0/1. */
 const TEXT_FIELDS = fieldsOfKind(transactionTable, "text")
 
 /** The 15 published columns in the row's field order; the private cohort columns are never selected. */
@@ -30,12 +29,7 @@ export const transactionFromColumns = (c: ReadonlyArray<any>): AggregatedTransac
 const column = columnGuard(transactionFields, "aggregated transaction")
 
 /** The transaction fields predicates see: a text value never matches a number or a boolean. */
-const PREDICATE_FIELDS: PredicateFields = {
-  column,
-  matchable: (field, texts) => (TEXT_FIELDS.has(field) ? texts : []),
-  ordered: (field) => NUMERIC_FIELDS.has(field),
-  seekPastBounds: true
-}
+const PREDICATE_FIELDS = predicateFieldsOf(transactionTable, { column, seekPastBounds: true })
 
 /**
  * Turns a page plan into one statement over published rows, as the rental store does: values
