@@ -1,6 +1,6 @@
 import { type HardwareClassField, hardwareClassFields, type HardwarePrice, hardwarePriceFields } from "@gpu-market/core"
 import {
-  type HardwareGpuCoverage, HardwarePriceStore, hardwarePriceTable, type HardwareSummary, type PagePlan
+  DateSpans, type HardwareGpuCoverage, HardwarePriceStore, hardwarePriceTable, type HardwareSummary, type PagePlan
 } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migration.js"
@@ -211,7 +211,7 @@ export const makeHardwarePriceStore = (client: SqliteClient): HardwarePriceStore
           const key = `${field}\u0000${value}`
           valueDeltas.set(key, (valueDeltas.get(key) ?? 0) + delta)
         }
-        const coverage = new Map<string, { gpu: string; listing: string; first: string; last: string; n: number }>()
+        const coverage = new DateSpans<{ readonly gpu: string; readonly listing: string }>()
         // Coverage of a listing whose row moved to another GPU is counted again from the rows.
         const recount = new Map<string, { gpu: string; listing: string }>()
         let inserted = 0
@@ -231,15 +231,7 @@ export const makeHardwarePriceStore = (client: SqliteClient): HardwarePriceStore
             insert.run(...columns, nextDay.get(r.listing_key, r.observed_date) ?? null)
             linkPrevious.run(r.observed_date, r.listing_key, r.listing_key, r.observed_date)
             inserted++
-            const key = `${r.gpu_canonical_name}\u0000${r.listing_key}`
-            const c = coverage.get(key)
-            if (c === undefined) {
-              coverage.set(key, { gpu: r.gpu_canonical_name, listing: r.listing_key, first: r.observed_date, last: r.observed_date, n: 1 })
-            } else {
-              if (r.observed_date < c.first) c.first = r.observed_date
-              if (r.observed_date > c.last) c.last = r.observed_date
-              c.n++
-            }
+            coverage.add(`${r.gpu_canonical_name}\u0000${r.listing_key}`, r.observed_date, () => ({ gpu: r.gpu_canonical_name, listing: r.listing_key }))
           }
           for (const f of hardwareClassFields) count(f, r[f], 1)
         }
@@ -251,7 +243,7 @@ export const makeHardwarePriceStore = (client: SqliteClient): HardwarePriceStore
         }
         prepare(DROP_UNUSED_VALUES).run()
         const addCoverage = prepare(ADD_COVERAGE)
-        for (const c of coverage.values()) addCoverage.run(c.gpu, c.listing, c.first, c.last, c.n)
+        for (const { group, first, last, rows } of coverage.values()) addCoverage.run(group.gpu, group.listing, first, last, rows)
         for (const { gpu, listing } of recount.values()) {
           const now = prepare(RECOUNT).get(listing, gpu) as { n: number; first: string | null; last: string | null }
           if (now.n === 0) prepare(DROP_COVERAGE).run(gpu, listing)

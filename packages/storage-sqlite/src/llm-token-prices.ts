@@ -8,6 +8,7 @@ import {
   type Clauses, cmp, columnGuard, type CompiledPage, KEY_CHUNK, keysetClause, limitParam, orderBy, padded,
   type PageSort, pinnedValue, placeholders, predicateClauses, predicateFieldsOf, readRows, versionScopeClause
 } from "./page-sql.js"
+import { summaryCache } from "./summary-cache.js"
 import { sqliteTransact } from "./versions.js"
 
 /** Row fields that hold numbers. */
@@ -198,7 +199,7 @@ interface ValueRow {
 
 /** The LLM token price store over one connection; the schema must be migrated. */
 export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore["Type"] => {
-  const { db, prepare } = client
+  const { prepare } = client
 
   const rows = (sql: string, params: ReadonlyArray<unknown>): Array<LlmTokenPrice> => readRows(prepare, sql, params, llmRowFromColumns)
 
@@ -213,15 +214,7 @@ export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore
     return out
   }
 
-  /**
-   * Summaries change only when rows are applied; they are cached until this connection applies a
-   * change or another connection commits one (`PRAGMA data_version` moves only for the latter).
-   */
-  let localWrites = 0
-  let cached: { readonly dataVersion: number; readonly localWrites: number; readonly models: ReadonlyArray<LlmModelSummary> } | undefined
-  const readModels = (): ReadonlyArray<LlmModelSummary> => {
-    const version = prepare("PRAGMA data_version").pluck().get() as number
-    if (cached !== undefined && cached.dataVersion === version && cached.localWrites === localWrites) return cached.models
+  const summary = summaryCache(client, (): ReadonlyArray<LlmModelSummary> => {
     const models = prepare(
       `SELECT m.model, m.model_family, m.model_creator,
          EXISTS (SELECT 1 FROM llm_token_prices p WHERE p.model = m.model AND p.valid_to IS NULL) AS listed
@@ -251,11 +244,8 @@ export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore
       metrics: of(m.model, "metric"),
       qualifiers: of(m.model, "qualifiers")
     }))
-    cached = { dataVersion: version, localWrites, models: summaries }
     return summaries
-  }
-  // One read transaction, so the version and both tables come from one snapshot.
-  const readModelsConsistently = db.transaction(readModels)
+  })
 
   return {
     inForce: (models, at) =>
@@ -264,9 +254,7 @@ export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore
 
     transact: sqliteTransact(client, "llm_token_prices.transact", {
       keys: llmTokenPriceKeys,
-      name: llmTokenPriceTable.name,
-      keyColumn: llmTokenPriceTable.tie,
-      baseColumn: llmTokenPriceTable.scope.of,
+      def: llmTokenPriceTable,
       select: SELECT,
       fromColumns: llmRowFromColumns,
       insert: INSERT,
@@ -278,9 +266,7 @@ export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore
           if (value !== null && once(`${kind}\u0000${r.model}\u0000${value}`)) prepare(INSERT_VALUE).run(r.model, kind, value)
         }
       }
-    }, () => {
-      localWrites++
-    }),
+    }, summary.written),
 
     page: (plan) =>
       client.run("llm_token_prices.page", () => {
@@ -288,6 +274,6 @@ export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore
         return rows(sql, params)
       }),
 
-    models: client.run("llm_token_prices.models", () => readModelsConsistently())
+    models: client.run("llm_token_prices.models", () => summary.get())
   }
 }

@@ -7,6 +7,7 @@ import {
   type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, keysetClause, limitParam,
   orderBy, type PageSort, pinnedValue, placeholders, predicateClauses, predicateFieldsOf, readRows, versionScopeClause
 } from "./page-sql.js"
+import { summaryCache } from "./summary-cache.js"
 import { sqliteTransact } from "./versions.js"
 
 /** Row fields that hold numbers; every other field holds text. */
@@ -100,22 +101,12 @@ interface Summary {
 
 /** The rental price store over one connection; the schema must be migrated. */
 export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Type"] => {
-  const { db, prepare } = client
+  const { prepare } = client
 
   const rows = (sql: string, params: ReadonlyArray<unknown>): Array<RentalPrice> => readRows(prepare, sql, params, rowFromColumns)
 
-  /**
-   * Spellings and summaries are read on every `gpu_search` and metadata request but change only
-   * when rows are applied. They are cached until this connection applies a change or another
-   * connection commits one (`PRAGMA data_version` moves only for the latter).
-   */
-  let localWrites = 0
-  let cached: { readonly dataVersion: number; readonly localWrites: number; readonly summary: Summary } | undefined
-  const dataVersion = () => prepare("PRAGMA data_version").pluck().get() as number
-
-  const readSummary = (): Summary => {
-    const version = dataVersion()
-    if (cached !== undefined && cached.dataVersion === version && cached.localWrites === localWrites) return cached.summary
+  // Spellings and summaries are read on every `gpu_search` and metadata request.
+  const summary = summaryCache(client, (): Summary => {
     const gpuRows = prepare(
       `SELECT g.gpu_canonical_name, g.gpu_manufacturer,
          EXISTS (SELECT 1 FROM rental_prices p WHERE p.gpu_canonical_name = g.gpu_canonical_name AND p.valid_to IS NULL) AS listed
@@ -153,12 +144,8 @@ export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Ty
         vendors: (vendors.get(name) ?? []).sort(cmp)
       }
     })
-    const summary: Summary = { spellings, gpus }
-    cached = { dataVersion: version, localWrites, summary }
-    return summary
-  }
-  // One read transaction, so the version and the three tables come from one snapshot.
-  const readSummaryConsistently = db.transaction(readSummary)
+    return { spellings, gpus }
+  })
 
   // The first row seen for a GPU names its manufacturer, as in the reference.
   const INSERT_GPU = "INSERT OR IGNORE INTO rental_gpus (gpu_canonical_name, gpu_manufacturer) VALUES (?, ?)"
@@ -182,17 +169,13 @@ export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Ty
   return {
     transact: sqliteTransact(client, "rental_prices.transact", {
       keys: rentalPriceKeys,
-      name: rentalPriceTable.name,
-      keyColumn: rentalPriceTable.tie,
-      baseColumn: rentalPriceTable.scope.of,
+      def: rentalPriceTable,
       select: SELECT,
       fromColumns: rowFromColumns,
       insert: INSERT,
       columnsOf,
       opened
-    }, () => {
-      localWrites++
-    }),
+    }, summary.written),
 
     page: (plan) =>
       client.run("rental_prices.page", () => {
@@ -200,8 +183,8 @@ export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Ty
         return rows(sql, params)
       }),
 
-    spellings: client.run("rental_prices.spellings", () => readSummaryConsistently().spellings),
+    spellings: client.run("rental_prices.spellings", () => summary.get().spellings),
 
-    gpus: client.run("rental_prices.gpus", () => readSummaryConsistently().gpus)
+    gpus: client.run("rental_prices.gpus", () => summary.get().gpus)
   }
 }

@@ -9,10 +9,8 @@ import { InvalidPlan, KEY_CHUNK, padded, placeholders, readRows } from "./page-s
 /** How one versioned table is read and written inside a `transact`; every step is synchronous. */
 export interface VersionTable<Row> {
   readonly keys: VersionKeys<Row>
-  /** The table's name, row key column and base key column. */
-  readonly name: string
-  readonly keyColumn: string
-  readonly baseColumn: string
+  /** The data type's definition: its table's name, row key (`tie`) and base key (`scope.of`) columns. */
+  readonly def: { readonly name: string; readonly tie: string; readonly scope: { readonly of: string } }
   /** `SELECT <every column in field order> FROM <table>`. */
   readonly select: string
   /** A row from its raw column array, in `select`'s order. */
@@ -41,20 +39,20 @@ export const sqliteTransact = <Row extends Versioned>(
     const out: Array<Row> = []
     for (let i = 0; i < bases.length; i += KEY_CHUNK) {
       const chunk = padded(bases.slice(i, i + KEY_CHUNK))
-      const sql = `${table.select} WHERE valid_to IS NULL AND ${table.baseColumn} IN (${placeholders(chunk.length)})`
+      const sql = `${table.select} WHERE valid_to IS NULL AND ${table.def.scope.of} IN (${placeholders(chunk.length)})`
       for (const r of readRows(prepare, sql, chunk, table.fromColumns)) out.push(r)
     }
     return out
   }
-  const inForceAt = `${table.select} WHERE ${table.baseColumn} = ? AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)
+  const inForceAt = `${table.select} WHERE ${table.def.scope.of} = ? AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)
     ORDER BY valid_from DESC LIMIT 1`
   const versionAt = (base: string, at: string): Row | undefined => readRows(prepare, inForceAt, [base, at, at], table.fromColumns)[0]
-  const closeSql = `UPDATE ${table.name} SET valid_to = ? WHERE ${table.keyColumn} = ? AND valid_to IS NULL`
+  const closeSql = `UPDATE ${table.def.name} SET valid_to = ? WHERE ${table.def.tie} = ? AND valid_to IS NULL`
 
   const write = (changes: VersionChanges<Row>) => {
     const close = prepare(closeSql)
     for (const c of changes.close) {
-      if (close.run(c.valid_to, c.key).changes !== 1) throw new InvalidPlan(`${table.name} row ${c.key} was read current and is not`)
+      if (close.run(c.valid_to, c.key).changes !== 1) throw new InvalidPlan(`${table.def.name} row ${c.key} was read current and is not`)
     }
     const insert = prepare(table.insert)
     // Summary rows already written in this change; a batch repeats the same few values a lot.

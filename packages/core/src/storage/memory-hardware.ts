@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import { type HardwareClassField, hardwareClassFields, type HardwarePrice } from "../schema/hardware-price.js"
 import type { HardwareGpuCoverage, HardwarePriceStore, HardwareSummary } from "./hardware.js"
-import { cmp, dayStart, matchesPredicates, orderAndSeek } from "./rules.js"
+import { cmp, DateSpans, dayStart, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan, Scope } from "./plan.js"
 import { hardwarePriceTable } from "./tables.js"
 
@@ -37,30 +37,25 @@ export const evaluateHardwarePlan = (rows: Iterable<HardwarePrice>, plan: PagePl
 /** Filter values and per-GPU coverage of rows, as every backend reports them. */
 export const summariseHardware = (rows: Iterable<HardwarePrice>): HardwareSummary => {
   const values = Object.fromEntries(hardwareClassFields.map((f) => [f, new Set<string>()])) as Record<HardwareClassField, Set<string>>
-  const gpus = new Map<string, { first: string; last: string; listings: Set<string>; observations: number }>()
+  const gpus = new DateSpans<string>()
+  const listings = new Map<string, Set<string>>()
   for (const r of rows) {
     for (const f of hardwareClassFields) {
       const v = r[f]
       if (v !== null) values[f].add(v)
     }
-    const g = gpus.get(r.gpu_canonical_name)
-    if (g === undefined) {
-      gpus.set(r.gpu_canonical_name, { first: r.observed_date, last: r.observed_date, listings: new Set([r.listing_key]), observations: 1 })
-    } else {
-      if (r.observed_date < g.first) g.first = r.observed_date
-      if (r.observed_date > g.last) g.last = r.observed_date
-      g.listings.add(r.listing_key)
-      g.observations++
-    }
+    gpus.add(r.gpu_canonical_name, r.observed_date, () => r.gpu_canonical_name)
+    const seen = listings.get(r.gpu_canonical_name)
+    if (seen === undefined) listings.set(r.gpu_canonical_name, new Set([r.listing_key]))
+    else seen.add(r.listing_key)
   }
   const sorted = {} as { -readonly [F in HardwareClassField]: ReadonlyArray<string> }
   for (const f of hardwareClassFields) sorted[f] = [...values[f]].sort(cmp)
   return {
     values: sorted,
-    gpus: [...gpus.keys()].sort(cmp).map((name): HardwareGpuCoverage => {
-      const g = gpus.get(name)!
-      return { gpu_canonical_name: name, first_observed: g.first, last_observed: g.last, listings: g.listings.size, observations: g.observations }
-    })
+    gpus: [...gpus.values()].sort((a, b) => cmp(a.group, b.group)).map(({ group, first, last, rows }): HardwareGpuCoverage => ({
+      gpu_canonical_name: group, first_observed: first, last_observed: last, listings: listings.get(group)!.size, observations: rows
+    }))
   }
 }
 

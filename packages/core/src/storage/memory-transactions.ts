@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type { AggregatedTransaction } from "../schema/transaction.js"
 import { StorageDefect } from "./errors.js"
-import { cmp, matchesPredicates, orderAndSeek } from "./rules.js"
+import { cmp, DateSpans, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan } from "./plan.js"
 import {
   type Cohort, dealPool, type PublishedRow, type SeriesState, type StoredDeal, transactionChangeFault, type TransactionStore,
@@ -24,33 +24,25 @@ export const evaluateTransactionPlan = (rows: Iterable<AggregatedTransaction>, p
 /** The summary every backend reports for a set of published rows. */
 export const summariseTransactions = (rows: Iterable<AggregatedTransaction>): TransactionSummary => {
   const regions = new Set<string>(), contracts = new Set<string>(), tenors = new Set<number>()
-  const gpus = new Map<string, { gpu_canonical_name: string; gpu_model: string; first: string; last: string; rows: number }>()
+  const gpus = new DateSpans<{ readonly gpu_canonical_name: string; readonly gpu_model: string }>()
   for (const r of rows) {
     regions.add(r.region_group)
     contracts.add(r.contract_type)
     tenors.add(r.tenor_days)
-    const key = JSON.stringify([r.gpu_canonical_name, r.gpu_model])
-    const g = gpus.get(key)
-    if (g === undefined) {
-      gpus.set(key, { gpu_canonical_name: r.gpu_canonical_name, gpu_model: r.gpu_model, first: r.transaction_date, last: r.transaction_date, rows: 1 })
-    } else {
-      if (r.transaction_date < g.first) g.first = r.transaction_date
-      if (r.transaction_date > g.last) g.last = r.transaction_date
-      g.rows++
-    }
+    gpus.add(JSON.stringify([r.gpu_canonical_name, r.gpu_model]), r.transaction_date, () => ({ gpu_canonical_name: r.gpu_canonical_name, gpu_model: r.gpu_model }))
   }
   return {
     region_groups: [...regions].sort(cmp),
     contract_types: [...contracts].sort(cmp),
     tenors: [...tenors].sort((a, b) => a - b),
     gpus: [...gpus.values()]
-      .sort((a, b) => cmp(a.gpu_canonical_name, b.gpu_canonical_name) || cmp(a.gpu_model, b.gpu_model))
-      .map((g) => ({
-        gpu_canonical_name: g.gpu_canonical_name,
-        gpu_model: g.gpu_model,
-        first_transaction_date: g.first,
-        last_transaction_date: g.last,
-        rows: g.rows
+      .sort((a, b) => cmp(a.group.gpu_canonical_name, b.group.gpu_canonical_name) || cmp(a.group.gpu_model, b.group.gpu_model))
+      .map(({ group, first, last, rows }) => ({
+        gpu_canonical_name: group.gpu_canonical_name,
+        gpu_model: group.gpu_model,
+        first_transaction_date: first,
+        last_transaction_date: last,
+        rows
       }))
   }
 }

@@ -48,3 +48,33 @@ export const orderAndSeek = <Row extends Readonly<Record<string, unknown>>>(
 
 /** The instant a day starts, in the stored fixed-width form: where a window places the day. */
 export const dayStart = (date: string): string => `${date}T00:00:00.000000Z`
+
+/** The dates one group of rows covers, as metadata summaries report them. */
+export interface DateSpan<Group> {
+  /** What the group is (a GPU, a GPU and model, a listing), from its first row. */
+  readonly group: Group
+  readonly first: string
+  readonly last: string
+  readonly rows: number
+}
+
+/** First and last date and the number of rows of each group, in groups' first-seen order. */
+export class DateSpans<Group> {
+  private readonly spans = new Map<string, { group: Group; first: string; last: string; rows: number }>()
+
+  /** Counts one row dated `date` in the group keyed `key`; `group` names the group when it is new. */
+  add(key: string, date: string, group: () => Group): void {
+    const span = this.spans.get(key)
+    if (span === undefined) {
+      this.spans.set(key, { group: group(), first: date, last: date, rows: 1 })
+      return
+    }
+    if (date < span.first) span.first = date
+    if (date > span.last) span.last = date
+    span.rows++
+  }
+
+  values(): IterableIterator<DateSpan<Group>> {
+    return this.spans.values()
+  }
+}
