@@ -15,7 +15,7 @@ export {
   makeHardwarePriceStore
 } from "./hardware-prices.js"
 export {
-  compileLlmPage, InvalidLlmPlan, llmColumnsOf, llmRowFromColumns, llmTokenPricesMigration, makeLlmTokenPriceStore
+  compileLlmPage, llmColumnsOf, llmRowFromColumns, llmTokenPricesMigration, makeLlmTokenPriceStore
 } from "./llm-token-prices.js"
 export { compileTransactionPage, makeTransactionStore, transactionFromColumns, transactionsMigration } from "./transactions.js"
 export { compileIndexPage, indexesMigration, indexValueFromColumns, makeIndexStore } from "./indexes.js"

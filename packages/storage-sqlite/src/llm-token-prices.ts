@@ -1,22 +1,10 @@
 import { type LlmTokenPrice, llmTokenPriceFields } from "@gpu-market/core"
-import {
-  fieldsOfKind, type LlmModelSummary, llmTokenPriceKeys, type LlmTokenPriceStore, llmTokenPriceTable, nullableFields, type PagePlan
-} from "@gpu-market/core/storage"
+import { type LlmModelSummary, llmTokenPriceKeys, type LlmTokenPriceStore, llmTokenPriceTable } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migration.js"
-import {
-  type Clauses, cmp, columnGuard, type CompiledPage, KEY_CHUNK, keysetClause, limitParam, orderBy, padded,
-  type PageSort, pinnedValue, placeholders, predicateClauses, predicateFieldsOf, readRows, versionScopeClause
-} from "./page-sql.js"
+import { cmp, KEY_CHUNK, padded, placeholders, readRows } from "./page-sql.js"
 import { summaryCache } from "./summary-cache.js"
-import { sqliteTransact } from "./versions.js"
-
-/** Row fields that hold numbers. */
-const NUMERIC_FIELDS = fieldsOfKind(llmTokenPriceTable, "numeric")
-/** Row fields that hold booleans, stored as 0 / 1 and compared by their text form `true` / `false`. */
-const BOOLEAN_FIELDS = fieldsOfKind(llmTokenPriceTable, "boolean")
-/** Row fields that may be null; sorting by one is refused. */
-const NULLABLE_FIELDS = nullableFields(llmTokenPriceTable)
+import { sqliteTransact, versionPageCompiler } from "./versions.js"
 
 /** Sort fields of the collection when migration 4 was released (frozen); each got current-row indexes, unanchored and per anchor. */
 const SORTS = ["model", "serving_provider", "price_type", "price_usd_per_1m_tokens", "source", "valid_from"] as const
@@ -145,33 +133,8 @@ export const llmColumnsOf = (r: LlmTokenPrice): Array<unknown> => [
 ]
 
 /** A plan this backend will not turn into SQL (an unknown column, a nullable or boolean sort). */
-export class InvalidLlmPlan extends Error {
-  override readonly name = "InvalidLlmPlan"
-}
-
-const column = columnGuard(llmTokenPriceFields, "LLM token price", InvalidLlmPlan)
-
-/** The LLM fields predicates see: a boolean equals its text form, a number no text. */
-const PREDICATE_FIELDS = predicateFieldsOf(llmTokenPriceTable, { column, seekPastBounds: true, booleansAsText: true })
-
-/**
- * Turns a page plan into one statement, as the rental store does: the text depends only on the
- * plan's shape, values are bound, and pages continue from the keyset position, never an OFFSET.
- */
-export const compileLlmPage = (plan: PagePlan): CompiledPage => {
-  const c: Clauses = { where: [], params: [] }
-  const { where, params } = c
-  versionScopeClause(c, plan)
-  predicateClauses(c, plan, PREDICATE_FIELDS)
-  const by = column(plan.sort.by)
-  if (NULLABLE_FIELDS.has(by) || BOOLEAN_FIELDS.has(by)) throw new InvalidLlmPlan(`cannot sort by ${by}`)
-  // A model anchor sorted by model pins the sort field.
-  const pinned = plan.after === undefined || NUMERIC_FIELDS.has(by) ? undefined : pinnedValue(plan, by)
-  const sort: PageSort = { field: by, sql: by, tie: "price_key", desc: plan.sort.order === "desc", pinned }
-  if (plan.after !== undefined) keysetClause(c, sort, plan.after)
-  limitParam(c, plan.limit, InvalidLlmPlan)
-  return { sql: `${SELECT} WHERE ${where.join(" AND ")} ORDER BY ${orderBy(sort)} LIMIT ?`, params }
-}
+/** Turns a page plan into one statement (`versionPageCompiler`); the outlier flag compares by its text form. */
+export const compileLlmPage = versionPageCompiler(llmTokenPriceTable, SELECT, { booleansAsText: true })
 
 /** Summary value kinds: the row field each comes from. */
 const KINDS = ["model_name", "serving_provider", "source", "price_type", "region", "metric", "qualifiers"] as const

@@ -1,23 +1,9 @@
 import { type RentalPrice, rentalPriceFields } from "@gpu-market/core"
-import {
-  fieldsOfKind, type GpuSpelling, nullableFields, type PagePlan, type RentalGpuSummary, rentalPriceKeys, type RentalPriceStore, rentalPriceTable
-} from "@gpu-market/core/storage"
+import { type GpuSpelling, type RentalGpuSummary, rentalPriceKeys, type RentalPriceStore, rentalPriceTable } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
-import {
-  type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, keysetClause, limitParam,
-  orderBy, type PageSort, pinnedValue, placeholders, predicateClauses, predicateFieldsOf, readRows, versionScopeClause
-} from "./page-sql.js"
+import { cmp, placeholders, readRows } from "./page-sql.js"
 import { summaryCache } from "./summary-cache.js"
-import { sqliteTransact } from "./versions.js"
-
-/** Row fields that hold numbers; every other field holds text. */
-const NUMERIC_FIELDS = fieldsOfKind(rentalPriceTable, "numeric")
-
-/**
- * Row fields that may be null. A sort over one has no order both the reference store and SQL
- * agree on (JS `<` coerces null), so sorting by it is refused.
- */
-const NULLABLE_FIELDS = nullableFields(rentalPriceTable)
+import { sqliteTransact, versionPageCompiler } from "./versions.js"
 
 /** The 29 columns in the row's field order, so better-sqlite3 builds each row in spec order. */
 const SELECT = `SELECT ${rentalPriceFields.join(", ")} FROM rental_prices`
@@ -52,30 +38,8 @@ export const columnsOf = (r: RentalPrice): Array<unknown> => [
   r.extracted_at, r.base_product_key, r.product_key
 ]
 
-const column = columnGuard(rentalPriceFields, "rental price")
-
-/** The rental fields predicates see; a text value never equals a number column. */
-const PREDICATE_FIELDS = predicateFieldsOf(rentalPriceTable, { column, seekPastBounds: true })
-
-/**
- * Turns a page plan into one statement. The text depends only on the plan's shape (scope, fields,
- * list lengths, sort, whether there is a position); values are bound, so each shape is prepared
- * once. Never uses OFFSET: pages continue from the keyset position.
- */
-export const compilePage = (plan: PagePlan): CompiledPage => {
-  const c: Clauses = { where: [], params: [] }
-  const { where, params } = c
-  versionScopeClause(c, plan)
-  predicateClauses(c, plan, PREDICATE_FIELDS)
-  const by = column(plan.sort.by)
-  if (NULLABLE_FIELDS.has(by)) throw new InvalidPlan(`cannot sort by nullable field ${by}`)
-  const pinned = plan.after === undefined || NUMERIC_FIELDS.has(by) ? undefined : pinnedValue(plan, by)
-  // Sorting by a field an equality pins is the default (GPU anchor, GPU sort).
-  const sort: PageSort = { field: by, sql: by, tie: rentalPriceTable.tie, desc: plan.sort.order === "desc", pinned }
-  if (plan.after !== undefined) keysetClause(c, sort, plan.after)
-  limitParam(c, plan.limit)
-  return { sql: `${SELECT} WHERE ${where.join(" AND ")} ORDER BY ${orderBy(sort)} LIMIT ?`, params }
-}
+/** Turns a page plan into one statement (`versionPageCompiler`). */
+export const compilePage = versionPageCompiler(rentalPriceTable, SELECT)
 
 const INSERT = `INSERT INTO rental_prices (${rentalPriceFields.join(", ")}) VALUES (${placeholders(rentalPriceFields.length)})`
 

@@ -1,10 +1,13 @@
 import {
-  basesOf, type Decision, inForceLookup, stalePoints, type TransactVersions, versionChangeFault, type VersionChanges, type VersionKeys,
-  type Versioned, type VersionPoint, type VersionView
+  basesOf, type Decision, fieldsOfKind, inForceLookup, nullableFields, type PagePlan, stalePoints, type TableDef, type TransactVersions,
+  versionChangeFault, type VersionChanges, type VersionKeys, type Versioned, type VersionPoint, type VersionView
 } from "@gpu-market/core/storage"
 import * as Either from "effect/Either"
 import type { SqliteClient } from "./client.js"
-import { InvalidPlan, KEY_CHUNK, padded, placeholders, readRows } from "./page-sql.js"
+import {
+  type Clauses, columnGuard, type CompiledPage, InvalidPlan, KEY_CHUNK, keysetClause, limitParam, orderBy, padded, type PageSort, pinnedValue,
+  placeholders, predicateClauses, predicateFieldsOf, readRows, versionScopeClause
+} from "./page-sql.js"
 
 /** How one versioned table is read and written inside a `transact`; every step is synchronous. */
 export interface VersionTable<Row> {
@@ -83,4 +86,35 @@ export const sqliteTransact = <Row extends Versioned>(
       }
       return result
     })
+}
+
+/**
+ * The page compiler of a versioned table, from its definition: one statement per plan, whose
+ * text depends only on the plan's shape (scope, fields, list lengths, sort, whether there is a
+ * position); values are bound, so each shape is prepared once, and pages continue from the
+ * keyset position, never an OFFSET. A sort by a nullable or boolean field is refused: the
+ * reference and SQL do not agree on its order.
+ */
+export const versionPageCompiler = (
+  def: TableDef & { readonly tie: string },
+  select: string,
+  options: { readonly booleansAsText?: boolean } = {}
+): (plan: PagePlan) => CompiledPage => {
+  const column = columnGuard(def.fields.map((f) => f.name), def.name)
+  const predicateFields = predicateFieldsOf(def, { column, seekPastBounds: true, ...options })
+  const numeric = fieldsOfKind(def, "numeric")
+  const unsortable = new Set([...nullableFields(def), ...fieldsOfKind(def, "boolean")])
+  return (plan) => {
+    const c: Clauses = { where: [], params: [] }
+    versionScopeClause(c, plan)
+    predicateClauses(c, plan, predicateFields)
+    const by = column(plan.sort.by)
+    if (unsortable.has(by)) throw new InvalidPlan(`cannot sort ${def.name} by ${by}`)
+    // Sorting by a field an equality pins (a GPU anchor sorted by GPU) seeks within the pinned value.
+    const pinned = plan.after === undefined || numeric.has(by) ? undefined : pinnedValue(plan, by)
+    const sort: PageSort = { field: by, sql: by, tie: def.tie, desc: plan.sort.order === "desc", pinned }
+    if (plan.after !== undefined) keysetClause(c, sort, plan.after)
+    limitParam(c, plan.limit)
+    return { sql: `${select} WHERE ${c.where.join(" AND ")} ORDER BY ${orderBy(sort)} LIMIT ?`, params: c.params }
+  }
 }
