@@ -1,12 +1,12 @@
 import { type LlmTokenPrice, llmTokenPriceFields } from "@gpu-market/core"
 import {
-  type LlmModelSummary, llmTokenPriceKeys, type LlmTokenPriceStore, llmTokenPriceTable, cmp, inVersionScope
+  type LlmModelSummary, llmTokenPriceKeys, type LlmTokenPriceStore, llmTokenPriceTable, cmp
 } from "@gpu-market/core/storage"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
 import { cachedByVersion, replies, type Versioned } from "./reads.js"
-import { makeTable, type TableSpec, versionScopeBounds } from "./table.js"
-import { redisTransact } from "./versions.js"
+import { makeTable } from "./table.js"
+import { redisTransact, versionTableSpec } from "./versions.js"
 
 /**
  * An LLM token price row as stored: the outlier flag in the text form (`"true"` / `"false"`)
@@ -19,26 +19,14 @@ const toStored = (r: LlmTokenPrice): StoredLlmTokenPrice => ({ ...r, is_price_ou
 const fromStored = (s: StoredLlmTokenPrice): LlmTokenPrice => ({ ...s, is_price_outlier: s.is_price_outlier === "true" })
 
 /**
- * LLM token price rows as a table: current rows indexed per model, per provider and over all
- * rows for `/latest` (which needs no anchor); every version indexed the same way for `/as-of`
- * and `/history`, which filter the versions they walk by scope (a window or an instant bounds a
- * walk by `valid_from`); the versions of one price in a group.
+ * LLM token price rows as a table (`versionTableSpec`): current rows indexed per model, per
+ * provider and over all rows, for `/latest` needs no anchor; every version indexed the same way.
  */
-export const llmTokenPriceSpec: TableSpec<StoredLlmTokenPrice> = {
-  tag: "llm",
-  tie: llmTokenPriceTable.tie,
-  sortFields: llmTokenPriceTable.sortable,
-  subsets: [
-    { name: "cur", holds: (r) => r.valid_to === null, anchors: llmTokenPriceTable.anchors, global: true },
-    { name: "all", holds: () => true, anchors: llmTokenPriceTable.anchors, global: true }
-  ],
-  groups: [llmTokenPriceTable.scope.of],
-  subsetsFor: (scope) => (scope._tag === "latest" ? ["cur"] : ["all"]),
-  inScope: inVersionScope,
-  scopeBounds: versionScopeBounds,
+export const llmTokenPriceSpec = versionTableSpec<StoredLlmTokenPrice>(llmTokenPriceTable, "llm", {
+  currentGlobal: true,
   // A stored row keeps the row's field order (the flag is replaced in place).
   structures: [llmTokenPriceFields]
-}
+})
 
 /** The row fields a model summary lists, each kept as a `[model, field, value]` member of `values`. */
 const SUMMARY_FIELDS = [

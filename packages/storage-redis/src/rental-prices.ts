@@ -1,31 +1,17 @@
 import { type RentalPrice, rentalPriceFields } from "@gpu-market/core"
 import {
-  type GpuSpelling, cmp, inVersionScope, type RentalGpuSummary, rentalPriceKeys, type RentalPriceStore, rentalPriceTable
+  type GpuSpelling, cmp, type RentalGpuSummary, rentalPriceKeys, type RentalPriceStore, rentalPriceTable
 } from "@gpu-market/core/storage"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
-import { makeTable, type TableSpec, versionScopeBounds } from "./table.js"
-import { redisTransact } from "./versions.js"
+import { makeTable } from "./table.js"
+import { redisTransact, versionTableSpec } from "./versions.js"
 
 /**
- * Rental rows as a table: current rows indexed per vendor and per GPU for `/latest`; every
- * version indexed the same way plus globally for `/as-of` and `/history` (which filter the
- * versions they walk by scope); the versions of one product in a group.
+ * Rental rows as a table (`versionTableSpec`): current rows indexed per vendor and per GPU for
+ * `/latest`, which needs an anchor; every version indexed the same way plus globally.
  */
-export const rentalTable: TableSpec<RentalPrice> = {
-  tag: "rental",
-  tie: rentalPriceTable.tie,
-  sortFields: rentalPriceTable.sortable,
-  subsets: [
-    { name: "cur", holds: (r) => r.valid_to === null, anchors: rentalPriceTable.anchors, global: false },
-    { name: "all", holds: () => true, anchors: rentalPriceTable.anchors, global: true }
-  ],
-  groups: [rentalPriceTable.scope.of],
-  subsetsFor: (scope) => (scope._tag === "latest" ? ["cur", "all"] : ["all"]),
-  inScope: inVersionScope,
-  scopeBounds: versionScopeBounds,
-  structures: [rentalPriceFields]
-}
+export const rentalTable = versionTableSpec<RentalPrice>(rentalPriceTable, "rental", { currentGlobal: false, structures: [rentalPriceFields] })
 
 interface Summary {
   readonly spellings: ReadonlyArray<GpuSpelling>

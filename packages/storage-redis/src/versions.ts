@@ -1,6 +1,6 @@
 import { StorageError } from "@gpu-market/core"
 import {
-  basesOf, type Decision, inForceLookup, stalePoints, type TransactVersions, versionChangeFault, type VersionChanges, type VersionKeys,
+  basesOf, type Decision, inForceLookup, inVersionScope, stalePoints, type TransactVersions, versionChangeFault, type VersionChanges, type VersionKeys,
   type Versioned, type VersionPoint, type VersionView
 } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
@@ -8,7 +8,7 @@ import * as Either from "effect/Either"
 import { Batch, BATCH_ATTEMPTS, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { CorruptValue, InvalidPlan } from "./errors.js"
-import type { StoredRow, Table } from "./table.js"
+import { type StoredRow, type Table, type TableSpec, versionScopeBounds } from "./table.js"
 
 /** How one versioned table is kept in Redis, besides its rows and indexes. */
 export interface VersionTable<Row, Stored extends Readonly<Record<string, unknown>>> {
@@ -111,3 +111,29 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
       (outcome) => ("refused" in outcome ? Effect.fail(outcome.refused) : Effect.succeed(outcome.result))
     )
 }
+
+/**
+ * A versioned table's layout, from its definition: current rows (`cur`) and every version
+ * (`all`) each indexed per sort field and anchor value; the versions of one priced thing in a
+ * group; `/as-of` and `/history` walk `all` and keep the versions in scope. With
+ * `currentGlobal`, current rows also get unanchored indexes and `/latest` walks them alone;
+ * without, an unanchored `/latest` walks `all` and keeps the current rows.
+ */
+export const versionTableSpec = <Row extends Versioned & Readonly<Record<string, unknown>>>(
+  def: { readonly tie: keyof Row & string; readonly sortable: ReadonlyArray<string>; readonly anchors: ReadonlyArray<string>; readonly scope: { readonly of: string } },
+  tag: string,
+  options: { readonly currentGlobal: boolean; readonly structures: ReadonlyArray<ReadonlyArray<string>> }
+): TableSpec<Row> => ({
+  tag,
+  tie: def.tie,
+  sortFields: def.sortable,
+  subsets: [
+    { name: "cur", holds: (r) => r.valid_to === null, anchors: def.anchors, global: options.currentGlobal },
+    { name: "all", holds: () => true, anchors: def.anchors, global: true }
+  ],
+  groups: [def.scope.of],
+  subsetsFor: (scope) => (scope._tag !== "latest" ? ["all"] : options.currentGlobal ? ["cur"] : ["cur", "all"]),
+  inScope: inVersionScope,
+  scopeBounds: versionScopeBounds,
+  structures: options.structures
+})
