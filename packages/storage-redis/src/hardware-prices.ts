@@ -116,11 +116,7 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
   const table = makeTable(client, hardwareTable)
   const { redis } = client
   const daysKey = (listing: string) => table.key("days", listing)
-  const stampKey = table.key("stamp")
-  const valuesKey = table.key("values")
-  const listingsKey = table.key("listings")
-  const gpusKey = table.key("gpus")
-  const versionKey = table.key("version")
+  const keys = table.keys("stamp", "values", "listings", "gpus", "version")
   const dayIndex = (gpu: string) => table.indexKey("all", "observed_date", { field: "gpu_canonical_name", value: gpu })
 
   const neighbours = async (rows: ReadonlyArray<HardwarePrice>): Promise<Array<Neighbours>> => {
@@ -140,7 +136,7 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
     for (const r of rows) finals.set(r.observation_id, r)
     const listings = [...new Set(rows.map((r) => r.listing_key))]
     // The stamps are read before anything they guard, so a put landing after this read fails the checks.
-    const stamps = await redis.hmget(stampKey, ...listings)
+    const stamps = await redis.hmget(keys.stamp, ...listings)
     const written = [...finals.values()]
     const [stored, around] = await Promise.all([table.fetch(written.map((r) => r.observation_id)), neighbours(written)])
 
@@ -205,32 +201,32 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
       count(r, 1)
     }
     const moved = [...perListing].filter(([, p]) => p.delta !== 0)
-    const counts = moved.length === 0 ? [] : await redis.hmget(listingsKey, ...moved.map(([k]) => k))
+    const counts = moved.length === 0 ? [] : await redis.hmget(keys.listings, ...moved.map(([k]) => k))
 
     const batch = new Batch()
-    listings.forEach((listing, i) => batch.expect(stampKey, listing, stamps[i] ?? null))
+    listings.forEach((listing, i) => batch.expect(keys.stamp, listing, stamps[i] ?? null))
     for (const { before, row, next } of changes.values()) {
       table.write(batch, before, { ...row, next_observed_date: next })
       if (before === undefined) batch.op("ZADD", daysKey(row.listing_key), "0", row.observed_date)
     }
-    for (const listing of listings) batch.op("HINCRBY", stampKey, listing, "1")
-    for (const [k, delta] of values) if (delta !== 0) batch.op("HINCRBY", valuesKey, k, String(delta))
+    for (const listing of listings) batch.op("HINCRBY", keys.stamp, listing, "1")
+    for (const [k, delta] of values) if (delta !== 0) batch.op("HINCRBY", keys.values, k, String(delta))
     moved.forEach(([k, { gpu, delta }], i) => {
       const was = Number(counts[i] ?? 0)
       const now = was + delta
-      if (now === 0) batch.op("HDEL", listingsKey, k)
-      else batch.op("HINCRBY", listingsKey, k, String(delta))
+      if (now === 0) batch.op("HDEL", keys.listings, k)
+      else batch.op("HINCRBY", keys.listings, k, String(delta))
       // The GPU's listing count moves when this listing gains its first row of it or loses its last.
-      if (was === 0 && now > 0) batch.op("HINCRBY", gpusKey, gpu, "1")
-      if (was > 0 && now === 0) batch.op("HINCRBY", gpusKey, gpu, "-1")
+      if (was === 0 && now > 0) batch.op("HINCRBY", keys.gpus, gpu, "1")
+      if (was > 0 && now === 0) batch.op("HINCRBY", keys.gpus, gpu, "-1")
     })
-    batch.op("INCR", versionKey)
+    batch.op("INCR", keys.version)
     return (await batch.execute(client)) === 0 ? { inserted, replaced } : "retry" as const
   }
 
   /** The summary from the maintained counts and the GPUs' day indexes, both at one version. */
   const readSummary = async (): Promise<Versioned<HardwareSummary> | "retry"> => {
-    const [counted, listed, version] = (await replies(redis.multi().hgetall(valuesKey).hgetall(gpusKey).get(versionKey))) as [
+    const [counted, listed, version] = (await replies(redis.multi().hgetall(keys.values).hgetall(keys.gpus).get(keys.version))) as [
       Record<string, string>, Record<string, string>, string | null
     ]
     const names = Object.keys(listed).filter((g) => Number(listed[g]) > 0).sort(cmp)
@@ -240,7 +236,7 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
       second.callBuffer("ZRANGE", dayIndex(gpu), "+", "-", "BYLEX", "REV", "LIMIT", "0", "1")
       second.zcard(dayIndex(gpu))
     }
-    const coverage = await replies(second.get(versionKey))
+    const coverage = await replies(second.get(keys.version))
     if (coverage[coverage.length - 1] !== version) return "retry"
 
     const values = Object.fromEntries(hardwareClassFields.map((f) => [f, [] as Array<string>])) as Record<HardwareClassField, Array<string>>
@@ -269,6 +265,6 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
 
     page: (plan) => client.run("hardware_prices.page", async () => servedPage(await table.page(plan))),
 
-    summary: cachedByVersion(client, "hardware_prices.summary", versionKey, readSummary)
+    summary: cachedByVersion(client, "hardware_prices.summary", keys.version, readSummary)
   }
 }

@@ -43,15 +43,12 @@ type SummaryField = (typeof SUMMARY_FIELDS)[number]
  */
 export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore["Type"] => {
   const table = makeTable(client, llmTokenPriceSpec)
+  const keys = table.keys("current", "values", "listed", "version")
   const { redis } = client
-  const currentKey = table.key("current")
-  const valuesKey = table.key("values")
-  const listedKey = table.key("listed")
-  const versionKey = table.key("version")
 
   /** The summaries from the maintained values and counts; one MULTI, so both come from one moment. */
   const readModels = async (): Promise<Versioned<ReadonlyArray<LlmModelSummary>>> => {
-    const [values, listed, version] = (await replies(redis.multi().smembersBuffer(valuesKey).hgetall(listedKey).get(versionKey))) as [
+    const [values, listed, version] = (await replies(redis.multi().smembersBuffer(keys.values).hgetall(keys.listed).get(keys.version))) as [
       Array<Buffer>, Record<string, string>, string | null
     ]
     const byModel = new Map<string, Record<SummaryField, Array<string>>>()
@@ -91,14 +88,14 @@ export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore[
       baseField: llmTokenPriceTable.scope.of,
       toStored,
       fromStored,
-      currentKey,
-      versionKey,
-      closed: (batch, row) => batch.op("HINCRBY", listedKey, row.model, "-1"),
+      currentKey: keys.current,
+      versionKey: keys.version,
+      closed: (batch, row) => batch.op("HINCRBY", keys.listed, row.model, "-1"),
       opened: (batch, r, once) => {
-        if (r.valid_to === null) batch.op("HINCRBY", listedKey, r.model, "1")
+        if (r.valid_to === null) batch.op("HINCRBY", keys.listed, r.model, "1")
         for (const field of SUMMARY_FIELDS) {
           const value = r[field]
-          if (value !== null && once(`${r.model}\u0000${field}\u0000${value}`)) batch.op("SADD", valuesKey, encode([r.model, field, value]))
+          if (value !== null && once(`${r.model}\u0000${field}\u0000${value}`)) batch.op("SADD", keys.values, encode([r.model, field, value]))
         }
       }
     }),
@@ -116,6 +113,6 @@ export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore[
 
     page: (plan) => client.run("llm_token_prices.page", async () => (await table.page(plan)).map(fromStored)),
 
-    models: cachedByVersion(client, "llm_token_prices.models", versionKey, readModels)
+    models: cachedByVersion(client, "llm_token_prices.models", keys.version, readModels)
   }
 }

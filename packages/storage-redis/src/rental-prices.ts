@@ -27,22 +27,17 @@ interface Summary {
  */
 export const makeRentalPriceStore = (client: RedisClient): RentalPriceStore["Type"] => {
   const table = makeTable(client, rentalTable)
+  const keys = table.keys("current", "gpus", "spellings", "vendors", "listed", "version")
   const { redis } = client
-  const currentKey = table.key("current")
-  const gpusKey = table.key("gpus")
-  const spellingsKey = table.key("spellings")
-  const vendorsKey = table.key("vendors")
-  const listedKey = table.key("listed")
-  const versionKey = table.key("version")
 
   let cached: { readonly version: string | null; readonly summary: Summary } | undefined
 
   const readSummary = async (): Promise<Summary> => {
-    const version = await redis.get(versionKey)
+    const version = await redis.get(keys.version)
     if (cached !== undefined && cached.version === version) return cached.summary
     // One MULTI, so the four structures come from one moment.
-    const replies = (await redis.multi().hgetall(gpusKey).smembersBuffer(spellingsKey).smembersBuffer(vendorsKey)
-      .hgetall(listedKey).get(versionKey).exec()) ?? []
+    const replies = (await redis.multi().hgetall(keys.gpus).smembersBuffer(keys.spellings).smembersBuffer(keys.vendors)
+      .hgetall(keys.listed).get(keys.version).exec()) ?? []
     for (const [error] of replies) if (error !== null) throw error
     const manufacturers = replies[0]![1] as Record<string, string>
     const pairs = (reply: unknown) => {
@@ -83,16 +78,16 @@ export const makeRentalPriceStore = (client: RedisClient): RentalPriceStore["Typ
       baseField: rentalPriceTable.scope.of,
       toStored: (row) => row,
       fromStored: (row) => row,
-      currentKey,
-      versionKey,
-      closed: (batch, row) => batch.op("HINCRBY", listedKey, row.gpu_canonical_name, "-1"),
+      currentKey: keys.current,
+      versionKey: keys.version,
+      closed: (batch, row) => batch.op("HINCRBY", keys.listed, row.gpu_canonical_name, "-1"),
       opened: (batch, r, once) => {
         const gpu = r.gpu_canonical_name
-        if (r.valid_to === null) batch.op("HINCRBY", listedKey, gpu, "1")
+        if (r.valid_to === null) batch.op("HINCRBY", keys.listed, gpu, "1")
         // The first row seen for a GPU names its manufacturer, as in the reference.
-        if (once(`g\u0000${gpu}`)) batch.op("HSETNX", gpusKey, gpu, r.gpu_manufacturer)
-        if (once(`v\u0000${gpu}\u0000${r.vendor}`)) batch.op("SADD", vendorsKey, encode([gpu, r.vendor]))
-        for (const s of [r.vendor_gpu_name, r.gpu_model]) if (once(`s\u0000${gpu}\u0000${s}`)) batch.op("SADD", spellingsKey, encode([gpu, s]))
+        if (once(`g\u0000${gpu}`)) batch.op("HSETNX", keys.gpus, gpu, r.gpu_manufacturer)
+        if (once(`v\u0000${gpu}\u0000${r.vendor}`)) batch.op("SADD", keys.vendors, encode([gpu, r.vendor]))
+        for (const s of [r.vendor_gpu_name, r.gpu_model]) if (once(`s\u0000${gpu}\u0000${s}`)) batch.op("SADD", keys.spellings, encode([gpu, s]))
       }
     }),
 

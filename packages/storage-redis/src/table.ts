@@ -145,6 +145,8 @@ export interface Table<Row extends Readonly<Record<string, unknown>>> {
   readonly rowsKey: string
   /** The key of any other structure of the table, under its hash tag: `<prefix>:{<tag>}:<parts>`. */
   readonly key: (...parts: ReadonlyArray<string>) => string
+  /** The keys of the table's own named structures, by name: `keys("current", "version").current`. */
+  readonly keys: <const Name extends string>(...names: ReadonlyArray<Name>) => Readonly<Record<Name, string>>
   /** The key of an index: a subset and sort field, over one anchor value or (`undefined`) all rows. */
   readonly indexKey: (subset: string, sortField: string, anchor?: { readonly field: string; readonly value: string }) => string
   /** The key of a group set. */
@@ -342,5 +344,7 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(client:
     return out
   }
 
-  return { spec, rowsKey, key, indexKey, groupKey, fetch, page, write }
+  const keys = <const Name extends string>(...names: ReadonlyArray<Name>) =>
+    Object.fromEntries(names.map((name) => [name, key(name)])) as Record<Name, string>
+  return { spec, rowsKey, key, keys, indexKey, groupKey, fetch, page, write }
 }

@@ -68,32 +68,22 @@ const pairPrefix = (gpu: string, model: string) => Buffer.concat([encodeText(gpu
  */
 export const makeTransactionStore = (client: RedisClient): TransactionStore["Type"] => {
   const table = makeTable(client, transactionSpec)
+  const keys = table.keys("deals", "pending", "cohorts", "series", "row-cohorts", "regions", "contracts", "tenors", "pairs", "pair-days", "version")
   const { redis } = client
-  const dealsKey = table.key("deals")
-  const pendingKey = table.key("pending")
-  const cohortsKey = table.key("cohorts")
-  const seriesKey = table.key("series")
-  const rowCohortsKey = table.key("row-cohorts")
-  const regionsKey = table.key("regions")
-  const contractsKey = table.key("contracts")
-  const tenorsKey = table.key("tenors")
-  const pairsKey = table.key("pairs")
-  const pairDaysKey = table.key("pair-days")
-  const versionKey = table.key("version")
 
   const hmget = (key: string, fields: ReadonlyArray<string>): Promise<Array<Buffer | null>> =>
     fields.length === 0 ? Promise.resolve([]) : redis.hmgetBuffer(key, ...fields)
   const byId = (a: StoredDeal, b: StoredDeal) => cmp(a.deal_id, b.deal_id)
 
   const dealsOf = async (ids: ReadonlyArray<string>) =>
-    (await hmget(dealsKey, [...new Set(ids)])).flatMap((bytes) => (bytes === null ? [] : [decode<StoredDeal>(bytes)]))
+    (await hmget(keys.deals, [...new Set(ids)])).flatMap((bytes) => (bytes === null ? [] : [decode<StoredDeal>(bytes)]))
   const seriesOf = async (ids: ReadonlyArray<string>): Promise<Array<{ readonly id: string; readonly bytes: Buffer | null; readonly state?: SeriesState }>> => {
     const unique = [...new Set(ids)]
-    const found = await hmget(seriesKey, unique)
+    const found = await hmget(keys.series, unique)
     const stored = found.map((bytes) => (bytes === null ? undefined : decode<StoredSeries>(bytes)))
     const known = stored.filter((s): s is StoredSeries => s !== undefined)
     // Cohorts never change once written, so reading them after their series is safe.
-    const lasts = await hmget(cohortsKey, known.map((s) => s.last))
+    const lasts = await hmget(keys.cohorts, known.map((s) => s.last))
     const lastOf = new Map(known.map((s, i) => [s.last, lasts[i]!]))
     return unique.map((id, i) => {
       const s = stored[i]
@@ -114,7 +104,7 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
     decide: (view: TransactionView) => Either.Either<Decision<TransactionChanges, A>, E>
   ): Promise<{ readonly refused: E } | { readonly result: A } | "retry"> => {
     const poolNames = [...new Set(reads.pools)]
-    const [deals, pendingLists] = await Promise.all([dealsOf(reads.deals), hmget(pendingKey, poolNames)])
+    const [deals, pendingLists] = await Promise.all([dealsOf(reads.deals), hmget(keys.pending, poolNames)])
     const pendingBytes = new Map<string, Buffer | null>(poolNames.map((pool, i) => [pool, pendingLists[i]!]))
     const pendingOf = (pool: string) => {
       const bytes = pendingBytes.get(pool)
@@ -153,7 +143,7 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
     // Pools whose pending list the change rewrites: those read, and those of new pending deals.
     const extra = [...new Set(changes.deals.filter((d) => d.cohort === null).map(dealPool))].filter((p) => !pendingBytes.has(p))
     const [extraBytes, cohortsFound, rowsFound] = await Promise.all([
-      hmget(pendingKey, extra), hmget(cohortsKey, changes.cohorts.map((c) => c.cohort)), table.fetch(changes.rows.map((r) => r.row.row_key))
+      hmget(keys.pending, extra), hmget(keys.cohorts, changes.cohorts.map((c) => c.cohort)), table.fetch(changes.rows.map((r) => r.row.row_key))
     ])
     for (const [i, bytes] of extraBytes.entries()) pendingBytes.set(extra[i]!, bytes)
     // Cohorts and rows are never rewritten: a decision that names a stored one is a bug, not a race.
@@ -161,51 +151,51 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
     if (taken !== undefined) throw new InvalidPlan(`transactions.transact: the decision writes ${taken}, which is stored`)
 
     const batch = new Batch()
-    for (const [pool, bytes] of pendingBytes) batch.expect(pendingKey, pool, bytes)
-    for (const d of changes.deals) batch.expect(dealsKey, d.deal_id, null)
-    for (const [id, s] of series) batch.expect(seriesKey, id, s.bytes)
-    for (const c of changes.cohorts) batch.expect(cohortsKey, c.cohort, null)
+    for (const [pool, bytes] of pendingBytes) batch.expect(keys.pending, pool, bytes)
+    for (const d of changes.deals) batch.expect(keys.deals, d.deal_id, null)
+    for (const [id, s] of series) batch.expect(keys.series, id, s.bytes)
+    for (const c of changes.cohorts) batch.expect(keys.cohorts, c.cohort, null)
     for (const { row } of changes.rows) batch.expect(table.rowsKey, row.row_key, null)
 
     // Pending lists after the change: deals assigned leave, new pending deals join.
     const cohortOf = new Map(changes.assign.map((a) => [a.deal_id, a.cohort]))
     const joining = new Map<string, Array<StoredDeal>>()
     for (const d of changes.deals) {
-      batch.op("HSET", dealsKey, d.deal_id, encode(d))
+      batch.op("HSET", keys.deals, d.deal_id, encode(d))
       if (d.cohort !== null) continue
       const pool = dealPool(d)
       joining.set(pool, [...(joining.get(pool) ?? []), d])
     }
     for (const d of read.pending) {
       const cohort = cohortOf.get(d.deal_id)
-      if (cohort !== undefined) batch.op("HSET", dealsKey, d.deal_id, encode({ ...d, cohort }))
+      if (cohort !== undefined) batch.op("HSET", keys.deals, d.deal_id, encode({ ...d, cohort }))
     }
     for (const pool of pendingBytes.keys()) {
       const before = pendingOf(pool)
       const after = [...before.filter((d) => !cohortOf.has(d.deal_id)), ...(joining.get(pool) ?? [])].sort(byId)
       if (after.length === before.length && after.every((d, i) => d === before[i])) continue
-      if (after.length === 0) batch.op("HDEL", pendingKey, pool)
-      else batch.op("HSET", pendingKey, pool, encode(after))
+      if (after.length === 0) batch.op("HDEL", keys.pending, pool)
+      else batch.op("HSET", keys.pending, pool, encode(after))
     }
-    for (const c of changes.cohorts) batch.op("HSET", cohortsKey, c.cohort, encode(c))
-    for (const s of changes.series) batch.op("HSET", seriesKey, s.series, encode({ seq: s.seq, last: s.last } satisfies StoredSeries))
+    for (const c of changes.cohorts) batch.op("HSET", keys.cohorts, c.cohort, encode(c))
+    for (const s of changes.series) batch.op("HSET", keys.series, s.series, encode({ seq: s.seq, last: s.last } satisfies StoredSeries))
     for (const { row, cohorts: ids } of changes.rows) {
       table.write(batch, undefined, row)
-      batch.op("HSET", rowCohortsKey, row.row_key, encode(ids))
-      batch.op("SADD", regionsKey, row.region_group)
-      batch.op("SADD", contractsKey, row.contract_type)
-      batch.op("SADD", tenorsKey, String(row.tenor_days))
-      batch.op("HINCRBY", pairsKey, `${row.gpu_canonical_name}\u0000${row.gpu_model}`, "1")
-      batch.op("ZADD", pairDaysKey, "0", Buffer.concat([pairPrefix(row.gpu_canonical_name, row.gpu_model), encodeText(row.transaction_date)]))
+      batch.op("HSET", keys["row-cohorts"], row.row_key, encode(ids))
+      batch.op("SADD", keys.regions, row.region_group)
+      batch.op("SADD", keys.contracts, row.contract_type)
+      batch.op("SADD", keys.tenors, String(row.tenor_days))
+      batch.op("HINCRBY", keys.pairs, `${row.gpu_canonical_name}\u0000${row.gpu_model}`, "1")
+      batch.op("ZADD", keys["pair-days"], "0", Buffer.concat([pairPrefix(row.gpu_canonical_name, row.gpu_model), encodeText(row.transaction_date)]))
     }
-    if (changes.rows.length > 0) batch.op("INCR", versionKey)
+    if (changes.rows.length > 0) batch.op("INCR", keys.version)
     return (await batch.execute(client)) === 0 ? { result } : "retry"
   }
 
   /** The summary from the maintained sets and counts, and each pair's first and last date, at one version. */
   const readSummary = async (): Promise<Versioned<TransactionSummary> | "retry"> => {
     const [regions, contracts, tenors, pairs, version] = (await replies(
-      redis.multi().smembers(regionsKey).smembers(contractsKey).smembers(tenorsKey).hgetall(pairsKey).get(versionKey)
+      redis.multi().smembers(keys.regions).smembers(keys.contracts).smembers(keys.tenors).hgetall(keys.pairs).get(keys.version)
     )) as [Array<string>, Array<string>, Array<string>, Record<string, string>, string | null]
     const names = Object.keys(pairs).map((k) => {
       const cut = k.indexOf("\u0000")
@@ -216,10 +206,10 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
       const prefix = pairPrefix(gpu, model)
       const from = Buffer.concat([Buffer.from("["), prefix])
       const to = Buffer.concat([Buffer.from("("), prefix, AFTER_VALUE])
-      second.callBuffer("ZRANGE", pairDaysKey, from, to, "BYLEX", "LIMIT", "0", "1")
-      second.callBuffer("ZRANGE", pairDaysKey, to, from, "BYLEX", "REV", "LIMIT", "0", "1")
+      second.callBuffer("ZRANGE", keys["pair-days"], from, to, "BYLEX", "LIMIT", "0", "1")
+      second.callBuffer("ZRANGE", keys["pair-days"], to, from, "BYLEX", "REV", "LIMIT", "0", "1")
     }
-    const dates = await replies(second.get(versionKey))
+    const dates = await replies(second.get(keys.version))
     if (dates[dates.length - 1] !== version) return "retry"
     const dateOf = (reply: unknown, prefix: Buffer) => decodeText((reply as Array<Buffer>)[0]!.subarray(prefix.length))
     return {
@@ -247,9 +237,9 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
 
     pending: (pools) =>
       client.run("transactions.pending", async () =>
-        (await hmget(pendingKey, [...new Set(pools)])).flatMap((bytes) => (bytes === null ? [] : decode<Array<StoredDeal>>(bytes))).sort(byId)),
+        (await hmget(keys.pending, [...new Set(pools)])).flatMap((bytes) => (bytes === null ? [] : decode<Array<StoredDeal>>(bytes))).sort(byId)),
 
-    pendingPools: client.run("transactions.pendingPools", () => redis.hkeys(pendingKey)),
+    pendingPools: client.run("transactions.pendingPools", () => redis.hkeys(keys.pending)),
 
     series: (ids) =>
       client.run("transactions.series", async () => (await seriesOf(ids)).flatMap((s) => (s.state === undefined ? [] : [s.state]))),
@@ -264,12 +254,12 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
     page: (plan) =>
       windowDates(plan.scope) === undefined ? Effect.succeed([]) : client.run("transactions.page", () => table.page(plan)),
 
-    summary: cachedByVersion(client, "transactions.summary", versionKey, readSummary),
+    summary: cachedByVersion(client, "transactions.summary", keys.version, readSummary),
 
     // The private audit covers every published row, so it reads them all: rows' cohorts and the
     // blended deals, from one moment.
     audit: client.run("transactions.audit", async () => {
-      const [rowCohorts, deals] = (await replies(redis.multi().hgetallBuffer(rowCohortsKey).hvalsBuffer(dealsKey))) as [
+      const [rowCohorts, deals] = (await replies(redis.multi().hgetallBuffer(keys["row-cohorts"]).hvalsBuffer(keys.deals))) as [
         Record<string, Buffer>, Array<Buffer>
       ]
       const members = new Map<string, Array<string>>()
