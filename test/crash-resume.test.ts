@@ -291,7 +291,7 @@ describe("gpu-market import killed (kill -9) midway, then run again on the same 
     assertCompleted(await runImport(file, store), "the import run again after a kill -9 midway")
   }
 
-  it(`SQLite: the second run completes; every one of the ${SQLITE_PRODUCTS * STEPS} rows is stored once, as an uninterrupted import stores it`, { timeout: 300_000 }, async () => {
+  it(`SQLite: the second run completes; every one of the ${SQLITE_PRODUCTS * STEPS} rows is stored once, as an uninterrupted import stores it`, { timeout: 600_000 }, async () => {
     const file = files.sqlite
     const VERSIONS = versionsOf(SQLITE_PRODUCTS)
     const crashed = sqliteStore()
@@ -312,7 +312,7 @@ describe("gpu-market import killed (kill -9) midway, then run again on the same 
     sameTexts(text(versions), text(sqliteVersions(clean.file)), "versions")
   })
 
-  it(`Redis: the second run completes; every one of the ${REDIS_PRODUCTS * STEPS} rows is stored once, as an uninterrupted import stores it`, { timeout: 300_000 }, async () => {
+  it(`Redis: the second run completes; every one of the ${REDIS_PRODUCTS * STEPS} rows is stored once, as an uninterrupted import stores it`, { timeout: 600_000 }, async () => {
     const file = files.redis
     const VERSIONS = versionsOf(REDIS_PRODUCTS)
     const crashed = redisStore(redis!)

@@ -146,9 +146,18 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
       hmget(keys.pending, extra), hmget(keys.cohorts, changes.cohorts.map((c) => c.cohort)), table.fetch(changes.rows.map((r) => r.row.row_key))
     ])
     for (const [i, bytes] of extraBytes.entries()) pendingBytes.set(extra[i]!, bytes)
-    // Cohorts and rows are never rewritten: a decision that names a stored one is a bug, not a race.
+    // Cohorts and rows are never rewritten: a decision that names a stored one is a bug, unless
+    // another writer stored it since this step read (then what it read moved too, and it decides again).
     const taken = changes.cohorts.find((_, i) => cohortsFound[i] !== null)?.cohort ?? changes.rows.find((_, i) => rowsFound[i] !== undefined)?.row.row_key
-    if (taken !== undefined) throw new InvalidPlan(`transactions.transact: the decision writes ${taken}, which is stored`)
+    if (taken !== undefined) {
+      const pools = [...pendingBytes.keys()]
+      const ids = [...series.keys()]
+      const [pendingNow, seriesNow] = await Promise.all([hmget(keys.pending, pools), hmget(keys.series, ids)])
+      const same = (a: Buffer | null, b: Buffer | null | undefined) => (a === null ? b === null : b !== null && b !== undefined && a.equals(b))
+      const moved = pools.some((p, i) => !same(pendingNow[i]!, pendingBytes.get(p))) || ids.some((id, i) => !same(seriesNow[i]!, series.get(id)!.bytes))
+      if (moved) return "retry"
+      throw new InvalidPlan(`transactions.transact: the decision writes ${taken}, which is stored`)
+    }
 
     const batch = new Batch()
     for (const [pool, bytes] of pendingBytes) batch.expect(keys.pending, pool, bytes)

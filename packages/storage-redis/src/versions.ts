@@ -77,6 +77,14 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
     const fault = versionChangeFault(points, view, changes, keys)
     if (fault !== undefined) throw new InvalidPlan(`${operation}: the decision ${fault}`)
     if (changes.close.length === 0 && changes.open.length === 0) return { result }
+    // Rows are never rewritten: a decision that opens a stored key is a bug, unless another
+    // writer stored it since this step read (then the current rows moved too, and it decides again).
+    const taken = (await table.fetch(changes.open.map(keys.key))).findIndex((s) => s !== undefined)
+    if (taken >= 0) {
+      const now = bases.length === 0 ? [] : await client.redis.hmget(currentKey, ...bases)
+      if (now.some((pk, i) => pk !== pks[i])) return "retry"
+      throw new InvalidPlan(`${operation}: the decision opens ${keys.key(changes.open[taken]!)}, which is stored`)
+    }
 
     const batch = new Batch()
     bases.forEach((base, i) => batch.expect(currentKey, base, pks[i] ?? null))

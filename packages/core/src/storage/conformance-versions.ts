@@ -93,7 +93,8 @@ export const versionConformance = <Row extends Versioned, Id, S extends { readon
       const v1 = row(ns, 0, 2, at(0))
       const other = row(ns, 1, 5, at(0))
       const next = row(ns, 0, 3, at(2))
-      yield* putVersions(transact, keys, [v1])
+      const old = { ...row(ns, 0, 1, at(-2)), valid_to: at(-1) }
+      yield* putVersions(transact, keys, [old, v1])
       const point = (r: Row) => ({ base: keys.base(r), at: at(2) })
       const bad: Array<readonly [ReadonlyArray<VersionPoint>, VersionChanges<Row>]> = [
         // A row that is not current, beside a good open.
@@ -108,6 +109,7 @@ export const versionConformance = <Row extends Versioned, Id, S extends { readon
         // A key opened twice, and a key already stored.
         [[point(other)], { close: [], open: [other, other] }],
         [[point(v1)], { close: [], open: [{ ...v1, valid_to: at(1) }] }],
+        [[point(v1)], { close: [close(v1, at(2))], open: [next, old] }],
         // A priced thing it did not read.
         [[point(v1)], { close: [], open: [other] }]
       ]
