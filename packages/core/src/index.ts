@@ -55,6 +55,7 @@ export {
 // Rows, inputs, metadata and envelopes
 export * from "./schema/envelope.js"
 export * from "./schema/rental-price.js"
+export { StoredInstant } from "./schema/versioned.js"
 export * from "./schema/rental-metadata.js"
 export * from "./schema/hardware-price.js"
 export * from "./schema/hardware-metadata.js"

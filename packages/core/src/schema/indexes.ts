@@ -1,7 +1,8 @@
 import * as Schema from "effect/Schema"
 import { parseDate } from "../query/time.js"
 import { MetadataBody } from "./envelope.js"
-import { GpuCanonicalName, StoredInstant, VendorSlug } from "./rental-price.js"
+import { GpuCanonicalName, VendorSlug } from "./rental-price.js"
+import { StoredInstant } from "./versioned.js"
 
 /**
  * GPU price indexes: stored definitions (what feeds an index and how it is published), the

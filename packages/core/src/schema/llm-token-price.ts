@@ -1,6 +1,6 @@
 import * as Schema from "effect/Schema"
 import { omittableNulls, optionalNull } from "./fields.js"
-import { StoredInstant } from "./rental-price.js"
+import { versionValidity } from "./versioned.js"
 
 const slug = (brand: string) =>
   Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,99}$/), Schema.brand(brand))
@@ -76,9 +76,7 @@ export class LlmTokenPriceRow extends Schema.Class<LlmTokenPriceRow>("LlmTokenPr
   ...published,
   /** Whether the price was implausible against the market when the row opened; never changes. */
   is_price_outlier: Schema.Boolean,
-  valid_from: StoredInstant,
-  valid_to: Schema.NullOr(StoredInstant),
-  extracted_at: StoredInstant,
+  ...versionValidity,
   base_price_key: BasePriceKey,
   price_key: PriceKey
 }) {}

@@ -1,5 +1,6 @@
 import * as Schema from "effect/Schema"
 import { omittableNulls } from "./fields.js"
+import { versionValidity } from "./versioned.js"
 
 /** A vendor slug, e.g. `lambda`. */
 export const VendorSlug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]*$/), Schema.brand("VendorSlug"))
@@ -16,11 +17,6 @@ export const ProductKey = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{32}$/), S
 const Text = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
 const PositiveInt = Schema.Int.pipe(Schema.positive())
 const PositiveNumber = Schema.Number.pipe(Schema.positive(), Schema.finite())
-/** An instant in the stored fixed-width form `YYYY-MM-DDTHH:MM:SS.ffffffZ`. */
-export const StoredInstant = Schema.String.pipe(
-  Schema.pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/),
-  Schema.brand("StoredInstant")
-)
 
 /*
  * The published fields of a rental price, in the spec's order, shared by the row and the ingest
@@ -60,9 +56,7 @@ const published = {
  */
 export class RentalPriceRow extends Schema.Class<RentalPriceRow>("RentalPriceRow")({
   ...published,
-  valid_from: StoredInstant,
-  valid_to: Schema.NullOr(StoredInstant),
-  extracted_at: StoredInstant,
+  ...versionValidity,
   base_product_key: BaseProductKey,
   product_key: ProductKey
 }) {}
