@@ -9,7 +9,6 @@ import { HardwarePriceStore } from "../storage/hardware.js"
 import type { Predicate } from "../storage/plan.js"
 import { metadataBody, type MetadataRequest } from "./metadata.js"
 import { pagedEndpoints } from "./pages.js"
-import { unavailable } from "./storage.js"
 import { hardwarePriceTable } from "../storage/tables.js"
 
 const ClassValue = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/))
@@ -67,10 +66,9 @@ export class HardwarePrices extends Effect.Service<HardwarePrices>()("Market/Har
       history: Effect.fn("HardwarePrices.history")((request: MarketRequest) => pageOf("history", request)),
       /** The values of every classification filter, coverage per GPU, and the caller's history floor. */
       metadata: Effect.fn("HardwarePrices.metadata")((request: MetadataRequest) =>
-        metadataBody(request, "gpu_hardware_prices", Effect.map(
-          Effect.mapError(store.summary, unavailable),
+        metadataBody(request, "gpu_hardware_prices", store.summary,
           (summary): HardwarePriceMetadata["data"] => ({ filters: summary.values, gpus: summary.gpus })
-        ))
+        )
       )
     } as const
   })

@@ -148,13 +148,12 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
       history: Effect.fn("Indexes.history")((request: MarketRequest) => pageOf("history", request)),
       /** The indices the token holds (none: an empty list), their units and the caller's history floor. */
       metadata: Effect.fn("Indexes.metadata")((request: MetadataRequest) =>
-        metadataBody(request, "gpu_rental_indexes", Effect.map(
-          Effect.mapError(store.definitions, unavailable),
+        metadataBody(request, "gpu_rental_indexes", store.definitions,
           (defs): IndexMetadata["data"] => ({
             index_units: INDEX_UNITS,
             indices: defs.filter((d) => holdsIndex(request.principal, d.definition.id)).map((d) => metadataEntry(d.definition))
           })
-        ))
+        )
       ),
 
       /**

@@ -114,8 +114,7 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
       history: Effect.fn("LlmTokenPrices.history")((request: MarketRequest) => pageOf("history", request)),
       /** Models with their names, every accepted filter value, the outlier rule and the caller's history floor. */
       metadata: Effect.fn("LlmTokenPrices.metadata")((request: MetadataRequest) =>
-        metadataBody(request, "llm_token_prices", Effect.map(
-          Effect.mapError(store.models, unavailable),
+        metadataBody(request, "llm_token_prices", store.models,
           (models): LlmTokenPriceMetadata["data"] => ({
             price_unit: "usd_per_1m_tokens",
             outlier_rule: llmOutlierRule,
@@ -135,7 +134,7 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
             metrics: union(models.map((m) => m.metrics)),
             qualifiers: union(models.map((m) => m.qualifiers))
           })
-        ))
+        )
       )
     } as const
   })

@@ -95,8 +95,7 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
       history: Effect.fn("RentalPrices.history")((request: MarketRequest) => pageOf("history", request)),
       /** Anchors, GPUs with their spellings and vendors, and the caller's history floor. */
       metadata: Effect.fn("RentalPrices.metadata")((request: MetadataRequest) =>
-        metadataBody(request, "gpu_rental_prices", Effect.map(
-          Effect.mapError(store.gpus, unavailable),
+        metadataBody(request, "gpu_rental_prices", store.gpus,
           (gpus): RentalPriceMetadata["data"] => ({
             anchors: rentalPricesCollection.anchors,
             gpus: gpus.map((g) => ({
@@ -107,7 +106,7 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
               vendors: g.vendors
             }))
           })
-        ))
+        )
       )
     } as const
   })

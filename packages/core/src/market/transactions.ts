@@ -7,7 +7,6 @@ import type { Predicate } from "../storage/plan.js"
 import { TransactionStore } from "../storage/transactions.js"
 import { metadataBody, type MetadataRequest } from "./metadata.js"
 import { pagedEndpoints } from "./pages.js"
-import { unavailable } from "./storage.js"
 import { transactionTable } from "../storage/tables.js"
 
 /** The aggregated transaction type: its filters, sorts and tie-breaker. It needs no anchor. */
@@ -53,8 +52,7 @@ export class Transactions extends Effect.Service<Transactions>()("Market/Transac
       history: Effect.fn("Transactions.history")((request: MarketRequest) => pageOf("history", request)),
       /** Value sets, per-GPU coverage and the caller's history floor; any grant of the type reads it. */
       metadata: Effect.fn("Transactions.metadata")((request: MetadataRequest) =>
-        metadataBody(request, "gpu_rental_transactions", Effect.map(
-          Effect.mapError(store.summary, unavailable),
+        metadataBody(request, "gpu_rental_transactions", store.summary,
           (summary): TransactionMetadata["data"] => ({
             region_groups: summary.region_groups,
             contract_types: summary.contract_types,
@@ -62,7 +60,7 @@ export class Transactions extends Effect.Service<Transactions>()("Market/Transac
             blend_axes: BlendAxis.literals,
             gpus: summary.gpus
           })
-        ))
+        )
       )
     } as const
   })
