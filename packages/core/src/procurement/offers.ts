@@ -1,5 +1,4 @@
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import type { Principal } from "../auth/principal.js"
 import { RateLimits, type RateLimitStatus } from "../auth/rate-limits.js"
 import { type ParameterIssue, ProviderUnavailable, type SearchTooBroad, searchTooBroad, type ValidationFailed, validationFailed } from "../errors.js"
@@ -10,7 +9,7 @@ import { formatInstant, MICROS_PER_MS } from "../query/time.js"
 import { type Offer, OfferId, type OfferList, type OfferRequest } from "../schema/procurement.js"
 import { RentalPriceStore } from "../storage/contract.js"
 import { ProcurementStore } from "../storage/procurement.js"
-import { newId, notFound, pathId, requireProcurement } from "./access.js"
+import { newId, ownRecord, requireProcurement } from "./access.js"
 import { type ProviderError, roundUsd, type SupplyCatalog, SupplyProvider } from "./provider.js"
 import { parseOfferRequest } from "./request.js"
 
@@ -156,10 +155,8 @@ export class Offers extends Effect.Service<Offers>()("Procurement/Offers", {
       /** One of the caller's offers, expired or not (`expires_at` tells); anyone else's is a 404. */
       offer: Effect.fn("Offers.offer")(function* (input: { readonly principal: Principal; readonly offerId: string }) {
         yield* requireProcurement(input.principal)
-        const id = yield* pathId(OfferId, "offer", input.offerId)
-        const found = yield* Effect.mapError(store.offer(input.principal.id, id), unavailable)
-        if (Option.isNone(found)) return yield* Effect.fail(notFound("offer", id))
-        return found.value.offer
+        const found = yield* ownRecord(OfferId, "offer", input.offerId, (id) => store.offer(input.principal.id, id))
+        return found.offer
       })
     } as const
   })

@@ -8,7 +8,7 @@ import { nowMicros, unavailable } from "../market/storage.js"
 import { formatInstant } from "../query/time.js"
 import { type Procurement, ProcurementId, ProcurementRequest, OfferId } from "../schema/procurement.js"
 import { ProcurementStore, type ProcurementRecord } from "../storage/procurement.js"
-import { newId, notFound, pathId, requireProcurement } from "./access.js"
+import { newId, ownRecord, requireProcurement } from "./access.js"
 import { Lifecycle } from "./lifecycle.js"
 import { isExpired } from "./offers.js"
 
@@ -67,10 +67,7 @@ export class Procurements extends Effect.Service<Procurements>()("Procurement/Pr
         const earlier = yield* Effect.mapError(store.procurementByKey(principal.id, key), unavailable)
         if (Option.isSome(earlier)) return yield* replay(earlier.value, offerId)
 
-        yield* pathId(OfferId, "offer", offerId)
-        const found = yield* Effect.mapError(store.offer(principal.id, offerId), unavailable)
-        if (Option.isNone(found)) return yield* Effect.fail(notFound("offer", offerId))
-        const offer = found.value.offer
+        const { offer } = yield* ownRecord(OfferId, "offer", offerId, (id) => store.offer(principal.id, id))
         const now = yield* nowMicros
         if (isExpired(offer, now)) {
           return yield* Effect.fail(new OfferExpired({ detail: `the offer expired at ${offer.expires_at}; ask for new offers`, expires_at: offer.expires_at }))
@@ -108,10 +105,8 @@ export class Procurements extends Effect.Service<Procurements>()("Procurement/Pr
       /** One of the caller's procurements, advanced to where its provisioning stands now. */
       get: Effect.fn("Procurements.get")(function* (input: { readonly principal: Principal; readonly procurementId: string }) {
         yield* requireProcurement(input.principal)
-        const id = yield* pathId(ProcurementId, "procurement", input.procurementId)
-        const found = yield* Effect.mapError(store.procurement(input.principal.id, id), unavailable)
-        if (Option.isNone(found)) return yield* Effect.fail(notFound("procurement", id))
-        return (yield* lifecycle.advanceProcurement(found.value)).procurement
+        const found = yield* ownRecord(ProcurementId, "procurement", input.procurementId, (id) => store.procurement(input.principal.id, id))
+        return (yield* lifecycle.advanceProcurement(found)).procurement
       })
     } as const
   })

@@ -1,6 +1,5 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { Principal } from "../auth/principal.js"
 import type { ValidationFailed } from "../errors.js"
@@ -12,7 +11,7 @@ import { collectQuery, decodeParams, DEFAULT_PAGE_SIZE, PageSize, type QueryInpu
 import type { Page } from "../schema/envelope.js"
 import { type Resource, ResourceId, ResourceStatus } from "../schema/procurement.js"
 import { ProcurementStore } from "../storage/procurement.js"
-import { notFound, pathId, requireProcurement } from "./access.js"
+import { ownRecord, requireProcurement } from "./access.js"
 import { Lifecycle } from "./lifecycle.js"
 
 /** Filters of `GET /resources`: comma lists, as the market's endpoints take them. */
@@ -57,13 +56,7 @@ export class Resources extends Effect.Service<Resources>()("Procurement/Resource
     const tokens = yield* PageTokens
 
     const find = (principal: Principal, resourceId: string) =>
-      Effect.gen(function* () {
-        yield* requireProcurement(principal)
-        const id = yield* pathId(ResourceId, "resource", resourceId)
-        const found = yield* Effect.mapError(store.resource(principal.id, id), unavailable)
-        if (Option.isNone(found)) return yield* Effect.fail(notFound("resource", id))
-        return found.value
-      })
+      Effect.zipRight(requireProcurement(principal), ownRecord(ResourceId, "resource", resourceId, (id) => store.resource(principal.id, id)))
 
     /** The page request: from a page token, or from filters (newest first by default). */
     const pageState = (principal: Principal, query: QueryInput) =>
