@@ -142,6 +142,26 @@ const errorResponses = {
   "503": problemResponse("`storage_unavailable`: storage did not answer; try again shortly.", rateLimitHeaders)
 } as const
 
+/**
+ * What a data route and a procurement endpoint say of themselves alike, first in the operation:
+ * id, tag, text and parameters (`page_token` last on a paged one).
+ */
+const operationHead = (
+  registry: ReturnType<typeof makeSchemaRegistry>,
+  operation: Pick<DataRoute, "operationId" | "tag" | "summary" | "description" | "paged"> & {
+    readonly parameters: ReadonlyArray<EndpointParameter | SupplyParameter>
+  }
+): OpenApiObject => ({
+  operationId: operation.operationId,
+  tags: [operation.tag],
+  summary: operation.summary,
+  description: operation.description,
+  parameters: [
+    ...operation.parameters.map((p) => parameterOf(registry, p)),
+    ...(operation.paged ? [pageTokenParameter] : [])
+  ]
+})
+
 const operationOf = (registry: ReturnType<typeof makeSchemaRegistry>, route: DataRoute): OpenApiObject => {
   const responses: Record<string, OpenApiObject> = {
     "200": {
@@ -153,17 +173,7 @@ const operationOf = (registry: ReturnType<typeof makeSchemaRegistry>, route: Dat
   for (const status of Object.keys(errorResponses)) {
     if (status !== "400" || route.badRequest) responses[status] = { $ref: `#/components/responses/${status}` }
   }
-  return {
-    operationId: route.operationId,
-    tags: [route.tag],
-    summary: route.summary,
-    description: route.description,
-    parameters: [
-      ...route.parameters.map((p) => parameterOf(registry, p)),
-      ...(route.paged ? [pageTokenParameter] : [])
-    ],
-    responses
-  }
+  return { ...operationHead(registry, route), responses }
 }
 
 /** What a problem means on a procurement endpoint, by error. */
@@ -215,14 +225,7 @@ const supplyOperationOf = (registry: ReturnType<typeof makeSchemaRegistry>, endp
     responses[String(status)] = problemResponse(description, headers)
   }
   return {
-    operationId: endpoint.operationId,
-    tags: [endpoint.tag],
-    summary: endpoint.summary,
-    description: endpoint.description,
-    parameters: [
-      ...endpoint.parameters.map((p) => parameterOf(registry, p)),
-      ...(endpoint.paged ? [pageTokenParameter] : [])
-    ],
+    ...operationHead(registry, endpoint),
     ...(endpoint.requestBody === undefined ? {} : {
       requestBody: { required: true, content: { [endpoint.requestBody.mediaType]: { schema: registry.named(endpoint.requestBody.schema) } } }
     }),
