@@ -1,9 +1,13 @@
-import type { Principal, PrincipalId } from "@gpu-market/core"
+import { DataType, type HistoryAccess, type Principal, type PrincipalId } from "@gpu-market/core"
 
 /** Index ids `demo-rental` holds: a subset of the demo's indices. */
 export const DEMO_RENTAL_INDICES: ReadonlyArray<string> = ["gpu-h100-sxm-na-daily", "gpu-a100-sxm-80gb-na-daily"]
 
 const id = (s: string) => s as PrincipalId
+
+/** Every data type, each read with the same `history`. */
+const everyType = (history: HistoryAccess): Principal["grants"] =>
+  Object.fromEntries(DataType.literals.map((type) => [type, { history }]))
 
 /**
  * The fixed demo tokens (the secret is the token's name). They exist only while the server runs
@@ -15,13 +19,7 @@ export const DEMO_TOKENS: ReadonlyArray<{ readonly secret: string; readonly prin
     principal: {
       id: id("demo-all"),
       name: "Demo: every data type, unrestricted history, every index, legacy permission, procurement",
-      grants: {
-        gpu_rental_prices: { history: { _tag: "unrestricted" } },
-        gpu_rental_indexes: { history: { _tag: "unrestricted" } },
-        gpu_rental_transactions: { history: { _tag: "unrestricted" } },
-        gpu_hardware_prices: { history: { _tag: "unrestricted" } },
-        llm_token_prices: { history: { _tag: "unrestricted" } }
-      },
+      grants: everyType({ _tag: "unrestricted" }),
       indices: "all",
       legacy_custom_index: true,
       procurement: true,
@@ -33,13 +31,7 @@ export const DEMO_TOKENS: ReadonlyArray<{ readonly secret: string; readonly prin
     principal: {
       id: id("demo-current"),
       name: "Demo: every data type, current values only",
-      grants: {
-        gpu_rental_prices: { history: { _tag: "none" } },
-        gpu_rental_indexes: { history: { _tag: "none" } },
-        gpu_rental_transactions: { history: { _tag: "none" } },
-        gpu_hardware_prices: { history: { _tag: "none" } },
-        llm_token_prices: { history: { _tag: "none" } }
-      },
+      grants: everyType({ _tag: "none" }),
       indices: "all",
       legacy_custom_index: false,
       procurement: false,
