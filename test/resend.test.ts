@@ -70,6 +70,37 @@ describe("sending a batch again", () => {
           assert.deepStrictEqual(yield* store.page(everything), stored)
         }).pipe(Effect.provide(market())))
 
+      it.effect(`${name}: a withdrawn product's old observations sent again change nothing; a later one lists it again`, () =>
+        Effect.gen(function* () {
+          const ingest = yield* RentalPriceIngest
+          const store = yield* RentalPriceStore
+          const day0 = observations(0)
+          yield* ingest.ingest(day0)
+          const o = day0[0]!
+          const row = (yield* store.page(everything)).find((r) =>
+            r.vendor === o.vendor && r.gpu_canonical_name === o.gpu_canonical_name && r.vendor_sku === o.vendor_sku &&
+            r.region === o.region && r.contract_type === o.contract_type && r.gpu_count === o.gpu_count)
+          const withdrawnAt = "2026-05-20T00:00:00.000000Z"
+          assert.strictEqual(yield* ingest.withdraw([row!.base_product_key], withdrawnAt), 1)
+          const stored = yield* store.page(everything)
+
+          // As a client retrying after a lost reply: the first day again, withdrawn product included.
+          assert.deepStrictEqual(yield* ingest.ingest(day0), { received: day0.length, opened: 0, closed: 0, unchanged: day0.length })
+          assert.deepStrictEqual(yield* store.page(everything), stored)
+
+          // Another price before the withdrawal would rewrite history: refused, whole.
+          const refused = yield* Effect.flip(ingest.ingest([{ ...o, price_usd_per_gpu_hour: 999, raw_price: 999 }]))
+          assert.instanceOf(refused, InvalidRecords)
+          assert.match(refused.detail, /before the withdrawal at 2026-05-20T00:00:00.000000Z/)
+          assert.deepStrictEqual(yield* store.page(everything), stored)
+
+          // From the withdrawal on, an observation lists the product again.
+          const relisted = { ...o, extracted_at: withdrawnAt }
+          assert.deepStrictEqual(yield* ingest.ingest([relisted]), { received: 1, opened: 1, closed: 0, unchanged: 0 })
+          const versions = (yield* store.page(everything)).filter((r) => r.base_product_key === row!.base_product_key)
+          assert.deepStrictEqual(versions.map((r) => [r.valid_from, r.valid_to]), [[row!.valid_from, withdrawnAt], [withdrawnAt, null]])
+        }).pipe(Effect.provide(market())))
+
       it.effect(`${name}: LLM token prices sent again change nothing`, () =>
         Effect.gen(function* () {
           const ingest = yield* LlmTokenPriceIngest

@@ -1,6 +1,6 @@
 import { StorageError } from "@gpu-market/core"
 import {
-  basesOf, type Decision, inForceLookup, inVersionScope, stalePoints, type TransactVersions, versionChangeFault, type VersionChanges, type VersionKeys,
+  basesOf, basesWithout, type Decision, inForceLookup, inVersionScope, stalePoints, type TransactVersions, versionChangeFault, type VersionChanges, type VersionKeys,
   type Versioned, type VersionPoint, type VersionView
 } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
@@ -28,6 +28,10 @@ export interface VersionTable<Row, Stored extends Readonly<Record<string, unknow
   readonly opened: (batch: Batch, row: Row, once: (id: string) => boolean) => void
 }
 
+/** A window over every stored instant, for a priced thing's latest version whatever its dates. */
+const BEGINNING_OF_TIME = "0000-01-01T00:00:00.000000Z"
+const END_OF_TIME = "9999-12-31T23:59:59.999999Z"
+
 type Attempt<A, E> = { readonly refused: E } | { readonly result: A }
 
 /**
@@ -44,6 +48,15 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
   spec: VersionTable<Row, Stored>
 ): TransactVersions<Row> => {
   const { table, keys, currentKey } = spec
+
+  const latestOf = async (base: string): Promise<Array<Row>> =>
+    (await table.page({
+      scope: { _tag: "window", start: BEGINNING_OF_TIME, end: END_OF_TIME },
+      predicates: [{ op: "eq", field: spec.baseField, value: base }],
+      sort: { by: "valid_from", order: "desc" },
+      after: undefined,
+      limit: 1
+    })).map(spec.fromStored)
 
   const inForceAt = async (p: VersionPoint): Promise<readonly [VersionPoint, Row | undefined]> => {
     const [row] = await table.page({
@@ -69,8 +82,10 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
       stored.set(present[i]!, s)
     }
     const current = [...stored.values()].map((s) => spec.fromStored(s.row))
-    const found = await Promise.all(stalePoints(points, current, keys.base).map(inForceAt))
-    const view: VersionView<Row> = { current, inForce: inForceLookup(found) }
+    // A priced thing without a current row is new or withdrawn; only the latter has versions.
+    const withdrawn = (await Promise.all(basesWithout(points, current, keys.base).map(latestOf))).flat()
+    const found = await Promise.all(stalePoints(points, current, withdrawn, keys.base).map(inForceAt))
+    const view: VersionView<Row> = { current, withdrawn, inForce: inForceLookup(found) }
     const decision = decide(view)
     if (Either.isLeft(decision)) return { refused: decision.left }
     const { changes, result } = decision.right

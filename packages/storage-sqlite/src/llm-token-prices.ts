@@ -132,7 +132,6 @@ export const llmColumnsOf = (r: LlmTokenPrice): Array<unknown> => [
   r.extracted_at, r.base_price_key, r.price_key
 ]
 
-/** A plan this backend will not turn into SQL (an unknown column, a nullable or boolean sort). */
 /** Turns a page plan into one statement (`versionPageCompiler`); the outlier flag compares by its text form. */
 export const compileLlmPage = versionPageCompiler(llmTokenPriceTable, SELECT, { booleansAsText: true })
 

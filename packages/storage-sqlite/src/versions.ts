@@ -1,5 +1,5 @@
 import {
-  basesOf, type Decision, fieldsOfKind, inForceLookup, nullableFields, type PagePlan, stalePoints, type TableDef, type TransactVersions,
+  basesOf, basesWithout, type Decision, fieldsOfKind, inForceLookup, nullableFields, type PagePlan, stalePoints, type TableDef, type TransactVersions,
   versionChangeFault, type VersionChanges, type VersionKeys, type Versioned, type VersionPoint, type VersionView
 } from "@gpu-market/core/storage"
 import * as Either from "effect/Either"
@@ -50,6 +50,8 @@ export const sqliteTransact = <Row extends Versioned>(
   const inForceAt = `${table.select} WHERE ${table.def.scope.of} = ? AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)
     ORDER BY valid_from DESC LIMIT 1`
   const versionAt = (base: string, at: string): Row | undefined => readRows(prepare, inForceAt, [base, at, at], table.fromColumns)[0]
+  const latestSql = `${table.select} WHERE ${table.def.scope.of} = ? ORDER BY valid_from DESC LIMIT 1`
+  const latestOf = (base: string): Array<Row> => readRows(prepare, latestSql, [base], table.fromColumns)
   const closeSql = `UPDATE ${table.def.name} SET valid_to = ? WHERE ${table.def.tie} = ? AND valid_to IS NULL`
 
   const write = (changes: VersionChanges<Row>) => {
@@ -73,8 +75,9 @@ export const sqliteTransact = <Row extends Versioned>(
   ) =>
     client.transaction<A, E>(operation, (abort) => {
       const current = currentOf(basesOf(points))
-      const found = stalePoints(points, current, table.keys.base).map((p) => [p, versionAt(p.base, p.at)] as const)
-      const view: VersionView<Row> = { current, inForce: inForceLookup(found) }
+      const withdrawn = basesWithout(points, current, table.keys.base).flatMap(latestOf)
+      const found = stalePoints(points, current, withdrawn, table.keys.base).map((p) => [p, versionAt(p.base, p.at)] as const)
+      const view: VersionView<Row> = { current, withdrawn, inForce: inForceLookup(found) }
       const decision = decide(view)
       if (Either.isLeft(decision)) return abort(decision.left)
       const { changes, result } = decision.right

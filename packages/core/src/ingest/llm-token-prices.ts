@@ -156,17 +156,15 @@ export class LlmTokenPriceIngest extends Effect.Service<LlmTokenPriceIngest>()("
      */
     const ingest = Effect.fn("LlmTokenPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>) {
       const decoded = yield* decodeLlmObservations(observations)
-      let flagged = 0
-      const summary = yield* writeVersions(store.transact, decoded, rules, (changes) =>
+      const { summary, opened } = yield* writeVersions(store.transact, decoded, rules, (changes) =>
         Effect.map(judged(changes), (open) => {
           const flags = new Map(open.map((r) => [r.price_key, r.is_price_outlier]))
-          flagged = open.filter((r) => r.is_price_outlier).length
           return (row: LlmTokenPrice) => {
             const flag = flags.get(row.price_key) ?? false
             return flag === row.is_price_outlier ? row : { ...row, is_price_outlier: flag }
           }
         }))
-      const result: LlmIngestSummary = { ...summary, flagged }
+      const result: LlmIngestSummary = { ...summary, flagged: opened.filter((r) => r.is_price_outlier).length }
       return result
     })
 

@@ -65,7 +65,7 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
      * and sending the batch again completes it.
      */
     const ingest = Effect.fn("RentalPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>) {
-      return yield* writeVersions(store.transact, yield* decodeObservations(observations), rules)
+      return (yield* writeVersions(store.transact, yield* decodeObservations(observations), rules)).summary
     })
 
     /** Marks products as no longer listed from `at`: their current rows close. Unknown keys are ignored. */

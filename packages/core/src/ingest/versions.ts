@@ -1,11 +1,11 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import type { InvalidRecords, RecordIssue, StorageUnavailable } from "../errors.js"
+import { InvalidRecords, type RecordIssue, type StorageUnavailable } from "../errors.js"
 import { formatInstant, parseDateTime } from "../query/time.js"
 import { MAX_ROWS_PER_WRITE } from "../storage/contract.js"
 import type { StorageError } from "../storage/errors.js"
 import type {
-  Decision, InForce, TransactVersions, VersionChanges, VersionKeys, Versioned, VersionPoint, VersionView
+  Decision, TransactVersions, VersionChanges, VersionKeys, Versioned, VersionPoint, VersionView
 } from "../storage/versions.js"
 import { chunksOf, invalidRecords, type Timed, writeFailure } from "./batch.js"
 
@@ -31,21 +31,23 @@ export interface VersionPlan<Row> {
 }
 
 /**
- * Turns validated observations into a change against the current rows. Observations of one
+ * Turns validated observations into a change against the rows a step read. Observations of one
  * priced thing apply in time order; an unchanged price touches nothing; a changed one closes
  * the current row at the observation's time and opens a new one. An observation not after the
- * current row is already stored when the version `inForce` at its instant has its price, and
- * is unchanged: sending a batch again is a no-op. Otherwise it cannot be placed and refuses the
- * batch.
+ * current row, or before the end of a withdrawn priced thing's last version, is already stored
+ * when the version in force at its instant has its price, and is unchanged: sending a batch
+ * again is a no-op. Otherwise it cannot be placed (history is never rewritten) and refuses the
+ * batch. An observation of a withdrawn priced thing from the end of its last version on lists it
+ * again.
  */
 export const planVersions = <O, Row extends Versioned>(
   decoded: ReadonlyArray<Timed<O>>,
-  current: ReadonlyArray<Row>,
-  rules: VersionRules<O, Row>,
-  inForce: InForce<Row> = () => undefined
+  view: VersionView<Row>,
+  rules: VersionRules<O, Row>
 ): Either.Either<VersionPlan<Row>, InvalidRecords> => {
-  const live = new Map<string, Row>(current.map((r) => [rules.base(r), r]))
-  const stored = new Set(current.map(rules.key))
+  const live = new Map<string, Row>(view.current.map((r) => [rules.base(r), r]))
+  const ended = new Map<string, Row>(view.withdrawn.map((r) => [rules.base(r), r]))
+  const stored = new Set(view.current.map(rules.key))
   const opened = new Map<string, Row>()
   const close: Array<{ key: string; valid_to: string }> = []
   const issues: Array<RecordIssue> = []
@@ -58,13 +60,19 @@ export const planVersions = <O, Row extends Versioned>(
       unchanged++
       continue
     }
-    if (now !== undefined && at <= now.valid_from) {
-      const then = inForce(base, at)
+    const last = now === undefined ? ended.get(base) : undefined
+    if ((now !== undefined && at <= now.valid_from) || (last !== undefined && at < last.valid_to!)) {
+      const then = view.inForce(base, at)
       if (then !== undefined && rules.samePrice(then, o)) {
         unchanged++
         continue
       }
-      issues.push({ index, message: `extracted_at ${at} is not after the price in force since ${now.valid_from}` })
+      issues.push({
+        index,
+        message: now !== undefined
+          ? `extracted_at ${at} is not after the price in force since ${now.valid_from}`
+          : `extracted_at ${at} is before the withdrawal at ${last!.valid_to}`
+      })
       continue
     }
     if (now !== undefined) {
@@ -142,7 +150,7 @@ const checkWhole = <O, Row extends Versioned>(
   Effect.flatMap(
     Effect.forEach(chunkObservations(decoded, POINTS_PER_CHECK), (chunk) =>
       transact(pointsOf(chunk), (view) =>
-        Either.right({ changes: NO_CHANGES, result: planVersions(chunk, view.current, rules, view.inForce) }))),
+        Either.right({ changes: NO_CHANGES, result: planVersions(chunk, view, rules) }))),
     (plans) => {
       const issues = plans.flatMap((p) => (Either.isLeft(p) ? p.left.errors : []))
       if (issues.length > 0) return Effect.fail(invalidRecords(issues.sort((a, b) => a.index - b.index)))
@@ -162,29 +170,50 @@ const checkWhole = <O, Row extends Versioned>(
  *
  * `finish` sees the change of the whole batch, as planned before writing, and returns how to
  * complete each opened row (flagging outliers, say); it makes even a one-chunk batch plan first.
+ * Returns what the batch did and the rows it opened, as written.
  */
 export const writeVersions = <O, Row extends Versioned, E = never>(
   transact: TransactVersions<Row>,
   decoded: ReadonlyArray<Timed<O>>,
   rules: VersionRules<O, Row>,
   finish?: (changes: VersionChanges<Row>) => Effect.Effect<(row: Row) => Row, E | StorageError>
-): Effect.Effect<IngestSummary, InvalidRecords | Exclude<E, StorageError> | StorageUnavailable> => {
+): Effect.Effect<VersionWrite<Row>, InvalidRecords | Exclude<E, StorageError> | StorageUnavailable> => {
   const chunks = chunkObservations(decoded)
   const writeChunk = (complete: (row: Row) => Row) => (chunk: ReadonlyArray<Timed<O>>) =>
     transact(pointsOf(chunk), (view: VersionView<Row>) =>
-      Either.map(planVersions(chunk, view.current, rules, view.inForce), ({ changes, summary }): Decision<VersionChanges<Row>, IngestSummary> => ({
-        changes: { close: changes.close, open: changes.open.map(complete) },
-        result: summary
-      })))
-  const empty: IngestSummary = { received: 0, opened: 0, closed: 0, unchanged: 0 }
+      Either.map(planVersions(chunk, view, rules), ({ changes, summary }): Decision<VersionChanges<Row>, VersionWrite<Row>> => {
+        const open = changes.open.map(complete)
+        return { changes: { close: changes.close, open }, result: { summary, opened: open } }
+      }))
+  const empty: VersionWrite<Row> = { summary: { received: 0, opened: 0, closed: 0, unchanged: 0 }, opened: [] }
   const writeAll = (complete: (row: Row) => Row) =>
-    Effect.reduce(chunks, empty, (total, chunk) => Effect.map(writeChunk(complete)(chunk), (s) => sumSummaries(total, s)))
+    Effect.reduce(chunks, empty, (total, chunk, i) =>
+      Effect.map(
+        Effect.mapError(writeChunk(complete)(chunk), (e) => (i > 0 && e instanceof InvalidRecords ? partlyStored(e) : e)),
+        (w) => ({ summary: sumSummaries(total.summary, w.summary), opened: [...total.opened, ...w.opened] })
+      ))
   const planned = chunks.length <= 1 && finish === undefined
     ? writeAll((row) => row)
     : Effect.flatMap(checkWhole(transact, decoded, rules), (changes) =>
       Effect.flatMap(finish === undefined ? Effect.succeed((row: Row) => row) : finish(changes), writeAll))
   return writeFailure(planned)
 }
+
+/** What one write of versioned observations did, and the rows it opened as written. */
+export interface VersionWrite<Row> {
+  readonly summary: IngestSummary
+  readonly opened: ReadonlyArray<Row>
+}
+
+/**
+ * A refusal of a later chunk, after earlier ones were written: another writer moved a priced
+ * thing between the batch's check and its write. Says so, instead of "nothing was stored".
+ */
+const partlyStored = (e: InvalidRecords): InvalidRecords =>
+  new InvalidRecords({
+    detail: `${e.errors.length} problem(s); the chunks before this one were stored. First: record ${e.errors[0]!.index}: ${e.errors[0]!.message}`,
+    errors: e.errors
+  })
 
 /**
  * Closes the current rows of the priced things `bases` name at `at` (a withdrawal), in chunks

@@ -62,17 +62,23 @@ export const versionConformance = <Row extends Versioned, Id, S extends { readon
       assert.strictEqual(keys.base(v2), base)
       assert.strictEqual(yield* transact([{ base, at: at(0) }], decided({ close: [], open: [v1] }, "first")), "first")
       yield* transact([{ base, at: at(2) }], decided({ close: [close(v1, at(2))], open: [v2] }, undefined))
+      // A withdrawn priced thing: its last version is closed and none is current.
+      const gone = { ...other, valid_to: at(3) }
+      yield* putVersions(transact, keys, [gone])
       const points: Array<VersionPoint> = [
-        { base, at: at(1) }, { base, at: at(2) }, { base, at: at(3) }, { base, at: at(-1) }, { base: keys.base(other), at: at(1) }
+        { base, at: at(1) }, { base, at: at(2) }, { base, at: at(3) }, { base, at: at(-1) },
+        { base: keys.base(other), at: at(1) }, { base: keys.base(other), at: at(3) }, { base: `${ns}-new`, at: at(1) }
       ]
       const seen = yield* transact(points, (view) =>
         Either.right({
           changes: { close: [], open: [] },
-          result: { current: view.current, points: points.map((p) => view.inForce(p.base, p.at)) }
+          result: { current: view.current, withdrawn: view.withdrawn, points: points.map((p) => view.inForce(p.base, p.at)) }
         }))
       assert.deepStrictEqual(seen.current, [v2])
-      // valid_from is inclusive and valid_to exclusive; a point after the current row's start needs no read.
-      assert.deepStrictEqual(seen.points, [{ ...v1, valid_to: at(2) }, v2, undefined, undefined, undefined])
+      assert.deepStrictEqual(seen.withdrawn, [gone])
+      // valid_from is inclusive and valid_to exclusive; a point after the current row's start, or
+      // from the end of a withdrawn thing's last version on, needs no read.
+      assert.deepStrictEqual(seen.points, [{ ...v1, valid_to: at(2) }, v2, undefined, undefined, gone, undefined, undefined])
       assert.deepStrictEqual(yield* currentVersions(transact, [base, keys.base(other), "f".repeat(32)]), [v2])
     }))
 

@@ -28,8 +28,14 @@ export interface VersionView<Row> {
   /** The current rows (`valid_to` null) of the priced things asked about, one per priced thing that has one. */
   readonly current: ReadonlyArray<Row>
   /**
+   * The latest version of each priced thing asked about that has versions but no current row
+   * (it was withdrawn): a later observation lists it again, an earlier one is history.
+   */
+  readonly withdrawn: ReadonlyArray<Row>
+  /**
    * The version of a priced thing in force at a point asked about whose instant is not after
-   * the start of its current row (a resent or late observation). Other points answer `undefined`.
+   * the start of its current row, or before the end of its withdrawn latest version (a resent or
+   * late observation). Other points answer `undefined`.
    */
   readonly inForce: InForce<Row>
 }
@@ -82,6 +88,7 @@ export const versionChangeFault = <Row extends Versioned>(
 ): string | undefined => {
   const asked = new Set(points.map((p) => p.base))
   const current = new Map(view.current.map((r) => [keys.key(r), r]))
+  const withdrawn = new Set(view.withdrawn.map(keys.key))
   const live = new Set(view.current.map(keys.base))
   const closing = new Set<string>()
   for (const c of changes.close) {
@@ -97,7 +104,7 @@ export const versionChangeFault = <Row extends Versioned>(
     const key = keys.key(r)
     const base = keys.base(r)
     if (!asked.has(base)) return `opens ${key} of ${base}, which it did not read`
-    if (opened.has(key) || current.has(key)) return `opens ${key} twice`
+    if (opened.has(key) || current.has(key) || withdrawn.has(key)) return `opens ${key} twice`
     opened.add(key)
     if (r.valid_to === null) {
       if (live.has(base)) return `opens a second current row of ${base}`
@@ -112,18 +119,28 @@ export const basesOf = (points: ReadonlyArray<VersionPoint>): Array<string> => [
 
 /**
  * The points that need the version in force at their instant: those not after the start of
- * their priced thing's current row.
+ * their priced thing's current row, and those before the end of its withdrawn latest version.
  */
 export const stalePoints = <Row extends Versioned>(
   points: ReadonlyArray<VersionPoint>,
   current: ReadonlyArray<Row>,
+  withdrawn: ReadonlyArray<Row>,
   base: (row: Row) => string
 ): Array<VersionPoint> => {
   const start = new Map(current.map((r) => [base(r), r.valid_from]))
+  const end = new Map(withdrawn.map((r) => [base(r), r.valid_to!]))
   return points.filter((p) => {
     const from = start.get(p.base)
-    return from !== undefined && p.at <= from
+    if (from !== undefined) return p.at <= from
+    const to = end.get(p.base)
+    return to !== undefined && p.at < to
   })
+}
+
+/** The priced things of `points` with no row in `current`: those whose withdrawn latest version a step reads. */
+export const basesWithout = <Row>(points: ReadonlyArray<VersionPoint>, current: ReadonlyArray<Row>, base: (row: Row) => string): Array<string> => {
+  const live = new Set(current.map(base))
+  return basesOf(points).filter((b) => !live.has(b))
 }
 
 /** A lookup of read versions by point. */
