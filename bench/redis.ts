@@ -46,6 +46,8 @@ export interface LongestCommand {
   readonly command: string
   /** Commands over `SLOWLOG_THRESHOLD_US`. */
   readonly slow: number
+  /** Commands over the target, `LONGEST_COMMAND_TARGET_MS`. */
+  readonly overTarget: number
 }
 
 export interface RedisBenchResults {
@@ -193,7 +195,7 @@ const LOAD_WRITERS = 4
 /**
  * (j): the longest single command Redis runs while a whole rental market (a million rows in the
  * full run) loads into an empty server through the store's write, `LOAD_WRITERS` writers at
- * once, each write one product or a few whole products (about `LOAD_BATCH` rows). SLOWLOG keeps
+ * once, each write whole products of at most `LOAD_BATCH` rows, as core chunks them. SLOWLOG keeps
  * every command over `SLOWLOG_THRESHOLD_US`, so the longest is among them. The server is
  * emptied before and after.
  */
@@ -215,14 +217,19 @@ const longestCommandOfLoad = async (
     const writer = (w: number) => Effect.gen(function* () {
       const store = yield* RentalPriceStore
       let batch: Array<RentalPrice> = []
+      const flush = Effect.suspend(() => {
+        const sent = batch
+        batch = []
+        rows += sent.length
+        return putVersions(store.transact, rentalPriceKeys, sent)
+      })
       for (let i = w; i < config.products; i += LOAD_WRITERS) {
-        batch.push(...productRows(i))
-        if (batch.length >= LOAD_BATCH || i + LOAD_WRITERS >= config.products) {
-          yield* putVersions(store.transact, rentalPriceKeys, batch)
-          rows += batch.length
-          batch = []
-        }
+        const product = productRows(i)
+        // As core chunks a write: whole products, at most `LOAD_BATCH` rows unless one product has more.
+        if (batch.length > 0 && batch.length + product.length > LOAD_BATCH) yield* flush
+        batch.push(...product)
       }
+      if (batch.length > 0) yield* flush
     })
     await runtime.runPromise(Effect.all(Array.from({ length: LOAD_WRITERS }, (_, w) => writer(w)), { concurrency: "unbounded", discard: true }))
     const seconds = (performance.now() - started) / 1000
@@ -235,9 +242,10 @@ const longestCommandOfLoad = async (
       memory,
       micros: slowest?.[2] ?? 0,
       command: slowest === undefined ? "(none over 1 ms)" : `${slowest[3][0]} ${slowest[3][3] ?? ""}`.trim(),
-      slow: entries.length
+      slow: entries.length,
+      overTarget: entries.filter((e) => e[2] > LONGEST_COMMAND_TARGET_MS * 1000).length
     }
-    log(`  (j) longest Redis command while loading ${rows.toLocaleString("en-US")} rows (${seconds.toFixed(0)} s, ${memory}): ${(longest.micros / 1000).toFixed(1)} ms (${longest.command}); ${longest.slow} commands over ${SLOWLOG_THRESHOLD_US / 1000} ms`)
+    log(`  (j) longest Redis command while loading ${rows.toLocaleString("en-US")} rows (${seconds.toFixed(0)} s, ${memory}): ${(longest.micros / 1000).toFixed(1)} ms (${longest.command}); ${longest.slow} commands over ${SLOWLOG_THRESHOLD_US / 1000} ms, ${longest.overTarget} over ${LONGEST_COMMAND_TARGET_MS} ms`)
     return longest
   } finally {
     await runtime.dispose()
@@ -258,7 +266,7 @@ A redis-server started by the bench on loopback (no persistence), loaded through
 
 (g) \`HardwarePrices.history\` over the whole window with \`page_size=${HARDWARE_PAGE_SIZE}\`, following \`meta.next\` (${n(r.hardware.pages)} pages; the same observation ids in the same order on both, checked): Redis ${n(r.hardware.redisMedian)} rows/s (${r.hardware.redis.map(n).join(", ")}), SQLite ${n(r.hardware.sqliteMedian)} rows/s (${r.hardware.sqlite.map(n).join(", ")}). SQLite / Redis ${r.hardware.ratio.toFixed(2)}× (target ≤ ${REDIS_TARGET.toFixed(2)}×).
 
-(j) Bounded work per write: afterwards the server was emptied and the whole rental market, ${n(r.longest.rows)} rows, loaded into it through the store's write (\`RentalPriceStore.transact\`, each write whole products of about ${LOAD_BATCH} rows, as core's write paths chunk them), ${LOAD_WRITERS} writers at once, in ${r.longest.seconds.toFixed(0)} s (${r.longest.memory} of Redis memory). Redis' SLOWLOG kept every command over ${SLOWLOG_THRESHOLD_US / 1000} ms: ${n(r.longest.slow)} of them; the longest ran ${(r.longest.micros / 1000).toFixed(1)} ms (\`${r.longest.command}\`; target ≤ ${LONGEST_COMMAND_TARGET_MS} ms). Every other client of the server waits that long at most behind a write.
+(j) Bounded work per write: afterwards the server was emptied and the whole rental market, ${n(r.longest.rows)} rows, loaded into it through the store's write (\`RentalPriceStore.transact\`, each write whole products of at most ${LOAD_BATCH} rows, as core's write paths chunk them), ${LOAD_WRITERS} writers at once, in ${r.longest.seconds.toFixed(0)} s (${r.longest.memory} of Redis memory). Redis' SLOWLOG kept every command over ${SLOWLOG_THRESHOLD_US / 1000} ms: ${n(r.longest.slow)} of them, ${n(r.longest.overTarget)} over ${LONGEST_COMMAND_TARGET_MS} ms; the longest ran ${(r.longest.micros / 1000).toFixed(1)} ms (\`${r.longest.command}\`; target ≤ ${LONGEST_COMMAND_TARGET_MS} ms). Every other client of the server waits that long at most behind a write.
 `
 }
 
