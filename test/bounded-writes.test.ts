@@ -62,3 +62,42 @@ describe("bounded writes", () => {
       assert.strictEqual(current.length, PRODUCTS, "one current row per product")
     }).pipe(Effect.provide(marketLayer.pipe(Layer.provideMerge(storage)))))
 })
+
+describe("a batch refused part-way", () => {
+  it.effect("when another writer moves a product between the batch's check and its last chunk, the refusal says the earlier chunks were stored", () => {
+    // Steps of this ingest: one read-only check of the whole batch, then one per chunk. Just
+    // before the last chunk, another writer prices its last product later and differently.
+    const batch = Array.from({ length: PRODUCTS }, (_, i) => obs(i, 1, 2))
+    // A new product's observation writes one row and counts one more for a row it might close.
+    const perChunk = Math.floor(MAX_ROWS_PER_WRITE / 2)
+    const chunks = Math.ceil(PRODUCTS / perChunk)
+    let steps = 0
+    const racing = Layer.effect(RentalPriceStore, Effect.map(RentalPriceStore, (store): RentalPriceStore["Type"] => ({
+      ...store,
+      transact: (points, decide) => Effect.suspend(() => {
+        steps++
+        if (steps !== 1 + chunks) return store.transact(points, decide)
+        return Effect.zipRight(
+          Effect.flatMap(RentalPriceIngest, (other) => other.ingest([obs(PRODUCTS - 1, 3, 9)])).pipe(
+            Effect.provide(RentalPriceIngest.Default),
+            Effect.provideService(RentalPriceStore, store),
+            Effect.orDie
+          ),
+          store.transact(points, decide)
+        )
+      })
+    }))).pipe(Layer.provideMerge(MemoryStorage.layer))
+    return Effect.gen(function* () {
+      const ingest = yield* RentalPriceIngest
+      const refused = yield* Effect.flip(ingest.ingest(batch))
+      assert.strictEqual(steps, 1 + chunks)
+      assert.match(refused.detail, /the chunks before this one were stored/)
+      assert.notMatch(refused.detail, /nothing was stored/)
+      const store = yield* RentalPriceStore
+      const latest = yield* store.page({ scope: { _tag: "latest" }, predicates: [], sort: { by: "vendor", order: "asc" }, after: undefined, limit: 10_000 })
+      // Every product of the earlier chunks is stored, and the other writer's price stands.
+      assert.strictEqual(latest.length, perChunk * (chunks - 1) + 1)
+      assert.deepInclude(latest.map((r) => [r.vendor_sku, r.price_usd_per_gpu_hour]), [`sku-${PRODUCTS - 1}`, 9])
+    }).pipe(Effect.provide(marketLayer.pipe(Layer.provideMerge(racing))))
+  })
+})

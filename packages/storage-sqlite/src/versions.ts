@@ -1,6 +1,6 @@
 import {
-  basesOf, basesWithout, type Decision, fieldsOfKind, inForceLookup, nullableFields, type PagePlan, stalePoints, type TableDef, type TransactVersions,
-  versionChangeFault, type VersionChanges, type VersionKeys, type Versioned, type VersionPoint, type VersionView
+  type Decision, fieldsOfKind, nullableFields, type PagePlan, readView, type TableDef, type TransactVersions, versionChangeFault,
+  type VersionChanges, type VersionKeys, type Versioned, type VersionPoint, type VersionView
 } from "@gpu-market/core/storage"
 import * as Either from "effect/Either"
 import type { SqliteClient } from "./client.js"
@@ -51,7 +51,7 @@ export const sqliteTransact = <Row extends Versioned>(
     ORDER BY valid_from DESC LIMIT 1`
   const versionAt = (base: string, at: string): Row | undefined => readRows(prepare, inForceAt, [base, at, at], table.fromColumns)[0]
   const latestSql = `${table.select} WHERE ${table.def.scope.of} = ? ORDER BY valid_from DESC LIMIT 1`
-  const latestOf = (base: string): Array<Row> => readRows(prepare, latestSql, [base], table.fromColumns)
+  const latestOf = (base: string): Row | undefined => readRows(prepare, latestSql, [base], table.fromColumns)[0]
   const closeSql = `UPDATE ${table.def.name} SET valid_to = ? WHERE ${table.def.tie} = ? AND valid_to IS NULL`
 
   const write = (changes: VersionChanges<Row>) => {
@@ -74,10 +74,7 @@ export const sqliteTransact = <Row extends Versioned>(
     decide: (view: VersionView<Row>) => Either.Either<Decision<VersionChanges<Row>, A>, E>
   ) =>
     client.transaction<A, E>(operation, (abort) => {
-      const current = currentOf(basesOf(points))
-      const withdrawn = basesWithout(points, current, table.keys.base).flatMap(latestOf)
-      const found = stalePoints(points, current, withdrawn, table.keys.base).map((p) => [p, versionAt(p.base, p.at)] as const)
-      const view: VersionView<Row> = { current, withdrawn, inForce: inForceLookup(found) }
+      const view = readView(points, table.keys.base, { current: currentOf, latest: latestOf, versionAt })
       const decision = decide(view)
       if (Either.isLeft(decision)) return abort(decision.left)
       const { changes, result } = decision.right

@@ -185,13 +185,22 @@ export const writeVersions = <O, Row extends Versioned, E = never>(
         const open = changes.open.map(complete)
         return { changes: { close: changes.close, open }, result: { summary, opened: open } }
       }))
-  const empty: VersionWrite<Row> = { summary: { received: 0, opened: 0, closed: 0, unchanged: 0 }, opened: [] }
   const writeAll = (complete: (row: Row) => Row) =>
-    Effect.reduce(chunks, empty, (total, chunk, i) =>
-      Effect.map(
-        Effect.mapError(writeChunk(complete)(chunk), (e) => (i > 0 && e instanceof InvalidRecords ? partlyStored(e) : e)),
-        (w) => ({ summary: sumSummaries(total.summary, w.summary), opened: [...total.opened, ...w.opened] })
-      ))
+    Effect.suspend(() => {
+      const opened: Array<Row> = []
+      const empty: IngestSummary = { received: 0, opened: 0, closed: 0, unchanged: 0 }
+      return Effect.map(
+        Effect.reduce(chunks, empty, (total, chunk, i) =>
+          Effect.map(
+            Effect.mapError(writeChunk(complete)(chunk), (e) => (i > 0 && e instanceof InvalidRecords ? partlyStored(e) : e)),
+            (w) => {
+              for (const row of w.opened) opened.push(row)
+              return sumSummaries(total, w.summary)
+            }
+          )),
+        (summary): VersionWrite<Row> => ({ summary, opened })
+      )
+    })
   const planned = chunks.length <= 1 && finish === undefined
     ? writeAll((row) => row)
     : Effect.flatMap(checkWhole(transact, decoded, rules), (changes) =>

@@ -1,9 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { StorageDefect } from "./errors.js"
-import {
-  basesOf, basesWithout, inForceLookup, stalePoints, type TransactVersions, versionChangeFault, type VersionKeys, type Versioned
-} from "./versions.js"
+import { readView, type TransactVersions, versionChangeFault, type VersionKeys, type Versioned } from "./versions.js"
 
 /**
  * The reference `transact` of a versioned table held in `rows` (row key → row). A step runs
@@ -26,14 +24,11 @@ export const memoryTransact = <Row extends Versioned>(
   }
   return (points, decide) =>
     Effect.suspend(() => {
-      const current = basesOf(points).flatMap((base) => versions(base).filter((r) => r.valid_to === null))
-      const withdrawn = basesWithout(points, current, keys.base).flatMap((base) => {
-        const last = versions(base).reduce<Row | undefined>((a, r) => (a === undefined || r.valid_from > a.valid_from ? r : a), undefined)
-        return last === undefined ? [] : [last]
+      const view = readView(points, keys.base, {
+        current: (bases) => bases.flatMap((base) => versions(base).filter((r) => r.valid_to === null)),
+        latest: (base) => versions(base).reduce<Row | undefined>((a, r) => (a === undefined || r.valid_from > a.valid_from ? r : a), undefined),
+        versionAt: (base, at) => versions(base).find((r) => r.valid_from <= at && (r.valid_to === null || r.valid_to > at))
       })
-      const found = stalePoints(points, current, withdrawn, keys.base).map((p) =>
-        [p, versions(p.base).find((r) => r.valid_from <= p.at && (r.valid_to === null || r.valid_to > p.at))] as const)
-      const view = { current, withdrawn, inForce: inForceLookup(found) }
       const decision = decide(view)
       if (Either.isLeft(decision)) return Effect.fail(decision.left)
       const { changes, result } = decision.right

@@ -143,6 +143,26 @@ export const basesWithout = <Row>(points: ReadonlyArray<VersionPoint>, current: 
   return basesOf(points).filter((b) => !live.has(b))
 }
 
+/**
+ * What a step reads, through synchronous reads inside its transaction (the reference store,
+ * SQLite): the current rows of the points' priced things, the last version of those without one,
+ * and the versions in force at the stale points (`stalePoints`).
+ */
+export const readView = <Row extends Versioned>(
+  points: ReadonlyArray<VersionPoint>,
+  base: (row: Row) => string,
+  reads: {
+    readonly current: (bases: ReadonlyArray<string>) => ReadonlyArray<Row>
+    readonly latest: (base: string) => Row | undefined
+    readonly versionAt: (base: string, at: string) => Row | undefined
+  }
+): VersionView<Row> => {
+  const current = reads.current(basesOf(points))
+  const withdrawn = basesWithout(points, current, base).flatMap((b) => reads.latest(b) ?? [])
+  const found = stalePoints(points, current, withdrawn, base).map((p) => [p, reads.versionAt(p.base, p.at)] as const)
+  return { current, withdrawn, inForce: inForceLookup(found) }
+}
+
 /** A lookup of read versions by point. */
 export const inForceLookup = <Row>(found: ReadonlyArray<readonly [VersionPoint, Row | undefined]>): InForce<Row> => {
   const byPoint = new Map(found.map(([p, row]) => [`${p.base}\u0000${p.at}`, row]))
