@@ -8,14 +8,15 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
+import { columnsSql, versionedTableSql } from "../packages/storage-sqlite/src/internal"
 import { Layer } from "effect"
 
 /**
  * Each data type is one `TableDef`, derived from its row schema, and every backend follows it.
- * SQLite's released migrations are frozen text, so the definition is held against the schema
- * they build: a column per field with the kind's type and the field's nullability, and the
- * per-anchor indexes of current rows a `/latest` page reads. A definition that moves without a
- * migration fails here.
+ * SQLite's DDL is generated from it (`columnsSql`, `versionedTableSql`); released migrations are
+ * frozen text, so what the generator builds from today's definitions is held against the schema
+ * they built: every column with its type and nullability, and every index of a versioned table.
+ * A definition that moves without a migration fails here.
  */
 
 const TABLES: ReadonlyArray<TableDef> = [rentalPriceTable, llmTokenPriceTable, hardwarePriceTable, transactionTable, indexValueTable]
@@ -42,13 +43,13 @@ describe("table definitions", () => {
       tags: Schema.NullOr(Schema.Array(Schema.String)), kind: Schema.Literal("a", "b"), price: Schema.NullOr(Schema.Number.pipe(Schema.positive()))
     })
     assert.deepStrictEqual(fieldsOf(row), [
-      { name: "name", kind: "text", nullable: false },
-      { name: "count", kind: "numeric", nullable: false },
-      { name: "note", kind: "text", nullable: true },
-      { name: "flag", kind: "boolean", nullable: false },
-      { name: "tags", kind: "list", nullable: true },
-      { name: "kind", kind: "text", nullable: false },
-      { name: "price", kind: "numeric", nullable: true }
+      { name: "name", kind: "text", nullable: false, integer: false },
+      { name: "count", kind: "numeric", nullable: false, integer: true },
+      { name: "note", kind: "text", nullable: true, integer: false },
+      { name: "flag", kind: "boolean", nullable: false, integer: false },
+      { name: "tags", kind: "list", nullable: true, integer: false },
+      { name: "kind", kind: "text", nullable: false, integer: false },
+      { name: "price", kind: "numeric", nullable: true, integer: false }
     ])
     assert.throws(() => fieldsOf(Schema.Struct({ mixed: Schema.Union(Schema.String, Schema.Number) })), /one kind of value/)
     assert.throws(() => defineTable(row, { name: "t", tie: "nope", sortable: [], anchors: [], scope: { kind: "dated", date: "name" } }), /nope is not a field/)
@@ -63,18 +64,18 @@ describe("table definitions", () => {
     }
   })
 
-  it("match SQLite's migrated schema: a column per field, typed by its kind, NOT NULL unless nullable", async () => {
+  it("match SQLite's migrated schema: the columns the definition generates, in type and nullability", async () => {
     const { db, close } = await migratedCatalog()
     try {
-      const sqlType = { text: ["TEXT"], numeric: ["REAL", "INTEGER"], boolean: ["INTEGER"], list: ["TEXT"] } as const
       for (const table of TABLES) {
         const columns = new Map((db.prepare(`PRAGMA table_info(${table.name})`).all() as Array<Column>).map((c) => [c.name, c]))
         assert.isAbove(columns.size, 0, `${table.name} exists`)
-        for (const field of table.fields) {
+        const generated = columnsSql(table)
+        assert.strictEqual(generated.length, table.fields.length)
+        for (const [i, field] of table.fields.entries()) {
           const column = columns.get(field.name)
           assert.isDefined(column, `${table.name}.${field.name} has a column`)
-          assert.include(sqlType[field.kind], column!.type, `${table.name}.${field.name} is ${field.kind}`)
-          assert.strictEqual(column!.notnull === 0, field.nullable, `${table.name}.${field.name} nullability`)
+          assert.strictEqual(`${column!.name} ${column!.type}${column!.notnull === 1 ? " NOT NULL" : ""}`, generated[i], `${table.name}.${field.name}`)
         }
       }
     } finally {
@@ -82,22 +83,41 @@ describe("table definitions", () => {
     }
   })
 
-  it("have SQLite indexes of current rows for every anchor and sort of the versioned types", async () => {
+  it("build the released versioned tables: what versionedTableSql generates is what the migrations built", async () => {
     const { db, close } = await migratedCatalog()
+    const fresh = new Database(":memory:")
     try {
       for (const table of [rentalPriceTable, llmTokenPriceTable]) {
-        const indexes = (db.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ?`).all(table.name) as Array<{ name: string; sql: string | null }>)
-          .filter((i) => i.sql?.includes("WHERE valid_to IS NULL"))
-          .map((i) => (db.prepare(`PRAGMA index_info(${i.name})`).all() as Array<{ name: string }>).map((c) => c.name).join(","))
+        fresh.exec(versionedTableSql(table))
+        const released = catalogOf(db, table.name)
+        const generated = catalogOf(fresh, table.name)
+        assert.deepStrictEqual(generated.columns, released.columns, `${table.name} columns`)
+        assert.deepStrictEqual(generated.indexes, released.indexes, `${table.name} indexes`)
+        // Every anchor and sort has its index of current rows, so a `/latest` page never sorts.
         for (const anchor of table.anchors) {
           for (const sort of table.sortable) {
             const columns = anchor === sort ? [anchor, table.tie] : [anchor, sort, table.tie]
-            assert.include(indexes, columns.join(","), `${table.name}: current rows by ${anchor}, ordered by ${sort}`)
+            assert.include(generated.indexes, `${columns.join(",")} WHERE valid_to IS NULL`, `${table.name}: current rows by ${anchor}, ordered by ${sort}`)
           }
         }
       }
     } finally {
+      fresh.close()
       close()
     }
   })
+})
+
+/** A table's columns and its indexes (columns, uniqueness and partial condition; names aside), sorted. */
+const catalogOf = (db: Database.Database, table: string) => ({
+  columns: (db.prepare(`PRAGMA table_info(${table})`).all() as Array<Column & { pk: number }>)
+    .map((c) => `${c.name} ${c.type}${c.notnull === 1 ? " NOT NULL" : ""}`),
+  indexes: (db.prepare(`PRAGMA index_list(${table})`).all() as Array<{ name: string; unique: number }>)
+    .map((ix) => {
+      const columns = (db.prepare(`PRAGMA index_info(${ix.name})`).all() as Array<{ name: string }>).map((c) => c.name).join(",")
+      const sql = db.prepare("SELECT sql FROM sqlite_schema WHERE name = ?").pluck().get(ix.name) as string | null
+      const where = sql?.match(/ WHERE .*$/s)?.[0] ?? ""
+      return `${ix.unique === 1 ? "UNIQUE " : ""}${columns}${where.replace(/;$/, "")}`
+    })
+    .sort()
 })

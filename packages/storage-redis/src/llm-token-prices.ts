@@ -20,10 +20,10 @@ const fromStored = (s: StoredLlmTokenPrice): LlmTokenPrice => ({ ...s, is_price_
 
 /**
  * LLM token price rows as a table (`versionTableSpec`): current rows indexed per model, per
- * provider and over all rows, for `/latest` needs no anchor; every version indexed the same way.
+ * provider and over all rows (its definition's `unanchoredCurrent`), for `/latest` needs no
+ * anchor; every version indexed the same way.
  */
 export const llmTokenPriceSpec = versionTableSpec<StoredLlmTokenPrice>(llmTokenPriceTable, "llm", {
-  currentGlobal: true,
   // A stored row keeps the row's field order (the flag is replaced in place).
   structures: [llmTokenPriceFields]
 })

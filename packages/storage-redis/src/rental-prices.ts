@@ -11,7 +11,7 @@ import { redisTransact, versionTableSpec } from "./versions.js"
  * Rental rows as a table (`versionTableSpec`): current rows indexed per vendor and per GPU for
  * `/latest`, which needs an anchor; every version indexed the same way plus globally.
  */
-export const rentalTable = versionTableSpec<RentalPrice>(rentalPriceTable, "rental", { currentGlobal: false, structures: [rentalPriceFields] })
+export const rentalTable = versionTableSpec<RentalPrice>(rentalPriceTable, "rental", { structures: [rentalPriceFields] })
 
 interface Summary {
   readonly spellings: ReadonlyArray<GpuSpelling>

@@ -138,24 +138,27 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
 /**
  * A versioned table's layout, from its definition: current rows (`cur`) and every version
  * (`all`) each indexed per sort field and anchor value; the versions of one priced thing in a
- * group; `/as-of` and `/history` walk `all` and keep the versions in scope. With
- * `currentGlobal`, current rows also get unanchored indexes and `/latest` walks them alone;
+ * group; `/as-of` and `/history` walk `all` and keep the versions in scope. With the scope's
+ * `unanchoredCurrent`, current rows also get unanchored indexes and `/latest` walks them alone;
  * without, an unanchored `/latest` walks `all` and keeps the current rows.
  */
 export const versionTableSpec = <Row extends Versioned & Readonly<Record<string, unknown>>>(
-  def: { readonly tie: keyof Row & string; readonly sortable: ReadonlyArray<string>; readonly anchors: ReadonlyArray<string>; readonly scope: { readonly of: string } },
+  def: {
+    readonly tie: keyof Row & string; readonly sortable: ReadonlyArray<string>; readonly anchors: ReadonlyArray<string>
+    readonly scope: { readonly of: string; readonly unanchoredCurrent: boolean }
+  },
   tag: string,
-  options: { readonly currentGlobal: boolean; readonly structures: ReadonlyArray<ReadonlyArray<string>> }
+  options: { readonly structures: ReadonlyArray<ReadonlyArray<string>> }
 ): TableSpec<Row> => ({
   tag,
   tie: def.tie,
   sortFields: def.sortable,
   subsets: [
-    { name: "cur", holds: (r) => r.valid_to === null, anchors: def.anchors, global: options.currentGlobal },
+    { name: "cur", holds: (r) => r.valid_to === null, anchors: def.anchors, global: def.scope.unanchoredCurrent },
     { name: "all", holds: () => true, anchors: def.anchors, global: true }
   ],
   groups: [def.scope.of],
-  subsetsFor: (scope) => (scope._tag !== "latest" ? ["all"] : options.currentGlobal ? ["cur"] : ["cur", "all"]),
+  subsetsFor: (scope) => (scope._tag !== "latest" ? ["all"] : def.scope.unanchoredCurrent ? ["cur"] : ["cur", "all"]),
   inScope: inVersionScope,
   scopeBounds: versionScopeBounds,
   structures: options.structures

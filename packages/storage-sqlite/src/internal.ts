@@ -5,6 +5,7 @@
 export { fromDatabase, makeClient, Rollback, type SqliteClient, type SqliteOptions, type Statement } from "./client.js"
 export { LATEST_VERSION, migrate, type Migration, migrations } from "./migrations.js"
 export { makeStores } from "./stores.js"
+export { columnsSql, versionedTableSql } from "./table-sql.js"
 export { columnsOf, compilePage, makeRentalPriceStore, rowFromColumns } from "./rental-prices.js"
 export { type CompiledPage, InvalidPlan } from "./page-sql.js"
 export { makeTokenStore } from "./tokens.js"

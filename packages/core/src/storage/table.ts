@@ -1,5 +1,6 @@
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import type * as AST from "effect/SchemaAST"
+import * as AST from "effect/SchemaAST"
 
 /**
  * A data type as storage sees it: one definition, derived from the row schema where it can be,
@@ -20,17 +21,21 @@ export interface FieldDef {
   readonly kind: FieldKind
   /** Whether the field may be null: a page cannot be ordered by it (JS `<` and SQL disagree on null). */
   readonly nullable: boolean
+  /** Whether a numeric field holds integers only (`Schema.Int`): SQLite stores it as INTEGER. */
+  readonly integer: boolean
 }
 
 /**
  * Which rows a scope (`latest`, `asOf`, `window`) picks. `versions`: rows in force from
- * `valid_from` until `valid_to` (null: current), a version chain per value of `of`.
+ * `valid_from` until `valid_to` (null: current), a version chain per value of `of`; with
+ * `unanchoredCurrent`, current rows are also indexed without an anchor, for a market small
+ * enough that a `/latest` page with no anchor filter is common.
  * `observations`: dated observations of the thing `of` names; the latest is each one's newest.
  * `dated`: rows of a date, read by windows only. `intervals`: values of the series `of` names,
  * one per interval start.
  */
 export type TableScope =
-  | { readonly kind: "versions"; readonly of: string }
+  | { readonly kind: "versions"; readonly of: string; readonly unanchoredCurrent: boolean }
   | { readonly kind: "observations"; readonly of: string; readonly date: string }
   | { readonly kind: "dated"; readonly date: string }
   | { readonly kind: "intervals"; readonly of: string; readonly at: string }
@@ -51,27 +56,36 @@ export interface TableDef {
   readonly scope: TableScope
 }
 
-/** The kind of a schema's type side, and whether it admits null. */
-const kindOf = (ast: AST.AST): { readonly kind: FieldKind; readonly nullable: boolean } => {
+type Kind = Omit<FieldDef, "name">
+
+/** The kind of a schema's type side, whether it admits null, and whether a number is an integer. */
+const kindOf = (ast: AST.AST): Kind => {
   switch (ast._tag) {
-    case "Refinement": return kindOf(ast.from)
+    case "Refinement": {
+      const inner = kindOf(ast.from)
+      const isInt = Option.exists(AST.getSchemaIdAnnotation(ast), (id) => id === Schema.IntSchemaId)
+      return inner.kind === "numeric" && isInt
+        ? { ...inner, integer: true }
+        : inner
+    }
     case "Transformation": return kindOf(ast.to)
     case "Suspend": return kindOf(ast.f())
-    case "NumberKeyword": return { kind: "numeric", nullable: false }
-    case "BooleanKeyword": return { kind: "boolean", nullable: false }
-    case "TupleType": return { kind: "list", nullable: false }
-    case "StringKeyword": case "TemplateLiteral": case "Enums": return { kind: "text", nullable: false }
+    case "NumberKeyword": return { kind: "numeric", nullable: false, integer: false }
+    case "BooleanKeyword": return { kind: "boolean", nullable: false, integer: false }
+    case "TupleType": return { kind: "list", nullable: false, integer: false }
+    case "StringKeyword": case "TemplateLiteral": case "Enums": return { kind: "text", nullable: false, integer: false }
     case "Literal": {
       const literal = ast.literal
-      if (literal === null) return { kind: "text", nullable: true }
-      return { kind: typeof literal === "number" ? "numeric" : typeof literal === "boolean" ? "boolean" : "text", nullable: false }
+      if (literal === null) return { kind: "text", nullable: true, integer: false }
+      const kind = typeof literal === "number" ? "numeric" : typeof literal === "boolean" ? "boolean" : "text"
+      return { kind, nullable: false, integer: typeof literal === "number" && Number.isInteger(literal) }
     }
     case "Union": {
       const members = ast.types.filter((t) => !(t._tag === "Literal" && t.literal === null))
       const kinds = members.map(kindOf)
       const kind = kinds[0]?.kind
       if (kind === undefined || kinds.some((k) => k.kind !== kind)) throw new TypeError("a row field must hold one kind of value")
-      return { kind, nullable: members.length < ast.types.length || kinds.some((k) => k.nullable) }
+      return { kind, nullable: members.length < ast.types.length || kinds.some((k) => k.nullable), integer: kinds.every((k) => k.integer) }
     }
     default: throw new TypeError(`a row field of schema ${ast._tag} has no storage kind`)
   }

@@ -14,7 +14,7 @@ export const rentalPriceTable = defineTable(RentalPriceRow, {
   tie: "product_key",
   sortable: ["gpu_canonical_name", "gpu_count", "gpu_memory_gb", "price_usd_per_gpu_hour", "region", "valid_from", "vendor"],
   anchors: ["vendor", "gpu_canonical_name"],
-  scope: { kind: "versions", of: "base_product_key" }
+  scope: { kind: "versions", of: "base_product_key", unanchoredCurrent: false }
 })
 
 /** How `transact` names rental rows (`product_key`) and their products (`base_product_key`). */
@@ -29,7 +29,7 @@ export const llmTokenPriceTable = defineTable(LlmTokenPriceRow, {
   tie: "price_key",
   sortable: ["model", "serving_provider", "price_type", "price_usd_per_1m_tokens", "source", "valid_from"],
   anchors: ["model", "serving_provider"],
-  scope: { kind: "versions", of: "base_price_key" }
+  scope: { kind: "versions", of: "base_price_key", unanchoredCurrent: true }
 })
 
 /** How `transact` names LLM token price rows (`price_key`) and their prices (`base_price_key`). */
