@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import * as Demo from "@gpu-market/demo"
 import { type LlmTokenPrice, LlmTokenPrices, marketLayer } from "@gpu-market/core"
-import { LlmTokenPriceStore, SettingsStore } from "@gpu-market/core/storage"
+import { LlmTokenPriceStore } from "@gpu-market/core/storage"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Layer, Option, TestClock } from "effect"
 import { mkdtempSync } from "node:fs"
@@ -72,8 +72,8 @@ describe("demo LLM market", () => {
         assert.deepStrictEqual(yield* everything, before)
         yield* Demo.seedLlmDemo(TODAY + 3)
         const after = yield* everything
-        const settings = yield* SettingsStore
-        assert.deepStrictEqual(yield* settings.get("demo_llm_seeded_through"), Option.some(String(TODAY + 3)))
+        // The seed's mark is written by the LLM store, with the day's last rows.
+        assert.deepStrictEqual(yield* (yield* LlmTokenPriceStore).mark("demo_llm_seeded_through"), Option.some(String(TODAY + 3)))
         // Every earlier row is still there, unchanged but for valid_to where a price moved since.
         const byKey = new Map(after.map((r) => [r.price_key, r]))
         for (const r of before) {

@@ -7,6 +7,7 @@
 export * from "./storage/contract.js"
 export * from "./storage/plan.js"
 export * from "./storage/versions.js"
+export * from "./storage/marks.js"
 export * from "./storage/rules.js"
 export * from "./storage/table.js"
 export * from "./storage/tables.js"

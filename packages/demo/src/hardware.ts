@@ -176,13 +176,13 @@ export const demoHardwareObservations = (day: number): ReadonlyArray<HardwarePri
  */
 export const seedHardwareDemo = Effect.fn("Demo.seedHardware")(function* (today: number, historyDays = DEMO_HARDWARE_HISTORY_DAYS) {
   const ingest = yield* HardwarePriceIngest
-  const mark = yield* seedMark("demo_hardware_seeded_through")
+  const mark = yield* seedMark("demo_hardware_seeded_through", ingest.mark)
   const first = yield* mark.firstDay(today - historyDays)
   // A week per batch: one commit writes the pages a week of rows touch, most of them shared.
   for (let day = first; day <= today; day += 7) {
     const days = Array.from({ length: Math.min(7, today - day + 1) }, (_, i) => demoHardwareObservations(day + i))
-    yield* ingest.ingest(days.flat())
-    // A listing-day ingested again replaces its row with the same one: a killed seed resumes here.
-    yield* mark.seededThrough(day + days.length - 1)
+    // The week's mark goes with its last rows; a listing-day ingested again replaces its row with
+    // the same one, so a seed killed part-way through a week sends the week again.
+    yield* ingest.ingest(days.flat(), { mark: mark.through(day + days.length - 1) })
   }
 })

@@ -3,7 +3,7 @@ import * as Option from "effect/Option"
 import {
   type AdministeredValueInput, type FleetWeight, formatDate, formatInstant, IndexComputation, type IndexDefinitionInput, IndexIngest, type IndexRowType, MICROS_PER_DAY
 } from "@gpu-market/core"
-import { SettingsStore } from "@gpu-market/core/storage"
+import { seedMark } from "./seed-mark.js"
 import { DEMO_HISTORY_DAYS } from "./market.js"
 import { unit } from "./random.js"
 
@@ -177,19 +177,20 @@ const FLEET_SINCE = Date.UTC(2024, 0, 1) / 86_400_000
  * run, and every computed value due now. Needs the demo rental market seeded first.
  */
 export const seedIndexDemo = Effect.fn("Demo.seedIndexes")(function* (today: number, historyDays = DEMO_HISTORY_DAYS) {
-  const settings = yield* SettingsStore
   const ingest = yield* IndexIngest
   const computation = yield* IndexComputation
-  const through = yield* settings.get(SEEDED_THROUGH)
+  const mark = yield* seedMark(SEEDED_THROUGH, ingest.mark)
+  const through = yield* mark.last
   const first = today - historyDays
   yield* ingest.setFleetWeights(demoFleetWeights(Math.min(FLEET_SINCE, first), today))
   if (Option.isNone(through)) {
     yield* ingest.define(demoIndexDefinitions(formatDate(first * MICROS_PER_DAY), formatDate((today - Math.min(DEMO_INTRADAY_DAYS, historyDays)) * MICROS_PER_DAY)))
   }
-  const published = Option.isSome(through) ? Number(through.value) + 1 : first
+  const published = Option.isSome(through) ? through.value + 1 : first
   const days: Array<AdministeredValueInput> = []
   for (let day = published; day < today; day++) days.push(demoAdministeredValue(day))
-  if (days.length > 0) yield* ingest.publish(days)
+  // The mark goes with the last administered values; computed values carry their own progress
+  // (each index's cursor moves in the write of its values), so a killed seed resumes both.
+  yield* ingest.publish(days, { mark: mark.through(today - 1) })
   yield* computation.computeDue()
-  yield* settings.set(SEEDED_THROUGH, String(today - 1))
 })

@@ -272,7 +272,7 @@ export const DEMO_LLM_HISTORY_DAYS = 180
  */
 export const seedLlmDemo = Effect.fn("Demo.seedLlm")(function* (today: number, historyDays = DEMO_LLM_HISTORY_DAYS) {
   const ingest = yield* LlmTokenPriceIngest
-  const mark = yield* seedMark("demo_llm_seeded_through")
+  const mark = yield* seedMark("demo_llm_seeded_through", ingest.mark)
   const first = yield* mark.firstDay(today - historyDays)
   const retiring = new Map<number, Array<string>>()
   for (const model of DEMO_LLM_MODELS) {
@@ -281,10 +281,10 @@ export const seedLlmDemo = Effect.fn("Demo.seedLlm")(function* (today: number, h
     retiring.set(today - model.retiredDaysAgo, keys)
   }
   for (let day = first; day <= today; day++) {
-    yield* ingest.ingest(demoLlmObservations(day, today))
-    const keys = retiring.get(day)
-    if (keys !== undefined) yield* ingest.withdraw(keys, formatInstant(day * MICROS_PER_DAY))
-    // A seed killed after a day's data and before its mark sends that day again: a no-op.
-    yield* mark.seededThrough(day)
+    // The day's last write carries its mark; a seed killed before it sends the day again, and
+    // what was stored of it is a no-op.
+    const keys = retiring.get(day) ?? []
+    yield* ingest.ingest(demoLlmObservations(day, today), keys.length > 0 ? {} : { mark: mark.through(day) })
+    if (keys.length > 0) yield* ingest.withdraw(keys, formatInstant(day * MICROS_PER_DAY), { mark: mark.through(day) })
   }
 })

@@ -1,16 +1,24 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { SettingsStore } from "@gpu-market/core/storage"
+import { type ProgressMark, type ReadMark, SettingsStore } from "@gpu-market/core/storage"
 
 /**
- * The mark of one demo type's seeding: the last epoch day it seeded, kept in the settings store.
- * Set after each day's data, so a later run, or one after a killed seed, resumes the day after.
+ * The mark of one demo type's seeding: the last epoch day it seeded, written by the store of
+ * that type in the same write as the day's last data (`ProgressMark`), so a killed seed resumes
+ * on the day after the last one stored whole, and never skips a day it did not finish.
  */
-export const seedMark = (name: string) =>
-  Effect.map(SettingsStore, (settings) => ({
-    /** The first day to seed: the day after the mark, or `fresh` on a store this type never seeded. */
-    firstDay: (fresh: number) =>
-      Effect.map(settings.get(name), Option.match({ onNone: () => fresh, onSome: (day) => Number(day) + 1 })),
-    /** Records that every day through `day` is seeded. */
-    seededThrough: (day: number) => settings.set(name, String(day))
-  }))
+export const seedMark = (name: string, read: ReadMark) =>
+  Effect.map(SettingsStore, (settings) => {
+    /** The last day seeded, if any. A mark kept in the settings by an earlier version still counts. */
+    const last = read(name).pipe(
+      Effect.flatMap((mark) => (Option.isSome(mark) ? Effect.succeed(mark) : settings.get(name))),
+      Effect.map(Option.map(Number))
+    )
+    return {
+      last,
+      /** The first day to seed: the day after the mark, or `fresh` on a store this type never seeded. */
+      firstDay: (fresh: number) => Effect.map(last, Option.match({ onNone: () => fresh, onSome: (day) => day + 1 })),
+      /** The mark to write with the last data of `day`: every day through it is seeded. */
+      through: (day: number): ProgressMark => ({ name, value: String(day) })
+    }
+  })

@@ -44,7 +44,7 @@ export const seedDemo = Effect.fn("Demo.seed")(function* (options: DemoSeedOptio
   const ingest = yield* RentalPriceIngest
   const auth = yield* Auth
   const today = epochDay((yield* Clock.currentTimeMillis) * MICROS_PER_MS)
-  const mark = yield* seedMark("demo_seeded_through")
+  const mark = yield* seedMark("demo_seeded_through", ingest.mark)
   const first = yield* mark.firstDay(today - (options.days ?? DEMO_HISTORY_DAYS))
   const retiring = new Map<number, Array<string>>()
   for (const gpu of DEMO_GPUS) {
@@ -56,11 +56,11 @@ export const seedDemo = Effect.fn("Demo.seed")(function* (options: DemoSeedOptio
   }
   const rentalDays = Math.max(0, today - first + 1)
   for (let day = first; day <= today; day++) {
-    yield* ingest.ingest(demoObservations(day, today, options))
-    const keys = retiring.get(day)
-    if (keys !== undefined && keys.length > 0) yield* ingest.withdraw(keys, formatInstant(day * MICROS_PER_DAY))
-    // A seed killed after a day's data and before its mark sends that day again: a no-op.
-    yield* mark.seededThrough(day)
+    // The day's last write carries its mark; a seed killed before it sends the day again, and
+    // what was stored of it is a no-op.
+    const keys = retiring.get(day) ?? []
+    yield* ingest.ingest(demoObservations(day, today, options), keys.length > 0 ? {} : { mark: mark.through(day) })
+    if (keys.length > 0) yield* ingest.withdraw(keys, formatInstant(day * MICROS_PER_DAY), { mark: mark.through(day) })
     yield* progress({ phase: "rental prices", done: day - first + 1, total: rentalDays })
   }
   const types = [

@@ -76,11 +76,10 @@ export const demoDeals = (day: number): ReadonlyArray<TransactionDealInput> => {
  */
 export const seedTransactionDemo = Effect.fn("Demo.seedTransactions")(function* (today: number, historyDays = DEMO_HISTORY_DAYS) {
   const ingest = yield* TransactionIngest
-  const mark = yield* seedMark("demo_transactions_seeded_through")
+  const mark = yield* seedMark("demo_transactions_seeded_through", ingest.mark)
   const first = yield* mark.firstDay(today - historyDays)
   for (let day = first; day <= today; day++) {
-    // Deals recorded again with the same terms are skipped, so a killed seed resumes at its mark.
-    yield* ingest.record(demoDeals(day))
-    yield* mark.seededThrough(day)
+    // A day's deals and its mark are one write, so a killed seed resumes at the day it lost.
+    yield* ingest.record(demoDeals(day), { mark: mark.through(day) })
   }
 })

@@ -2,13 +2,14 @@ import {
   type HardwareClassField, hardwareClassFields, type HardwarePrice, hardwarePriceFields, observationId, StorageError
 } from "@gpu-market/core"
 import {
-  dayStart, type HardwareGpuCoverage, HardwarePriceStore, hardwarePriceTable, type HardwareSummary, cmp, type Scope
+  dayStart, type HardwareGpuCoverage, HardwarePriceStore, hardwarePriceTable, type HardwareSummary, cmp, type Scope, type ProgressMark
 } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { cachedByVersion, replies, type Versioned } from "./reads.js"
 import { AFTER_VALUE, encodeValue, memberText } from "./lex.js"
+import { readMark } from "./settings.js"
 import { type Bound, type Bounds, makeTable, type StoredRow, type TableSpec } from "./table.js"
 
 /**
@@ -116,7 +117,7 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
   const table = makeTable(client, hardwareTable)
   const { redis } = client
   const daysKey = (listing: string) => table.key("days", listing)
-  const keys = table.keys("stamp", "values", "listings", "gpus", "version")
+  const keys = table.keys("stamp", "values", "listings", "gpus", "version", "marks")
   const dayIndex = (gpu: string) => table.indexKey("all", "observed_date", { field: "gpu_canonical_name", value: gpu })
 
   const neighbours = async (rows: ReadonlyArray<HardwarePrice>): Promise<Array<Neighbours>> => {
@@ -130,7 +131,7 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
   }
 
   /** One attempt: read, decide as the reference does, and write if no listing moved meanwhile. */
-  const attempt = async (rows: ReadonlyArray<HardwarePrice>) => {
+  const attempt = async (rows: ReadonlyArray<HardwarePrice>, mark: ProgressMark | undefined) => {
     // Of two rows of one listing-day, the later stands.
     const finals = new Map<string, HardwarePrice>()
     for (const r of rows) finals.set(r.observation_id, r)
@@ -221,6 +222,7 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
       if (was > 0 && now === 0) batch.op("HINCRBY", keys.gpus, gpu, "-1")
     })
     batch.op("INCR", keys.version)
+    if (mark !== undefined) batch.op("HSET", keys.marks, mark.name, mark.value)
     return (await batch.execute(client)) === 0 ? { inserted, replaced } : "retry" as const
   }
 
@@ -257,11 +259,15 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
   }
 
   return {
-    put: (rows) =>
+    put: (rows, mark) =>
       rows.length === 0
-        ? Effect.succeed({ inserted: 0, replaced: 0 })
-        : untilApplied(client, "hardware_prices.put", () => attempt(rows), () =>
+        ? mark === undefined
+          ? Effect.succeed({ inserted: 0, replaced: 0 })
+          : client.run("hardware_prices.put", async (redis) => (await redis.hset(keys.marks, mark.name, mark.value), { inserted: 0, replaced: 0 }))
+        : untilApplied(client, "hardware_prices.put", () => attempt(rows, mark), () =>
           new StorageError({ operation: "hardware_prices.put", cause: "hardware prices kept changing under this write" })),
+
+    mark: readMark(client, keys.marks, "hardware_prices.mark"),
 
     page: (plan) => client.run("hardware_prices.page", async () => servedPage(await table.page(plan))),
 

@@ -9,6 +9,7 @@ import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
 import { AFTER_VALUE, encodeMember, encodeValue, memberTie } from "./lex.js"
 import { replies } from "./reads.js"
+import { readMark } from "./settings.js"
 import { type Bounds, makeTable, type Table, type TableSpec } from "./table.js"
 
 /** The hash tag of everything the index store keeps: one apply may touch several indexes. */
@@ -77,6 +78,7 @@ export const makeIndexStore = (client: RedisClient): IndexStore["Type"] => {
   const key = (...parts: ReadonlyArray<string>) => client.keys.key(TAG, ...parts)
   const defsKey = key("defs")
   const cursorsKey = key("cursors")
+  const marksKey = key("marks")
   const weightsKey = key("weights")
   const idsKey = key("ids")
   const verKey = key("ver")
@@ -191,6 +193,7 @@ export const makeIndexStore = (client: RedisClient): IndexStore["Type"] => {
       batch.expect(cursorsKey, id, stored)
       batch.op("HSET", cursorsKey, id, to)
     })
+    if (changes.mark !== undefined) batch.op("HSET", marksKey, changes.mark.name, changes.mark.value)
     if (!batch.isEmpty && (await batch.execute(client)) !== 0) return "retry"
   }
 
@@ -245,6 +248,8 @@ export const makeIndexStore = (client: RedisClient): IndexStore["Type"] => {
       const all = Object.values(await redis.hgetallBuffer(weightsKey)).flatMap((bytes) => decode<Array<FleetWeight>>(bytes))
       return all.sort((a, b) => cmp(a.gpu_canonical_name, b.gpu_canonical_name) || cmp(a.valid_from, b.valid_from))
     }),
+
+    mark: readMark(client, marksKey, "indexes.mark"),
 
     apply: (changes) =>
       untilApplied(client, "indexes.apply", () => attempt(changes), () =>

@@ -6,6 +6,7 @@ import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
 import { cachedByVersion, replies, type Versioned } from "./reads.js"
 import { makeTable } from "./table.js"
+import { readMark } from "./settings.js"
 import { redisTransact, versionTableSpec } from "./versions.js"
 
 /**
@@ -43,7 +44,7 @@ type SummaryField = (typeof SUMMARY_FIELDS)[number]
  */
 export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore["Type"] => {
   const table = makeTable(client, llmTokenPriceSpec)
-  const keys = table.keys("current", "values", "listed", "version")
+  const keys = table.keys("current", "values", "listed", "version", "marks")
   const { redis } = client
 
   /** The summaries from the maintained values and counts; one MULTI, so both come from one moment. */
@@ -82,6 +83,7 @@ export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore[
   }
 
   return {
+    mark: readMark(client, keys.marks, "llm_token_prices.mark"),
     transact: redisTransact(client, "llm_token_prices.transact", {
       table,
       keys: llmTokenPriceKeys,
@@ -90,6 +92,7 @@ export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore[
       fromStored,
       currentKey: keys.current,
       versionKey: keys.version,
+      marksKey: keys.marks,
       closed: (batch, row) => batch.op("HINCRBY", keys.listed, row.model, "-1"),
       opened: (batch, r, once) => {
         if (r.valid_to === null) batch.op("HINCRBY", keys.listed, r.model, "1")

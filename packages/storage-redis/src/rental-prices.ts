@@ -5,6 +5,7 @@ import {
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
 import { makeTable } from "./table.js"
+import { readMark } from "./settings.js"
 import { redisTransact, versionTableSpec } from "./versions.js"
 
 /**
@@ -27,7 +28,7 @@ interface Summary {
  */
 export const makeRentalPriceStore = (client: RedisClient): RentalPriceStore["Type"] => {
   const table = makeTable(client, rentalTable)
-  const keys = table.keys("current", "gpus", "spellings", "vendors", "listed", "version")
+  const keys = table.keys("current", "gpus", "spellings", "vendors", "listed", "version", "marks")
   const { redis } = client
 
   let cached: { readonly version: string | null; readonly summary: Summary } | undefined
@@ -72,6 +73,7 @@ export const makeRentalPriceStore = (client: RedisClient): RentalPriceStore["Typ
   }
 
   return {
+    mark: readMark(client, keys.marks, "rental_prices.mark"),
     transact: redisTransact(client, "rental_prices.transact", {
       table,
       keys: rentalPriceKeys,
@@ -80,6 +82,7 @@ export const makeRentalPriceStore = (client: RedisClient): RentalPriceStore["Typ
       fromStored: (row) => row,
       currentKey: keys.current,
       versionKey: keys.version,
+      marksKey: keys.marks,
       closed: (batch, row) => batch.op("HINCRBY", keys.listed, row.gpu_canonical_name, "-1"),
       opened: (batch, r, once) => {
         const gpu = r.gpu_canonical_name

@@ -1,6 +1,13 @@
-import { SettingsStore } from "@gpu-market/core/storage"
+import type { ReadMark, SettingsStore } from "@gpu-market/core/storage"
 import * as Option from "effect/Option"
 import type { RedisClient } from "./client.js"
+
+/**
+ * Reads the progress marks a store writes with its data, in its own hash `key` under the
+ * store's hash tag (a batch writes one slot), not with the settings.
+ */
+export const readMark = (client: RedisClient, key: string, operation: string): ReadMark => (name) =>
+  client.run(operation, async (redis) => Option.fromNullable(await redis.hget(key, name)))
 
 /**
  * Settings in one hash, `<prefix>:{settings}:values`. `getOrSet` is HSETNX then HGET in one

@@ -12,6 +12,7 @@ import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
 import { AFTER_VALUE, decodeText, encodeText, encodeValue } from "./lex.js"
 import { cachedByVersion, replies, type Versioned } from "./reads.js"
+import { readMark } from "./settings.js"
 import { makeTable, type TableSpec } from "./table.js"
 
 /** The dates of the last scope asked about: `inScope` runs per row read, with one scope per page. */
@@ -68,7 +69,7 @@ const pairPrefix = (gpu: string, model: string) => Buffer.concat([encodeText(gpu
  */
 export const makeTransactionStore = (client: RedisClient): TransactionStore["Type"] => {
   const table = makeTable(client, transactionSpec)
-  const keys = table.keys("deals", "pending", "cohorts", "series", "row-cohorts", "regions", "contracts", "tenors", "pairs", "pair-days", "version")
+  const keys = table.keys("deals", "pending", "cohorts", "series", "row-cohorts", "regions", "contracts", "tenors", "pairs", "pair-days", "version", "marks")
   const { redis } = client
 
   const hmget = (key: string, fields: ReadonlyArray<string>): Promise<Array<Buffer | null>> =>
@@ -138,7 +139,7 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
     const { changes, result } = decision.right
     const fault = transactionChangeFault(reads, read, new Set(series.keys()), changes)
     if (fault !== undefined) throw new InvalidPlan(`transactions.transact: the decision ${fault}`)
-    if (changes.deals.length === 0 && changes.rows.length === 0 && changes.assign.length === 0) return { result }
+    if (changes.deals.length === 0 && changes.rows.length === 0 && changes.assign.length === 0 && changes.mark === undefined) return { result }
 
     // Pools whose pending list the change rewrites: those read, and those of new pending deals.
     const extra = [...new Set(changes.deals.filter((d) => d.cohort === null).map(dealPool))].filter((p) => !pendingBytes.has(p))
@@ -198,6 +199,7 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
       batch.op("ZADD", keys["pair-days"], "0", Buffer.concat([pairPrefix(row.gpu_canonical_name, row.gpu_model), encodeText(row.transaction_date)]))
     }
     if (changes.rows.length > 0) batch.op("INCR", keys.version)
+    if (changes.mark !== undefined) batch.op("HSET", keys.marks, changes.mark.name, changes.mark.value)
     return (await batch.execute(client)) === 0 ? { result } : "retry"
   }
 
@@ -252,6 +254,8 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
 
     series: (ids) =>
       client.run("transactions.series", async () => (await seriesOf(ids)).flatMap((s) => (s.state === undefined ? [] : [s.state]))),
+
+    mark: readMark(client, keys.marks, "transactions.mark"),
 
     transact: <A, E>(reads: TransactionReads, decide: (view: TransactionView) => Either.Either<Decision<TransactionChanges, A>, E>) =>
       Effect.flatMap(

@@ -22,6 +22,8 @@ export interface VersionTable<Row, Stored extends Readonly<Record<string, unknow
   readonly currentKey: string
   /** Bumped by every write, so summaries are cached until something changes. */
   readonly versionKey: string
+  /** Hash: progress mark name → value, written in the batch of the rows it describes. */
+  readonly marksKey: string
   /** Summary writes for a current row that closes. */
   readonly closed: (batch: Batch, row: Row) => void
   /** Summary writes for an opened row; `once(id)` is true the first time a write names `id`. */
@@ -91,7 +93,8 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
     const { changes, result } = decision.right
     const fault = versionChangeFault(points, view, changes, keys)
     if (fault !== undefined) throw new InvalidPlan(`${operation}: the decision ${fault}`)
-    if (changes.close.length === 0 && changes.open.length === 0) return { result }
+    const changesRows = changes.close.length > 0 || changes.open.length > 0
+    if (!changesRows && changes.mark === undefined) return { result }
     // Rows are never rewritten: a decision that opens a stored key is a bug, unless another
     // writer stored it since this step read (then the current rows moved too, and it decides again).
     const taken = (await table.fetch(changes.open.map(keys.key))).findIndex((s) => s !== undefined)
@@ -120,7 +123,8 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
       if (r.valid_to === null) batch.op("HSET", currentKey, keys.base(r), keys.key(r))
       spec.opened(batch, r, once)
     }
-    batch.op("INCR", spec.versionKey)
+    if (changesRows) batch.op("INCR", spec.versionKey)
+    if (changes.mark !== undefined) batch.op("HSET", spec.marksKey, changes.mark.name, changes.mark.value)
     return (await batch.execute(client)) === 0 ? { result } : "retry"
   }
 

@@ -3,6 +3,7 @@ import {
   DateSpans, type HardwareGpuCoverage, HardwarePriceStore, hardwarePriceTable, type HardwareSummary, type PagePlan
 } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
+import { readMark, writeMark } from "./settings.js"
 import type { Migration } from "./migration.js"
 import {
   type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, keysetClause, limitParam, orderBy, type PageSort,
@@ -198,7 +199,9 @@ export const makeHardwarePriceStore = (client: SqliteClient): HardwarePriceStore
   const readSummaryConsistently = db.transaction(readSummary)
 
   return {
-    put: (batch) =>
+    mark: readMark(client, "hardware_prices.mark"),
+
+    put: (batch, mark) =>
       client.transaction("hardware_prices.put", () => {
         const stored = prepare(STORED)
         const insert = prepare(INSERT)
@@ -249,6 +252,7 @@ export const makeHardwarePriceStore = (client: SqliteClient): HardwarePriceStore
           if (now.n === 0) prepare(DROP_COVERAGE).run(gpu, listing)
           else prepare(SET_COVERAGE).run(gpu, listing, now.first, now.last, now.n)
         }
+        if (mark !== undefined) writeMark(client, mark)
         return { inserted, replaced }
       }),
 

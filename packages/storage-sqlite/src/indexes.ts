@@ -4,6 +4,7 @@ import {
 } from "@gpu-market/core/storage"
 import * as Option from "effect/Option"
 import type { SqliteClient } from "./client.js"
+import { readMark, writeMark } from "./settings.js"
 import type { Migration } from "./migration.js"
 import {
   type Clauses, columnGuard, type CompiledPage, InvalidPlan, limitParam, pinnedValue, predicateClauses, predicateFieldsOf, readRows
@@ -160,7 +161,10 @@ export const makeIndexStore = (client: SqliteClient): IndexStore["Type"] => {
         const advance = prepare(`UPDATE index_definitions SET computed_through = ?
           WHERE id = ? AND (computed_through IS NULL OR computed_through < ?)`)
         for (const c of changes.cursors) advance.run(c.through, c.id, c.through)
+        if (changes.mark !== undefined) writeMark(client, changes.mark)
       }),
+
+    mark: readMark(client, "indexes.mark"),
 
     page: (plan) =>
       client.run("indexes.page", () => {

@@ -4,6 +4,7 @@ import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migration.js"
 import { cmp, KEY_CHUNK, padded, placeholders, readRows } from "./page-sql.js"
 import { summaryCache } from "./summary-cache.js"
+import { readMark } from "./settings.js"
 import { sqliteTransact, versionPageCompiler } from "./versions.js"
 
 /** Sort fields of the collection when migration 4 was released (frozen); each got current-row indexes, unanchored and per anchor. */
@@ -214,6 +215,7 @@ export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore
       client.run("llm_token_prices.inForce", () =>
         byKeys(models, (list) => `valid_from <= ? AND (valid_to IS NULL OR valid_to > ?) AND model IN ${list}`, [at, at])),
 
+    mark: readMark(client, "llm_token_prices.mark"),
     transact: sqliteTransact(client, "llm_token_prices.transact", {
       keys: llmTokenPriceKeys,
       def: llmTokenPriceTable,

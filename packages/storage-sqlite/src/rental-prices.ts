@@ -3,6 +3,7 @@ import { type GpuSpelling, type RentalGpuSummary, rentalPriceKeys, type RentalPr
 import type { SqliteClient } from "./client.js"
 import { cmp, placeholders, readRows } from "./page-sql.js"
 import { summaryCache } from "./summary-cache.js"
+import { readMark } from "./settings.js"
 import { sqliteTransact, versionPageCompiler } from "./versions.js"
 
 /** The 29 columns in the row's field order, so better-sqlite3 builds each row in spec order. */
@@ -131,6 +132,7 @@ export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Ty
   }
 
   return {
+    mark: readMark(client, "rental_prices.mark"),
     transact: sqliteTransact(client, "rental_prices.transact", {
       keys: rentalPriceKeys,
       def: rentalPriceTable,

@@ -5,6 +5,7 @@ import {
 } from "@gpu-market/core/storage"
 import * as Either from "effect/Either"
 import type { SqliteClient } from "./client.js"
+import { readMark, writeMark } from "./settings.js"
 import type { Migration } from "./migration.js"
 import {
   type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, KEY_CHUNK, keysetClause, limitParam,
@@ -165,8 +166,11 @@ export const makeTransactionStore = (client: SqliteClient): TransactionStore["Ty
         const fault = transactionChangeFault(reads, read, seriesRead, changes)
         if (fault !== undefined) throw new InvalidPlan(`transactions.transact: the decision ${fault}`)
         write(changes)
+        if (changes.mark !== undefined) writeMark(client, changes.mark)
         return result
       }),
+
+    mark: readMark(client, "transactions.mark"),
 
     page: (plan) =>
       client.run("transactions.page", () => {

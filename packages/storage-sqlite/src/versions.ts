@@ -4,6 +4,7 @@ import {
 } from "@gpu-market/core/storage"
 import * as Either from "effect/Either"
 import type { SqliteClient } from "./client.js"
+import { writeMark } from "./settings.js"
 import {
   type Clauses, columnGuard, type CompiledPage, InvalidPlan, KEY_CHUNK, keysetClause, limitParam, orderBy, padded, type PageSort, pinnedValue,
   placeholders, predicateClauses, predicateFieldsOf, readRows, versionScopeClause
@@ -84,6 +85,7 @@ export const sqliteTransact = <Row extends Versioned>(
         write(changes)
         afterWrite()
       }
+      if (changes.mark !== undefined) writeMark(client, changes.mark)
       return result
     })
 }

@@ -9,6 +9,7 @@ import { formatDate, isBareDate, parseDate, parseDateTime } from "../query/time.
 import { CompleteHardwarePriceObservation, type HardwarePrice, hardwarePriceFields, observationId } from "../schema/hardware-price.js"
 import { SettingsStore } from "../storage/contract.js"
 import { HardwarePriceStore } from "../storage/hardware.js"
+import type { MarkedWrite } from "../storage/marks.js"
 import { chunksOf, invalidRecords } from "./batch.js"
 
 /**
@@ -154,14 +155,17 @@ export class HardwarePriceIngest extends Effect.Service<HardwarePriceIngest>()("
        * Ingests listing observations: one row per listing per observed day, and a listing-day
        * ingested again replaces its row. Invalid records refuse the whole batch; rows are written
        * in atomic chunks of at most `MAX_ROWS_PER_WRITE`, and sending a batch again is safe.
+       * `options.mark` is written with the last chunk.
        */
-      ingest: Effect.fn("HardwarePriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>) {
+      ingest: Effect.fn("HardwarePriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>, options: MarkedWrite = {}) {
         const { rows, skipped } = yield* decodeHardwareObservations(observations, listingKey)
         let inserted = 0
         let replaced = 0
         // Rows are independent listing-days, each replaced whole: any chunking keeps them right.
-        for (const chunk of chunksOf(rows)) {
-          const put = yield* Effect.mapError(store.put(chunk), unavailableWrite)
+        const chunks = chunksOf(rows)
+        if (chunks.length === 0 && options.mark !== undefined) chunks.push([])
+        for (const [i, chunk] of chunks.entries()) {
+          const put = yield* Effect.mapError(store.put(chunk, i === chunks.length - 1 ? options.mark : undefined), unavailableWrite)
           inserted += put.inserted
           replaced += put.replaced
         }
@@ -169,7 +173,9 @@ export class HardwarePriceIngest extends Effect.Service<HardwarePriceIngest>()("
         return summary
       }),
       /** The `listing_key` this deployment derives from a source's listing reference. */
-      listingKey
+      listingKey,
+      /** A progress mark written by `ingest`. */
+      mark: store.mark
     } as const
   })
 }) {}

@@ -5,6 +5,7 @@ import { unavailableWrite } from "../market/storage.js"
 import { formatInstant, isBareDate, MICROS_PER_MS, parseDate, parseDateTime } from "../query/time.js"
 import { AdministeredValue, FleetWeight, IndexDefinition, type IndexValue } from "../schema/indexes.js"
 import { IndexStore } from "../storage/indexes.js"
+import { type MarkedWrite, withMark } from "../storage/marks.js"
 import { chunksOf, decodeRecords, INDEX_VALUES_PER_WRITE, invalidRecords } from "./batch.js"
 import { IndexComputation, type IndexComputationSummary } from "./index-computation.js"
 import { intervalMicros } from "./index-method.js"
@@ -98,9 +99,10 @@ export class IndexIngest extends Effect.Service<IndexIngest>()("Market/IndexInge
      * Publishes values of administered indices. A daily value names its date; an intraday one
      * the instant its interval starts (on :00 or :30). A value whose interval is not complete
      * by `Clock` is refused, as is one for an unknown or computed index. A value with a stored
-     * timestamp replaces it (the administrator's restatement).
+     * timestamp replaces it (the administrator's restatement). `options.mark` is written with
+     * the last values.
      */
-    const publish = Effect.fn("IndexIngest.publish")(function* (values: ReadonlyArray<unknown>) {
+    const publish = Effect.fn("IndexIngest.publish")(function* (values: ReadonlyArray<unknown>, options: MarkedWrite = {}) {
       const { out, issues } = decodeAll(AdministeredValue, values)
       const now = (yield* Clock.currentTimeMillis) * MICROS_PER_MS
       const defs = new Map((yield* Effect.mapError(store.definitions, unavailableWrite)).map((d) => [d.definition.id as string, d.definition]))
@@ -138,12 +140,15 @@ export class IndexIngest extends Effect.Service<IndexIngest>()("Market/IndexInge
         rows.push({ id: v.id, type: d.row_type, timestamp, value: v.value, p5: null, p95: null })
       }
       if (issues.length > 0) return yield* Effect.fail(invalidRecords(issues.sort((a, b) => a.index - b.index)))
-      for (const values of chunksOf(rows, INDEX_VALUES_PER_WRITE)) {
-        yield* Effect.mapError(store.apply({ clear: [], values, cursors: [] }), unavailableWrite)
+      const chunks = chunksOf(rows, INDEX_VALUES_PER_WRITE)
+      if (chunks.length === 0 && options.mark !== undefined) chunks.push([])
+      for (const [i, values] of chunks.entries()) {
+        const mark = withMark(i === chunks.length - 1 ? options.mark : undefined)
+        yield* Effect.mapError(store.apply({ clear: [], values, cursors: [], ...mark }), unavailableWrite)
       }
       return rows.length
     })
 
-    return { define, setFleetWeights, publish } as const
+    return { define, setFleetWeights, publish, mark: store.mark } as const
   })
 }) {}

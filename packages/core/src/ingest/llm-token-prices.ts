@@ -5,6 +5,7 @@ import { createHash } from "node:crypto"
 import type { InvalidRecords } from "../errors.js"
 import { type LlmTokenPrice, LlmTokenPriceObservation } from "../schema/llm-token-price.js"
 import { LlmTokenPriceStore } from "../storage/llm-token-prices.js"
+import type { MarkedWrite } from "../storage/marks.js"
 import type { VersionChanges } from "../storage/versions.js"
 import { llmTokenPriceKeys } from "../storage/tables.js"
 import { decodeTimed, type Timed } from "./batch.js"
@@ -152,26 +153,31 @@ export class LlmTokenPriceIngest extends Effect.Service<LlmTokenPriceIngest>()("
     /**
      * Ingests published prices. Invalid records, or one that cannot be placed, refuse the whole
      * batch; the change is written in atomic chunks, as rental prices are. Each opened row is
-     * flagged `is_price_outlier` by the outlier rule, once, as it opens.
+     * flagged `is_price_outlier` by the outlier rule, once, as it opens. `options.mark` is
+     * written with the last chunk.
      */
-    const ingest = Effect.fn("LlmTokenPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>) {
+    const ingest = Effect.fn("LlmTokenPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>, options: MarkedWrite = {}) {
       const decoded = yield* decodeLlmObservations(observations)
-      const { summary, opened } = yield* writeVersions(store.transact, decoded, rules, (changes) =>
+      const finish = (changes: VersionChanges<LlmTokenPrice>) =>
         Effect.map(judged(changes), (open) => {
           const flags = new Map(open.map((r) => [r.price_key, r.is_price_outlier]))
           return (row: LlmTokenPrice) => {
             const flag = flags.get(row.price_key) ?? false
             return flag === row.is_price_outlier ? row : { ...row, is_price_outlier: flag }
           }
-        }))
+        })
+      const { summary, opened } = yield* writeVersions(store.transact, decoded, rules, { finish, mark: options.mark })
       const result: LlmIngestSummary = { ...summary, flagged: opened.filter((r) => r.is_price_outlier).length }
       return result
     })
 
-    /** Marks prices as no longer published from `at`: their current rows close. Unknown keys are ignored. */
-    const withdraw = Effect.fn("LlmTokenPriceIngest.withdraw")((basePriceKeys: ReadonlyArray<string>, at: string) =>
-      withdrawVersions(store.transact, basePriceKeys, at, rules))
+    /**
+     * Marks prices as no longer published from `at`: their current rows close. Unknown keys are
+     * ignored. `options.mark` is written with the last rows closed.
+     */
+    const withdraw = Effect.fn("LlmTokenPriceIngest.withdraw")((basePriceKeys: ReadonlyArray<string>, at: string, options: MarkedWrite = {}) =>
+      withdrawVersions(store.transact, basePriceKeys, at, rules, options.mark))
 
-    return { ingest, withdraw } as const
+    return { ingest, withdraw, mark: store.mark } as const
   })
 }) {}

@@ -5,6 +5,7 @@ import { createHash } from "node:crypto"
 import type { InvalidRecords } from "../errors.js"
 import { type RentalPrice, RentalPriceObservation } from "../schema/rental-price.js"
 import { RentalPriceStore } from "../storage/contract.js"
+import type { MarkedWrite } from "../storage/marks.js"
 import { rentalPriceKeys } from "../storage/tables.js"
 import { decodeTimed, type Timed } from "./batch.js"
 import { type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
@@ -62,16 +63,19 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
      * Ingests vendor price observations. Invalid records, or one that cannot be placed, refuse
      * the whole batch. The batch is written in chunks of whole products (`writeVersions`), each
      * planned and written in one transaction; a failure part-way leaves earlier chunks stored,
-     * and sending the batch again completes it.
+     * and sending the batch again completes it. `options.mark` is written with the last chunk.
      */
-    const ingest = Effect.fn("RentalPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>) {
-      return (yield* writeVersions(store.transact, yield* decodeObservations(observations), rules)).summary
+    const ingest = Effect.fn("RentalPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>, options: MarkedWrite = {}) {
+      return (yield* writeVersions(store.transact, yield* decodeObservations(observations), rules, { mark: options.mark })).summary
     })
 
-    /** Marks products as no longer listed from `at`: their current rows close. Unknown keys are ignored. */
-    const withdraw = Effect.fn("RentalPriceIngest.withdraw")((baseProductKeys: ReadonlyArray<string>, at: string) =>
-      withdrawVersions(store.transact, baseProductKeys, at, rules))
+    /**
+     * Marks products as no longer listed from `at`: their current rows close. Unknown keys are
+     * ignored. `options.mark` is written with the last rows closed.
+     */
+    const withdraw = Effect.fn("RentalPriceIngest.withdraw")((baseProductKeys: ReadonlyArray<string>, at: string, options: MarkedWrite = {}) =>
+      withdrawVersions(store.transact, baseProductKeys, at, rules, options.mark))
 
-    return { ingest, withdraw } as const
+    return { ingest, withdraw, mark: store.mark } as const
   })
 }) {}

@@ -9,6 +9,7 @@ import {
   type Cohort, type Deal, dealPool, type PublishedRow, type SeriesState, type StoredDeal, type TransactionChanges,
   TransactionStore, type TransactionView
 } from "../storage/transactions.js"
+import { type MarkedWrite, withMark } from "../storage/marks.js"
 import { decodeRecords, invalidRecords, writeFailure } from "./batch.js"
 
 /**
@@ -332,8 +333,9 @@ export class TransactionIngest extends Effect.Service<TransactionIngest>()("Mark
      * Records settled deals as one atomic batch and publishes every blend they make possible.
      * Invalid records refuse the whole batch, as does a deal id already stored with other
      * terms; one stored with the same terms is skipped, so a batch may be delivered again.
+     * `options.mark` is written in the same step.
      */
-    const record = Effect.fn("TransactionIngest.record")(function* (deals: ReadonlyArray<unknown>) {
+    const record = Effect.fn("TransactionIngest.record")(function* (deals: ReadonlyArray<unknown>, options: MarkedWrite = {}) {
       const decoded = yield* decodeDeals(deals)
       const reads = { deals: decoded.map((d) => d.deal.deal_id), pools: [...new Set(decoded.map((d) => dealPool(d.deal)))] }
       return yield* store.transact(reads, (view) => {
@@ -350,7 +352,7 @@ export class TransactionIngest extends Effect.Service<TransactionIngest>()("Mark
         const summary: TransactionIngestSummary = {
           received: decoded.length, recorded: fresh.length, duplicates: decoded.length - fresh.length, ...done
         }
-        return Either.right({ changes, result: summary })
+        return Either.right({ changes: { ...changes, ...withMark(options.mark) }, result: summary })
       }).pipe(writeFailure)
     })
 
@@ -367,6 +369,6 @@ export class TransactionIngest extends Effect.Service<TransactionIngest>()("Mark
       }).pipe(writeFailure)
     })
 
-    return { record, publish } as const
+    return { record, publish, mark: store.mark } as const
   })
 }) {}

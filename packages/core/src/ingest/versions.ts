@@ -4,6 +4,7 @@ import { InvalidRecords, type RecordIssue, type StorageUnavailable } from "../er
 import { formatInstant, parseDateTime } from "../query/time.js"
 import { MAX_ROWS_PER_WRITE } from "../storage/contract.js"
 import type { StorageError } from "../storage/errors.js"
+import { type ProgressMark, withMark } from "../storage/marks.js"
 import type {
   Decision, TransactVersions, VersionChanges, VersionKeys, Versioned, VersionPoint, VersionView
 } from "../storage/versions.js"
@@ -170,20 +171,25 @@ const checkWhole = <O, Row extends Versioned>(
  *
  * `finish` sees the change of the whole batch, as planned before writing, and returns how to
  * complete each opened row (flagging outliers, say); it makes even a one-chunk batch plan first.
+ * `mark` is written by the last chunk's step, with its rows, even when nothing changed.
  * Returns what the batch did and the rows it opened, as written.
  */
 export const writeVersions = <O, Row extends Versioned, E = never>(
   transact: TransactVersions<Row>,
   decoded: ReadonlyArray<Timed<O>>,
   rules: VersionRules<O, Row>,
-  finish?: (changes: VersionChanges<Row>) => Effect.Effect<(row: Row) => Row, E | StorageError>
+  options: {
+    readonly finish?: (changes: VersionChanges<Row>) => Effect.Effect<(row: Row) => Row, E | StorageError>
+    readonly mark?: ProgressMark | undefined
+  } = {}
 ): Effect.Effect<VersionWrite<Row>, InvalidRecords | Exclude<E, StorageError> | StorageUnavailable> => {
-  const chunks = chunkObservations(decoded)
-  const writeChunk = (complete: (row: Row) => Row) => (chunk: ReadonlyArray<Timed<O>>) =>
+  const { finish, mark } = options
+  const chunks = markedChunks(chunkObservations(decoded), mark)
+  const writeChunk = (complete: (row: Row) => Row, last: boolean) => (chunk: ReadonlyArray<Timed<O>>) =>
     transact(pointsOf(chunk), (view: VersionView<Row>) =>
       Either.map(planVersions(chunk, view, rules), ({ changes, summary }): Decision<VersionChanges<Row>, VersionWrite<Row>> => {
         const open = changes.open.map(complete)
-        return { changes: { close: changes.close, open }, result: { summary, opened: open } }
+        return { changes: { close: changes.close, open, ...withMark(last ? mark : undefined) }, result: { summary, opened: open } }
       }))
   const writeAll = (complete: (row: Row) => Row) =>
     Effect.suspend(() => {
@@ -192,7 +198,7 @@ export const writeVersions = <O, Row extends Versioned, E = never>(
       return Effect.map(
         Effect.reduce(chunks, empty, (total, chunk, i) =>
           Effect.map(
-            Effect.mapError(writeChunk(complete)(chunk), (e) => (i > 0 && e instanceof InvalidRecords ? partlyStored(e) : e)),
+            Effect.mapError(writeChunk(complete, i === chunks.length - 1)(chunk), (e) => (i > 0 && e instanceof InvalidRecords ? partlyStored(e) : e)),
             (w) => {
               for (const row of w.opened) opened.push(row)
               return sumSummaries(total, w.summary)
@@ -207,6 +213,10 @@ export const writeVersions = <O, Row extends Versioned, E = never>(
       Effect.flatMap(finish === undefined ? Effect.succeed((row: Row) => row) : finish(changes), writeAll))
   return writeFailure(planned)
 }
+
+/** The chunks of a write, with one empty chunk to carry a mark when there is nothing else. */
+const markedChunks = <A>(chunks: ReadonlyArray<ReadonlyArray<A>>, mark: ProgressMark | undefined): ReadonlyArray<ReadonlyArray<A>> =>
+  chunks.length === 0 && mark !== undefined ? [[]] : chunks
 
 /** What one write of versioned observations did, and the rows it opened as written. */
 export interface VersionWrite<Row> {
@@ -227,13 +237,15 @@ const partlyStored = (e: InvalidRecords): InvalidRecords =>
 /**
  * Closes the current rows of the priced things `bases` name at `at` (a withdrawal), in chunks
  * of whole priced things: unknown keys are ignored, and an instant not after a row's start
- * refuses the whole withdrawal before anything closes. Returns how many rows closed.
+ * refuses the whole withdrawal before anything closes. `mark` is written with the last chunk.
+ * Returns how many rows closed.
  */
 export const withdrawVersions = <Row extends Versioned>(
   transact: TransactVersions<Row>,
   bases: ReadonlyArray<string>,
   at: string,
-  keys: VersionKeys<Row>
+  keys: VersionKeys<Row>,
+  mark?: ProgressMark
 ): Effect.Effect<number, InvalidRecords | StorageUnavailable> => {
   const micros = parseDateTime(at)
   if (micros === undefined) return Effect.fail(invalidRecords([{ index: 0, message: "at: expected an ISO 8601 datetime" }]))
@@ -241,13 +253,14 @@ export const withdrawVersions = <Row extends Versioned>(
   const points = [...new Set(bases)].map((base) => ({ base, at: valid_to }))
   const late = (current: ReadonlyArray<Row>) => current.find((r) => r.valid_from >= valid_to)
   const refusal = (row: Row) => invalidRecords([{ index: 0, message: `at is not after the price in force since ${row.valid_from}` }])
-  const close = (chunk: ReadonlyArray<VersionPoint>) =>
+  const close = (chunk: ReadonlyArray<VersionPoint>, last: boolean) =>
     transact(chunk, ({ current }) => {
       const row = late(current)
       if (row !== undefined) return Either.left(refusal(row))
-      return Either.right({ changes: { close: current.map((r) => ({ key: keys.key(r), valid_to })), open: [] }, result: current.length })
+      const changes = { close: current.map((r) => ({ key: keys.key(r), valid_to })), open: [], ...withMark(last ? mark : undefined) }
+      return Either.right({ changes, result: current.length })
     })
-  const chunks = chunksOf(points)
+  const chunks = markedChunks(chunksOf(points), mark)
   const check = chunks.length <= 1
     ? Effect.void
     : Effect.forEach(chunksOf(points, POINTS_PER_CHECK), (chunk) =>
@@ -255,6 +268,6 @@ export const withdrawVersions = <Row extends Versioned>(
         const row = late(current)
         return row === undefined ? Either.right({ changes: NO_CHANGES, result: undefined }) : Either.left(refusal(row))
       }), { discard: true })
-  const closed = Effect.zipRight(check, Effect.reduce(chunks, 0, (n, chunk) => Effect.map(close(chunk), (m) => n + m)))
+  const closed = Effect.zipRight(check, Effect.reduce(chunks, 0, (n, chunk, i) => Effect.map(close(chunk, i === chunks.length - 1), (m) => n + m)))
   return writeFailure(closed)
 }

@@ -1,5 +1,6 @@
 import { assert, type Vitest } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { createHash } from "node:crypto"
 import { type HardwarePrice, hardwarePriceFields, observationId } from "../schema/hardware-price.js"
 import type { Storage } from "./contract.js"
@@ -98,6 +99,20 @@ export const hardwareConformance = (it: Vitest.MethodsNonLive<Storage>) => {
       const twice = [{ ...d2, price_usd: 1 }, { ...d2, price_usd: 2 }]
       assert.deepStrictEqual(yield* s.put(twice), { inserted: 0, replaced: 2 })
       assert.deepStrictEqual(yield* s.page(everyRow([gpu])), [again, { ...d2, price_usd: 2 }])
+    }))
+
+  it.effect("hardware: a progress mark is written by the put of its rows, even one of no rows", () =>
+    Effect.gen(function* () {
+      const s = yield* HardwarePriceStore
+      const ns = namespace("hw-mark")
+      const name = `${ns}-through`
+      const row = hardwareRow({ listing_key: testListingKey(`${ns}/l`), gpu_canonical_name: `${ns}-h100`, observed_date: hardwareDay(1) })
+      assert.deepStrictEqual(yield* s.mark(name), Option.none())
+      assert.deepStrictEqual(yield* s.put([row], { name, value: "1" }), { inserted: 1, replaced: 0 })
+      assert.deepStrictEqual(yield* s.mark(name), Option.some("1"))
+      yield* s.put([], { name, value: "2" })
+      assert.deepStrictEqual(yield* s.mark(name), Option.some("2"))
+      assert.deepStrictEqual(yield* s.page(everyRow([`${ns}-h100`])), [row])
     }))
 
   it.effect("hardware: latest and as-of take each listing's newest day, whatever order days arrive in", () =>

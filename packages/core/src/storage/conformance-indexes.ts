@@ -109,6 +109,19 @@ export const indexConformance = (it: Vitest.MethodsNonLive<Storage>) => {
       assert.deepStrictEqual(intraday, values.filter((v) => v.id === `${ns}-intraday`))
     }))
 
+  it.effect("indexes: a progress mark is written by the apply of its values, even one that changes nothing", () =>
+    Effect.gen(function* () {
+      const s = yield* IndexStore
+      const ns = namespace("mark")
+      const name = `${ns}-through`
+      const values = market(ns)
+      assert.deepStrictEqual(yield* s.mark(name), Option.none())
+      yield* s.apply({ clear: [], values, cursors: [], mark: { name, value: "1" } })
+      assert.deepStrictEqual(yield* s.mark(name), Option.some("1"))
+      yield* s.apply({ clear: [], values: [], cursors: [], mark: { name, value: "2" } })
+      assert.deepStrictEqual(yield* s.mark(name), Option.some("2"))
+    }))
+
   it.effect("indexes: pages follow scope, sort and keyset exactly as the reference", () =>
     Effect.gen(function* () {
       const s = yield* IndexStore

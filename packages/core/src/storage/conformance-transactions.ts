@@ -3,6 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Cause from "effect/Cause"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import type { AggregatedTransaction } from "../schema/transaction.js"
 import type { Storage } from "./contract.js"
 import { evaluateTransactionPlan } from "./memory-transactions.js"
@@ -164,7 +165,7 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
       assert.deepStrictEqual(page, [r1, r2])
     }))
 
-  it.effect("transactions: a refused decision, or one that breaks the rules, writes nothing", () =>
+  it.effect("transactions: a refused decision, or one that breaks the rules, writes nothing, not even its progress mark", () =>
     Effect.gen(function* () {
       const s = yield* TransactionStore
       const ns = namespace("conflict")
@@ -177,7 +178,8 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
         ...nothing, deals: [deal(ns, "a", c1.cohort), deal(ns, "b", c1.cohort), pendingDeal], cohorts: [c1],
         rows: [{ row: r1, cohorts: [c1.cohort] }], series: [{ series, seq: 1, last: c1.cohort }]
       })
-      const state = Effect.all([s.deals([`${ns}-a`, `${ns}-b`, `${ns}-p`, `${ns}-n`]), s.series([series]), s.pending([pool]),
+      const through = `${ns}-through`
+      const state = Effect.all([s.mark(through), s.deals([`${ns}-a`, `${ns}-b`, `${ns}-p`, `${ns}-n`]), s.series([series]), s.pending([pool]),
         s.page({ scope: window("2026-01-01T00:00:00.000000Z", "2026-02-01T00:00:00.000000Z"), predicates: [{ op: "in", field: "gpu_canonical_name", values: [`${ns}-h100`] }], sort: { by: "row_key", order: "asc" }, after: undefined, limit: 100 })])
       const before = yield* state
       const c2 = cohort(ns, "c2", series)
@@ -185,7 +187,7 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
       const reads: TransactionReads = { deals: [`${ns}-n`], pools: [pool] }
       const good: TransactionChanges = {
         deals: [deal(ns, "n", c2.cohort)], assign: [{ deal_id: pendingDeal.deal_id, cohort: c2.cohort }], cohorts: [c2],
-        rows: [{ row: r2, cohorts: [c2.cohort] }], series: [{ series, seq: 2, last: c2.cohort }]
+        rows: [{ row: r2, cohorts: [c2.cohort] }], series: [{ series, seq: 2, last: c2.cohort }], mark: { name: through, value: "2" }
       }
       const refused = yield* Effect.either(s.transact(reads, () => Either.left("not today")))
       assert.deepStrictEqual(refused, Either.left("not today"))
@@ -210,7 +212,11 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
       assert.deepStrictEqual(yield* state, before)
       yield* write(s, reads, good)
       assert.deepStrictEqual((yield* s.series([series]))[0]!.seq, 2)
+      assert.deepStrictEqual(yield* s.mark(through), Option.some("2"))
       yield* write(s, { deals: [], pools: [] }, nothing)
+      // A write that changes nothing still writes its mark.
+      yield* write(s, { deals: [], pools: [] }, { ...nothing, mark: { name: through, value: "3" } })
+      assert.deepStrictEqual(yield* s.mark(through), Option.some("3"))
     }))
 
   it.effect("transactions: pages follow the window's dates, predicates, sort and keyset exactly", () =>

@@ -4,8 +4,10 @@ import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import { formatInstant, MICROS_PER_DAY } from "../query/time.js"
 import { StorageDefect } from "./errors.js"
+import type { ReadMark } from "./marks.js"
 import type { Scope } from "./plan.js"
 import {
   currentVersions, putVersions, type TransactVersions, type VersionChanges, type VersionKeys, type Versioned, type VersionPoint
@@ -30,7 +32,7 @@ export const VERSION_SCOPES: ReadonlyArray<Scope> = [
 ]
 
 /** What the write conformance of one versioned store needs. */
-export interface VersionedSubject<Row extends Versioned, Id, S extends { readonly transact: TransactVersions<Row> }> {
+export interface VersionedSubject<Row extends Versioned, Id, S extends { readonly transact: TransactVersions<Row>; readonly mark: ReadMark }> {
   readonly label: string
   readonly tag: Context.Tag<Id, S>
   readonly keys: VersionKeys<Row>
@@ -40,10 +42,10 @@ export interface VersionedSubject<Row extends Versioned, Id, S extends { readonl
 
 /**
  * Registers the tests of `transact` on a versioned store: what a step reads, that a refusal
- * or a decision breaking the rules writes nothing, and that concurrent steps on one priced thing
- * build one version chain.
+ * or a decision breaking the rules writes nothing, that a progress mark is written with the
+ * rows or not at all, and that concurrent steps on one priced thing build one version chain.
  */
-export const versionConformance = <Row extends Versioned, Id, S extends { readonly transact: TransactVersions<Row> }>(
+export const versionConformance = <Row extends Versioned, Id, S extends { readonly transact: TransactVersions<Row>; readonly mark: ReadMark }>(
   it: Vitest.MethodsNonLive<Id>,
   subject: VersionedSubject<Row, Id, S>
 ) => {
@@ -90,6 +92,29 @@ export const versionConformance = <Row extends Versioned, Id, S extends { readon
       const refused = yield* Effect.either(transact([{ base: keys.base(v1), at: at(0) }], () => Either.left("no, thank you")))
       assert.deepStrictEqual(refused, Either.left("no, thank you"))
       assert.deepStrictEqual(yield* currentVersions(transact, [keys.base(v1)]), [])
+    }))
+
+  it.effect(`${label}: a progress mark is written by the step that writes its rows, even one that changes none`, () =>
+    Effect.gen(function* () {
+      const { transact, mark } = yield* tag
+      const ns = namespace(`${label}-mark`)
+      const v1 = row(ns, 0, 2, at(0))
+      const point = [{ base: keys.base(v1), at: at(0) }]
+      const name = `${ns}-through`
+      assert.deepStrictEqual(yield* mark(name), Option.none())
+      const refused = yield* Effect.either(transact(point, () => Either.left("no")))
+      assert.isTrue(Either.isLeft(refused))
+      assert.deepStrictEqual(yield* mark(name), Option.none())
+      const broken = yield* Effect.exit(transact(point, decided({ close: [close(v1, at(1))], open: [], mark: { name, value: "0" } }, undefined)))
+      assert.isTrue(Exit.isFailure(broken))
+      assert.deepStrictEqual(yield* mark(name), Option.none())
+      yield* transact(point, decided({ close: [], open: [v1], mark: { name, value: "1" } }, undefined))
+      assert.deepStrictEqual(yield* mark(name), Option.some("1"))
+      assert.deepStrictEqual(yield* currentVersions(transact, [keys.base(v1)]), [v1])
+      yield* transact(point, decided({ close: [], open: [], mark: { name, value: "2" } }, undefined))
+      assert.deepStrictEqual(yield* mark(name), Option.some("2"))
+      yield* transact([], decided({ close: [], open: [], mark: { name, value: "3" } }, undefined))
+      assert.deepStrictEqual(yield* mark(name), Option.some("3"))
     }))
 
   it.effect(`${label}: a decision that breaks the rules is a defect and writes nothing`, () =>

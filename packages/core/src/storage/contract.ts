@@ -11,6 +11,7 @@ import type { IndexStore } from "./indexes.js"
 import type { ProcurementStore } from "./procurement.js"
 import type { StorageError } from "./errors.js"
 import type { TransactVersions } from "./versions.js"
+import type { ReadMark } from "./marks.js"
 
 export { StorageDefect, StorageError } from "./errors.js"
 
@@ -46,6 +47,8 @@ export class RentalPriceStore extends Context.Tag("Market/Storage/RentalPriceSto
      * by `base_product_key` and rows by `product_key`. A reader never sees part of a write.
      */
     readonly transact: TransactVersions<RentalPrice>
+    /** A progress mark written by `transact` (`VersionChanges.mark`). */
+    readonly mark: ReadMark
     /** Executes a page plan; the tie-breaker is `product_key`. */
     readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<RentalPrice>, StorageError>
     /** Every `(gpu, spelling)` pair ever ingested, canonical names and models included. */

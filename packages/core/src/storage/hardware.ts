@@ -3,6 +3,7 @@ import type * as Effect from "effect/Effect"
 import type { HardwareClassField, HardwarePrice } from "../schema/hardware-price.js"
 import type { StorageError } from "./errors.js"
 import type { PagePlan } from "./plan.js"
+import type { ProgressMark, ReadMark } from "./marks.js"
 
 /** What one `put` did. */
 export interface HardwarePutSummary {
@@ -42,9 +43,12 @@ export class HardwarePriceStore extends Context.Tag("Market/Storage/HardwarePric
   {
     /**
      * Writes rows in one transaction: a row of a listing-day already stored replaces it, any
-     * other is added. Of two rows of one listing-day in the call, the later stands.
+     * other is added. Of two rows of one listing-day in the call, the later stands. `mark`, a
+     * progress mark, is written in the same transaction.
      */
-    readonly put: (rows: ReadonlyArray<HardwarePrice>) => Effect.Effect<HardwarePutSummary, StorageError>
+    readonly put: (rows: ReadonlyArray<HardwarePrice>, mark?: ProgressMark) => Effect.Effect<HardwarePutSummary, StorageError>
+    /** A progress mark written by `put`. */
+    readonly mark: ReadMark
     /** Executes a page plan; the tie-breaker is `observation_id`. */
     readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<HardwarePrice>, StorageError>
     /** Filter values and per-GPU coverage for the metadata endpoint. */

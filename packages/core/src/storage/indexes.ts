@@ -5,6 +5,7 @@ import { formatInstant, MICROS_PER_MS } from "../query/time.js"
 import type { FleetWeight, IndexDefinition, IndexValue } from "../schema/indexes.js"
 import type { StorageError } from "./errors.js"
 import type { PagePlan } from "./plan.js"
+import type { ProgressMark, ReadMark } from "./marks.js"
 
 /** Length of an intraday interval. */
 export const INTRADAY_MICROS = 30 * 60 * 1_000_000
@@ -42,6 +43,8 @@ export interface IndexValueChanges {
   readonly values: ReadonlyArray<IndexValue>
   /** Cursors to move: each becomes the later of its stored value and `through`. */
   readonly cursors: ReadonlyArray<{ readonly id: string; readonly through: string }>
+  /** The progress mark written with the change, if the write carries one. */
+  readonly mark?: ProgressMark
 }
 
 /** Which values of one index a caller may read, for the legacy available-index list. */
@@ -74,6 +77,8 @@ export class IndexStore extends Context.Tag("Market/Storage/IndexStore")<
     readonly weights: Effect.Effect<ReadonlyArray<FleetWeight>, StorageError>
     /** Applies clears, then values, then cursors, in one transaction; a reader never sees part of it. */
     readonly apply: (changes: IndexValueChanges) => Effect.Effect<void, StorageError>
+    /** A progress mark written by `apply` (`IndexValueChanges.mark`). */
+    readonly mark: ReadMark
     /**
      * Executes a page plan over values; predicates are on row fields and a plan names one index
      * (`timestamp`, the tie-breaker, is unique within it). Scopes: `latest` is each index's

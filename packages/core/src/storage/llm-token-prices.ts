@@ -3,6 +3,7 @@ import type * as Effect from "effect/Effect"
 import type { LlmTokenPrice } from "../schema/llm-token-price.js"
 import type { StorageError } from "./errors.js"
 import type { TransactVersions } from "./versions.js"
+import type { ReadMark } from "./marks.js"
 import type { PagePlan } from "./plan.js"
 
 /**
@@ -39,6 +40,8 @@ export class LlmTokenPriceStore extends Context.Tag("Market/Storage/LlmTokenPric
      * by `base_price_key` and rows by `price_key`. A reader never sees part of a write.
      */
     readonly transact: TransactVersions<LlmTokenPrice>
+    /** A progress mark written by `transact` (`VersionChanges.mark`). */
+    readonly mark: ReadMark
     /** The rows of the given models in force at `at` (a stored instant), in no order. */
     readonly inForce: (models: ReadonlyArray<string>, at: string) => Effect.Effect<ReadonlyArray<LlmTokenPrice>, StorageError>
     /** Executes a page plan; the tie-breaker is `price_key`. */

@@ -4,6 +4,7 @@ import type { HardwareGpuCoverage, HardwarePriceStore, HardwareSummary } from ".
 import { cmp, DateSpans, dayStart, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan, Scope } from "./plan.js"
 import { hardwarePriceTable } from "./tables.js"
+import { memoryMarks } from "./marks.js"
 
 /**
  * The in-memory reference of the hardware price store: the plain statement of what every
@@ -62,8 +63,10 @@ export const summariseHardware = (rows: Iterable<HardwarePrice>): HardwareSummar
 /** A fresh in-memory hardware price store. */
 export const makeMemoryHardwarePriceStore = (): HardwarePriceStore["Type"] => {
   const rows = new Map<string, HardwarePrice>()
+  const marks = memoryMarks()
   return {
-    put: (batch) => Effect.sync(() => {
+    mark: marks.mark,
+    put: (batch, mark) => Effect.sync(() => {
       let inserted = 0
       let replaced = 0
       for (const r of batch) {
@@ -71,6 +74,7 @@ export const makeMemoryHardwarePriceStore = (): HardwarePriceStore["Type"] => {
         else inserted++
         rows.set(r.observation_id, r)
       }
+      if (mark !== undefined) marks.marks.set(mark.name, mark.value)
       return { inserted, replaced }
     }),
     page: (plan) => Effect.sync(() => evaluateHardwarePlan(rows.values(), plan)),

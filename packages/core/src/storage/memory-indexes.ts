@@ -5,6 +5,7 @@ import { answersFrom, type IndexCoverage, type IndexStore, intervalStart, type S
 import { cmp, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan } from "./plan.js"
 import { indexValueTable } from "./tables.js"
+import { memoryMarks } from "./marks.js"
 
 /**
  * The reference evaluation of an index value plan (see `IndexStore.page`): the scope picks the
@@ -57,8 +58,10 @@ export const makeMemoryIndexStore = (): IndexStore["Type"] => {
   const all = function* () {
     for (const byTimestamp of values.values()) yield* byTimestamp.values()
   }
+  const marks = memoryMarks()
 
   return {
+    mark: marks.mark,
     define: (defs) => Effect.sync(() => {
       for (const definition of defs) {
         definitions.set(definition.id, { definition, computed_through: definitions.get(definition.id)?.computed_through ?? null })
@@ -93,6 +96,7 @@ export const makeMemoryIndexStore = (): IndexStore["Type"] => {
         const d = definitions.get(c.id)
         if (d !== undefined && (d.computed_through === null || c.through > d.computed_through)) d.computed_through = c.through
       }
+      if (changes.mark !== undefined) marks.marks.set(changes.mark.name, changes.mark.value)
     }),
     page: (plan) => Effect.sync(() => evaluateIndexPlan(all(), plan)),
     coverage: (ids, from) => Effect.sync(() => indexCoverage(all(), ids, from))

@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import type { LlmTokenPrice } from "../schema/llm-token-price.js"
 import { memoryTransact } from "./memory-versions.js"
+import { memoryMarks } from "./marks.js"
 import type { LlmModelSummary, LlmTokenPriceStore } from "./llm-token-prices.js"
 import { cmp, inVersionScope, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan } from "./plan.js"
@@ -55,8 +56,10 @@ export const summariseLlmModels = (rows: Iterable<LlmTokenPrice>): Array<LlmMode
 /** An in-memory LLM token price store over fresh state. */
 export const makeMemoryLlmTokenPriceStore = (): LlmTokenPriceStore["Type"] => {
   const rows = new Map<string, LlmTokenPrice>()
+  const marks = memoryMarks()
   return {
-    transact: memoryTransact("llm_token_prices.transact", rows, llmTokenPriceKeys),
+    transact: memoryTransact("llm_token_prices.transact", rows, llmTokenPriceKeys, marks.marks),
+    mark: marks.mark,
     inForce: (models, at) => Effect.sync(() => {
       const wanted = new Set(models)
       return [...rows.values()].filter((r) => wanted.has(r.model) && inVersionScope(r, { _tag: "asOf", at }))

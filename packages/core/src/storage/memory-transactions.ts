@@ -9,6 +9,7 @@ import {
   type TransactionSummary, windowDates
 } from "./transactions.js"
 import { transactionTable } from "./tables.js"
+import { memoryMarks } from "./marks.js"
 
 /** The reference evaluation of a transaction page plan: window scopes only, tie-breaker `row_key`. */
 export const evaluateTransactionPlan = (rows: Iterable<AggregatedTransaction>, plan: PagePlan): Array<AggregatedTransaction> => {
@@ -53,6 +54,7 @@ export const makeMemoryTransactionStore = (): TransactionStore["Type"] => {
   const cohorts = new Map<string, Cohort>()
   const series = new Map<string, { seq: number; last: string }>()
   const rows = new Map<string, PublishedRow>()
+  const marks = memoryMarks()
 
   const stateOf = (id: string): Array<SeriesState> => {
     const s = series.get(id)
@@ -70,6 +72,7 @@ export const makeMemoryTransactionStore = (): TransactionStore["Type"] => {
     }),
     pendingPools: Effect.sync(() => [...new Set([...deals.values()].filter((d) => d.cohort === null).map(dealPool))]),
     series: (ids) => Effect.sync(() => [...new Set(ids)].flatMap(stateOf)),
+    mark: marks.mark,
     transact: (reads, decide) => Effect.suspend(() => {
       const pools = new Set(reads.pools)
       const read = {
@@ -92,6 +95,7 @@ export const makeMemoryTransactionStore = (): TransactionStore["Type"] => {
       for (const c of changes.cohorts) cohorts.set(c.cohort, c)
       for (const s of changes.series) series.set(s.series, { seq: s.seq, last: s.last })
       for (const r of changes.rows) rows.set(r.row.row_key, r)
+      if (changes.mark !== undefined) marks.marks.set(changes.mark.name, changes.mark.value)
       return Effect.succeed(result)
     }),
     page: (plan) => Effect.sync(() => evaluateTransactionPlan([...rows.values()].map((r) => r.row), plan)),

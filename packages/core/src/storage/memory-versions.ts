@@ -5,12 +5,13 @@ import { readView, type TransactVersions, versionChangeFault, type VersionKeys, 
 
 /**
  * The reference `transact` of a versioned table held in `rows` (row key → row). A step runs
- * synchronously, so no other write interleaves with it.
+ * synchronously, so no other write interleaves with it. Progress marks go to `marks`.
  */
 export const memoryTransact = <Row extends Versioned>(
   operation: string,
   rows: Map<string, Row>,
-  keys: VersionKeys<Row>
+  keys: VersionKeys<Row>,
+  marks: Map<string, string>
 ): TransactVersions<Row> => {
   // Versions of each priced thing by row key, so a step reads a handful of rows, not the table.
   const byBase = new Map<string, Set<string>>()
@@ -37,6 +38,7 @@ export const memoryTransact = <Row extends Versioned>(
       if (fault !== undefined) return Effect.die(new StorageDefect({ operation, cause: new Error(fault) }))
       for (const c of changes.close) put({ ...rows.get(c.key)!, valid_to: c.valid_to })
       for (const r of changes.open) put(r)
+      if (changes.mark !== undefined) marks.set(changes.mark.name, changes.mark.value)
       return Effect.succeed(result)
     })
 }

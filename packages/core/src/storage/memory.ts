@@ -11,6 +11,7 @@ import {
 import { LlmTokenPriceStore } from "./llm-token-prices.js"
 import { makeMemoryLlmTokenPriceStore } from "./memory-llm-token-prices.js"
 import { memoryTransact } from "./memory-versions.js"
+import { memoryMarks } from "./marks.js"
 import { HardwarePriceStore } from "./hardware.js"
 import { makeMemoryHardwarePriceStore } from "./memory-hardware.js"
 import type { PagePlan } from "./plan.js"
@@ -72,9 +73,11 @@ export const make = Effect.sync(() => {
   const tokens = new Map<string, Principal>()
   const settings = new Map<string, string>()
   const windows = new Map<string, { start: number; count: number }>()
+  const rentalMarks = memoryMarks()
 
   const rentalStore: RentalPriceStore["Type"] = {
-    transact: memoryTransact("rental_prices.transact", rental, rentalPriceKeys),
+    transact: memoryTransact("rental_prices.transact", rental, rentalPriceKeys, rentalMarks.marks),
+    mark: rentalMarks.mark,
     page: (plan) => Effect.sync(() => evaluateRentalPlan(rental.values(), plan)),
     spellings: Effect.sync(() => summariseGpus(rental.values()).spellings),
     gpus: Effect.sync(() => summariseGpus(rental.values()).gpus)

@@ -5,6 +5,7 @@ import type * as Either from "effect/Either"
 import type { StorageError } from "./errors.js"
 import type { PagePlan, Scope } from "./plan.js"
 import type { Decision } from "./versions.js"
+import type { ProgressMark, ReadMark } from "./marks.js"
 
 /** A settled deal as stored: private, never served. A null list price means none is known. */
 export interface Deal {
@@ -92,6 +93,8 @@ export interface TransactionChanges {
   readonly rows: ReadonlyArray<PublishedRow>
   /** Series moved by the change, each read through the view's `series` first. */
   readonly series: ReadonlyArray<{ readonly series: string; readonly seq: number; readonly last: string }>
+  /** The progress mark written with the change, if the write carries one. */
+  readonly mark?: ProgressMark
 }
 
 /**
@@ -181,6 +184,8 @@ export class TransactionStore extends Context.Tag("Market/Storage/TransactionSto
       reads: TransactionReads,
       decide: (view: TransactionView) => Either.Either<Decision<TransactionChanges, A>, E>
     ) => Effect.Effect<A, E | StorageError>
+    /** A progress mark written by `transact` (`TransactionChanges.mark`). */
+    readonly mark: ReadMark
     /** Executes a page plan over published rows (window scopes only); the tie-breaker is `row_key`. */
     readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<AggregatedTransaction>, StorageError>
     /** Value sets and per-GPU coverage of the published rows. */

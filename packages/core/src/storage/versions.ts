@@ -1,6 +1,7 @@
 import type * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type { StorageError } from "./errors.js"
+import type { ProgressMark } from "./marks.js"
 
 /**
  * The write contract of versioned tables (rental and LLM token prices): one transactional step
@@ -40,10 +41,14 @@ export interface VersionView<Row> {
   readonly inForce: InForce<Row>
 }
 
-/** A change to a versioned table: current rows to close (by row key) and new rows. */
+/**
+ * A change to a versioned table: current rows to close (by row key) and new rows, and the
+ * progress mark written with them, if the write carries one.
+ */
 export interface VersionChanges<Row> {
   readonly close: ReadonlyArray<{ readonly key: string; readonly valid_to: string }>
   readonly open: ReadonlyArray<Row>
+  readonly mark?: ProgressMark
 }
 
 /** What a write decided: the changes to make, and what the write answers. */
