@@ -156,6 +156,14 @@ describe("gpu-market CLI", () => {
     const ok = await run("import", clean, "--type", "rental", "--db", DB)
     assert.strictEqual(ok.code, 0, ok.stdout + ok.stderr)
     assert.match(ok.stdout, /accepted 1, rejected 0/)
+    // Each write recorded how far its file got: a file imported again skips what was done.
+    const again = await run("import", clean, "--type", "rental", "--db", DB)
+    assert.strictEqual(again.code, 0, again.stdout + again.stderr)
+    assert.match(again.stdout, /^accepted 0, rejected 0$/m)
+    assert.match(again.stdout, /resumed after line 1:/)
+    const jsonlAgain = await run("import", jsonl, "--type", "rental", "--db", DB)
+    assert.match(jsonlAgain.stdout, /^accepted 0, rejected 0$/m)
+    assert.match(jsonlAgain.stdout, /resumed after line 5:/)
 
     // `serve` without --demo revokes the demo tokens: read with a token of our own.
     const token = (await run("tokens", "create", "--name", "reader", "--grant", "rental", "--db", DB)).stdout.trim()

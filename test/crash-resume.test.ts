@@ -288,7 +288,10 @@ describe("gpu-market import killed (kill -9) midway, then run again on the same 
       await first.kill()
       await probe.close()
     }
-    assertCompleted(await runImport(file, store), "the import run again after a kill -9 midway")
+    const again = await runImport(file, store)
+    assertCompleted(again, "the import run again after a kill -9 midway")
+    // The killed run's writes recorded how far it got: the second run starts there.
+    assert.match(again.output, /resumed after line \d+:/)
   }
 
   it(`SQLite: the second run completes; every one of the ${SQLITE_PRODUCTS * STEPS} rows is stored once, as an uninterrupted import stores it`, { timeout: 600_000 }, async () => {

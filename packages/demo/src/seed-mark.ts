@@ -1,13 +1,13 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { type ProgressMark, type ReadMark, SettingsStore } from "@gpu-market/core/storage"
+import { type ProgressMark, SettingsStore } from "@gpu-market/core/storage"
 
 /**
  * The mark of one demo type's seeding: the last epoch day it seeded, written by the store of
  * that type in the same write as the day's last data (`ProgressMark`), so a killed seed resumes
  * on the day after the last one stored whole, and never skips a day it did not finish.
  */
-export const seedMark = (name: string, read: ReadMark) =>
+export const seedMark = <E>(name: string, read: (name: string) => Effect.Effect<Option.Option<string>, E>) =>
   Effect.map(SettingsStore, (settings) => {
     /** The last day seeded, if any. A mark kept in the settings by an earlier version still counts. */
     const last = read(name).pipe(

@@ -1,10 +1,12 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import type * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import { InvalidRecords, type RecordIssue, type StorageUnavailable } from "../errors.js"
-import { unavailableWrite } from "../market/storage.js"
+import { unavailable, unavailableWrite } from "../market/storage.js"
 import { formatInstant, parseDateTime } from "../query/time.js"
 import { MAX_ROWS_PER_WRITE, StorageError } from "../storage/contract.js"
+import type { ReadMark } from "../storage/marks.js"
 
 /** The refusal of a whole batch, naming the first of its problems. */
 export const invalidRecords = (errors: ReadonlyArray<RecordIssue>): InvalidRecords =>
@@ -12,6 +14,10 @@ export const invalidRecords = (errors: ReadonlyArray<RecordIssue>): InvalidRecor
     detail: `${errors.length} problem(s); nothing was stored. First: record ${errors[0]!.index}: ${errors[0]!.message}`,
     errors
   })
+
+/** A store's progress marks as a write path offers them: storage trouble is `StorageUnavailable`. */
+export const markReader = (read: ReadMark) => (name: string): Effect.Effect<Option.Option<string>, StorageUnavailable> =>
+  Effect.mapError(read(name), unavailable)
 
 /** A write's storage trouble as its caller sees it: `StorageUnavailable`, saying what sending it again does. */
 export const writeFailure = <A, E, R>(write: Effect.Effect<A, E | StorageError, R>): Effect.Effect<A, Exclude<E, StorageError> | StorageUnavailable, R> =>

@@ -10,7 +10,7 @@ import { CompleteHardwarePriceObservation, type HardwarePrice, hardwarePriceFiel
 import { SettingsStore } from "../storage/contract.js"
 import { HardwarePriceStore } from "../storage/hardware.js"
 import type { MarkedWrite } from "../storage/marks.js"
-import { chunksOf, invalidRecords } from "./batch.js"
+import { chunksOf, invalidRecords, markReader } from "./batch.js"
 
 /**
  * Words that make a field a seller's identity: the platform or marketplace, the seller, shop or
@@ -175,7 +175,7 @@ export class HardwarePriceIngest extends Effect.Service<HardwarePriceIngest>()("
       /** The `listing_key` this deployment derives from a source's listing reference. */
       listingKey,
       /** A progress mark written by `ingest`. */
-      mark: store.mark
+      mark: markReader(store.mark)
     } as const
   })
 }) {}

@@ -6,7 +6,7 @@ import { formatInstant, isBareDate, MICROS_PER_MS, parseDate, parseDateTime } fr
 import { AdministeredValue, FleetWeight, IndexDefinition, type IndexValue } from "../schema/indexes.js"
 import { IndexStore } from "../storage/indexes.js"
 import { type MarkedWrite, withMark } from "../storage/marks.js"
-import { chunksOf, decodeRecords, INDEX_VALUES_PER_WRITE, invalidRecords } from "./batch.js"
+import { chunksOf, decodeRecords, INDEX_VALUES_PER_WRITE, invalidRecords, markReader } from "./batch.js"
 import { IndexComputation, type IndexComputationSummary } from "./index-computation.js"
 import { intervalMicros } from "./index-method.js"
 
@@ -149,6 +149,7 @@ export class IndexIngest extends Effect.Service<IndexIngest>()("Market/IndexInge
       return rows.length
     })
 
-    return { define, setFleetWeights, publish, mark: store.mark } as const
+    /** A progress mark written with a write of this type (`options.mark`). */
+    return { define, setFleetWeights, publish, mark: markReader(store.mark) } as const
   })
 }) {}

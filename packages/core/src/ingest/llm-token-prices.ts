@@ -8,7 +8,7 @@ import { LlmTokenPriceStore } from "../storage/llm-token-prices.js"
 import type { MarkedWrite } from "../storage/marks.js"
 import type { VersionChanges } from "../storage/versions.js"
 import { llmTokenPriceKeys } from "../storage/tables.js"
-import { decodeTimed, type Timed } from "./batch.js"
+import { decodeTimed, markReader, type Timed } from "./batch.js"
 import { type IngestSummary, type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
 
 /** Fields that identify one published price across price changes (`base_price_key`). */
@@ -178,6 +178,7 @@ export class LlmTokenPriceIngest extends Effect.Service<LlmTokenPriceIngest>()("
     const withdraw = Effect.fn("LlmTokenPriceIngest.withdraw")((basePriceKeys: ReadonlyArray<string>, at: string, options: MarkedWrite = {}) =>
       withdrawVersions(store.transact, basePriceKeys, at, rules, options.mark))
 
-    return { ingest, withdraw, mark: store.mark } as const
+    /** A progress mark written with a write of this type (`options.mark`). */
+    return { ingest, withdraw, mark: markReader(store.mark) } as const
   })
 }) {}

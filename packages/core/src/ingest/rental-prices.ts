@@ -7,7 +7,7 @@ import { type RentalPrice, RentalPriceObservation } from "../schema/rental-price
 import { RentalPriceStore } from "../storage/contract.js"
 import type { MarkedWrite } from "../storage/marks.js"
 import { rentalPriceKeys } from "../storage/tables.js"
-import { decodeTimed, type Timed } from "./batch.js"
+import { decodeTimed, markReader, type Timed } from "./batch.js"
 import { type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
 
 /** Fields that identify one priced thing across price changes (`base_product_key`). */
@@ -76,6 +76,7 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
     const withdraw = Effect.fn("RentalPriceIngest.withdraw")((baseProductKeys: ReadonlyArray<string>, at: string, options: MarkedWrite = {}) =>
       withdrawVersions(store.transact, baseProductKeys, at, rules, options.mark))
 
-    return { ingest, withdraw, mark: store.mark } as const
+    /** A progress mark written with a write of this type (`options.mark`). */
+    return { ingest, withdraw, mark: markReader(store.mark) } as const
   })
 }) {}

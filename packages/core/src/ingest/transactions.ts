@@ -10,7 +10,7 @@ import {
   TransactionStore, type TransactionView
 } from "../storage/transactions.js"
 import { type MarkedWrite, withMark } from "../storage/marks.js"
-import { decodeRecords, invalidRecords, writeFailure } from "./batch.js"
+import { decodeRecords, invalidRecords, markReader, writeFailure } from "./batch.js"
 
 /**
  * The write path of aggregated transactions. Settled deals are stored privately; what is
@@ -369,6 +369,7 @@ export class TransactionIngest extends Effect.Service<TransactionIngest>()("Mark
       }).pipe(writeFailure)
     })
 
-    return { record, publish, mark: store.mark } as const
+    /** A progress mark written with a write of this type (`options.mark`). */
+    return { record, publish, mark: markReader(store.mark) } as const
   })
 }) {}
