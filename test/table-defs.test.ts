@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import {
-  defineTable, fieldsOf, hardwarePriceTable, indexValueTable, llmTokenPriceTable, rentalPriceTable, type TableDef, transactionTable
+  defineTable, fieldsOf, hardwarePriceTable, sortedValues, summarise, indexValueTable, llmTokenPriceTable, rentalPriceTable, type TableDef, transactionTable
 } from "@gpu-market/core/storage"
 import Database from "better-sqlite3"
 import { Effect, Schema } from "effect"
@@ -52,7 +52,30 @@ describe("table definitions", () => {
       { name: "price", kind: "numeric", nullable: true, integer: false }
     ])
     assert.throws(() => fieldsOf(Schema.Struct({ mixed: Schema.Union(Schema.String, Schema.Number) })), /one kind of value/)
-    assert.throws(() => defineTable(row, { name: "t", tie: "nope", sortable: [], anchors: [], scope: { kind: "dated", date: "name" } }), /nope is not a field/)
+    assert.throws(() => defineTable(row, { name: "t", tie: "nope", sortable: [], anchors: [], scope: { kind: "dated", date: "name" }, summary: null }), /nope is not a field/)
+  })
+
+  it("say what a metadata summary counts, and the reference summarises rows by it", () => {
+    const def = { values: ["kind"], groupBy: ["gpu"], groupValues: ["vendor"], span: "day", distinct: "listing", listed: true }
+    const rows = [
+      { gpu: "h100", vendor: "b", kind: "x", day: "2026-01-03", listing: "l1", valid_to: "2026-01-04" },
+      { gpu: "a100", vendor: "a", kind: null, day: "2026-01-02", listing: "l2", valid_to: null },
+      { gpu: "h100", vendor: "a", kind: "w", day: "2026-01-01", listing: "l1", valid_to: null },
+      { gpu: "h100", vendor: "b", kind: "x", day: "2026-01-05", listing: "l3", valid_to: "2026-01-06" }
+    ]
+    const summary = summarise(def, rows)
+    assert.deepStrictEqual(sortedValues(summary, "kind"), ["w", "x"])
+    assert.deepStrictEqual(summary.groups.map((g) => ({ key: g.key, vendors: [...g.values.get("vendor")!], span: g.span, distinct: g.distinct, listed: g.listed })), [
+      { key: ["a100"], vendors: ["a"], span: { first: "2026-01-02", last: "2026-01-02", rows: 1 }, distinct: 1, listed: true },
+      { key: ["h100"], vendors: ["b", "a"], span: { first: "2026-01-01", last: "2026-01-05", rows: 3 }, distinct: 2, listed: true }
+    ])
+    assert.isFalse(summarise(def, rows.slice(3)).groups[0]!.listed)
+    for (const table of TABLES) {
+      const summary = table.summary
+      if (summary === null) continue
+      const names = new Set(table.fields.map((f) => f.name))
+      for (const f of [...summary.values, ...summary.groupBy, ...summary.groupValues]) assert.isTrue(names.has(f), `${table.name}.${f}`)
+    }
   })
 
   it("hold the market's rows: every sort, anchor and tie-breaker is a field; the tie-breaker is never null, anchors are text", () => {

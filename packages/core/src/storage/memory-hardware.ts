@@ -1,9 +1,10 @@
 import * as Effect from "effect/Effect"
 import { type HardwareClassField, hardwareClassFields, type HardwarePrice } from "../schema/hardware-price.js"
 import type { HardwareGpuCoverage, HardwarePriceStore, HardwareSummary } from "./hardware.js"
-import { cmp, DateSpans, dayStart, matchesPredicates, orderAndSeek } from "./rules.js"
+import { dayStart, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan, Scope } from "./plan.js"
 import { hardwarePriceTable } from "./tables.js"
+import { sortedValues, summarise } from "./summary.js"
 import { memoryMarks } from "./marks.js"
 
 /**
@@ -37,25 +38,13 @@ export const evaluateHardwarePlan = (rows: Iterable<HardwarePrice>, plan: PagePl
 
 /** Filter values and per-GPU coverage of rows, as every backend reports them. */
 export const summariseHardware = (rows: Iterable<HardwarePrice>): HardwareSummary => {
-  const values = Object.fromEntries(hardwareClassFields.map((f) => [f, new Set<string>()])) as Record<HardwareClassField, Set<string>>
-  const gpus = new DateSpans<string>()
-  const listings = new Map<string, Set<string>>()
-  for (const r of rows) {
-    for (const f of hardwareClassFields) {
-      const v = r[f]
-      if (v !== null) values[f].add(v)
-    }
-    gpus.add(r.gpu_canonical_name, r.observed_date, () => r.gpu_canonical_name)
-    const seen = listings.get(r.gpu_canonical_name)
-    if (seen === undefined) listings.set(r.gpu_canonical_name, new Set([r.listing_key]))
-    else seen.add(r.listing_key)
-  }
-  const sorted = {} as { -readonly [F in HardwareClassField]: ReadonlyArray<string> }
-  for (const f of hardwareClassFields) sorted[f] = [...values[f]].sort(cmp)
+  const summary = summarise(hardwarePriceTable.summary, rows)
+  const values = {} as { -readonly [F in HardwareClassField]: ReadonlyArray<string> }
+  for (const f of hardwareClassFields) values[f] = sortedValues(summary, f)
   return {
-    values: sorted,
-    gpus: [...gpus.values()].sort((a, b) => cmp(a.group, b.group)).map(({ group, first, last, rows }): HardwareGpuCoverage => ({
-      gpu_canonical_name: group, first_observed: first, last_observed: last, listings: listings.get(group)!.size, observations: rows
+    values,
+    gpus: summary.groups.map(({ key, span, distinct }): HardwareGpuCoverage => ({
+      gpu_canonical_name: key[0] as string, first_observed: span.first, last_observed: span.last, listings: distinct, observations: span.rows
     }))
   }
 }

@@ -3,9 +3,10 @@ import type { LlmTokenPrice } from "../schema/llm-token-price.js"
 import { memoryTransact } from "./memory-versions.js"
 import { memoryMarks } from "./marks.js"
 import type { LlmModelSummary, LlmTokenPriceStore } from "./llm-token-prices.js"
-import { cmp, inVersionScope, matchesPredicates, orderAndSeek } from "./rules.js"
+import { inVersionScope, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan } from "./plan.js"
 import { llmTokenPriceKeys, llmTokenPriceTable } from "./tables.js"
+import { sortedValues, summarise } from "./summary.js"
 
 /** The reference LLM token price store: plain statements of what every backend must return. */
 
@@ -20,38 +21,24 @@ export const evaluateLlmTokenPricePlan = (rows: Iterable<LlmTokenPrice>, plan: P
     llmTokenPriceTable.tie
   )
 
-const sorted = (values: Iterable<string>) => [...new Set(values)].sort(cmp)
-const firstOf = (values: Iterable<string | null>): string | null => {
-  let first: string | null = null
-  for (const v of values) if (v !== null && (first === null || v < first)) first = v
-  return first
-}
+/** The least of a field's values, or null when no row named one. */
+const leastOf = (values: ReadonlyArray<string>): string | null => values[0] ?? null
 
 /** Per-model summaries of LLM token price rows, as every backend reports them. */
-export const summariseLlmModels = (rows: Iterable<LlmTokenPrice>): Array<LlmModelSummary> => {
-  const byModel = new Map<string, Array<LlmTokenPrice>>()
-  for (const r of rows) {
-    const list = byModel.get(r.model)
-    if (list === undefined) byModel.set(r.model, [r])
-    else list.push(r)
-  }
-  return [...byModel.keys()].sort(cmp).map((model): LlmModelSummary => {
-    const rs = byModel.get(model)!
-    return {
-      model,
-      model_family: firstOf(rs.map((r) => r.model_family)),
-      model_creator: firstOf(rs.map((r) => r.model_creator)),
-      model_names: sorted(rs.map((r) => r.model_name)),
-      currently_listed: rs.some((r) => r.valid_to === null),
-      serving_providers: sorted(rs.map((r) => r.serving_provider)),
-      sources: sorted(rs.map((r) => r.source)),
-      price_types: sorted(rs.map((r) => r.price_type)),
-      regions: sorted(rs.map((r) => r.region)),
-      metrics: sorted(rs.map((r) => r.metric)),
-      qualifiers: sorted(rs.flatMap((r) => (r.qualifiers === null ? [] : [r.qualifiers])))
-    }
-  })
-}
+export const summariseLlmModels = (rows: Iterable<LlmTokenPrice>): Array<LlmModelSummary> =>
+  summarise(llmTokenPriceTable.summary, rows).groups.map((g): LlmModelSummary => ({
+    model: g.key[0] as string,
+    model_family: leastOf(sortedValues(g, "model_family")),
+    model_creator: leastOf(sortedValues(g, "model_creator")),
+    model_names: sortedValues(g, "model_name"),
+    currently_listed: g.listed,
+    serving_providers: sortedValues(g, "serving_provider"),
+    sources: sortedValues(g, "source"),
+    price_types: sortedValues(g, "price_type"),
+    regions: sortedValues(g, "region"),
+    metrics: sortedValues(g, "metric"),
+    qualifiers: sortedValues(g, "qualifiers")
+  }))
 
 /** An in-memory LLM token price store over fresh state. */
 export const makeMemoryLlmTokenPriceStore = (): LlmTokenPriceStore["Type"] => {

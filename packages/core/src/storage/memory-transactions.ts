@@ -2,13 +2,14 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type { AggregatedTransaction } from "../schema/transaction.js"
 import { StorageDefect } from "./errors.js"
-import { cmp, DateSpans, matchesPredicates, orderAndSeek } from "./rules.js"
+import { cmp, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan } from "./plan.js"
 import {
   type Cohort, dealPool, type PublishedRow, type SeriesState, type StoredDeal, transactionChangeFault, type TransactionStore,
   type TransactionSummary, windowDates
 } from "./transactions.js"
 import { transactionTable } from "./tables.js"
+import { sortedValues, summarise } from "./summary.js"
 import { memoryMarks } from "./marks.js"
 
 /** The reference evaluation of a transaction page plan: window scopes only, tie-breaker `row_key`. */
@@ -24,27 +25,18 @@ export const evaluateTransactionPlan = (rows: Iterable<AggregatedTransaction>, p
 
 /** The summary every backend reports for a set of published rows. */
 export const summariseTransactions = (rows: Iterable<AggregatedTransaction>): TransactionSummary => {
-  const regions = new Set<string>(), contracts = new Set<string>(), tenors = new Set<number>()
-  const gpus = new DateSpans<{ readonly gpu_canonical_name: string; readonly gpu_model: string }>()
-  for (const r of rows) {
-    regions.add(r.region_group)
-    contracts.add(r.contract_type)
-    tenors.add(r.tenor_days)
-    gpus.add(JSON.stringify([r.gpu_canonical_name, r.gpu_model]), r.transaction_date, () => ({ gpu_canonical_name: r.gpu_canonical_name, gpu_model: r.gpu_model }))
-  }
+  const summary = summarise(transactionTable.summary, rows)
   return {
-    region_groups: [...regions].sort(cmp),
-    contract_types: [...contracts].sort(cmp),
-    tenors: [...tenors].sort((a, b) => a - b),
-    gpus: [...gpus.values()]
-      .sort((a, b) => cmp(a.group.gpu_canonical_name, b.group.gpu_canonical_name) || cmp(a.group.gpu_model, b.group.gpu_model))
-      .map(({ group, first, last, rows }) => ({
-        gpu_canonical_name: group.gpu_canonical_name,
-        gpu_model: group.gpu_model,
-        first_transaction_date: first,
-        last_transaction_date: last,
-        rows
-      }))
+    region_groups: sortedValues(summary, "region_group"),
+    contract_types: sortedValues(summary, "contract_type"),
+    tenors: sortedValues(summary, "tenor_days"),
+    gpus: summary.groups.map(({ key, span }) => ({
+      gpu_canonical_name: key[0] as string,
+      gpu_model: key[1] as string,
+      first_transaction_date: span.first,
+      last_transaction_date: span.last,
+      rows: span.rows
+    }))
   }
 }
 

@@ -23,6 +23,7 @@ import { makeMemoryIndexStore } from "./memory-indexes.js"
 import { ProcurementStore } from "./procurement.js"
 import { makeMemoryProcurementStore } from "./memory-procurement.js"
 import { rentalPriceKeys, rentalPriceTable } from "./tables.js"
+import { sortedValues, summarise } from "./summary.js"
 
 /**
  * The in-memory reference store: the plain statement of what every backend must return. It
@@ -39,29 +40,19 @@ export const evaluateRentalPlan = (rows: Iterable<RentalPrice>, plan: PagePlan):
 
 /** Spellings and per-GPU summaries derived from rental rows, as every backend reports them. */
 export const summariseGpus = (rows: Iterable<RentalPrice>) => {
-  const byGpu = new Map<string, { manufacturer: string; spellings: Set<string>; vendors: Set<string>; listed: boolean }>()
-  for (const r of rows) {
-    let g = byGpu.get(r.gpu_canonical_name)
-    if (g === undefined) {
-      g = { manufacturer: r.gpu_manufacturer, spellings: new Set(), vendors: new Set(), listed: false }
-      byGpu.set(r.gpu_canonical_name, g)
-    }
-    g.spellings.add(r.vendor_gpu_name).add(r.gpu_model)
-    g.vendors.add(r.vendor)
-    if (r.valid_to === null) g.listed = true
-  }
-  const names = [...byGpu.keys()].sort(cmp)
   const spellings: Array<GpuSpelling> = []
-  const gpus: Array<RentalGpuSummary> = names.map((name) => {
-    const g = byGpu.get(name)!
+  const gpus = summarise(rentalPriceTable.summary, rows).groups.map((g): RentalGpuSummary => {
+    const name = g.key[0] as string
+    const own = [...new Set([...sortedValues<string>(g, "vendor_gpu_name"), ...sortedValues<string>(g, "gpu_model")])].sort(cmp)
     spellings.push({ gpu_canonical_name: name, spelling: name })
-    for (const s of [...g.spellings].sort(cmp)) if (s !== name) spellings.push({ gpu_canonical_name: name, spelling: s })
+    for (const s of own) if (s !== name) spellings.push({ gpu_canonical_name: name, spelling: s })
     return {
       gpu_canonical_name: name,
-      gpu_manufacturer: g.manufacturer,
-      spellings: [...g.spellings].sort(cmp),
+      // The manufacturer the GPU's first row named.
+      gpu_manufacturer: [...g.values.get("gpu_manufacturer")!][0] as string,
+      spellings: own,
       currently_listed: g.listed,
-      vendors: [...g.vendors].sort(cmp)
+      vendors: sortedValues(g, "vendor")
     }
   })
   return { spellings, gpus }

@@ -40,6 +40,23 @@ export type TableScope =
   | { readonly kind: "dated"; readonly date: string }
   | { readonly kind: "intervals"; readonly of: string; readonly at: string }
 
+/**
+ * What a data type's metadata summary counts: the distinct values of `values` over all rows
+ * (filter values), and per group (one per distinct `groupBy`, a GPU say) the distinct values of
+ * `groupValues`, the first and last `span` date with the row count, the count of distinct
+ * `distinct` values, and whether a current row is `listed`. The reference store derives its
+ * summaries from this; SQLite and Redis keep theirs up to date as they write, and the
+ * conformance suite holds them to the reference's.
+ */
+export interface SummaryDef {
+  readonly values: ReadonlyArray<string>
+  readonly groupBy: ReadonlyArray<string>
+  readonly groupValues: ReadonlyArray<string>
+  readonly span: string | null
+  readonly distinct: string | null
+  readonly listed: boolean
+}
+
 /** One data type's storage definition. */
 export interface TableDef {
   /** The table's name (the SQLite table). */
@@ -54,6 +71,8 @@ export interface TableDef {
   readonly anchors: ReadonlyArray<string>
   /** Which rows `latest`, `asOf` and `window` pick. */
   readonly scope: TableScope
+  /** What its metadata summary counts; none for a type whose metadata is not a summary of rows. */
+  readonly summary: SummaryDef | null
 }
 
 type Kind = Omit<FieldDef, "name">
@@ -104,13 +123,17 @@ export const fieldsOf = (row: RowSchema): ReadonlyArray<FieldDef> =>
   })
 
 /** Defines a data type's table from its row schema. */
-export const defineTable = <const Tie extends string, const Scope extends TableScope>(
+export const defineTable = <const Tie extends string, const Scope extends TableScope, const Summary extends SummaryDef | null>(
   row: RowSchema,
-  definition: Omit<TableDef, "fields" | "tie" | "scope"> & { readonly tie: Tie; readonly scope: Scope }
-): TableDef & { readonly tie: Tie; readonly scope: Scope } => {
+  definition: Omit<TableDef, "fields" | "tie" | "scope" | "summary"> & { readonly tie: Tie; readonly scope: Scope; readonly summary: Summary }
+): TableDef & { readonly tie: Tie; readonly scope: Scope; readonly summary: Summary } => {
   const fields = fieldsOf(row)
   const names = new Set(fields.map((f) => f.name))
-  for (const name of [definition.tie, ...definition.sortable, ...definition.anchors]) {
+  const summary = definition.summary
+  const summarised = summary === null
+    ? []
+    : [...summary.values, ...summary.groupBy, ...summary.groupValues, ...[summary.span, summary.distinct].filter((f): f is string => f !== null)]
+  for (const name of [definition.tie, ...definition.sortable, ...definition.anchors, ...summarised]) {
     if (!names.has(name)) throw new TypeError(`${definition.name}: ${name} is not a field of the row`)
   }
   return { ...definition, fields }

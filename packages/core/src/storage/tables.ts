@@ -1,4 +1,4 @@
-import { HardwarePriceRow } from "../schema/hardware-price.js"
+import { hardwareClassFields, HardwarePriceRow } from "../schema/hardware-price.js"
 import { IndexValueRow } from "../schema/indexes.js"
 import { type LlmTokenPrice, LlmTokenPriceRow } from "../schema/llm-token-price.js"
 import { type RentalPrice, RentalPriceRow } from "../schema/rental-price.js"
@@ -14,7 +14,12 @@ export const rentalPriceTable = defineTable(RentalPriceRow, {
   tie: "product_key",
   sortable: ["gpu_canonical_name", "gpu_count", "gpu_memory_gb", "price_usd_per_gpu_hour", "region", "valid_from", "vendor"],
   anchors: ["vendor", "gpu_canonical_name"],
-  scope: { kind: "versions", of: "base_product_key", unanchoredCurrent: false }
+  scope: { kind: "versions", of: "base_product_key", unanchoredCurrent: false },
+  // Per GPU: the manufacturer its first row named, its spellings, its vendors, whether listed.
+  summary: {
+    values: [], groupBy: ["gpu_canonical_name"], groupValues: ["gpu_manufacturer", "vendor_gpu_name", "gpu_model", "vendor"],
+    span: null, distinct: null, listed: true
+  }
 })
 
 /** How `transact` names rental rows (`product_key`) and their products (`base_product_key`). */
@@ -29,7 +34,13 @@ export const llmTokenPriceTable = defineTable(LlmTokenPriceRow, {
   tie: "price_key",
   sortable: ["model", "serving_provider", "price_type", "price_usd_per_1m_tokens", "source", "valid_from"],
   anchors: ["model", "serving_provider"],
-  scope: { kind: "versions", of: "base_price_key", unanchoredCurrent: true }
+  scope: { kind: "versions", of: "base_price_key", unanchoredCurrent: true },
+  // Per model: what its rows named and where it is served, and whether it is listed.
+  summary: {
+    values: [], groupBy: ["model"],
+    groupValues: ["model_family", "model_creator", "model_name", "serving_provider", "source", "price_type", "region", "metric", "qualifiers"],
+    span: null, distinct: null, listed: true
+  }
 })
 
 /** How `transact` names LLM token price rows (`price_key`) and their prices (`base_price_key`). */
@@ -44,7 +55,9 @@ export const hardwarePriceTable = defineTable(HardwarePriceRow, {
   tie: "observation_id",
   sortable: ["condition", "gpu_canonical_name", "observed_date", "price_usd"],
   anchors: ["gpu_canonical_name"],
-  scope: { kind: "observations", of: "listing_key", date: "observed_date" }
+  scope: { kind: "observations", of: "listing_key", date: "observed_date" },
+  // The classification values in use, and per GPU the days covered, rows and listings.
+  summary: { values: hardwareClassFields, groupBy: ["gpu_canonical_name"], groupValues: [], span: "observed_date", distinct: "listing_key", listed: false }
 })
 
 /** Published transaction blends: rows of a date, per GPU. */
@@ -53,7 +66,12 @@ export const transactionTable = defineTable(TransactionRow, {
   tie: "row_key",
   sortable: ["contract_type", "gpu_model", "price_usd_per_gpu_hour", "region_group", "tenor_days", "total_gpu_count", "transaction_date"],
   anchors: ["gpu_canonical_name"],
-  scope: { kind: "dated", date: "transaction_date" }
+  scope: { kind: "dated", date: "transaction_date" },
+  // The region groups, contracts and tenors published, and per GPU and model the dates covered.
+  summary: {
+    values: ["region_group", "contract_type", "tenor_days"], groupBy: ["gpu_canonical_name", "gpu_model"], groupValues: [],
+    span: "transaction_date", distinct: null, listed: false
+  }
 })
 
 /** Index values: one per interval of each index; `timestamp` is unique within an index. */
@@ -62,5 +80,7 @@ export const indexValueTable = defineTable(IndexValueRow.from, {
   tie: "timestamp",
   sortable: ["timestamp", "value"],
   anchors: [],
-  scope: { kind: "intervals", of: "id", at: "timestamp" }
+  scope: { kind: "intervals", of: "id", at: "timestamp" },
+  // An index's coverage is computed from its values by `indexCoverage`, per index asked about.
+  summary: null
 })
