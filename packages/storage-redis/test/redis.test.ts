@@ -7,7 +7,7 @@ import fc from "fast-check"
 import { Redis } from "ioredis"
 import { freePort } from "../../../test/support/process"
 import { redisStorageLayer, TestRedis, testRedisLayer } from "../../../test/support/redis"
-import { encodeMember, make, memberTie, redactUrl } from "../src/internal"
+import { Batch, encodeMember, fromRedis, make, memberTie, redactUrl } from "../src/internal"
 
 const sign = (n: number) => (n < 0 ? -1 : n > 0 ? 1 : 0)
 
@@ -43,6 +43,17 @@ describe("connection", () => {
 
 const storage = (label: string) => redisStorageLayer(label)
 
+/** One write command of a batch, on one of a few keys, so that commands on one key interleave. */
+const batchOp = fc.oneof(
+  fc.tuple(fc.constant("HSET" as const), fc.constantFrom("h1", "h2"), fc.constantFrom("f1", "f2", "f3"), fc.constantFrom("a", "b", "c")),
+  fc.tuple(fc.constant("HDEL" as const), fc.constantFrom("h1", "h2"), fc.constantFrom("f1", "f2", "f3")),
+  fc.tuple(fc.constant("HINCRBY" as const), fc.constantFrom("h1", "h2"), fc.constantFrom("n1", "n2"), fc.constantFrom("1", "-1")),
+  fc.tuple(fc.constant("ZADD" as const), fc.constantFrom("z1", "z2"), fc.constant("0"), fc.constantFrom("m1", "m2", "m3")),
+  fc.tuple(fc.constant("ZREM" as const), fc.constantFrom("z1", "z2"), fc.constantFrom("m1", "m2", "m3")),
+  fc.tuple(fc.constant("SADD" as const), fc.constantFrom("s1", "s2"), fc.constantFrom("m1", "m2", "m3")),
+  fc.tuple(fc.constant("SREM" as const), fc.constantFrom("s1", "s2"), fc.constantFrom("m1", "m2", "m3"))
+)
+
 layer(testRedisLayer(), { timeout: "30 seconds" })("on one server", (it) => {
   it.effect("scripts still run after the server forgets them (SCRIPT FLUSH, as after a restart)", () =>
     Effect.gen(function* () {
@@ -69,6 +80,28 @@ layer(testRedisLayer(), { timeout: "30 seconds" })("on one server", (it) => {
       // A different prefix is a different market.
       const other = yield* make({ url: server.url, prefix: `${prefix}-other` })
       assert.strictEqual((yield* other.rateLimitStore.hit("client", 60_000_000, 5)).count, 1)
+    }).pipe(Effect.scoped))
+
+  it.effect("a checked batch leaves what its commands leave when run one by one, in order, whatever their arguments", () =>
+    Effect.gen(function* () {
+      const server = yield* TestRedis
+      const redis = new Redis(server.url)
+      yield* Effect.addFinalizer(() => Effect.promise(() => redis.quit()))
+      const state = async (prefix: string) => ({
+        h1: await redis.hgetall(`${prefix}:h1`), h2: await redis.hgetall(`${prefix}:h2`),
+        z1: await redis.zrange(`${prefix}:z1`, 0, -1), z2: await redis.zrange(`${prefix}:z2`, 0, -1),
+        s1: (await redis.smembers(`${prefix}:s1`)).sort(), s2: (await redis.smembers(`${prefix}:s2`)).sort()
+      })
+      let run = 0
+      yield* Effect.promise(() => fc.assert(fc.asyncProperty(fc.array(batchOp, { maxLength: 40 }), async (ops) => {
+        const one = `one-${run}`
+        const batched = `batched-${run++}`
+        for (const [command, key, ...args] of ops) await redis.call(command, `${one}:${key}`, ...args)
+        const batch = new Batch()
+        for (const [command, key, ...args] of ops) batch.op(command, `${batched}:${key}`, ...args)
+        assert.strictEqual(await batch.execute(fromRedis(redis, "unused")), 0)
+        assert.deepStrictEqual(await state(batched), await state(one))
+      }), { numRuns: 60 }))
     }).pipe(Effect.scoped))
 
   it.effect("pages over text outside the BMP and control characters follow the reference, global index included", () =>
