@@ -86,21 +86,34 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
     const current = [...stored.values()].map((s) => spec.fromStored(s.row))
     // A priced thing without a current row is new or withdrawn; only the latter has versions.
     const withdrawn = (await Promise.all(basesWithout(points, current, keys.base).map(latestOf))).flat()
+    // A "withdrawn" version still current was written after the current rows were read.
+    if (withdrawn.some((r) => r.valid_to === null)) return "retry"
     const found = await Promise.all(stalePoints(points, current, withdrawn, keys.base).map(inForceAt))
     const view: VersionView<Row> = { current, withdrawn, inForce: inForceLookup(found) }
     const decision = decide(view)
-    if (Either.isLeft(decision)) return { refused: decision.left }
+    // The view is read in several commands, so another writer may have moved a priced thing in
+    // between. Every write of a priced thing moves its current row, so the view was of one moment
+    // if the current rows are still as read: the checked batch proves it for a write; a refusal,
+    // or a decision that breaks the rules or opens a stored key, asks `moved`, and is made again
+    // on a view that moved. Otherwise a refusal stands, and the others are bugs.
+    const moved = async () => {
+      const now = bases.length === 0 ? [] : await client.redis.hmget(currentKey, ...bases)
+      return now.some((pk, i) => pk !== pks[i])
+    }
+    if (Either.isLeft(decision)) return (await moved()) ? "retry" : { refused: decision.left }
     const { changes, result } = decision.right
     const fault = versionChangeFault(points, view, changes, keys)
-    if (fault !== undefined) throw new InvalidPlan(`${operation}: the decision ${fault}`)
+    if (fault !== undefined) {
+      if (await moved()) return "retry"
+      throw new InvalidPlan(`${operation}: the decision ${fault}`)
+    }
     const changesRows = changes.close.length > 0 || changes.open.length > 0
+    // A step that writes nothing answers from reads no older than its first: what it found
+    // stored is stored, so it stands even if another writer moved on since.
     if (!changesRows && changes.mark === undefined) return { result }
-    // Rows are never rewritten: a decision that opens a stored key is a bug, unless another
-    // writer stored it since this step read (then the current rows moved too, and it decides again).
     const taken = (await table.fetch(changes.open.map(keys.key))).findIndex((s) => s !== undefined)
     if (taken >= 0) {
-      const now = bases.length === 0 ? [] : await client.redis.hmget(currentKey, ...bases)
-      if (now.some((pk, i) => pk !== pks[i])) return "retry"
+      if (await moved()) return "retry"
       throw new InvalidPlan(`${operation}: the decision opens ${keys.key(changes.open[taken]!)}, which is stored`)
     }
 
