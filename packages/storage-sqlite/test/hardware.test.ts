@@ -1,6 +1,6 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { type HardwarePrice, hardwarePriceFields } from "@gpu-market/core"
-import { makeMemoryHardwarePriceStore, type PagePlan, type Predicate, type Scope } from "@gpu-market/core/storage"
+import { hardwarePriceTable, makeMemoryHardwarePriceStore, type PagePlan, type Predicate, type Scope } from "@gpu-market/core/storage"
 import { hardwareDay, hardwareRow, testListingKey } from "@gpu-market/core/test"
 import { Effect } from "effect"
 import fc from "fast-check"
@@ -16,7 +16,8 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 let files = 0
 const freshFile = () => path.join(dir, `db-${files++}`, "market.db")
 
-const SORTS = ["condition", "gpu_canonical_name", "observed_date", "price_usd"] as const
+/** Every sort the definition allows: each must have an index that serves it. */
+const SORTS = hardwarePriceTable.sortable
 const instant = (day: number, time = "00:00:00.000000") => `${hardwareDay(day)}T${time}Z`
 
 const withClient = <A, E>(f: (client: SqliteClient) => Effect.Effect<A, E>) =>

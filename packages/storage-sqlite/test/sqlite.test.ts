@@ -1,7 +1,7 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { type RentalPrice, rentalPriceFields, RentalPriceRow, type Storage } from "@gpu-market/core"
 import {
-  currentVersions, type Decision, MemoryStorage, type PagePlan, type Predicate, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore,
+  currentVersions, type Decision, MemoryStorage, type PagePlan, type Predicate, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore, rentalPriceTable,
   type Scope as PlanScope, SettingsStore, StorageDefect, TokenStore, type VersionChanges, type VersionPoint, type VersionView
 } from "@gpu-market/core/storage"
 import { rentalRow } from "@gpu-market/core/test"
@@ -18,7 +18,8 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 let files = 0
 const freshFile = () => path.join(dir, `db-${files++}`, "market.db")
 
-const SORTS = ["gpu_canonical_name", "gpu_count", "gpu_memory_gb", "price_usd_per_gpu_hour", "region", "valid_from", "vendor"] as const
+/** Every sort the definition allows: each must have an index that serves it, under every anchor. */
+const SORTS = rentalPriceTable.sortable
 const T0 = Date.UTC(2026, 0, 1)
 /** The stored instant `day` days and `hour` hours after 2026-01-01. */
 const at = (day: number, hour = 0) => new Date(T0 + day * 86_400_000 + hour * 3_600_000).toISOString().replace("Z", "000Z")

@@ -1,7 +1,7 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { type AggregatedTransaction, transactionFields } from "@gpu-market/core"
 import {
-  evaluateTransactionPlan, MemoryStorage, type PagePlan, type Predicate, type Scope, StorageDefect, TransactionStore
+  evaluateTransactionPlan, MemoryStorage, type PagePlan, type Predicate, type Scope, StorageDefect, TransactionStore, transactionTable
 } from "@gpu-market/core/storage"
 import { Cause, Context, Effect, Either, Exit, Layer, Option } from "effect"
 import fc from "fast-check"
@@ -15,7 +15,8 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 let files = 0
 const freshFile = () => path.join(dir, `db-${files++}`, "market.db")
 
-const SORTS = ["contract_type", "gpu_model", "price_usd_per_gpu_hour", "region_group", "tenor_days", "total_gpu_count", "transaction_date"] as const
+/** Every sort the definition allows: each must have an index that serves it. */
+const SORTS = transactionTable.sortable
 const NUMERIC = new Set(["price_usd_per_gpu_hour", "tenor_days", "total_gpu_count"])
 const day = (n: number) => new Date(Date.UTC(2026, 0, 1) + n * 86_400_000).toISOString().slice(0, 10)
 const instant = (n: number, hour = 0) => new Date(Date.UTC(2026, 0, 1) + n * 86_400_000 + hour * 3_600_000).toISOString().replace("Z", "000Z")
