@@ -4,7 +4,7 @@ import {
 } from "@gpu-market/core"
 import { RentalPriceStore } from "@gpu-market/core/storage"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
-import { Effect, Exit, Layer } from "effect"
+import { Effect, Exit, Layer, Option } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -110,6 +110,23 @@ describe("rental price write path", () => {
       const late = yield* Effect.exit(ingest.ingest([obs({ vendor_sku: "other", price_usd_per_gpu_hour: 1 }), obs({ extracted_at: "2026-05-01T00:00:00Z", price_usd_per_gpu_hour: 5 })]))
       assert.isTrue(Exit.isFailure(late))
       assert.deepStrictEqual(yield* everything, before)
+    }).pipe(Effect.provide(fresh())))
+
+  it.effect("a batch's progress mark is written with its last chunk, even by a batch of no rows, and never by a refused one", () =>
+    Effect.gen(function* () {
+      const ingest = yield* RentalPriceIngest
+      const mark = (value: string) => ({ mark: { name: "feed_through", value } })
+      // Five chunks of 12 products: the mark goes with the last one.
+      const batch = Array.from({ length: 60 }, (_, i) => obs({ vendor_sku: `sku-mark-${i}` }))
+      assert.strictEqual((yield* ingest.ingest(batch, mark("1"))).opened, 60)
+      assert.deepStrictEqual(yield* ingest.mark("feed_through"), Option.some("1"))
+      const refused = yield* Effect.exit(ingest.ingest([...batch, obs({ vendor_sku: "sku-mark-x", gpu_count: -1 })], mark("2")))
+      assert.isTrue(Exit.isFailure(refused))
+      assert.deepStrictEqual(yield* ingest.mark("feed_through"), Option.some("1"))
+      yield* ingest.ingest([], mark("3"))
+      assert.deepStrictEqual(yield* ingest.mark("feed_through"), Option.some("3"))
+      yield* ingest.withdraw([], "2026-06-05T00:00:00Z", mark("4"))
+      assert.deepStrictEqual(yield* ingest.mark("feed_through"), Option.some("4"))
     }).pipe(Effect.provide(fresh())))
 
   it.effect("withdrawing closes the current row; listing again opens a new one", () =>

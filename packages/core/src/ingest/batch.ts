@@ -6,7 +6,7 @@ import { InvalidRecords, type RecordIssue, type StorageUnavailable } from "../er
 import { unavailable, unavailableWrite } from "../market/storage.js"
 import { formatInstant, parseDateTime } from "../query/time.js"
 import { MAX_ROWS_PER_WRITE, StorageError } from "../storage/contract.js"
-import type { ReadMark } from "../storage/marks.js"
+import type { ProgressMark, ReadMark } from "../storage/marks.js"
 
 /** The refusal of a whole batch, naming the first of its problems. */
 export const invalidRecords = (errors: ReadonlyArray<RecordIssue>): InvalidRecords =>
@@ -14,6 +14,21 @@ export const invalidRecords = (errors: ReadonlyArray<RecordIssue>): InvalidRecor
     detail: `${errors.length} problem(s); nothing was stored. First: record ${errors[0]!.index}: ${errors[0]!.message}`,
     errors
   })
+
+/** One atomic write of a batch: its rows, and the progress mark written with them, if any. */
+export interface MarkedChunk<A> {
+  readonly rows: ReadonlyArray<A>
+  readonly mark: ProgressMark | undefined
+}
+
+/**
+ * A batch's chunks with the mark each writes: the last carries `mark`, and a batch of no rows
+ * is one empty chunk carrying it, so the mark is written whatever the batch held.
+ */
+export const markedChunks = <A>(chunks: ReadonlyArray<ReadonlyArray<A>>, mark: ProgressMark | undefined): Array<MarkedChunk<A>> => {
+  const all = chunks.length === 0 && mark !== undefined ? [[]] : chunks
+  return all.map((rows, i) => ({ rows, mark: i === all.length - 1 ? mark : undefined }))
+}
 
 /** A store's progress marks as a write path offers them: storage trouble is `StorageUnavailable`. */
 export const markReader = (read: ReadMark) => (name: string): Effect.Effect<Option.Option<string>, StorageUnavailable> =>

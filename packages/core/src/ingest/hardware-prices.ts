@@ -10,7 +10,7 @@ import { CompleteHardwarePriceObservation, type HardwarePrice, hardwarePriceFiel
 import { SettingsStore } from "../storage/contract.js"
 import { HardwarePriceStore } from "../storage/hardware.js"
 import type { MarkedWrite } from "../storage/marks.js"
-import { chunksOf, invalidRecords, markReader } from "./batch.js"
+import { chunksOf, invalidRecords, markedChunks, markReader } from "./batch.js"
 
 /**
  * Words that make a field a seller's identity: the platform or marketplace, the seller, shop or
@@ -162,10 +162,8 @@ export class HardwarePriceIngest extends Effect.Service<HardwarePriceIngest>()("
         let inserted = 0
         let replaced = 0
         // Rows are independent listing-days, each replaced whole: any chunking keeps them right.
-        const chunks = chunksOf(rows)
-        if (chunks.length === 0 && options.mark !== undefined) chunks.push([])
-        for (const [i, chunk] of chunks.entries()) {
-          const put = yield* Effect.mapError(store.put(chunk, i === chunks.length - 1 ? options.mark : undefined), unavailableWrite)
+        for (const chunk of markedChunks(chunksOf(rows), options.mark)) {
+          const put = yield* Effect.mapError(store.put(chunk.rows, chunk.mark), unavailableWrite)
           inserted += put.inserted
           replaced += put.replaced
         }

@@ -6,7 +6,7 @@ import { formatInstant, isBareDate, MICROS_PER_MS, parseDate, parseDateTime } fr
 import { AdministeredValue, FleetWeight, IndexDefinition, type IndexValue } from "../schema/indexes.js"
 import { IndexStore } from "../storage/indexes.js"
 import { type MarkedWrite, withMark } from "../storage/marks.js"
-import { chunksOf, decodeRecords, INDEX_VALUES_PER_WRITE, invalidRecords, markReader } from "./batch.js"
+import { chunksOf, decodeRecords, INDEX_VALUES_PER_WRITE, invalidRecords, markedChunks, markReader } from "./batch.js"
 import { IndexComputation, type IndexComputationSummary } from "./index-computation.js"
 import { intervalMicros } from "./index-method.js"
 
@@ -140,11 +140,8 @@ export class IndexIngest extends Effect.Service<IndexIngest>()("Market/IndexInge
         rows.push({ id: v.id, type: d.row_type, timestamp, value: v.value, p5: null, p95: null })
       }
       if (issues.length > 0) return yield* Effect.fail(invalidRecords(issues.sort((a, b) => a.index - b.index)))
-      const chunks = chunksOf(rows, INDEX_VALUES_PER_WRITE)
-      if (chunks.length === 0 && options.mark !== undefined) chunks.push([])
-      for (const [i, values] of chunks.entries()) {
-        const mark = withMark(i === chunks.length - 1 ? options.mark : undefined)
-        yield* Effect.mapError(store.apply({ clear: [], values, cursors: [], ...mark }), unavailableWrite)
+      for (const { rows: values, mark } of markedChunks(chunksOf(rows, INDEX_VALUES_PER_WRITE), options.mark)) {
+        yield* Effect.mapError(store.apply({ clear: [], values, cursors: [], ...withMark(mark) }), unavailableWrite)
       }
       return rows.length
     })

@@ -8,7 +8,7 @@ import { type ProgressMark, withMark } from "../storage/marks.js"
 import type {
   Decision, TransactVersions, VersionChanges, VersionKeys, Versioned, VersionPoint, VersionView
 } from "../storage/versions.js"
-import { chunksOf, invalidRecords, type Timed, writeFailure } from "./batch.js"
+import { chunksOf, invalidRecords, type MarkedChunk, markedChunks, type Timed, writeFailure } from "./batch.js"
 
 /** How one versioned price type keys, compares and opens its rows. */
 export interface VersionRules<O, Row> extends VersionKeys<Row> {
@@ -185,11 +185,11 @@ export const writeVersions = <O, Row extends Versioned, E = never>(
 ): Effect.Effect<VersionWrite<Row>, InvalidRecords | Exclude<E, StorageError> | StorageUnavailable> => {
   const { finish, mark } = options
   const chunks = markedChunks(chunkObservations(decoded), mark)
-  const writeChunk = (complete: (row: Row) => Row, last: boolean) => (chunk: ReadonlyArray<Timed<O>>) =>
-    transact(pointsOf(chunk), (view: VersionView<Row>) =>
-      Either.map(planVersions(chunk, view, rules), ({ changes, summary }): Decision<VersionChanges<Row>, VersionWrite<Row>> => {
+  const writeChunk = (complete: (row: Row) => Row) => ({ rows, mark }: MarkedChunk<Timed<O>>) =>
+    transact(pointsOf(rows), (view: VersionView<Row>) =>
+      Either.map(planVersions(rows, view, rules), ({ changes, summary }): Decision<VersionChanges<Row>, VersionWrite<Row>> => {
         const open = changes.open.map(complete)
-        return { changes: { close: changes.close, open, ...withMark(last ? mark : undefined) }, result: { summary, opened: open } }
+        return { changes: { close: changes.close, open, ...withMark(mark) }, result: { summary, opened: open } }
       }))
   const writeAll = (complete: (row: Row) => Row) =>
     Effect.suspend(() => {
@@ -198,7 +198,7 @@ export const writeVersions = <O, Row extends Versioned, E = never>(
       return Effect.map(
         Effect.reduce(chunks, empty, (total, chunk, i) =>
           Effect.map(
-            Effect.mapError(writeChunk(complete, i === chunks.length - 1)(chunk), (e) => (i > 0 && e instanceof InvalidRecords ? partlyStored(e) : e)),
+            Effect.mapError(writeChunk(complete)(chunk), (e) => (i > 0 && e instanceof InvalidRecords ? partlyStored(e) : e)),
             (w) => {
               for (const row of w.opened) opened.push(row)
               return sumSummaries(total, w.summary)
@@ -213,10 +213,6 @@ export const writeVersions = <O, Row extends Versioned, E = never>(
       Effect.flatMap(finish === undefined ? Effect.succeed((row: Row) => row) : finish(changes), writeAll))
   return writeFailure(planned)
 }
-
-/** The chunks of a write, with one empty chunk to carry a mark when there is nothing else. */
-const markedChunks = <A>(chunks: ReadonlyArray<ReadonlyArray<A>>, mark: ProgressMark | undefined): ReadonlyArray<ReadonlyArray<A>> =>
-  chunks.length === 0 && mark !== undefined ? [[]] : chunks
 
 /** What one write of versioned observations did, and the rows it opened as written. */
 export interface VersionWrite<Row> {
@@ -253,11 +249,11 @@ export const withdrawVersions = <Row extends Versioned>(
   const points = [...new Set(bases)].map((base) => ({ base, at: valid_to }))
   const late = (current: ReadonlyArray<Row>) => current.find((r) => r.valid_from >= valid_to)
   const refusal = (row: Row) => invalidRecords([{ index: 0, message: `at is not after the price in force since ${row.valid_from}` }])
-  const close = (chunk: ReadonlyArray<VersionPoint>, last: boolean) =>
-    transact(chunk, ({ current }) => {
+  const close = ({ rows, mark }: MarkedChunk<VersionPoint>) =>
+    transact(rows, ({ current }) => {
       const row = late(current)
       if (row !== undefined) return Either.left(refusal(row))
-      const changes = { close: current.map((r) => ({ key: keys.key(r), valid_to })), open: [], ...withMark(last ? mark : undefined) }
+      const changes = { close: current.map((r) => ({ key: keys.key(r), valid_to })), open: [], ...withMark(mark) }
       return Either.right({ changes, result: current.length })
     })
   const chunks = markedChunks(chunksOf(points), mark)
@@ -268,6 +264,6 @@ export const withdrawVersions = <Row extends Versioned>(
         const row = late(current)
         return row === undefined ? Either.right({ changes: NO_CHANGES, result: undefined }) : Either.left(refusal(row))
       }), { discard: true })
-  const closed = Effect.zipRight(check, Effect.reduce(chunks, 0, (n, chunk, i) => Effect.map(close(chunk, i === chunks.length - 1), (m) => n + m)))
+  const closed = Effect.zipRight(check, Effect.reduce(chunks, 0, (n, chunk) => Effect.map(close(chunk), (m) => n + m)))
   return writeFailure(closed)
 }
