@@ -39,6 +39,10 @@ export const spellingKey = (name: string): string =>
 /** Memory within this fraction of an entry's counts as a match (vendors round, or report usable GiB). */
 const MEMORY_TOLERANCE = 0.1
 
+/** Whether `memoryGb` (of one GPU) is this entry's, within 10%. */
+export const memoryMatches = (entry: GpuCatalogEntry, memoryGb: number): boolean =>
+  Math.abs(entry.gpu_memory_gb - memoryGb) <= entry.gpu_memory_gb * MEMORY_TOLERANCE
+
 /** A catalog ready to resolve spellings: its entries in order, and the entries of each spelling. */
 export interface GpuCatalog {
   readonly entries: ReadonlyArray<GpuCatalogEntry>
@@ -74,7 +78,7 @@ export const resolveGpu = (catalog: GpuCatalog, vendorGpuName: string, memoryGb?
   const candidates = catalog.bySpelling.get(spellingKey(vendorGpuName))
   if (candidates === undefined) return undefined
   if (candidates.length === 1 || memoryGb === undefined || memoryGb === null) return candidates[0]
-  return candidates.find((e) => Math.abs(e.gpu_memory_gb - memoryGb) <= e.gpu_memory_gb * MEMORY_TOLERANCE) ?? candidates[0]
+  return candidates.find((e) => memoryMatches(e, memoryGb)) ?? candidates[0]
 }
 
 const gpu = (
@@ -104,10 +108,11 @@ export const SHIPPED_GPUS: ReadonlyArray<GpuCatalogEntry> = [
   gpu("h100-nvl", "nvidia", "H100 NVL", 94, "pcie", ["H100", "H100 NVL", "H100-NVL", "H100 NVL 94GB", "H100 NVL PCIe", "H100 94GB"]),
   gpu("h100-pcie", "nvidia", "H100", 80, "pcie", ["H100", "H100 PCIe", "H100-PCIE", "H100 PCIe 80GB", "H100 80GB PCIe"]),
   gpu("a100-sxm-80gb", "nvidia", "A100", 80, "sxm", [
-    "A100", "A100 80GB", "A100-80GB", "A100 SXM4 80GB", "A100-SXM4-80GB", "A100-80GB-SXM", "A100 80GB SXM", "A100 SXM", "A100-80G"
+    "A100", "A100 80GB", "A100-80GB", "A100 SXM4 80GB", "A100-SXM4-80GB", "A100-80GB-SXM", "A100 80GB SXM", "A100 SXM", "A100-80G",
+    "A100 SXM4"
   ]),
   gpu("a100-sxm-40gb", "nvidia", "A100", 40, "sxm", ["A100", "A100 40GB", "A100 SXM4 40GB", "A100-SXM4-40GB", "A100-SXM4"]),
-  gpu("a100-pcie-80gb", "nvidia", "A100", 80, "pcie", ["A100 80GB PCIe", "A100 PCIe 80GB", "A100-PCIE-80GB"]),
+  gpu("a100-pcie-80gb", "nvidia", "A100", 80, "pcie", ["A100 80GB PCIe", "A100 PCIe 80GB", "A100-PCIE-80GB", "A100 PCIe"]),
   gpu("a100-pcie-40gb", "nvidia", "A100", 40, "pcie", ["A100 PCIe 40GB", "A100 40GB PCIe", "A100-PCIE-40GB", "A100-40G", "A100 PCIe"]),
   gpu("a800", "nvidia", "A800", 80, "pcie", ["A800", "A800 80GB", "A800 PCIe"]),
   gpu("l40s", "nvidia", "L40S", 48, "pcie", ["L40S", "L40S 48GB"]),
@@ -125,8 +130,8 @@ export const SHIPPED_GPUS: ReadonlyArray<GpuCatalogEntry> = [
   gpu("rtx-a5000", "nvidia", "RTX A5000", 24, "pcie", ["RTX A5000", "RTXA5000", "A5000"]),
   gpu("rtx-a4500", "nvidia", "RTX A4500", 20, "pcie", ["RTX A4500", "RTXA4500", "A4500"]),
   gpu("rtx-a4000", "nvidia", "RTX A4000", 16, "pcie", ["RTX A4000", "RTXA4000", "A4000"]),
-  gpu("rtx-4000-ada", "nvidia", "RTX 4000 Ada", 20, "pcie", ["RTX 4000 Ada", "RTX4000Ada", "RTX4000-Ada", "RTX 4000 SFF Ada"]),
-  gpu("rtx-2000-ada", "nvidia", "RTX 2000 Ada", 16, "pcie", ["RTX 2000 Ada", "RTX2000Ada", "RTX2000-Ada"]),
+  gpu("rtx-4000-ada", "nvidia", "RTX 4000 Ada", 20, "pcie", ["RTX 4000 Ada", "RTX4000Ada", "RTX4000-Ada", "RTX 4000 SFF Ada", "RTX 4000 Ada Generation"]),
+  gpu("rtx-2000-ada", "nvidia", "RTX 2000 Ada", 16, "pcie", ["RTX 2000 Ada", "RTX2000Ada", "RTX2000-Ada", "RTX 2000 Ada Generation"]),
   gpu("quadro-rtx-6000", "nvidia", "Quadro RTX 6000", 24, "pcie", ["Quadro RTX 6000", "RTX6000", "RTX 6000"]),
   gpu("rtx-5090", "nvidia", "RTX 5090", 32, "pcie", ["RTX 5090", "RTX5090"]),
   gpu("rtx-4090", "nvidia", "RTX 4090", 24, "pcie", ["RTX 4090", "RTX4090", "RTX 4090 24GB"]),
