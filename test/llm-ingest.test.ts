@@ -94,7 +94,6 @@ describe("LLM token price write path", () => {
       yield* ingest.ingest([obs()])
       const before = yield* everything
       const bad: Array<[unknown, string]> = [
-        [{ ...obs(), price_usd_per_1m_tokens: 0 }, "price_usd_per_1m_tokens"],
         [{ ...obs(), price_usd_per_1m_tokens: -1 }, "price_usd_per_1m_tokens"],
         [{ ...obs(), is_price_outlier: false }, "unknown field"],
         [{ ...obs(), extracted_at: "last tuesday" }, "extracted_at"],
@@ -113,6 +112,19 @@ describe("LLM token price write path", () => {
       const late = refusal(yield* Effect.exit(ingest.ingest([obs({ serving_provider: "fireworks" }), obs({ extracted_at: "2026-05-01T00:00:00Z", price_usd_per_1m_tokens: 5 })])))
       assert.strictEqual(late.errors[0]!.index, 1)
       assert.deepStrictEqual(yield* everything, before)
+    }).pipe(Effect.provide(fresh())))
+
+  it.effect("a free price (0) is a price: stored as 0, and a later charge is a price change", () =>
+    Effect.gen(function* () {
+      const ingest = yield* LlmTokenPriceIngest
+      const free = obs({ price_usd_per_1m_tokens: 0, raw_price: 0 })
+      assert.strictEqual((yield* ingest.ingest([free])).opened, 1)
+      assert.strictEqual((yield* ingest.ingest([free])).unchanged, 1)
+      yield* ingest.ingest([obs({ extracted_at: "2026-06-02T00:00:00Z" })])
+      const rows = yield* everything
+      assert.deepStrictEqual(rows.map((r) => [r.price_usd_per_1m_tokens, r.raw_price, r.valid_to]), [
+        [0, 0, "2026-06-02T00:00:00.000000Z"], [0.88, 0.88, null]
+      ])
     }).pipe(Effect.provide(fresh())))
 
   it.effect("one batch may carry several days of one price, in any order", () =>

@@ -33,7 +33,8 @@ export const Qualifiers = Schema.String.pipe(
 export const Currency = Schema.String.pipe(Schema.pattern(/^[A-Z]{3}$/))
 
 const Text = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
-const PositiveNumber = Schema.Number.pipe(Schema.positive(), Schema.finite())
+/** A price: 0 is a real one (a free model or tier), a negative one is not. */
+const Price = Schema.Number.pipe(Schema.nonNegative(), Schema.finite())
 
 /** The region of a price that applies everywhere the provider serves. */
 export const GLOBAL_REGION = "global"
@@ -58,9 +59,9 @@ const published = {
   metric: Slug,
   /** `null` when the price carries no qualifier. */
   qualifiers: Schema.NullOr(Qualifiers),
-  price_usd_per_1m_tokens: PositiveNumber,
+  price_usd_per_1m_tokens: Price,
   /** The price as published, in `raw_price_unit`. */
-  raw_price: PositiveNumber,
+  raw_price: Price,
   /** e.g. `usd_per_1m_tokens`, `usd_per_1k_tokens`, `eur_per_1m_tokens`. */
   raw_price_unit: Slug,
   /** Currency of `raw_price`. */
