@@ -1,24 +1,13 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { createMarket, type Market, MarketProblemError, memory, type RentalPriceObservationInput } from "@gpu-market/core"
+import { createMarket, type Market, memory, type RentalPriceObservationInput } from "@gpu-market/core"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
-import { seedMarket, tempDb } from "./support/adapters"
+import { problemOf, seedMarket, tempDb } from "./support/adapters"
 import { TOKENS } from "./support/market"
 
 /** What a JavaScript caller might send: the types say it is incomplete, the write path must say so too. */
 const untypedRecord = JSON.parse('{ "vendor": "v-alpha" }') as RentalPriceObservationInput
-
-/** The rejection of a call, which must be a `MarketProblemError`. */
-const problemOf = async (call: Promise<unknown>): Promise<MarketProblemError> => {
-  try {
-    await call
-  } catch (e) {
-    assert.instanceOf(e, MarketProblemError)
-    return e as MarketProblemError
-  }
-  return assert.fail("the call succeeded")
-}
 
 describe("Promise API (createMarket)", () => {
   let market: Market

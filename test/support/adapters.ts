@@ -1,4 +1,5 @@
-import type { Market } from "@gpu-market/core"
+import { assert } from "@effect/vitest"
+import { type Market, MarketProblemError } from "@gpu-market/core"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -19,4 +20,15 @@ export const tempDb = (label: string) => join(mkdtempSync(join(tmpdir(), `gpu-ma
 export const seedMarket = async (market: Market) => {
   for (let day = 0; day <= ADAPTER_LAST_DAY; day++) await market.ingest.rental(observations(day))
   for (const [name, principal] of Object.entries(TOKENS)) await market.tokens.create(principal, name)
+}
+
+/** The rejection of a call, which must be a `MarketProblemError`. */
+export const problemOf = async (call: Promise<unknown>): Promise<MarketProblemError> => {
+  try {
+    await call
+  } catch (e) {
+    assert.instanceOf(e, MarketProblemError)
+    return e as MarketProblemError
+  }
+  return assert.fail("the call succeeded")
 }

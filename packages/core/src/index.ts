@@ -33,6 +33,12 @@ export {
   basePriceKey, isOutlierPrice, type LlmIngestSummary, LlmTokenPriceIngest, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO, outlierReference, priceKey
 } from "./ingest/llm-token-prices.js"
 export { IndexIngest, type IndexDefineSummary } from "./ingest/indexes.js"
+export {
+  FormatImport, type FormatImportOptions, type FormatImportSummary, type RejectedObservation, type SkypilotImportOptions
+} from "./ingest/formats/import.js"
+export type { Conversion, ConversionIssue, Converted, SourcePlace } from "./ingest/formats/conversion.js"
+export { fromSkypilot, SKYPILOT_CLOUDS_WITH_CONVENTIONS, type SkypilotObservation, type SkypilotOptions } from "./ingest/formats/skypilot.js"
+export { fromLitellm, LITELLM_SOURCE, type LitellmKey, litellmKey, type LitellmObservation, type LitellmOptions } from "./ingest/formats/litellm.js"
 export { IndexComputation, type IndexComputationSummary } from "./ingest/index-computation.js"
 /** The index methodology as functions: vendor medians, the median of medians, p5/p95. */
 export * as IndexMethod from "./ingest/index-method.js"

@@ -8,6 +8,7 @@ import {
   InsufficientEntitlement, InvalidRecords, type MarketError, MissingAnchor, NotFound, RateLimited, SearchTooBroad,
   StorageUnavailable, Unauthenticated, ValidationFailed
 } from "../errors.js"
+import { FormatImport, type FormatImportOptions, type SkypilotImportOptions } from "../ingest/formats/import.js"
 import { HardwarePriceIngest } from "../ingest/hardware-prices.js"
 import { IndexIngest } from "../ingest/indexes.js"
 import { LlmTokenPriceIngest } from "../ingest/llm-token-prices.js"
@@ -60,7 +61,7 @@ const logDefect = (cause: Cause.Cause<unknown>): Effect.Effect<void> =>
 export const writeNames = [
   "tokens.create", "tokens.list", "tokens.revoke",
   "ingest.rental", "ingest.withdrawRental", "ingest.hardware", "ingest.llm", "ingest.withdrawLlm", "ingest.transactions",
-  "ingest.indexDefinitions", "ingest.fleetWeights", "ingest.indexValues"
+  "ingest.indexDefinitions", "ingest.fleetWeights", "ingest.indexValues", "ingest.skypilot", "ingest.litellm"
 ] as const
 export type WriteName = (typeof writeNames)[number]
 
@@ -74,6 +75,7 @@ export const makeOperations = Effect.gen(function* () {
   const llmIngest = yield* LlmTokenPriceIngest
   const transactionIngest = yield* TransactionIngest
   const indexIngest = yield* IndexIngest
+  const formats = yield* FormatImport
   const readCall = yield* makeReadCalls
 
   const writes = {
@@ -88,7 +90,9 @@ export const makeOperations = Effect.gen(function* () {
     "ingest.transactions": (deals: ReadonlyArray<TransactionDealInput>) => transactionIngest.record(deals),
     "ingest.indexDefinitions": (definitions: ReadonlyArray<IndexDefinitionInput>) => indexIngest.define(definitions),
     "ingest.fleetWeights": (weights: ReadonlyArray<FleetWeight>) => indexIngest.setFleetWeights(weights),
-    "ingest.indexValues": (values: ReadonlyArray<AdministeredValueInput>) => indexIngest.publish(values)
+    "ingest.indexValues": (values: ReadonlyArray<AdministeredValueInput>) => indexIngest.publish(values),
+    "ingest.skypilot": (csvText: string, options: SkypilotImportOptions) => formats.skypilot(csvText, options),
+    "ingest.litellm": (jsonText: string, options: FormatImportOptions = {}) => formats.litellm(jsonText, options)
   } satisfies Record<WriteName, (...args: never) => Effect.Effect<unknown, OperationError>>
 
   return {

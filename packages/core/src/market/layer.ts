@@ -14,6 +14,7 @@ import { Transactions } from "./transactions.js"
 import { IndexComputation } from "../ingest/index-computation.js"
 import { IndexIngest } from "../ingest/indexes.js"
 import { Indexes } from "./indexes.js"
+import { FormatImport } from "../ingest/formats/import.js"
 
 /** Every service of the market. */
 export type MarketServices = RentalPrices | RentalPriceIngest | Auth | RateLimits | PageTokens
@@ -21,12 +22,14 @@ export type MarketServices = RentalPrices | RentalPriceIngest | Auth | RateLimit
   | LlmTokenPrices | LlmTokenPriceIngest
   | Transactions | TransactionIngest
   | Indexes | IndexIngest | IndexComputation
+  | FormatImport
 
 /**
- * The whole market over a storage backend: read services, write paths, auth and rate limits,
- * with page tokens signed by the secret kept in that storage.
+ * The whole market over a storage backend: read services, write paths (and the public-format
+ * imports over them), auth and rate limits, with page tokens signed by the secret kept in that
+ * storage.
  */
-export const layer: Layer.Layer<MarketServices, StorageError, Storage> = Layer.mergeAll(
+export const layer: Layer.Layer<MarketServices, StorageError, Storage> = FormatImport.Default.pipe(Layer.provideMerge(Layer.mergeAll(
   RentalPrices.Default,
   RentalPriceIngest.Default,
   HardwarePrices.Default,
@@ -43,4 +46,4 @@ export const layer: Layer.Layer<MarketServices, StorageError, Storage> = Layer.m
   // One computation shared by reads and writes: its lock and its record of what is done are per process.
   Layer.provideMerge(IndexComputation.Default),
   Layer.provideMerge(PageTokens.layerFromStorage)
-)
+)))

@@ -1,0 +1,230 @@
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import { InvalidRecords, type StorageUnavailable, type ValidationFailed, validationFailed } from "../../errors.js"
+import { nowMicros, unavailable } from "../../market/storage.js"
+import { formatInstant, parseDateTime } from "../../query/time.js"
+import { VendorSlug } from "../../schema/rental-price.js"
+import { LlmTokenPriceStore } from "../../storage/llm-token-prices.js"
+import { RentalPriceStore } from "../../storage/contract.js"
+import type { PagePlan, Predicate } from "../../storage/plan.js"
+import type { StorageError } from "../../storage/errors.js"
+import type { Versioned } from "../../storage/versions.js"
+import { decodeLlmObservations, LlmTokenPriceIngest } from "../llm-token-prices.js"
+import { decodeObservations, RentalPriceIngest } from "../rental-prices.js"
+import type { IngestSummary } from "../versions.js"
+import type { Conversion, ConversionIssue, Converted, SourcePlace } from "./conversion.js"
+import { fromLitellm, LITELLM_SOURCE } from "./litellm.js"
+import { fromSkypilot } from "./skypilot.js"
+
+/**
+ * Imports of the public formats: a file's text is converted (`fromSkypilot`, `fromLitellm`) and
+ * written through the type's write path. The write path refuses a batch with a bad record whole,
+ * so the batch is written again without the records it names: every good observation is stored
+ * and every refused one reported with its place in the file. An import may declare itself a
+ * snapshot: the vendor's (SkyPilot) or the source's (LiteLLM) complete catalog at its instant,
+ * so what it no longer lists is withdrawn then.
+ */
+
+/** What every format import takes. */
+export interface FormatImportOptions {
+  /** The instant the file describes, ISO 8601 (default: now): every observation's `extracted_at`, and a snapshot's withdrawal instant. */
+  readonly observedAt?: string
+  /**
+   * The file is the complete catalog at `observedAt`: products of its vendor (SkyPilot) or prices
+   * of its source (LiteLLM) in force before then and missing from it are withdrawn at that instant.
+   */
+  readonly snapshot?: boolean
+}
+
+/** Options of a SkyPilot import. */
+export interface SkypilotImportOptions extends FormatImportOptions {
+  /** The vendor slug of the rows; also the SkyPilot cloud whose conventions apply (`runpod`, `vast`, …). */
+  readonly vendor: string
+}
+
+/** An observation the write path refused, at its place in the file. */
+export interface RejectedObservation extends SourcePlace {
+  readonly message: string
+}
+
+/** What a format import did. */
+export interface FormatImportSummary<S extends IngestSummary = IngestSummary> {
+  /** The instant of the import, as stored. */
+  readonly observedAt: string
+  /** Observations the file gave. */
+  readonly observations: number
+  /** Observations stored, or found already stored. */
+  readonly accepted: number
+  /** Observations the write path refused, in file order. */
+  readonly rejected: ReadonlyArray<RejectedObservation>
+  /** Rows or prices of the file left out on purpose, by reason. */
+  readonly skipped: Readonly<Record<string, number>>
+  /** What the file holds that could not be read as written, and what became of it. */
+  readonly issues: ReadonlyArray<ConversionIssue>
+  /** What the write of the accepted observations did. */
+  readonly written: S
+  /** Rows a snapshot withdrew; null when the import was not a snapshot. */
+  readonly withdrawn: number | null
+}
+
+const isVendorSlug = Schema.is(VendorSlug)
+
+/** Rows a snapshot reads per page of the current rows it compares with the file. */
+const SNAPSHOT_PAGE = 1_000
+
+/** The instant of an import: `observedAt` as stored, or now. */
+const instantOf = (observedAt: string | undefined): Effect.Effect<string, ValidationFailed> => {
+  if (observedAt === undefined) return Effect.map(nowMicros, formatInstant)
+  const micros = parseDateTime(observedAt)
+  return micros === undefined
+    ? Effect.fail(validationFailed([{ parameter: "observed_at", message: "expected an ISO 8601 datetime" }]))
+    : Effect.succeed(formatInstant(micros))
+}
+
+/**
+ * Writes converted observations, again without those a refusal names until a write is accepted.
+ * A refusal naming no record refuses them all. Returns the last write's summary, the observations
+ * it stored and those refused.
+ */
+const writeAccepting = <O, S extends IngestSummary>(
+  converted: ReadonlyArray<Converted<O>>,
+  write: (observations: ReadonlyArray<O>) => Effect.Effect<S, InvalidRecords | StorageUnavailable>
+): Effect.Effect<{ readonly written: S; readonly accepted: number; readonly rejected: Array<RejectedObservation> }, StorageUnavailable> =>
+  Effect.gen(function* () {
+    const rejected: Array<RejectedObservation> = []
+    let pending = converted
+    while (true) {
+      const result = yield* Effect.either(write(pending.map((c) => c.observation)))
+      if (Either.isRight(result)) {
+        rejected.sort((a, b) => a.line - b.line)
+        return { written: result.right, accepted: pending.length, rejected }
+      }
+      const error = result.left
+      if (!(error instanceof InvalidRecords)) return yield* Effect.fail(error)
+      const bad = new Map<number, Array<string>>()
+      for (const issue of error.errors) {
+        if (issue.index >= 0 && issue.index < pending.length) bad.set(issue.index, [...(bad.get(issue.index) ?? []), issue.message])
+      }
+      if (bad.size === 0) pending.forEach((_, i) => bad.set(i, [error.detail]))
+      for (const [i, messages] of bad) {
+        const { line, key } = pending[i]!
+        rejected.push({ line, ...(key === undefined ? {} : { key }), message: messages.join("; ") })
+      }
+      pending = pending.filter((_, i) => !bad.has(i))
+    }
+  })
+
+/**
+ * The base keys of the current rows `predicate` selects that started before `at`, read page by
+ * page (keyset on `field`, which the predicate fixes, and the row key).
+ */
+const currentBefore = <Row extends Versioned>(
+  page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<Row>, StorageError>,
+  predicate: Predicate & { readonly op: "in" },
+  keys: { readonly key: (row: Row) => string; readonly base: (row: Row) => string },
+  at: string
+): Effect.Effect<Array<string>, StorageUnavailable> =>
+  Effect.gen(function* () {
+    const bases: Array<string> = []
+    let after: PagePlan["after"] = undefined
+    while (true) {
+      const rows: ReadonlyArray<Row> = yield* Effect.mapError(
+        page({ scope: { _tag: "latest" }, predicates: [predicate], sort: { by: predicate.field, order: "asc" }, after, limit: SNAPSHOT_PAGE }),
+        unavailable
+      )
+      for (const row of rows) if (row.valid_from < at) bases.push(keys.base(row))
+      if (rows.length < SNAPSHOT_PAGE) return bases
+      after = { value: predicate.values[0]!, tie: keys.key(rows[rows.length - 1]!) }
+    }
+  })
+
+/** The base key of each observation that decodes, by the write path's own rules. */
+const baseKeysOf = <O>(
+  converted: ReadonlyArray<Converted<O>>,
+  decode: (input: ReadonlyArray<unknown>) => Either.Either<ReadonlyArray<{ readonly base: string }>, InvalidRecords>
+): Set<string> => {
+  const bases = new Set<string>()
+  for (const c of converted) {
+    const decoded = decode([c.observation])
+    if (Either.isRight(decoded)) for (const d of decoded.right) bases.add(d.base)
+  }
+  return bases
+}
+
+/** Public-format imports through the market's write paths. */
+export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatImport", {
+  effect: Effect.gen(function* () {
+    const rentalIngest = yield* RentalPriceIngest
+    const llmIngest = yield* LlmTokenPriceIngest
+    const rentalStore = yield* RentalPriceStore
+    const llmStore = yield* LlmTokenPriceStore
+
+    /**
+     * Converts, writes and, for a snapshot, withdraws what the file no longer lists: the current
+     * products `current` names that started before the instant and that no observation of the
+     * file (refused ones included) is of.
+     */
+    const run = <O, S extends IngestSummary>(
+      conversion: Conversion<O>,
+      at: string,
+      write: (observations: ReadonlyArray<O>) => Effect.Effect<S, InvalidRecords | StorageUnavailable>,
+      snapshot: {
+        readonly current: Effect.Effect<Array<string>, StorageUnavailable>
+        readonly listed: () => Set<string>
+        readonly withdraw: (bases: ReadonlyArray<string>) => Effect.Effect<number, InvalidRecords | StorageUnavailable>
+      } | undefined
+    ) =>
+      Effect.gen(function* () {
+        const { written, accepted, rejected } = yield* writeAccepting(conversion.observations, write)
+        let withdrawn: number | null = null
+        if (snapshot !== undefined) {
+          const listed = snapshot.listed()
+          const missing = (yield* snapshot.current).filter((base) => !listed.has(base))
+          // Only rows that started before the instant are withdrawn: refused only if another writer moved one since.
+          withdrawn = yield* snapshot.withdraw(missing)
+        }
+        const summary: FormatImportSummary<S> = {
+          observedAt: at, observations: conversion.observations.length, accepted, rejected, skipped: conversion.skipped,
+          issues: conversion.issues, written, withdrawn
+        }
+        return summary
+      })
+
+    /**
+     * Imports a SkyPilot `vms.csv` of one vendor: on-demand and spot prices per instance-hour
+     * (`fromSkypilot`). A snapshot withdraws the vendor's products it does not list.
+     */
+    const skypilot = Effect.fn("FormatImport.skypilot")(function* (text: string, options: SkypilotImportOptions) {
+      if (!isVendorSlug(options.vendor)) {
+        return yield* Effect.fail(validationFailed([{ parameter: "vendor", message: "expected a vendor slug: lower-case letters, digits, '.', '_' and '-'" }]))
+      }
+      const at = yield* instantOf(options.observedAt)
+      const conversion = fromSkypilot(text, { vendor: options.vendor, observedAt: at })
+      return yield* run(conversion, at, (rows) => rentalIngest.ingest(rows), options.snapshot !== true ? undefined : {
+        current: currentBefore(rentalStore.page, { op: "in", field: "vendor", values: [options.vendor] },
+          { key: (r) => r.product_key, base: (r) => r.base_product_key }, at),
+        listed: () => baseKeysOf(conversion.observations, (input) => decodeObservations(input)),
+        withdraw: (bases) => rentalIngest.withdraw(bases, at)
+      })
+    })
+
+    /**
+     * Imports LiteLLM's `model_prices_and_context_window.json`: every per-token price of every
+     * entry, per serving provider (`fromLitellm`). A snapshot withdraws the `litellm` source's
+     * prices it does not list.
+     */
+    const litellm = Effect.fn("FormatImport.litellm")(function* (text: string, options: FormatImportOptions = {}) {
+      const at = yield* instantOf(options.observedAt)
+      const conversion = fromLitellm(text, { observedAt: at })
+      return yield* run(conversion, at, (rows) => llmIngest.ingest(rows), options.snapshot !== true ? undefined : {
+        current: currentBefore(llmStore.page, { op: "in", field: "source", values: [LITELLM_SOURCE] },
+          { key: (r) => r.price_key, base: (r) => r.base_price_key }, at),
+        listed: () => baseKeysOf(conversion.observations, decodeLlmObservations),
+        withdraw: (bases) => llmIngest.withdraw(bases, at)
+      })
+    })
+
+    return { skypilot, litellm } as const
+  })
+}) {}
