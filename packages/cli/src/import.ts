@@ -13,6 +13,7 @@ import { createHash } from "node:crypto"
 import { createReadStream, statSync } from "node:fs"
 import { createInterface } from "node:readline"
 import { parseCsv, CsvSyntaxError } from "./csv.js"
+import { formatOptions, importFormat, isPublicFormat, PUBLIC_FORMATS } from "./formats.js"
 import { makeProgress } from "./progress.js"
 import { csvObject, fieldKinds } from "./records.js"
 import { storageOptions } from "./options.js"
@@ -178,20 +179,27 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
 const formatOf = (path: string, given: Option.Option<"jsonl" | "csv">) =>
   Option.getOrElse(given, () => (/\.csv$/i.test(path) ? "csv" as const : "jsonl" as const))
 
+const isRowFormat = (format: string): format is "jsonl" | "csv" => !isPublicFormat(format)
+
 /** `gpu-market import`. */
 export const importCommand = Command.make("import", {
-  file: Args.file({ name: "file", exists: "yes" }).pipe(Args.withDescription("the JSON Lines (.jsonl) or CSV (.csv) file to import")),
+  file: Args.file({ name: "file", exists: "yes" }).pipe(Args.withDescription("the JSON Lines (.jsonl), CSV (.csv), SkyPilot vms.csv or LiteLLM price table file to import")),
   type: Options.choice("type", ["rental", "hardware", "transactions", "llm", "indexes"] as const).pipe(
-    Options.withDescription("data type of the rows: rental (price observations), hardware (listing observations), transactions (deals), llm (token price observations), indexes (administered index values)")
-  ),
-  format: Options.choice("format", ["jsonl", "csv"] as const).pipe(
-    Options.withDescription("file format; default from the extension (.csv is CSV, anything else JSON Lines)"),
+    Options.withDescription("data type of the rows: rental (price observations), hardware (listing observations), transactions (deals), llm (token price observations), indexes (administered index values); implied by --format skypilot (rental) and litellm (llm)"),
     Options.optional
   ),
+  format: Options.choice("format", ["jsonl", "csv", ...PUBLIC_FORMATS] as const).pipe(
+    Options.withDescription("file format; default from the extension (.csv is CSV, anything else JSON Lines); skypilot: a SkyPilot catalog vms.csv (needs --vendor); litellm: LiteLLM's model_prices_and_context_window.json"),
+    Options.optional
+  ),
+  ...formatOptions,
   ...storageOptions
 }, (o) =>
   Effect.gen(function* () {
-    const result = yield* importFile(o.file, o.type, formatOf(o.file, o.format))
+    const format = Option.getOrUndefined(o.format)
+    if (format !== undefined && isPublicFormat(format)) return yield* importFormat(o.file, format, o)
+    const type = yield* Option.match(o.type, { onNone: () => Effect.fail("--type is required, unless --format is skypilot or litellm"), onSome: Effect.succeed })
+    const result = yield* importFile(o.file, type, formatOf(o.file, Option.filter(o.format, isRowFormat)))
     const lines = [`accepted ${result.accepted}, rejected ${result.rejected.length}`]
     if (result.resumedAfter !== null) {
       lines.push(`resumed after line ${result.resumedAfter}: an earlier import of this file went that far (it reported the rows it rejected)`)
@@ -200,4 +208,4 @@ export const importCommand = Command.make("import", {
     yield* Console.log(lines.join("\n"))
     if (result.rejected.length > 0) process.exitCode = 1
   }).pipe(Effect.provide(marketOn(o)))
-).pipe(Command.withDescription("Import rows of one data type through the write path, streamed, with a summary of rejected rows (exit 1 when any)."))
+).pipe(Command.withDescription("Import rows of one data type through the write path, streamed, or a public-format file (SkyPilot, LiteLLM), with a summary of rejected rows (exit 1 when any)."))

@@ -1,0 +1,55 @@
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { createMarket, type Market, type PrincipalInput } from "@gpu-market/core"
+import { sqlite } from "@gpu-market/storage-sqlite"
+import { execFile } from "node:child_process"
+import { join } from "node:path"
+import { tempDb } from "./support/adapters"
+
+/**
+ * `gpu-market import --format skypilot|litellm` on the real public files
+ * (test/fixtures/real/SOURCES.md), run as a user runs it, into a fresh SQLite file; what it
+ * stored is then read through the Promise API on the same file.
+ */
+
+const ROOT = join(import.meta.dirname, "..")
+const BIN = join(ROOT, "node_modules/.bin/gpu-market")
+const REAL = join(import.meta.dirname, "fixtures/real")
+
+interface Run { readonly code: number; readonly stdout: string; readonly stderr: string }
+
+const run = (...args: ReadonlyArray<string>): Promise<Run> =>
+  new Promise((resolve) => {
+    execFile(BIN, [...args], { env: { ...process.env, NO_COLOR: "1", GPU_MARKET_REDIS_URL: "" }, timeout: 300_000 },
+      (error, stdout, stderr) => resolve({ code: error === null ? 0 : Number(error.code ?? 1), stdout, stderr }))
+  })
+
+const READER: PrincipalInput = {
+  id: "reader", name: "reader",
+  grants: { llm_token_prices: { history: { _tag: "unrestricted" } }, gpu_rental_prices: { history: { _tag: "unrestricted" } } },
+  indices: [], legacy_custom_index: false, procurement: false, rate_limit_per_minute: 100_000
+}
+
+describe("gpu-market import --format litellm", () => {
+  const db = tempDb("formats-cli-litellm")
+  let market: Market
+  beforeAll(async () => {
+    const imported = await run("import", join(REAL, "litellm/model_prices.json"), "--format", "litellm", "--observed-at", "2026-07-24T18:23:43Z", "--db", db)
+    assert.strictEqual(imported.code, 0, imported.stderr)
+    assert.strictEqual(imported.stdout.split("\n")[0], "accepted 7309, rejected 0, skipped 1076 (sample_spec 1, non_token_price 832, non_usd_price 56, no_provider 1, not_a_model 1, alias 185)")
+    assert.include(imported.stdout, "observed at 2026-07-24T18:23:43.000000Z: opened 7309, closed 0, unchanged 0")
+    assert.include(imported.stdout, "line 42286 (fireworks_ai/accounts/fireworks/models/): the key names no model slug")
+    market = await createMarket({ storage: sqlite(db) })
+    await market.tokens.create(READER, "reader")
+  }, 300_000)
+  afterAll(() => market.close())
+
+  it("stores the real per-token prices per 1M tokens", async () => {
+    const prices = async (model: string, provider: string) => {
+      const page = await market.llm.tokenPrices.latest({ model: [model], serving_provider: [provider], page_size: 100 }, { token: "reader" })
+      return Object.fromEntries(page.data.filter((r) => r.qualifiers === null && r.metric === "tokens").map((r) => [r.price_type, r.price_usd_per_1m_tokens]))
+    }
+    // gpt-4o: 2.5e-06 and 1e-05 USD per token; deepseek-chat: 2.8e-07 and 4.2e-07.
+    assert.deepInclude(await prices("gpt-4o", "openai"), { input: 2.5, output: 10 })
+    assert.deepInclude(await prices("deepseek-chat", "deepseek"), { input: 0.28, output: 0.42 })
+  })
+})
