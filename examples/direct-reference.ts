@@ -22,10 +22,11 @@ const secret = await market.tokens.create({
   rate_limit_per_minute: 600
 })
 
+// What the vendor publishes: the GPU as it spells it, the instance's price in its unit. The write
+// path resolves the GPU (h100-sxm) through the catalog and stores 23.92 / 8 = 2.99 USD per GPU-hour.
 const observation: RentalPriceObservationInput = {
-  vendor: "lambda", vendor_gpu_name: "H100 SXM5 80GB", region: "us-east", gpu_canonical_name: "h100-sxm",
-  gpu_manufacturer: "nvidia", gpu_model: "H100", gpu_count: 8, gpu_memory_gb: 80, contract_type: "ondemand",
-  price_usd_per_gpu_hour: 2.99, raw_price: 23.92, raw_price_unit: "usd_per_instance_hour", extracted_at: "2026-06-01T00:00:00Z"
+  vendor: "lambda", vendor_gpu_name: "H100 SXM5 80GB", region: "us-east", gpu_count: 8, contract_type: "ondemand",
+  raw_price: 23.92, raw_price_unit: "usd_per_instance_hour", extracted_at: "2026-06-01T00:00:00Z"
 }
 const summary = await market.ingest.rental([observation])
 console.log(`opened ${summary.opened} of ${summary.received}`)

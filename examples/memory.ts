@@ -10,9 +10,8 @@ import { Effect, Layer } from "effect"
 
 const market = await createMarket({ storage: memory() })
 await market.ingest.rental([{
-  vendor: "lambda", vendor_gpu_name: "H100 SXM5 80GB", region: "us-east", gpu_canonical_name: "h100-sxm",
-  gpu_manufacturer: "nvidia", gpu_model: "H100", gpu_count: 8, gpu_memory_gb: 80, contract_type: "ondemand",
-  price_usd_per_gpu_hour: 2.49, raw_price: 19.92, raw_price_unit: "usd_per_instance_hour", extracted_at: "2026-06-01T00:00:00Z"
+  vendor: "lambda", vendor_gpu_name: "H100 SXM5 80GB", region: "us-east", gpu_count: 8, contract_type: "ondemand",
+  raw_price: 19.92, raw_price_unit: "usd_per_instance_hour", extracted_at: "2026-06-01T00:00:00Z"
 }])
 const token = await market.tokens.create({
   id: "analyst", name: "Analyst", grants: { gpu_rental_prices: { history: { _tag: "unrestricted" } } },
@@ -31,9 +30,8 @@ await market.close()
 const MarketLive = marketLayer.pipe(Layer.provideMerge(memory()))
 const program = Effect.gen(function* () {
   yield* (yield* RentalPriceIngest).ingest([{
-    vendor: "coreweave", vendor_gpu_name: "H100 SXM5 80GB", region: "us-east", gpu_canonical_name: "h100-sxm",
-    gpu_manufacturer: "nvidia", gpu_model: "H100", gpu_count: 8, gpu_memory_gb: 80, contract_type: "ondemand",
-    price_usd_per_gpu_hour: 3.29, raw_price: 26.32, raw_price_unit: "usd_per_instance_hour", extracted_at: "2026-06-01T00:00:00Z"
+    vendor: "coreweave", vendor_gpu_name: "H100 SXM5 80GB", region: "us-east", gpu_count: 8, contract_type: "ondemand",
+    raw_price: 26.32, raw_price_unit: "usd_per_instance_hour", extracted_at: "2026-06-01T00:00:00Z"
   }])
   const auth = yield* Auth
   const principal = yield* auth.authenticateToken(yield* auth.issue({

@@ -17,7 +17,7 @@ const fresh = () => {
 const obs = (over: Partial<RentalPriceObservationInput> = {}): RentalPriceObservationInput => ({
   vendor: "lambda", vendor_gpu_name: "H100 SXM5", vendor_sku: "gpu_8x_h100_sxm5", vendor_region: "us-east-1", region: "us-east",
   gpu_canonical_name: "h100-sxm", gpu_manufacturer: "nvidia", gpu_model: "H100", gpu_count: 8, gpu_memory_gb: 80, vcpu: 208,
-  ram_gb: 1800, contract_type: "ondemand", price_usd_per_gpu_hour: 2.99, raw_price: 23.92, raw_price_unit: "usd_per_instance_hour",
+  ram_gb: 1800, contract_type: "ondemand", raw_price: 23.92, raw_price_unit: "usd_per_instance_hour",
   extracted_at: "2026-06-01T00:00:00Z", ...over
 })
 
@@ -39,7 +39,7 @@ describe("rental price write path", () => {
       assert.deepStrictEqual(yield* ingest.ingest([obs({ extracted_at: "2026-06-02T00:00:00Z", vcpu: 224 })]), { received: 1, opened: 0, closed: 0, unchanged: 1 })
       assert.deepStrictEqual(yield* everything, [v1!])
       // A new price closes the old row at the observation's instant and opens a new one.
-      assert.deepStrictEqual(yield* ingest.ingest([obs({ extracted_at: "2026-06-03T08:30:00+02:00", price_usd_per_gpu_hour: 2.49, raw_price: 19.92 })]), { received: 1, opened: 1, closed: 1, unchanged: 0 })
+      assert.deepStrictEqual(yield* ingest.ingest([obs({ extracted_at: "2026-06-03T08:30:00+02:00", raw_price: 19.92 })]), { received: 1, opened: 1, closed: 1, unchanged: 0 })
       const [old, now] = yield* everything
       assert.deepStrictEqual(old, { ...v1!, valid_to: "2026-06-03T06:30:00.000000Z" })
       assert.strictEqual(now!.valid_from, "2026-06-03T06:30:00.000000Z")
@@ -70,7 +70,7 @@ describe("rental price write path", () => {
     Effect.gen(function* () {
       const ingest = yield* RentalPriceIngest
       const summary = yield* ingest.ingest([
-        obs({ extracted_at: "2026-06-03T00:00:00Z", price_usd_per_gpu_hour: 2.5 }),
+        obs({ extracted_at: "2026-06-03T00:00:00Z", raw_price: 20 }),
         obs({ extracted_at: "2026-06-01T00:00:00Z" }),
         obs({ extracted_at: "2026-06-02T00:00:00Z" }),
         obs({ extracted_at: "2026-06-04T00:00:00Z" })
@@ -97,7 +97,7 @@ describe("rental price write path", () => {
         ["not an object", "record"]
       ]
       for (const [record, says] of bad) {
-        const exit = yield* Effect.exit(ingest.ingest([obs({ vendor_sku: "other", price_usd_per_gpu_hour: 1 }), record]))
+        const exit = yield* Effect.exit(ingest.ingest([obs({ vendor_sku: "other", raw_price: 8 }), record]))
         assert.isTrue(Exit.isFailure(exit))
         if (Exit.isFailure(exit)) {
           const error = exit.cause._tag === "Fail" ? exit.cause.error : undefined
@@ -107,7 +107,7 @@ describe("rental price write path", () => {
         }
       }
       // An observation older than the price in force, with another price, cannot be placed.
-      const late = yield* Effect.exit(ingest.ingest([obs({ vendor_sku: "other", price_usd_per_gpu_hour: 1 }), obs({ extracted_at: "2026-05-01T00:00:00Z", price_usd_per_gpu_hour: 5 })]))
+      const late = yield* Effect.exit(ingest.ingest([obs({ vendor_sku: "other", raw_price: 8 }), obs({ extracted_at: "2026-05-01T00:00:00Z", raw_price: 40 })]))
       assert.isTrue(Exit.isFailure(late))
       assert.deepStrictEqual(yield* everything, before)
     }).pipe(Effect.provide(fresh())))

@@ -27,6 +27,10 @@ export { LlmTokenPrices } from "./market/llm-token-prices.js"
 export { Indexes } from "./market/indexes.js"
 export { RentalPriceIngest, baseProductKey, productKey } from "./ingest/rental-prices.js"
 export type { IngestSummary } from "./ingest/versions.js"
+export { type RentalObservation, usdPerGpuHour, USD_PER_GPU_HOUR_PLACES, USD_PER_GPU_HOUR_TOLERANCE } from "./ingest/rental-normalise.js"
+export {
+  type GpuCatalog, GpuCatalogEntry, type GpuCatalogEntryInput, makeGpuCatalog, resolveGpu, SHIPPED_GPUS, spellingKey
+} from "./catalog/gpu-catalog.js"
 export { HardwarePriceIngest, type HardwareIngestSummary, isSellerIdentityField, SELLER_IDENTITY_WORDS } from "./ingest/hardware-prices.js"
 export { TransactionIngest, type TransactionIngestSummary } from "./ingest/transactions.js"
 export {
@@ -61,6 +65,7 @@ export {
 // Rows, inputs, metadata and envelopes
 export * from "./schema/envelope.js"
 export * from "./schema/rental-price.js"
+export * from "./schema/price-unit.js"
 export { StoredInstant } from "./schema/versioned.js"
 export * from "./schema/rental-metadata.js"
 export * from "./schema/hardware-price.js"

@@ -149,13 +149,8 @@ export const demoObservations = (day: number, today: number, size: DemoCatalogSi
   const out: Array<RentalPriceObservationInput> = []
   for (const p of demoProducts(size)) {
     if (p.gpu.retiredDaysAgo !== undefined && day >= today - p.gpu.retiredDaysAgo) continue
-    const price = demoPrice(p, day)
-    out.push({
-      ...p.observation,
-      price_usd_per_gpu_hour: price,
-      raw_price: round(price * p.observation.gpu_count, 4),
-      extracted_at
-    })
+    // Vendors publish the instance's price; the write path derives the per-GPU one (`demoPrice`).
+    out.push({ ...p.observation, raw_price: round(demoPrice(p, day) * p.observation.gpu_count, 4), extracted_at })
   }
   return out
 }

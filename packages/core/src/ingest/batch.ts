@@ -81,6 +81,13 @@ export interface Timed<O> {
   readonly base: string
 }
 
+/** The instant `extracted_at` names, as stored; or an issue of record `index`. */
+export const instantOf = (extractedAt: string, index: number, issues: Array<RecordIssue>): string | undefined => {
+  const micros = parseDateTime(extractedAt)
+  if (micros === undefined) issues.push({ index, message: "extracted_at: expected an ISO 8601 datetime" })
+  return micros === undefined ? undefined : formatInstant(micros)
+}
+
 /**
  * Validates a batch of price observations, each stamped with `extracted_at`; every bad record
  * is reported with its index. `baseKey` names the priced thing an observation is of.
@@ -92,9 +99,8 @@ export const decodeTimed = <O extends { readonly extracted_at: string }>(
 ): Either.Either<ReadonlyArray<Timed<O>>, InvalidRecords> => {
   const out: Array<Timed<O>> = []
   const issues = decodeRecords(input, decode, (observation, index, issues) => {
-    const micros = parseDateTime(observation.extracted_at)
-    if (micros === undefined) issues.push({ index, message: "extracted_at: expected an ISO 8601 datetime" })
-    else out.push({ index, observation, at: formatInstant(micros), base: baseKey(observation) })
+    const at = instantOf(observation.extracted_at, index, issues)
+    if (at !== undefined) out.push({ index, observation, at, base: baseKey(observation) })
   })
   return issues.length > 0 ? Either.left(invalidRecords(issues)) : Either.right(out)
 }

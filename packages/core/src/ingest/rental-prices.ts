@@ -2,12 +2,15 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
+import { makeGpuCatalog, SHIPPED_GPUS } from "../catalog/gpu-catalog.js"
 import type { InvalidRecords } from "../errors.js"
 import { type RentalPrice, RentalPriceObservation } from "../schema/rental-price.js"
 import { RentalPriceStore } from "../storage/contract.js"
 import type { MarkedWrite } from "../storage/marks.js"
 import { rentalPriceKeys } from "../storage/tables.js"
-import { decodeTimed, markReader, type Timed } from "./batch.js"
+import { decodeRecords, instantOf, invalidRecords, markReader, type Timed } from "./batch.js"
+import { fxTable } from "./fx.js"
+import { normaliseRental, type RentalObservation, type RentalReference } from "./rental-normalise.js"
 import { type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
 
 /** Fields that identify one priced thing across price changes (`base_product_key`). */
@@ -19,26 +22,49 @@ const IDENTITY = [
 const hash32 = (parts: ReadonlyArray<unknown>): string =>
   createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 32)
 
-/** `base_product_key`: SHA-256 (first 128 bits, hex) of the identity fields in a fixed order. */
-export const baseProductKey = (o: { readonly [K in (typeof IDENTITY)[number]]: unknown }): string =>
-  hash32(IDENTITY.map((f) => o[f]))
+/**
+ * `base_product_key`: SHA-256 (first 128 bits, hex) of the identity fields in a fixed order. A
+ * field left out counts as null, as ingest reads it; `gpu_canonical_name` is the row's slug (as
+ * resolved from `vendor_gpu_name` when the observation did not give one).
+ */
+export const baseProductKey = (o: { readonly [K in (typeof IDENTITY)[number]]?: unknown }): string =>
+  hash32(IDENTITY.map((f) => o[f] ?? null))
 
 /** `product_key`: SHA-256 (first 128 bits, hex) of the base key, `valid_from` and the price. */
 export const productKey = (base: string, validFrom: string, o: Pick<RentalPrice, "price_usd_per_gpu_hour" | "raw_price" | "raw_price_unit">): string =>
   hash32([base, validFrom, o.price_usd_per_gpu_hour, o.raw_price, o.raw_price_unit])
 
-const samePrice = (a: RentalPrice, b: RentalPriceObservation) =>
+const samePrice = (a: RentalPrice, b: RentalObservation) =>
   a.price_usd_per_gpu_hour === b.price_usd_per_gpu_hour && a.raw_price === b.raw_price && a.raw_price_unit === b.raw_price_unit
 
 const decodeObservation = Schema.decodeUnknownEither(RentalPriceObservation, { errors: "all", onExcessProperty: "error" })
 
-/** Validates a batch; every bad record is reported with its index. */
-export const decodeObservations = (
-  input: ReadonlyArray<unknown>
-): Either.Either<ReadonlyArray<Timed<RentalPriceObservation>>, InvalidRecords> =>
-  decodeTimed(input, decodeObservation, baseProductKey)
+/** The shipped GPU catalog: what a write path resolves spellings with. */
+const SHIPPED_CATALOG = makeGpuCatalog(SHIPPED_GPUS)
 
-const rules: VersionRules<RentalPriceObservation, RentalPrice> = {
+/** The reference data of a write path that has none of its own: the shipped catalog, USD only. */
+export const shippedReference: RentalReference = { catalog: SHIPPED_CATALOG, usdPerUnit: fxTable([]) }
+
+/**
+ * Validates a batch and completes each observation (`normaliseRental`) with `reference`; every
+ * bad record is reported with its index and each of its problems.
+ */
+export const decodeObservations = (
+  input: ReadonlyArray<unknown>,
+  reference: RentalReference = shippedReference
+): Either.Either<ReadonlyArray<Timed<RentalObservation>>, InvalidRecords> => {
+  const out: Array<Timed<RentalObservation>> = []
+  const issues = decodeRecords(input, decodeObservation, (o, index, issues) => {
+    const at = instantOf(o.extracted_at, index, issues)
+    if (at === undefined) return
+    const complete = normaliseRental(o, at.slice(0, 10), reference)
+    if (Either.isLeft(complete)) for (const message of complete.left) issues.push({ index, message })
+    else out.push({ index, observation: complete.right, at, base: baseProductKey(complete.right) })
+  })
+  return issues.length > 0 ? Either.left(invalidRecords(issues)) : Either.right(out)
+}
+
+const rules: VersionRules<RentalObservation, RentalPrice> = {
   ...rentalPriceKeys,
   samePrice,
   open: (o, at, base): RentalPrice => ({

@@ -1,6 +1,7 @@
 import * as Schema from "effect/Schema"
 import { parseDate } from "../query/time.js"
 import { omittableNulls } from "./fields.js"
+import { CurrencyCode } from "./price-unit.js"
 import { GpuCanonicalName } from "./rental-price.js"
 
 /** Stable identity of one hardware listing across observed days (128 bits, lower-case hex). */
@@ -32,8 +33,6 @@ export const ClassSlug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]
 export const HardwareMarket = Schema.Literal("primary", "secondary")
 /** An ISO 3166 alpha-2 code in upper case (its form; whether it is assigned is not checked). */
 export const CountryCode = Schema.String.pipe(Schema.pattern(/^[A-Z]{2}$/))
-/** An ISO 4217 currency code. */
-export const CurrencyCode = Schema.String.pipe(Schema.pattern(/^[A-Z]{3}$/))
 
 const Text = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
 const Amount = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())

@@ -1,5 +1,6 @@
 import * as Schema from "effect/Schema"
-import { omittableNulls } from "./fields.js"
+import { omittableNulls, optionalNull } from "./fields.js"
+import { CurrencyCode, RawPriceUnit } from "./price-unit.js"
 import { versionValidity } from "./versioned.js"
 
 /** A vendor slug, e.g. `lambda`. */
@@ -68,11 +69,27 @@ export type RentalPrice = Schema.Schema.Encoded<typeof RentalPriceRow>
 export const rentalPriceFields = Object.keys(RentalPriceRow.fields) as ReadonlyArray<keyof RentalPrice>
 
 /**
- * One vendor price observation, as fed to `ingest`. Keys and validity are derived; fields that
- * are not published may be omitted or null. Unknown fields are refused.
+ * One vendor price observation, as fed to `ingest`: what the vendor publishes. Keys and validity
+ * are derived; fields that are not published may be omitted or null. Unknown fields are refused.
+ *
+ * The write path completes it: `price_usd_per_gpu_hour` is computed from `raw_price`,
+ * `raw_price_unit` (a `RawPriceUnit`), `gpu_count` and the FX rate of the unit's currency on the
+ * UTC date of `extracted_at` (a given value must agree at 4 decimals), and the GPU
+ * (`gpu_canonical_name`, `gpu_manufacturer`, `gpu_model`, `gpu_memory_gb`) is resolved from
+ * `vendor_gpu_name` through the GPU catalog (a given slug must be one the spelling names; given
+ * fields win over the catalog's).
  */
 export const RentalPriceObservation = Schema.Struct({
   ...omittableNulls(published),
+  gpu_canonical_name: optionalNull(GpuCanonicalName),
+  gpu_manufacturer: optionalNull(Text),
+  gpu_model: optionalNull(Text),
+  /** Memory of one GPU, GB; also tells apart catalog variants sharing a spelling (an `A100` of 40 or 80 GB). */
+  gpu_memory_gb: optionalNull(PositiveNumber),
+  price_usd_per_gpu_hour: optionalNull(PositiveNumber),
+  raw_price_unit: RawPriceUnit,
+  /** ISO 4217 code of the price's currency: when given, it must be the unit's. */
+  currency: optionalNull(CurrencyCode),
   /** ISO 8601 datetime of extraction; becomes `valid_from` when the price changed. */
   extracted_at: Schema.String
 })
