@@ -4,6 +4,7 @@ import { sqlite } from "@gpu-market/storage-sqlite"
 import { execFile } from "node:child_process"
 import { join } from "node:path"
 import { tempDb } from "./support/adapters"
+import { SKYPILOT_CLOUDS, SKYPILOT_EXPECTED } from "./support/formats"
 
 /**
  * `gpu-market import --format skypilot|litellm` on the real public files
@@ -51,5 +52,44 @@ describe("gpu-market import --format litellm", () => {
     // gpt-4o: 2.5e-06 and 1e-05 USD per token; deepseek-chat: 2.8e-07 and 4.2e-07.
     assert.deepInclude(await prices("gpt-4o", "openai"), { input: 2.5, output: 10 })
     assert.deepInclude(await prices("deepseek-chat", "deepseek"), { input: 0.28, output: 0.42 })
+  })
+})
+
+describe("gpu-market import --format skypilot", () => {
+  const db = tempDb("formats-cli-skypilot")
+  const runs = new Map<string, Run>()
+  let market: Market
+  beforeAll(async () => {
+    for (const cloud of SKYPILOT_CLOUDS) {
+      const args = ["import", join(REAL, `skypilot/${cloud}-vms.csv`), "--format", "skypilot", "--vendor", cloud, "--observed-at", "2026-07-01T00:00:00Z"]
+      runs.set(cloud, await run(...args, ...(cloud === "lambda" ? ["--snapshot"] : []), "--db", db))
+    }
+    market = await createMarket({ storage: sqlite(db) })
+    await market.tokens.create(READER, "reader")
+  }, 600_000)
+  afterAll(() => market.close())
+
+  it("imports every real catalog: counts by reason, refused lines listed, exit 1 only where a row was refused", () => {
+    for (const cloud of SKYPILOT_CLOUDS) {
+      const { code, stdout, stderr } = runs.get(cloud)!
+      const e = SKYPILOT_EXPECTED[cloud]
+      const skipped = Object.entries(e.skipped)
+      const lines = stdout.split("\n")
+      assert.strictEqual(code, e.rejectedLines.length === 0 ? 0 : 1, `${cloud}: ${stderr}`)
+      assert.strictEqual(lines[0], `accepted ${e.observations - e.rejectedLines.length}, rejected ${e.rejectedLines.length}, ` +
+        `skipped ${skipped.reduce((n, [, c]) => n + c, 0)} (${skipped.map(([reason, n]) => `${reason} ${n}`).join(", ")})`, cloud)
+      assert.match(lines[1]!, new RegExp(`^observed at 2026-07-01T00:00:00.000000Z: opened ${e.opened}, closed 0, `), cloud)
+      assert.deepStrictEqual(lines.slice(2).filter((l) => l.startsWith("  line ")).map((l) => Number(/^ {2}line (\d+)/.exec(l)![1])), [...e.rejectedLines], cloud)
+    }
+    assert.match(runs.get("lambda")!.stdout.split("\n")[1]!, /; snapshot withdrew 0$/)
+  })
+
+  it("serves the real vendors' H100s at Price / GPU count per GPU-hour", async () => {
+    const rows = []
+    for await (const row of market.rental.prices.latest.rows({ gpu_search: ["h100"], page_size: 1000 }, { token: "reader" })) rows.push(row)
+    assert.includeMembers([...new Set(rows.map((r) => r.vendor))], [...SKYPILOT_CLOUDS])
+    for (const row of rows) assert.approximately(row.price_usd_per_gpu_hour, row.raw_price / row.gpu_count, 5e-7, `${row.vendor} ${row.vendor_sku}`)
+    const cudo = rows.find((r) => r.vendor === "cudo" && r.vendor_sku === "epyc-genoa-h100-nvl-pcie_8x64v128gb" && r.vendor_region === "au-melbourne-1")!
+    assert.deepStrictEqual([cudo.gpu_canonical_name, cudo.gpu_memory_gb, cudo.gpu_count, cudo.raw_price, cudo.price_usd_per_gpu_hour], ["h100-nvl", 94, 8, 20.7008, 2.5876])
   })
 })
