@@ -1,5 +1,5 @@
 import * as Options from "@effect/cli/Options"
-import { FormatImport, type FormatImportOptions, type FormatImportSummary } from "@gpu-market/core"
+import { describePlace, FormatImport, type FormatImportOptions, type FormatImportSummary } from "@gpu-market/core"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -43,14 +43,13 @@ type ParsedFormatOptions = {
 export const formatReport = (summary: FormatImportSummary): string => {
   const skipped = Object.entries(summary.skipped)
   const written = Object.entries(summary.written).filter(([name]) => name !== "received")
-  const place = (p: { readonly line: number; readonly key?: string }) => `line ${p.line}${p.key === undefined ? "" : ` (${p.key})`}`
   return [
     `accepted ${summary.accepted}, rejected ${summary.rejected.length}, skipped ${skipped.reduce((n, [, c]) => n + c, 0)}` +
     (skipped.length === 0 ? "" : ` (${skipped.map(([reason, n]) => `${reason} ${n}`).join(", ")})`),
     `observed at ${summary.observedAt}: ${written.map(([name, n]) => `${name} ${n}`).join(", ")}` +
     (summary.withdrawn === null ? "" : `; snapshot withdrew ${summary.withdrawn}`),
-    ...summary.rejected.map((r) => `  ${place(r)}: ${r.message}`),
-    ...(summary.issues.length === 0 ? [] : [`not read as written (${summary.issues.length}):`, ...summary.issues.map((i) => `  ${place(i)}: ${i.message}`)])
+    ...summary.rejected.map((r) => `  ${describePlace(r)}: ${r.message}`),
+    ...(summary.issues.length === 0 ? [] : [`not read as written (${summary.issues.length}):`, ...summary.issues.map((i) => `  ${describePlace(i)}: ${i.message}`)])
   ].join("\n")
 }
 

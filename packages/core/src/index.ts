@@ -40,7 +40,7 @@ export { IndexIngest, type IndexDefineSummary } from "./ingest/indexes.js"
 export {
   FormatImport, type FormatImportOptions, type FormatImportSummary, type RejectedObservation, type SkypilotImportOptions
 } from "./ingest/formats/import.js"
-export type { Conversion, ConversionIssue, Converted, SourcePlace } from "./ingest/formats/conversion.js"
+export { type Conversion, type ConversionIssue, type Converted, describePlace, type SourcePlace } from "./ingest/formats/conversion.js"
 export { fromSkypilot, SKYPILOT_CLOUDS_WITH_CONVENTIONS, type SkypilotObservation, type SkypilotOptions } from "./ingest/formats/skypilot.js"
 export { fromLitellm, LITELLM_SOURCE, type LitellmKey, litellmKey, type LitellmObservation, type LitellmOptions } from "./ingest/formats/litellm.js"
 export { IndexComputation, type IndexComputationSummary } from "./ingest/index-computation.js"

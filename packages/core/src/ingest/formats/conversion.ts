@@ -11,6 +11,9 @@ export interface SourcePlace {
   readonly key?: string
 }
 
+/** A place as a report names it: `line 12`, or `line 22301 (gpt-4o)`. */
+export const describePlace = (p: SourcePlace): string => `line ${p.line}${p.key === undefined ? "" : ` (${p.key})`}`
+
 /** One observation converted from a public format, and its place in the source. */
 export interface Converted<O> extends SourcePlace {
   readonly observation: O

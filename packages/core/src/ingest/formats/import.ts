@@ -13,7 +13,7 @@ import type { Versioned } from "../../storage/versions.js"
 import { decodeLlmObservations, LlmTokenPriceIngest } from "../llm-token-prices.js"
 import { decodeObservations, RentalPriceIngest } from "../rental-prices.js"
 import type { IngestSummary } from "../versions.js"
-import type { Conversion, ConversionIssue, Converted, SourcePlace } from "./conversion.js"
+import { type Conversion, type ConversionIssue, type Converted, describePlace, type SourcePlace } from "./conversion.js"
 import { fromLitellm, LITELLM_SOURCE } from "./litellm.js"
 import { fromSkypilot } from "./skypilot.js"
 
@@ -82,12 +82,22 @@ const instantOf = (observedAt: string | undefined): Effect.Effect<string, Valida
     : Effect.succeed(formatInstant(micros))
 }
 
+/** A refusal's message with the batch positions it names (`records 3 and 7`) as places in the file. */
+const inFileTerms = <O>(message: string, batch: ReadonlyArray<Converted<O>>): string =>
+  message.replace(/\brecords? (\d+(?:, \d+)*(?: and \d+)?)/g, (written, list: string) => {
+    const places = list.split(/, | and /).map((i) => batch[Number(i)])
+    if (places.some((p) => p === undefined)) return written
+    const named = places.map((p) => describePlace(p!))
+    return named.length === 1 ? named[0]! : `${named.slice(0, -1).join(", ")} and ${named[named.length - 1]}`
+  })
+
 /**
  * Writes converted observations, again without those a refusal names until a write is accepted.
- * A refusal naming no record refuses them all. Returns the last write's summary, the observations
- * it stored and those refused.
+ * A refusal naming no record refuses them all; records a message names by batch position are
+ * named by their place in the file. Returns the last write's summary, the observations it stored
+ * and those refused.
  */
-const writeAccepting = <O, S extends IngestSummary>(
+export const writeAccepting = <O, S extends IngestSummary>(
   converted: ReadonlyArray<Converted<O>>,
   write: (observations: ReadonlyArray<O>) => Effect.Effect<S, InvalidRecords | StorageUnavailable>
 ): Effect.Effect<{ readonly written: S; readonly accepted: number; readonly rejected: Array<RejectedObservation> }, StorageUnavailable> =>
@@ -109,7 +119,7 @@ const writeAccepting = <O, S extends IngestSummary>(
       if (bad.size === 0) pending.forEach((_, i) => bad.set(i, [error.detail]))
       for (const [i, messages] of bad) {
         const { line, key } = pending[i]!
-        rejected.push({ line, ...(key === undefined ? {} : { key }), message: messages.join("; ") })
+        rejected.push({ line, ...(key === undefined ? {} : { key }), message: inFileTerms(messages.join("; "), pending) })
       }
       pending = pending.filter((_, i) => !bad.has(i))
     }
