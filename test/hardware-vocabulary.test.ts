@@ -1,0 +1,120 @@
+import { assert, describe, it } from "@effect/vitest"
+import {
+  Auth, createMarket, type HardwarePrice, HardwarePriceIngest, type HardwarePriceObservationInput, HardwareVocabulary,
+  type HardwareVocabularyExtension, type HardwareVocabularyField, hardwareVocabularyDefaults, InvalidRecords, marketLayer, memory,
+  type PrincipalInput
+} from "@gpu-market/core"
+import * as Demo from "@gpu-market/demo"
+import * as SqliteStorage from "@gpu-market/storage-sqlite"
+import { Effect, Layer } from "effect"
+import { tempDb } from "./support/adapters"
+import { HW, storedRows } from "./support/hardware"
+import { atNow, http } from "./support/market"
+
+/**
+ * Hardware classification fields take values of a closed, documented vocabulary that an operator
+ * can extend: a seller's identity or address put there reaches no row, no `/metadata` and no filter.
+ */
+
+const obs = (over: Partial<HardwarePriceObservationInput> & Record<string, unknown> = {}): HardwarePriceObservationInput => ({
+  listing_ref: "feed/listing-1", gpu_canonical_name: "h100-sxm", observed_date: "2026-06-01", price_usd: 25_000,
+  condition: "new_sealed", market: "primary", channel: "var_reseller", transaction_level: "bare_module", country: "US",
+  country_group: "north_america", ...over
+})
+
+const reader: PrincipalInput = {
+  id: "reader", name: "reader", grants: { gpu_hardware_prices: { history: { _tag: "unrestricted" } } },
+  indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 100_000
+}
+
+const defaultsOf = (field: HardwareVocabularyField): ReadonlyArray<string> => hardwareVocabularyDefaults[field].literals
+const refusal = (field: HardwareVocabularyField, accepted: ReadonlyArray<string>, ...values: ReadonlyArray<string>) =>
+  `${values.map((v) => JSON.stringify(v)).join(", ")} ${values.length === 1 ? "is" : "are"} not in the hardware vocabulary of ${field}; ` +
+  `accepted: ${accepted.join(", ")} (data.vocabulary of GET /v2/gpu/hardware/prices/metadata)`
+
+const sqliteMarket = (vocabulary?: HardwareVocabularyExtension) => {
+  const filename = tempDb("hw-vocabulary")
+  const services = vocabulary === undefined ? marketLayer : marketLayer.pipe(Layer.provide(HardwareVocabulary.layer(vocabulary)))
+  return services.pipe(Layer.provideMerge(SqliteStorage.layer({ filename })))
+}
+
+describe("hardware classification vocabulary", () => {
+  it.effect("a value outside the vocabulary refuses the batch, naming the record, the field, the value and the accepted values", () =>
+    Effect.gen(function* () {
+      const ingest = yield* HardwarePriceIngest
+      yield* ingest.ingest([obs()])
+      // A URL, a company or platform name, a near miss, the wrong case, a retired spelling.
+      const bad: ReadonlyArray<readonly [HardwareVocabularyField, string]> = [
+        ["channel", "https://acme-gpus.example/shop"], ["counterparty_class", "Acme GPU Traders Ltd"], ["source_type", "ebay"],
+        ["confidence", "very_high"], ["price_type", "Ask"], ["export_control_regime", "ECCN 3A090"], ["market", "tertiary"],
+        ["module_packaging", "sxm"], ["country_group", "emea"], ["stock_status", "in-stock"], ["condition", "mint"],
+        ["transaction_level", "pallet"], ["price_basis", "each"], ["unit_age_basis", "guess"]
+      ]
+      for (const [field, value] of bad) {
+        const e = yield* Effect.flip(ingest.ingest([obs({ observed_date: "2026-06-05" }), obs({ listing_ref: "feed/other" }), obs({ [field]: value })]))
+        assert.instanceOf(e, InvalidRecords, field)
+        assert.deepStrictEqual(e.errors, [{ index: 2, message: `${field}: ${refusal(field, defaultsOf(field), value)}` }])
+        assert.include(e.detail, "nothing was stored")
+      }
+      // Every refusal of a record is reported, with a malformed field beside it.
+      const e = yield* Effect.flip(ingest.ingest([obs({ channel: "Dealer", confidence: "sure", price_usd: -1 })]))
+      assert.instanceOf(e, InvalidRecords)
+      assert.deepStrictEqual([...new Set(e.errors.map((i) => i.message.split(":")[0]))], ["channel", "confidence", "price_usd"])
+      assert.deepStrictEqual((yield* storedRows).map((r) => r.observed_date), ["2026-06-01"])
+    }).pipe(Effect.provide(sqliteMarket())))
+
+  it.effect("every default value is accepted, and the demo market uses only default values", () =>
+    Effect.gen(function* () {
+      const ingest = yield* HardwarePriceIngest
+      const fields = Object.keys(hardwareVocabularyDefaults) as Array<HardwareVocabularyField>
+      const records = fields.flatMap((field) => defaultsOf(field).map((value, i) =>
+        obs({ listing_ref: `feed/${field}/${value}`, observed_date: `2026-06-${String(1 + (i % 28)).padStart(2, "0")}`, [field]: value })))
+      assert.strictEqual((yield* ingest.ingest(records)).inserted, records.length)
+      // A week of the demo market, every listing of it, through the same check.
+      const week = Array.from({ length: 7 }, (_, d) => Demo.demoHardwareObservations(20_600 + d)).flat()
+      assert.isAbove(week.length, 1_000)
+      const summary = yield* ingest.ingest(week)
+      assert.strictEqual(summary.inserted + summary.skipped, week.length)
+    }).pipe(Effect.provide(sqliteMarket())))
+
+  it.effect("an operator-added value is accepted, filterable and listed by /metadata; values not added still refuse", () =>
+    Effect.gen(function* () {
+      yield* atNow
+      yield* (yield* Auth).issue(reader, "reader")
+      const ingest = yield* HardwarePriceIngest
+      yield* ingest.ingest([
+        obs({ channel: "lease_return", counterparty_class: "university" }),
+        obs({ listing_ref: "feed/listing-2", channel: "broker" })
+      ])
+      const only = yield* http(`${HW}/latest?channel=lease_return`, { token: "reader" })
+      assert.strictEqual(only.status, 200, only.text)
+      assert.deepStrictEqual(only.body.data.map((r: HardwarePrice) => [r.channel, r.counterparty_class]), [["lease_return", "university"]])
+      const metadata = yield* http(`${HW}/metadata`, { token: "reader" })
+      assert.deepStrictEqual(metadata.body.data.vocabulary.channel, [...defaultsOf("channel"), "lease_return"])
+      assert.deepStrictEqual(metadata.body.data.vocabulary.counterparty_class, [...defaultsOf("counterparty_class"), "university"])
+      assert.deepStrictEqual(metadata.body.data.vocabulary.condition, defaultsOf("condition"))
+      assert.deepStrictEqual(metadata.body.data.filters.channel, ["broker", "lease_return"])
+      // A filter value outside the vocabulary can never match: a 422 naming the accepted values.
+      const typo = yield* http(`${HW}/latest?channel=lease-return,broker,auctoin`, { token: "reader" })
+      assert.strictEqual(typo.status, 422, typo.text)
+      assert.deepStrictEqual(typo.body.errors, [{
+        parameter: "channel", message: refusal("channel", [...defaultsOf("channel"), "lease_return"], "lease-return", "auctoin")
+      }])
+      const e = yield* Effect.flip(ingest.ingest([obs({ channel: "lease-return" })]))
+      assert.instanceOf(e, InvalidRecords)
+      assert.deepStrictEqual(e.errors, [{ index: 0, message: `channel: ${refusal("channel", [...defaultsOf("channel"), "lease_return"], "lease-return")}` }])
+    }).pipe(Effect.provide(sqliteMarket({ channel: ["lease_return"], counterparty_class: ["university"] }))))
+
+  it("an extension that is not lower-case slugs of known fields never opens a market", async () => {
+    for (const extension of [{ channel: ["Lease Return"] }, { market: ["tertiary"] }, { colour: ["red"] }, { channel: "auction" }]) {
+      const opened = await createMarket({ storage: memory(), hardwareVocabulary: extension as HardwareVocabularyExtension }).then(
+        (market) => market.close().then(() => "opened"),
+        (e: unknown) => String(e)
+      )
+      assert.include(opened, Object.keys(extension)[0]!, JSON.stringify(extension))
+      assert.notStrictEqual(opened, "opened")
+    }
+    const built = await Effect.runPromise(Effect.flip(Effect.scoped(Layer.build(HardwareVocabulary.layer({ stock_status: ["Allocated"] })))))
+    assert.include(String(built), "Allocated")
+  })
+})
