@@ -28,6 +28,7 @@ export { Indexes } from "./market/indexes.js"
 export { RentalPriceIngest, baseProductKey, productKey } from "./ingest/rental-prices.js"
 export type { IngestSummary } from "./ingest/versions.js"
 export { HardwarePriceIngest, type HardwareIngestSummary, isSellerIdentityField, SELLER_IDENTITY_WORDS } from "./ingest/hardware-prices.js"
+export { CONTACT_PLACEHOLDER, scrubContactDetails } from "./ingest/scrub.js"
 export { TransactionIngest, type TransactionIngestSummary } from "./ingest/transactions.js"
 export {
   basePriceKey, isOutlierPrice, type LlmIngestSummary, LlmTokenPriceIngest, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO, outlierReference, priceKey

@@ -12,6 +12,7 @@ import { SettingsStore } from "../storage/contract.js"
 import { HardwarePriceStore } from "../storage/hardware.js"
 import type { MarkedWrite } from "../storage/marks.js"
 import { chunksOf, invalidRecords, markedChunks, markReader } from "./batch.js"
+import { scrubFreeText } from "./scrub.js"
 
 /**
  * Words that make a field a seller's identity: the platform or marketplace, the seller, shop or
@@ -91,7 +92,8 @@ const dateOf = (text: string): string | undefined => {
 
 /**
  * Validates a batch into rows: seller identity dropped, classifications held to `vocabulary`,
- * dates normalised, keys derived. Every bad record is reported with its index. Observations without `price_usd` are counted, not kept; of two
+ * free text scrubbed of contact details, dates normalised, keys derived. Every bad record is
+ * reported with its index. Observations without `price_usd` are counted, not kept; of two
  * records of one listing-day the later stands.
  */
 export const decodeHardwareObservations = (
@@ -113,7 +115,7 @@ export const decodeHardwareObservations = (
       return
     }
     if (unknown.length > 0 || refused.length > 0) return
-    const { listing_ref, ...o } = d.right
+    const { listing_ref, ...o } = scrubFreeText(d.right)
     const observed_date = dateOf(o.observed_date)
     if (observed_date === undefined) {
       issues.push({ index, message: "observed_date: expected a YYYY-MM-DD date or an ISO 8601 datetime" })

@@ -34,6 +34,12 @@ export const CountryCode = Schema.String.pipe(Schema.pattern(/^[A-Z]{2}$/))
 export const CurrencyCode = Schema.String.pipe(Schema.pattern(/^[A-Z]{3}$/))
 
 const Text = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
+/**
+ * Free text as the source states it. Ingest replaces URLs, e-mail addresses, handles and phone
+ * numbers in it with `[removed]` (`scrubContactDetails`) before it is stored.
+ */
+const FreeText = Schema.NullOr(Text.annotations({ description: "free text; contact details and addresses are replaced by [removed]" }))
+const FreeTextList = Schema.NullOr(Schema.Array(Text).pipe(Schema.maxItems(50)))
 /** A value of the market's hardware vocabulary (`HardwareVocabulary`), which `/metadata` lists. */
 const InVocabulary = Schema.NullOr(ClassSlug.annotations({
   description: "a value of the hardware vocabulary: GET /v2/gpu/hardware/prices/metadata lists the accepted values as data.vocabulary"
@@ -58,7 +64,7 @@ const described = {
   price_per_gpu_system_attach: Schema.NullOr(Price),
   price_basis: InVocabulary,
   taxes_included: Schema.NullOr(Schema.Boolean),
-  payment_terms: Schema.NullOr(Text),
+  payment_terms: FreeText,
   stock_status: InVocabulary,
   units_available: Schema.NullOr(Count),
   min_order_quantity: Schema.NullOr(PositiveCount),
@@ -73,15 +79,15 @@ const described = {
   includes_host_cpus: Schema.NullOr(Count),
   includes_dram_gb: Schema.NullOr(Amount),
   includes_storage_tb: Schema.NullOr(Amount),
-  includes_nics: Schema.NullOr(Text),
+  includes_nics: FreeText,
   includes_nvswitch: Schema.NullOr(Schema.Boolean),
   includes_scaleout_fabric: Schema.NullOr(Schema.Boolean),
   includes_chassis_psu: Schema.NullOr(Schema.Boolean),
-  includes_cooling_hw: Schema.NullOr(Text),
-  software_entitlements: Schema.NullOr(Text),
+  includes_cooling_hw: FreeText,
+  software_entitlements: FreeText,
   support_years: Schema.NullOr(Amount),
   warranty_months: Schema.NullOr(Amount),
-  services_included: Schema.NullOr(Schema.Array(Text).pipe(Schema.maxItems(50))),
+  services_included: FreeTextList,
   condition: InVocabulary,
   module_packaging: InVocabulary,
   unit_age_months: Schema.NullOr(Amount),
@@ -122,6 +128,13 @@ export const hardwareClassFields = [
   "condition", "market", "channel", "transaction_level", "stock_status", "country", "country_group"
 ] as const
 export type HardwareClassField = (typeof hardwareClassFields)[number]
+
+/**
+ * The free-text fields of the row (`FreeText`, and each item of `services_included`), scrubbed
+ * of contact details at ingest.
+ */
+export const hardwareFreeTextFields = (Object.keys(described) as Array<keyof typeof described>)
+  .filter((f) => described[f] === FreeText || described[f] === FreeTextList)
 
 /*
  * A vocabulary field of an ingest record is any text: whether it is in the vocabulary depends on
