@@ -11,6 +11,7 @@ import { sqlite } from "@gpu-market/storage-sqlite"
 import { Effect, Layer } from "effect"
 import { Redis } from "ioredis"
 import { existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
 import { tempDb } from "./support/adapters"
 import { HW, storedRows } from "./support/hardware"
 import { atNow, http } from "./support/market"
@@ -110,6 +111,20 @@ describe("hardware classification vocabulary", () => {
       assert.instanceOf(e, InvalidRecords)
       assert.deepStrictEqual(e.errors, [{ index: 0, message: `channel: ${refusal("channel", [...defaultsOf("channel"), "lease_return"], "lease-return")}` }])
     }).pipe(Effect.provide(sqliteMarket({ channel: ["lease_return"], counterparty_class: ["university"] }))))
+
+  it("the README's table of default values is the vocabulary's", () => {
+    const readme = readFileSync(join(import.meta.dirname, "..", "README.md"), "utf8").split("\n")
+    const start = readme.findIndex((line) => line.startsWith("<!-- vocabulary:"))
+    assert.isAbove(start, 0)
+    // The rows after the marker, the header and its rule.
+    const body = readme.slice(start + 3)
+    const rows = body.slice(0, body.findIndex((line) => !line.startsWith("|")))
+    const table = Object.fromEntries(rows.map((row) => {
+      const [, field, values] = row.split("|").map((cell) => cell.trim())
+      return [field!.replaceAll("`", ""), values!.replaceAll("`", "").split(", ")]
+    }))
+    assert.deepStrictEqual(table, Object.fromEntries(Object.entries(hardwareVocabularyDefaults).map(([field, schema]) => [field, [...schema.literals]])))
+  })
 
   it("an extension that is not lower-case slugs of known fields never opens a market", async () => {
     for (const extension of [{ channel: ["Lease Return"] }, { market: ["tertiary"] }, { colour: ["red"] }, { channel: "auction" }]) {
