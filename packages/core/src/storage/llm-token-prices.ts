@@ -37,7 +37,8 @@ export class LlmTokenPriceStore extends Context.Tag("Market/Storage/LlmTokenPric
   {
     /**
      * Reads, decides and writes in one atomic step (`TransactVersions`); priced things are named
-     * by `base_price_key` and rows by `price_key`. A reader never sees part of a write.
+     * by `base_price_key` and rows by `price_key`, peers by `model`, and `is_price_outlier` is
+     * restatable (`llmTokenPriceKeys`). A reader never sees part of a write.
      */
     readonly transact: TransactVersions<LlmTokenPrice>
     /** A progress mark written by `transact` (`VersionChanges.mark`). */
