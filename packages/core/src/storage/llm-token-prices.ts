@@ -43,8 +43,6 @@ export class LlmTokenPriceStore extends Context.Tag("Market/Storage/LlmTokenPric
     readonly transact: TransactVersions<LlmTokenPrice>
     /** A progress mark written by `transact` (`VersionChanges.mark`). */
     readonly mark: ReadMark
-    /** The rows of the given models in force at `at` (a stored instant), in no order. */
-    readonly inForce: (models: ReadonlyArray<string>, at: string) => Effect.Effect<ReadonlyArray<LlmTokenPrice>, StorageError>
     /** Executes a page plan; the tie-breaker is `price_key`. */
     readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<LlmTokenPrice>, StorageError>
     /** Per-model aggregates for the metadata endpoint and `model_search`. */
