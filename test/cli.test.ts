@@ -18,17 +18,20 @@ const DB = join(dir, "market.db")
 
 interface Run { readonly code: number; readonly stdout: string; readonly stderr: string }
 
-const run = (...args: ReadonlyArray<string>): Promise<Run> =>
+/** Runs the bin with `args`, and `env` over this process's environment. */
+const runWith = (env: Readonly<Record<string, string>>, ...args: ReadonlyArray<string>): Promise<Run> =>
   new Promise((resolve) => {
-    execFile(BIN, [...args], { cwd: dir, env: { ...process.env, NO_COLOR: "1", GPU_MARKET_REDIS_URL: "" }, timeout: 120_000 },
+    execFile(BIN, [...args], { cwd: dir, env: { ...process.env, NO_COLOR: "1", GPU_MARKET_REDIS_URL: "", ...env }, timeout: 120_000 },
       (error, stdout, stderr) => resolve({ code: error === null ? 0 : Number(error.code ?? 1), stdout, stderr }))
   })
 
-/** Starts `serve`, GETs each path with the token, and stops it. */
-const serveAll = async (token: string, paths: ReadonlyArray<string>) => {
+const run = (...args: ReadonlyArray<string>): Promise<Run> => runWith({}, ...args)
+
+/** Starts `serve` on `db` (with `env`), GETs each path with the token, and stops it. */
+const serveAll = async (token: string, paths: ReadonlyArray<string>, db = DB, env: Readonly<Record<string, string>> = {}) => {
   const port = await freePort()
-  const server = await startUntil(BIN, ["serve", "--db", DB, "--port", String(port)], {
-    cwd: dir, env: { ...process.env, NO_COLOR: "1" }, ready: /listening on/, timeoutMs: 60_000
+  const server = await startUntil(BIN, ["serve", "--db", db, "--port", String(port)], {
+    cwd: dir, env: { ...process.env, NO_COLOR: "1", ...env }, ready: /listening on/, timeoutMs: 60_000
   })
   try {
     const replies: Array<{ readonly status: number; readonly body: any }> = []
@@ -187,4 +190,35 @@ describe("gpu-market CLI", () => {
     const bad = await run("indexes", "compute", "--from", day(5), "--db", DB)
     assert.notStrictEqual(bad.code, 0)
   }, 120_000)
+})
+
+describe("gpu-market with an extended hardware vocabulary", () => {
+  it("$GPU_MARKET_HARDWARE_VOCABULARY: import accepts the added values, serve filters and lists them; bad JSON stops the command", async () => {
+    const db = join(dir, "vocabulary.db")
+    const observation = (listing_ref: string) => JSON.stringify({
+      listing_ref, gpu_canonical_name: "h100-sxm", observed_date: new Date().toISOString().slice(0, 10), price_usd: 25_000, channel: "lease_return"
+    }) + "\n"
+    const refusedFile = join(dir, "hardware-refused.jsonl")
+    writeFileSync(refusedFile, observation("feed/refused"))
+    const refused = await run("import", refusedFile, "--type", "hardware", "--db", db)
+    assert.strictEqual(refused.code, 1, refused.stderr)
+    assert.match(refused.stdout, /line 1: channel: "lease_return" is not in the hardware vocabulary of channel; accepted: oem_direct, /)
+
+    const env = { GPU_MARKET_HARDWARE_VOCABULARY: '{"channel":["lease_return"]}' }
+    const file = join(dir, "hardware.jsonl")
+    writeFileSync(file, observation("feed/accepted"))
+    const accepted = await runWith(env, "import", file, "--type", "hardware", "--db", db)
+    assert.strictEqual(accepted.code, 0, accepted.stdout + accepted.stderr)
+    assert.match(accepted.stdout, /^accepted 1, rejected 0$/m)
+
+    const token = (await run("tokens", "create", "--name", "hw-reader", "--grant", "hardware", "--db", db)).stdout.trim()
+    const [latest, metadata] = await serveAll(token, ["/v2/gpu/hardware/prices/latest?channel=lease_return", "/v2/gpu/hardware/prices/metadata"], db, env)
+    assert.strictEqual(latest!.status, 200, JSON.stringify(latest!.body))
+    assert.deepStrictEqual(latest!.body.data.map((r: { channel: string }) => r.channel), ["lease_return"])
+    assert.include(metadata!.body.data.vocabulary.channel, "lease_return")
+
+    const bad = await runWith({ GPU_MARKET_HARDWARE_VOCABULARY: "{channel" }, "import", file, "--type", "hardware", "--db", db)
+    assert.notStrictEqual(bad.code, 0)
+    assert.include(bad.stdout + bad.stderr, "GPU_MARKET_HARDWARE_VOCABULARY is not JSON")
+  }, 180_000)
 })

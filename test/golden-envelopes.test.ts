@@ -200,6 +200,7 @@ const SCRIPT: ReadonlyArray<Step> = [
   { path: `${H}/as-of?at=2026-04-01&market=secondary&stock_status=in_stock&page_size=5` },
   { path: `${H}/history?start=2026-06-01&end=2026-06-08&sort_by=condition&page_size=10`, follow: 1 },
   { path: `${H}/history?country=JP,SG&page_size=6`, token: "hw-rolling" },
+  { path: `${H}/latest?condition=for_parts` },
   { path: `${H}/latest?condition=broken` },
   { path: `${H}/latest`, token: "hw-rental" },
   { path: `${H}/history`, token: "hw-current" },

@@ -1,8 +1,9 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { HardwarePriceIngest, HardwarePriceMetadata } from "@gpu-market/core"
+import { HardwarePriceIngest, HardwarePriceMetadata, hardwareVocabularyDefaults } from "@gpu-market/core"
 import { Effect, Schema } from "effect"
 import {
-  fixtureRows, hardwareObservation, HW, HW_GPUS, HW_LAST_DAY, hardwareLayer, hwDate, listingRef
+  fixtureRows, hardwareObservation, HW, HW_CHANNELS, HW_CONDITIONS, HW_COUNTRIES, HW_GPUS, HW_LAST_DAY, HW_LEVELS, HW_STOCK,
+  hardwareLayer, hwDate, listingRef
 } from "./support/hardware"
 import { atNow, http } from "./support/market"
 
@@ -50,7 +51,7 @@ describe("hardware prices filters and metadata", () => {
         }
       }))
 
-    it.effect("a null condition matches no condition filter; a well-formed code that does not occur matches nothing", () =>
+    it.effect("a null condition matches no condition filter; a code or vocabulary value that does not occur matches nothing", () =>
       Effect.gen(function* () {
         yield* atNow
         const all = yield* http(`${HW}/latest?page_size=1000`, { token: "hw-all" })
@@ -58,7 +59,7 @@ describe("hardware prices filters and metadata", () => {
         assert.isAbove(nulls, 0)
         const some = yield* http(`${HW}/latest?condition=new_sealed,refurbished,used&page_size=1000`, { token: "hw-all" })
         assert.strictEqual(some.body.data.length, all.body.data.length - nulls)
-        for (const q of ["country=ZZ", "condition=scrap", "channel=auction", "gpu_canonical_name=b200", "listing_key=" + "0".repeat(32)]) {
+        for (const q of ["country=ZZ", "condition=for_parts", "channel=auction", "gpu_canonical_name=b200", "listing_key=" + "0".repeat(32)]) {
           const r = yield* http(`${HW}/latest?${q}`, { token: "hw-all" })
           assert.strictEqual(r.status, 200, q)
           assert.deepStrictEqual(r.body.data, [], q)
@@ -70,13 +71,13 @@ describe("hardware prices filters and metadata", () => {
         yield* atNow
         const lists: Array<[string, (i: number) => string]> = [
           ["gpu_canonical_name", (i) => `gpu-${i}`],
-          ["condition", (i) => `c${i}`],
+          ["condition", (i) => HW_CONDITIONS[i % HW_CONDITIONS.length]!],
           ["market", (i) => (i % 2 === 0 ? "primary" : "secondary")],
-          ["channel", (i) => `ch-${i}`],
-          ["transaction_level", (i) => `level_${i}`],
-          ["stock_status", (i) => `s${i}`],
+          ["channel", (i) => HW_CHANNELS[i % HW_CHANNELS.length]!],
+          ["transaction_level", (i) => HW_LEVELS[i % HW_LEVELS.length]!],
+          ["stock_status", (i) => HW_STOCK[i % HW_STOCK.length]!],
           ["country", (i) => `A${String.fromCharCode(65 + i)}`],
-          ["country_group", (i) => `group_${i}`]
+          ["country_group", (i) => HW_COUNTRIES[i % HW_COUNTRIES.length]![1]]
         ]
         for (const [param, item] of lists) {
           const ok = yield* http(`${HW}/latest?${param}=${list(20, item)}`, { token: "hw-all" })
@@ -90,7 +91,8 @@ describe("hardware prices filters and metadata", () => {
           ["condition=Used", "condition"], ["condition=", "condition"], ["channel=a,,b", "channel"], ["listing_key=xyz", "listing_key"],
           ["listing_key=" + "A".repeat(32), "listing_key"], ["min_price_usd=-1", "min_price_usd"], ["max_price_usd=1e6", "max_price_usd"],
           ["gpu_canonical_name=H100-SXM", "gpu_canonical_name"], ["seller=acme", "seller"], ["platform=ebay", "platform"],
-          ["sort_by=listing_key", "sort_by"], ["condition=used&condition=new_sealed", "condition"]
+          ["sort_by=listing_key", "sort_by"], ["condition=used&condition=new_sealed", "condition"],
+          ["condition=used,scrap", "condition"], ["channel=retailr", "channel"], ["country_group=emea", "country_group"]
         ] as const) {
           const r = yield* http(`${HW}/history?${query}`, { token: "hw-all" })
           assert.strictEqual(r.status, 422, query)
@@ -120,6 +122,10 @@ describe("hardware prices filters and metadata", () => {
           country: ["CA", "DE", "GB", "JP", "SG", "US"],
           country_group: ["apac", "europe", "north_america"]
         })
+        // Every value ingest accepts, per classification field: the defaults, as no value was added.
+        assert.deepStrictEqual(body.data.vocabulary, Object.fromEntries(
+          Object.entries(hardwareVocabularyDefaults).map(([field, values]) => [field, values.literals])
+        ) as unknown)
         assert.deepStrictEqual(body.data.gpus, [...HW_GPUS].sort().map((gpu) => {
           const mine = rows.filter((x) => x.o.gpu_canonical_name === gpu)
           return {

@@ -69,18 +69,18 @@ describe("LLM price outlier rule", () => {
       assert.deepStrictEqual(yield* flags(), { a: false, b: false, c: false, d: true, e: true })
     }).pipe(Effect.provide(fresh())))
 
-  it.effect("fewer than three providers: nothing is judged; flags are fixed when a row opens", () =>
+  it.effect("fewer than three providers: nothing is judged; rows of earlier instants keep their flags", () =>
     Effect.gen(function* () {
       const ingest = yield* LlmTokenPriceIngest
       // Two providers, 1000× apart: no reference, no flag.
       yield* ingest.ingest([quote("a", 1, 1), quote("b", 1000, 1)])
       assert.deepStrictEqual(yield* flags(), { a: false, b: false })
       // A third provider makes a reference (median of 1, 1000, 1 = 1): c is plausible, and b's
-      // row, judged when it opened, keeps its flag.
+      // row, judged against the market of its own instant, keeps its flag.
       yield* ingest.ingest([quote("c", 1, 2)])
       assert.deepStrictEqual(yield* flags(), { a: false, b: false, c: false })
       // An unchanged price is not re-judged either.
-      assert.deepStrictEqual(yield* ingest.ingest([quote("b", 1000, 3)]), { received: 1, opened: 0, closed: 0, unchanged: 1, flagged: 0 })
+      assert.deepStrictEqual(yield* ingest.ingest([quote("b", 1000, 3)]), { received: 1, opened: 0, closed: 0, unchanged: 1, flagged: 0, reflagged: 0 })
       // b's next price is judged against the market then: flagged.
       yield* ingest.ingest([quote("b", 999, 4)])
       assert.deepStrictEqual(yield* flags(), { a: false, b: true, c: false })
@@ -121,21 +121,56 @@ describe("LLM price outlier rule", () => {
       assert.deepStrictEqual(yield* flags({ model: "n" }), { a: false })
     }).pipe(Effect.provide(fresh())))
 
-  it.effect("a price is judged against the market in force at its own instant, not the latest", () =>
+  it.effect("a price is judged against the market in force at its own instant; a late price re-judges the rows after it", () =>
     Effect.gen(function* () {
       const ingest = yield* LlmTokenPriceIngest
       // a, b and c start quoting on June 10.
       yield* ingest.ingest([quote("a", 1, 10), quote("b", 1, 10), quote("c", 1, 10)])
       // d's price from June 5 arrives late: on June 5 nobody else quoted, so there is no reference.
-      yield* ingest.ingest([quote("d", 40, 5)])
-      // e's price from June 12 is judged against a, b, c and d in force then.
-      yield* ingest.ingest([quote("e", 40, 12)])
+      // It is in force on June 10 too, where a, b and c are judged again (1, 1, 1, 40: still plausible).
+      assert.deepInclude(yield* ingest.ingest([quote("d", 40, 5)]), { flagged: 0, reflagged: 0 })
+      // e's price from June 12 is judged against a, b, c and d in force then: reference 1.
+      assert.deepInclude(yield* ingest.ingest([quote("e", 40, 12)]), { flagged: 1, reflagged: 0 })
       assert.deepStrictEqual(yield* flags(), { a: false, b: false, c: false, d: false, e: true })
       // One batch spanning both instants: f on June 6 meets d only (no reference); g on June 11
       // meets a, b, c = 1, d = 40 and f = 30 from the same batch: reference (1 + 30) / 2 = 15.5,
-      // so g at 50 is plausible (without f the reference would be 1 and g flagged).
-      const mixed = yield* ingest.ingest([quote("g", 50, 11), quote("f", 30, 6)])
-      assert.strictEqual(mixed.flagged, 0)
-      assert.deepStrictEqual(yield* flags(), { a: false, b: false, c: false, d: false, e: true, f: false, g: false })
+      // so g at 50 is plausible (without f the reference would be 1 and g flagged). f moved the
+      // market from June 6 on: on June 12, e meets 1, 1, 1, 30, 40, 50 and itself, reference 30,
+      // and is no longer an outlier.
+      assert.deepInclude(yield* ingest.ingest([quote("g", 50, 11), quote("f", 30, 6)]), { flagged: 0, reflagged: 1 })
+      assert.deepStrictEqual(yield* flags(), { a: false, b: false, c: false, d: false, e: false, f: false, g: false })
+    }).pipe(Effect.provide(fresh())))
+
+  it.effect("the prices of one instant are judged together, whatever batches they arrive in", () =>
+    Effect.gen(function* () {
+      const ingest = yield* LlmTokenPriceIngest
+      // The first batch of a snapshot: against a and b at 1, c at 10 looks like an outlier.
+      assert.deepInclude(yield* ingest.ingest([quote("a", 1, 1), quote("b", 1, 1), quote("c", 10, 1)]), { flagged: 1, reflagged: 0 })
+      assert.deepStrictEqual(yield* flags(), { a: false, b: false, c: true })
+      // The rest of the same snapshot: the market is 1, 1 and four providers at 10, reference 10,
+      // so a and b are the outliers and c is not.
+      assert.deepInclude(yield* ingest.ingest([quote("d", 10, 1), quote("e", 10, 1), quote("f", 10, 1)]), { flagged: 0, reflagged: 3 })
+      assert.deepStrictEqual(yield* flags(), { a: true, b: true, c: false, d: false, e: false, f: false })
+      // The next day's prices leave the first day's flags alone: their market did not move.
+      yield* ingest.ingest([quote("a", 1.5, 2), quote("g", 1, 2)])
+      assert.deepStrictEqual(yield* flags(), { a: true, b: true, c: false, d: false, e: false, f: false, g: true })
+    }).pipe(Effect.provide(fresh())))
+
+  it.effect("a withdrawal re-judges the rows that start at its instant, without the withdrawn prices", () =>
+    Effect.gen(function* () {
+      const ingest = yield* LlmTokenPriceIngest
+      yield* ingest.ingest([quote("a", 1, 1), quote("b", 1, 1), quote("c", 1, 1)])
+      // June 2: d and e at 6 against 1, 1, 1: outliers.
+      yield* ingest.ingest([quote("d", 6, 2), quote("e", 6, 2)])
+      assert.deepStrictEqual(yield* flags(), { a: false, b: false, c: false, d: true, e: true })
+      // a and b stop publishing on June 2: the market then is c = 1, d = 6, e = 6, reference 6.
+      const store = yield* LlmTokenPriceStore
+      const latest = yield* store.page({
+        scope: { _tag: "latest" }, predicates: [{ op: "in", field: "serving_provider", values: ["a", "b"] }],
+        sort: { by: "serving_provider", order: "asc" }, after: undefined, limit: 10
+      })
+      assert.strictEqual(yield* ingest.withdraw(latest.map((r) => r.base_price_key), "2026-06-02T00:00:00Z"), 2)
+      // c's row started on June 1 and keeps its judgment.
+      assert.deepStrictEqual(yield* flags(), { c: false, d: false, e: false })
     }).pipe(Effect.provide(fresh())))
 })

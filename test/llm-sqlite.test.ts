@@ -164,9 +164,13 @@ describe("LLM token prices in SQLite", () => {
         assert.instanceOf(defect, StorageDefect)
         // One chain: r1 until day 1, r2 until day 2, then r3, seen the same from both connections.
         for (const s of [sa, sb]) {
-          assert.deepStrictEqual(yield* s.inForce(["m"], at(0)), [{ ...r1, valid_to: at(1) }])
-          assert.deepStrictEqual(yield* s.inForce(["m"], at(1)), [{ ...r2, valid_to: at(2) }])
-          assert.deepStrictEqual(yield* s.inForce(["m"], at(3)), [r3])
+          const asOf = (instant: string) => s.page({
+            scope: { _tag: "asOf", at: instant }, predicates: [{ op: "eq", field: "model", value: "m" }],
+            sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 10
+          })
+          assert.deepStrictEqual(yield* asOf(at(0)), [{ ...r1, valid_to: at(1) }])
+          assert.deepStrictEqual(yield* asOf(at(1)), [{ ...r2, valid_to: at(2) }])
+          assert.deepStrictEqual(yield* asOf(at(3)), [r3])
         }
         yield* sa.transact([{ base, at: at(4) }], ({ current }) =>
           Either.right({ changes: { close: current.map((r) => ({ key: r.price_key, valid_to: at(4) })), open: [] }, result: undefined }))

@@ -37,7 +37,7 @@ const FILTERS = [
   "country=US,JP",
   "country_group=europe&gpu_canonical_name=a100-sxm-80gb",
   "min_price_usd=20000&max_price_usd=200000",
-  "condition=none-such"
+  "condition=for_parts"
 ]
 
 describe("hardware prices on Redis equal memory and SQLite", () => {

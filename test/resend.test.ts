@@ -110,7 +110,7 @@ describe("sending a batch again", () => {
           assert.isAbove(stored.filter((r) => r.valid_to !== null).length, 0, "the fixture changes prices")
           for (let day = 0; day < DAYS; day++) {
             const sent = llmObservations(day)
-            assert.deepInclude(yield* ingest.ingest(sent), { received: sent.length, opened: 0, closed: 0, unchanged: sent.length, flagged: 0 })
+            assert.deepInclude(yield* ingest.ingest(sent), { received: sent.length, opened: 0, closed: 0, unchanged: sent.length, flagged: 0, reflagged: 0 })
           }
           assert.deepStrictEqual(yield* store.page(everything), stored)
         }).pipe(Effect.provide(market())))

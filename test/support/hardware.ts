@@ -1,6 +1,7 @@
 import {
   Auth, type Grant, HardwarePriceIngest, type HardwarePriceObservationInput, type HistoryAccess, marketLayer, type Principal
 } from "@gpu-market/core"
+import { HardwarePriceStore } from "@gpu-market/core/storage"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Layer } from "effect"
 import { mkdtempSync } from "node:fs"
@@ -115,3 +116,9 @@ export const fixtureRows = (): Array<{ readonly listing: number; readonly day: n
 }
 
 export const HW = "/api/v2/gpu/hardware/prices"
+
+/** Every row the hardware store holds, oldest day first, read from the store itself. */
+export const storedRows = Effect.flatMap(HardwarePriceStore, (s) => s.page({
+  scope: { _tag: "window", start: "2000-01-01T00:00:00.000000Z", end: "2100-01-01T00:00:00.000000Z" },
+  predicates: [], sort: { by: "observed_date", order: "asc" }, after: undefined, limit: 10_000
+}))

@@ -1,8 +1,9 @@
-import { marketLayer, procurementLayer, simulatedProviderLayer } from "@gpu-market/core"
+import { procurementLayer, simulatedProviderLayer } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
 import * as Server from "@gpu-market/http-adapter"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { configuredMarket } from "./storage.js"
 
 /**
  * The standalone server as `npm start` and `gpu-market serve` run it: the market and the
@@ -11,7 +12,7 @@ import * as Layer from "effect/Layer"
  */
 
 // Procurement sells the market's current rental products through the simulated provider.
-const services = procurementLayer.pipe(Layer.provide(simulatedProviderLayer()), Layer.provideMerge(marketLayer))
+const services = procurementLayer.pipe(Layer.provide(simulatedProviderLayer()), Layer.provideMerge(configuredMarket))
 
 /** What the served services need from a storage backend (SQLite's and Redis's `layer` provide it). */
 export type ServeStorage = Layer.Layer.Context<typeof services>

@@ -1,4 +1,4 @@
-import { marketLayer } from "@gpu-market/core"
+import { HardwareVocabulary, type HardwareVocabularyExtension, marketLayer } from "@gpu-market/core"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -50,5 +50,21 @@ export const storageOn = (choice: StorageChoice) => {
         R.layer(Option.match(where.prefix, { onNone: () => ({ url: where.url }), onSome: (prefix) => ({ url: where.url, prefix }) }))))
 }
 
+/**
+ * The market's services with the hardware vocabulary extended by `$GPU_MARKET_HARDWARE_VOCABULARY`
+ * (JSON: `{"channel":["lease_return"]}`), read when a command opens the market, so `serve` and
+ * `import` accept the same values.
+ */
+export const configuredMarket = marketLayer.pipe(Layer.provide(Layer.unwrapEffect(Effect.gen(function* () {
+  const text = process.env.GPU_MARKET_HARDWARE_VOCABULARY
+  if (text === undefined || text.trim() === "") return Layer.empty
+  const extension = yield* Effect.try({
+    try: () => JSON.parse(text) as HardwareVocabularyExtension,
+    catch: () => new Error(`GPU_MARKET_HARDWARE_VOCABULARY is not JSON; expected an object such as {"channel":["lease_return"]}`)
+  })
+  // The layer checks the parsed value as it checks any extension.
+  return HardwareVocabulary.layer(extension)
+}))))
+
 /** The market's services over the chosen storage. */
-export const marketOn = (choice: StorageChoice) => marketLayer.pipe(Layer.provideMerge(storageOn(choice)))
+export const marketOn = (choice: StorageChoice) => configuredMarket.pipe(Layer.provideMerge(storageOn(choice)))

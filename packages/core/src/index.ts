@@ -32,6 +32,7 @@ export {
   type GpuCatalog, GpuCatalogEntry, type GpuCatalogEntryInput, makeGpuCatalog, resolveGpu, SHIPPED_GPUS, spellingKey
 } from "./catalog/gpu-catalog.js"
 export { HardwarePriceIngest, type HardwareIngestSummary, isSellerIdentityField, SELLER_IDENTITY_WORDS } from "./ingest/hardware-prices.js"
+export { CONTACT_PLACEHOLDER, scrubContactDetails } from "./ingest/scrub.js"
 export { TransactionIngest, type TransactionIngestSummary } from "./ingest/transactions.js"
 export {
   basePriceKey, isOutlierPrice, type LlmIngestSummary, LlmTokenPriceIngest, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO, outlierReference, priceKey
@@ -70,6 +71,7 @@ export { StoredInstant } from "./schema/versioned.js"
 export * from "./schema/rental-metadata.js"
 export * from "./schema/hardware-price.js"
 export * from "./schema/hardware-metadata.js"
+export * from "./schema/hardware-vocabulary.js"
 export * from "./schema/transaction.js"
 export * from "./schema/llm-token-price.js"
 export * from "./schema/llm-metadata.js"

@@ -29,15 +29,15 @@ export interface HardwareGpuSpec {
 
 /** The demo hardware catalog (slugs as in the rental catalog). */
 export const DEMO_HARDWARE_GPUS: ReadonlyArray<HardwareGpuSpec> = [
-  { slug: "h100-sxm", module: 27_500, trend: -0.12, packaging: "sxm5", baseboard: true, exportRegime: "ECCN 3A090", slots: 95 },
-  { slug: "h100-pcie", module: 24_000, trend: -0.14, packaging: "pcie_card", baseboard: false, exportRegime: "ECCN 3A090", slots: 60 },
-  { slug: "h200-sxm", module: 33_000, trend: -0.04, packaging: "sxm5", baseboard: true, exportRegime: "ECCN 3A090", slots: 55 },
-  { slug: "b200", module: 38_500, trend: 0.03, packaging: "sxm6", baseboard: true, exportRegime: "ECCN 3A090", slots: 35 },
-  { slug: "a100-sxm-80gb", module: 11_500, trend: -0.18, packaging: "sxm4", baseboard: true, exportRegime: "ECCN 3A090", slots: 65 },
-  { slug: "a100-pcie-40gb", module: 6_200, trend: -0.2, packaging: "pcie_card", baseboard: false, exportRegime: "ECCN 3A090", slots: 45 },
-  { slug: "l40s", module: 8_400, trend: -0.08, packaging: "pcie_card", baseboard: false, exportRegime: "ECCN 3A090", slots: 55 },
-  { slug: "rtx-4090", module: 1_950, trend: -0.05, packaging: "pcie_card", baseboard: false, exportRegime: "ECCN 3A992", slots: 60 },
-  { slug: "mi300x", module: 16_500, trend: -0.06, packaging: "oam", baseboard: true, exportRegime: "ECCN 3A090", slots: 30 }
+  { slug: "h100-sxm", module: 27_500, trend: -0.12, packaging: "sxm5", baseboard: true, exportRegime: "eccn_3a090", slots: 95 },
+  { slug: "h100-pcie", module: 24_000, trend: -0.14, packaging: "pcie_card", baseboard: false, exportRegime: "eccn_3a090", slots: 60 },
+  { slug: "h200-sxm", module: 33_000, trend: -0.04, packaging: "sxm5", baseboard: true, exportRegime: "eccn_3a090", slots: 55 },
+  { slug: "b200", module: 38_500, trend: 0.03, packaging: "sxm6", baseboard: true, exportRegime: "eccn_3a090", slots: 35 },
+  { slug: "a100-sxm-80gb", module: 11_500, trend: -0.18, packaging: "sxm4", baseboard: true, exportRegime: "eccn_3a090", slots: 65 },
+  { slug: "a100-pcie-40gb", module: 6_200, trend: -0.2, packaging: "pcie_card", baseboard: false, exportRegime: "eccn_3a090", slots: 45 },
+  { slug: "l40s", module: 8_400, trend: -0.08, packaging: "pcie_card", baseboard: false, exportRegime: "eccn_3a090", slots: 55 },
+  { slug: "rtx-4090", module: 1_950, trend: -0.05, packaging: "pcie_card", baseboard: false, exportRegime: "eccn_3a992", slots: 60 },
+  { slug: "mi300x", module: 16_500, trend: -0.06, packaging: "oam", baseboard: true, exportRegime: "eccn_3a090", slots: 30 }
 ]
 
 /** Countries of the demo: code, group, currency and USD→currency rate. */

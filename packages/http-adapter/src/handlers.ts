@@ -1,7 +1,7 @@
 import * as HttpApp from "@effect/platform/HttpApp"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { marketLayer, type MarketServices, type Storage, type StorageError } from "@gpu-market/core"
-import { toProblemError } from "@gpu-market/core/adapters"
+import { type HardwareVocabularyExtension, marketLayer, type MarketServices, type Storage, type StorageError } from "@gpu-market/core"
+import { hardwareVocabularyLayer, toProblemError } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -23,11 +23,16 @@ export interface HandlerOptions {
   readonly storage: Layer.Layer<Storage, StorageError>
   /** Public URL of the mount point, prefix included: `https://api.example.com/market`. */
   readonly baseUrl: string
+  /** Values added to the hardware vocabulary, as `createMarket` takes them. */
+  readonly hardwareVocabulary?: HardwareVocabularyExtension
 }
 
 /** Opens the market and builds the app in one runtime; rejects with a `MarketProblemError` if storage cannot open. */
 const open = async <A>(options: HandlerOptions, toHandler: (app: HttpApp.Default<never, Scope.Scope>) => Effect.Effect<A, never, MarketServices>) => {
-  const runtime = ManagedRuntime.make(marketLayer.pipe(Layer.provideMerge(options.storage)))
+  const runtime = ManagedRuntime.make(marketLayer.pipe(
+    Layer.provide(hardwareVocabularyLayer(options.hardwareVocabulary)),
+    Layer.provideMerge(options.storage)
+  ))
   // No tracer reports these spans: as in the standalone server, tracing stays off.
   const built = await runtime.runPromiseExit(
     Effect.flatMap(makeApp({ baseUrl: options.baseUrl }), (app) => toHandler(app.pipe(Effect.withTracerEnabled(false))))

@@ -103,17 +103,6 @@ export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore[
       }
     }),
 
-    // Walks each model's versions that started by `at`, newest first, in chunks.
-    inForce: (models, at) =>
-      client.run("llm_token_prices.inForce", async () =>
-        (await table.page({
-          scope: { _tag: "asOf", at },
-          predicates: [{ op: "in", field: "model", values: models }],
-          sort: { by: "valid_from", order: "desc" },
-          after: undefined,
-          limit: Number.POSITIVE_INFINITY
-        })).map(fromStored)),
-
     page: (plan) => client.run("llm_token_prices.page", async () => (await table.page(plan)).map(fromStored)),
 
     models: cachedByVersion(client, "llm_token_prices.models", keys.version, readModels)

@@ -1,7 +1,7 @@
 import { StorageError } from "@gpu-market/core"
 import {
-  basesOf, basesWithout, type Decision, inForceLookup, inVersionScope, stalePoints, type TransactVersions, versionChangeFault, type VersionChanges, type VersionKeys,
-  type Versioned, type VersionPoint, type VersionView
+  basesOf, basesWithout, type Decision, inForceLookup, inVersionScope, type PeerRead, stalePoints, type TransactVersions, versionChangeFault,
+  type VersionChanges, type VersionKeys, type Versioned, type VersionPoint, type VersionView
 } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -38,11 +38,16 @@ type Attempt<A, E> = { readonly refused: E } | { readonly result: A }
 
 /**
  * `transact` over one Redis table: read the view, decide, and write in one checked batch whose
- * checks are what the view was read from (each priced thing's current row key, each closing
- * row's bytes, the absence of each opened key). When another writer moved any of it, nothing is
- * written and the step reads and decides again, a bounded number of times; after that the
- * step fails with a `StorageError` (a 503: sending the write again is safe). This is the only
- * retry loop of a versioned write.
+ * checks are what the view was read from (each priced thing's current row key, each closing or
+ * restated row's bytes, the absence of each opened key, the stamp of each peer value read).
+ * When another writer moved any of it, nothing is written and the step reads and decides
+ * again, a bounded number of times; after that the step fails with a `StorageError` (a 503:
+ * sending the write again is safe). This is the only retry loop of a versioned write.
+ *
+ * A table with peers (`VersionKeys.peers`) keeps a `peers` hash, peer value → stamp, which every
+ * write bumps for the values of the rows it opens, closes or restates: peers are read in several
+ * commands and a new peer is a key the step never saw, so the stamps are what tells a step that
+ * another writer changed the peers it decided on.
  */
 export const redisTransact = <Row extends Versioned, Stored extends Readonly<Record<string, unknown>>>(
   client: RedisClient,
@@ -50,6 +55,8 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
   spec: VersionTable<Row, Stored>
 ): TransactVersions<Row> => {
   const { table, keys, currentKey } = spec
+  const peerKeys = keys.peers
+  const stampsKey = table.key("peers")
 
   const latestOf = async (base: string): Promise<Array<Row>> =>
     (await table.page({
@@ -71,9 +78,26 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
     return [p, row === undefined ? undefined : spec.fromStored(row)]
   }
 
+  /** The peers `read` asks for, and the stamps of their values, read before them. */
+  const peersOf = async (read: PeerRead | undefined) => {
+    const values = peerKeys === undefined || read === undefined ? [] : [...new Set(read.values)]
+    if (peerKeys === undefined || read === undefined || values.length === 0) return { values, stamps: [], peers: [] }
+    const stamps = await client.redis.hmget(stampsKey, ...values)
+    const versions = await table.page({
+      scope: { _tag: "window", start: BEGINNING_OF_TIME, end: END_OF_TIME },
+      predicates: [{ op: "in", field: peerKeys.field, values }],
+      sort: { by: "valid_from", order: "desc" },
+      after: undefined,
+      limit: Number.POSITIVE_INFINITY
+    })
+    const peers = versions.map(spec.fromStored).filter((r) => r.valid_to === null || r.valid_to > read.from)
+    return { values, stamps, peers }
+  }
+
   const attempt = async <A, E>(
     points: ReadonlyArray<VersionPoint>,
-    decide: (view: VersionView<Row>) => Either.Either<Decision<VersionChanges<Row>, A>, E>
+    decide: (view: VersionView<Row>) => Either.Either<Decision<VersionChanges<Row>, A>, E>,
+    ask: ((view: VersionView<Row>) => PeerRead | undefined) | undefined
   ): Promise<Attempt<A, E> | "retry"> => {
     const bases = basesOf(points)
     const pks = bases.length === 0 ? [] : await client.redis.hmget(currentKey, ...bases)
@@ -89,16 +113,20 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
     // A "withdrawn" version still current was written after the current rows were read.
     if (withdrawn.some((r) => r.valid_to === null)) return "retry"
     const found = await Promise.all(stalePoints(points, current, withdrawn, keys.base).map(inForceAt))
-    const view: VersionView<Row> = { current, withdrawn, inForce: inForceLookup(found) }
+    const pointView: VersionView<Row> = { current, withdrawn, inForce: inForceLookup(found), peers: [] }
+    const { values, stamps, peers } = await peersOf(ask?.(pointView))
+    const view: VersionView<Row> = { ...pointView, peers }
     const decision = decide(view)
     // The view is read in several commands, so another writer may have moved a priced thing in
     // between. Every write of a priced thing moves its current row, so the view was of one moment
     // if the current rows are still as read: the checked batch proves it for a write; a refusal,
     // or a decision that breaks the rules or opens a stored key, asks `moved`, and is made again
     // on a view that moved. Otherwise a refusal stands, and the others are bugs.
-    const moved = async () => {
+    const moved = async (): Promise<boolean> => {
       const now = bases.length === 0 ? [] : await client.redis.hmget(currentKey, ...bases)
-      return now.some((pk, i) => pk !== pks[i])
+      if (now.some((pk, i) => pk !== pks[i])) return true
+      const stampsNow = values.length === 0 ? [] : await client.redis.hmget(stampsKey, ...values)
+      return stampsNow.some((stamp, i) => stamp !== stamps[i])
     }
     if (Either.isLeft(decision)) return (await moved()) ? "retry" : { refused: decision.left }
     const { changes, result } = decision.right
@@ -107,7 +135,8 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
       if (await moved()) return "retry"
       throw new InvalidPlan(`${operation}: the decision ${fault}`)
     }
-    const changesRows = changes.close.length > 0 || changes.open.length > 0
+    const restate = changes.restate ?? []
+    const changesRows = changes.close.length > 0 || changes.open.length > 0 || restate.length > 0
     // A step that writes nothing answers from reads no older than its first: what it found
     // stored is stored, so it stands even if another writer moved on since.
     if (!changesRows && changes.mark === undefined) return { result }
@@ -116,17 +145,41 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
       if (await moved()) return "retry"
       throw new InvalidPlan(`${operation}: the decision opens ${keys.key(changes.open[taken]!)}, which is stored`)
     }
+    // Restated rows as stored, to check and rewrite; a current one was read with the view.
+    const restated = new Map(restate.map((r) => [keys.key(r), r]))
+    const unread = [...restated.keys()].filter((k) => !stored.has(k))
+    for (const [i, s] of (await table.fetch(unread)).entries()) {
+      if (s === undefined) {
+        if (await moved()) return "retry"
+        throw new InvalidPlan(`${operation}: the decision restates ${unread[i]}, which is not stored`)
+      }
+      stored.set(unread[i]!, s)
+    }
 
     const batch = new Batch()
     bases.forEach((base, i) => batch.expect(currentKey, base, pks[i] ?? null))
+    values.forEach((value, i) => batch.expect(stampsKey, value, stamps[i] ?? null))
     for (const r of changes.open) batch.expect(table.rowsKey, keys.key(r), null)
+    const closing = new Set<string>()
+    // The peer values this write touches, whose stamps it bumps.
+    const touched = new Set<string>()
+    const touch = (row: Row) => peerKeys !== undefined && touched.add(peerKeys.of(row))
     for (const c of changes.close) {
       const s = stored.get(c.key)!
       batch.expect(table.rowsKey, c.key, s.bytes)
-      const row = spec.fromStored(s.row)
+      const row = restated.get(c.key) ?? spec.fromStored(s.row)
       table.write(batch, s, spec.toStored({ ...row, valid_to: c.valid_to }))
       batch.op("HDEL", currentKey, keys.base(row))
       spec.closed(batch, row)
+      closing.add(c.key)
+      touch(row)
+    }
+    for (const [key, r] of restated) {
+      if (closing.has(key)) continue
+      const s = stored.get(key)!
+      batch.expect(table.rowsKey, key, s.bytes)
+      table.write(batch, s, spec.toStored(r))
+      touch(r)
     }
     // A batch repeats the same few summary values a lot; each is written once.
     const seen = new Set<string>()
@@ -135,7 +188,9 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
       table.write(batch, undefined, spec.toStored(r))
       if (r.valid_to === null) batch.op("HSET", currentKey, keys.base(r), keys.key(r))
       spec.opened(batch, r, once)
+      touch(r)
     }
+    for (const value of touched) batch.op("HINCRBY", stampsKey, value, "1")
     if (changesRows) batch.op("INCR", spec.versionKey)
     if (changes.mark !== undefined) batch.op("HSET", spec.marksKey, changes.mark.name, changes.mark.value)
     return (await batch.execute(client)) === 0 ? { result } : "retry"
@@ -143,10 +198,11 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
 
   return <A, E>(
     points: ReadonlyArray<VersionPoint>,
-    decide: (view: VersionView<Row>) => Either.Either<Decision<VersionChanges<Row>, A>, E>
+    decide: (view: VersionView<Row>) => Either.Either<Decision<VersionChanges<Row>, A>, E>,
+    peers?: (view: VersionView<Row>) => PeerRead | undefined
   ): Effect.Effect<A, E | StorageError> =>
     Effect.flatMap(
-      untilApplied(client, operation, () => attempt(points, decide), () =>
+      untilApplied(client, operation, () => attempt(points, decide, peers), () =>
         new StorageError({ operation, cause: `other writers moved these rows ${BATCH_ATTEMPTS} times in a row` })),
       (outcome) => ("refused" in outcome ? Effect.fail(outcome.refused) : Effect.succeed(outcome.result))
     )

@@ -2,7 +2,7 @@ import { type LlmTokenPrice, llmTokenPriceFields } from "@gpu-market/core"
 import { type LlmModelSummary, llmTokenPriceKeys, type LlmTokenPriceStore, llmTokenPriceTable } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migration.js"
-import { cmp, KEY_CHUNK, padded, placeholders, readRows } from "./page-sql.js"
+import { cmp, placeholders, readRows } from "./page-sql.js"
 import { summaryCache } from "./summary-cache.js"
 import { readMark } from "./settings.js"
 import { sqliteTransact, versionPageCompiler } from "./versions.js"
@@ -166,17 +166,6 @@ export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore
 
   const rows = (sql: string, params: ReadonlyArray<unknown>): Array<LlmTokenPrice> => readRows(prepare, sql, params, llmRowFromColumns)
 
-  /** Runs `SELECT … WHERE where(list)` over keys in chunks; `params` bind before the list, which comes last. */
-  const byKeys = (keys: ReadonlyArray<string>, where: (inList: string) => string, params: ReadonlyArray<unknown>) => {
-    const unique = [...new Set(keys)]
-    const out: Array<LlmTokenPrice> = []
-    for (let i = 0; i < unique.length; i += KEY_CHUNK) {
-      const chunk = padded(unique.slice(i, i + KEY_CHUNK))
-      for (const r of rows(`${SELECT} WHERE ${where(`(${placeholders(chunk.length)})`)}`, [...params, ...chunk])) out.push(r)
-    }
-    return out
-  }
-
   const summary = summaryCache(client, (): ReadonlyArray<LlmModelSummary> => {
     const models = prepare(
       `SELECT m.model, m.model_family, m.model_creator,
@@ -211,10 +200,6 @@ export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore
   })
 
   return {
-    inForce: (models, at) =>
-      client.run("llm_token_prices.inForce", () =>
-        byKeys(models, (list) => `valid_from <= ? AND (valid_to IS NULL OR valid_to > ?) AND model IN ${list}`, [at, at])),
-
     mark: readMark(client, "llm_token_prices.mark"),
     transact: sqliteTransact(client, "llm_token_prices.transact", {
       keys: llmTokenPriceKeys,

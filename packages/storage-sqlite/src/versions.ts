@@ -1,5 +1,5 @@
 import {
-  type Decision, fieldsOfKind, nullableFields, type PagePlan, readView, type TableDef, type TransactVersions, versionChangeFault,
+  type Decision, fieldsOfKind, nullableFields, type PagePlan, type PeerRead, readView, type TableDef, type TransactVersions, versionChangeFault,
   type VersionChanges, type VersionKeys, type Versioned, type VersionPoint, type VersionView
 } from "@gpu-market/core/storage"
 import * as Either from "effect/Either"
@@ -13,14 +13,17 @@ import {
 /** How one versioned table is read and written inside a `transact`; every step is synchronous. */
 export interface VersionTable<Row> {
   readonly keys: VersionKeys<Row>
-  /** The data type's definition: its table's name, row key (`tie`) and base key (`scope.of`) columns. */
-  readonly def: { readonly name: string; readonly tie: string; readonly scope: { readonly of: string } }
+  /** The data type's definition: its table's name, row key (`tie`), base key (`scope.of`) and columns in order. */
+  readonly def: {
+    readonly name: string; readonly tie: string; readonly scope: { readonly of: string }; readonly fields: ReadonlyArray<{ readonly name: string }>
+  }
   /** `SELECT <every column in field order> FROM <table>`. */
   readonly select: string
   /** A row from its raw column array, in `select`'s order. */
   readonly fromColumns: (columns: ReadonlyArray<unknown>) => Row
   /** `INSERT` of every column, bound positionally from `columnsOf`. */
   readonly insert: string
+  /** A row's values in the order of `def.fields`. */
   readonly columnsOf: (row: Row) => ReadonlyArray<unknown>
   /** Summary writes for an opened row; `once(id)` is true the first time a write names `id`. */
   readonly opened: (row: Row, once: (id: string) => boolean) => void
@@ -54,8 +57,35 @@ export const sqliteTransact = <Row extends Versioned>(
   const latestSql = `${table.select} WHERE ${table.def.scope.of} = ? ORDER BY valid_from DESC LIMIT 1`
   const latestOf = (base: string): Row | undefined => readRows(prepare, latestSql, [base], table.fromColumns)[0]
   const closeSql = `UPDATE ${table.def.name} SET valid_to = ? WHERE ${table.def.tie} = ? AND valid_to IS NULL`
+  const names = table.def.fields.map((f) => f.name)
+  const column = (name: string) => {
+    const i = names.indexOf(name)
+    if (i < 0) throw new InvalidPlan(`${table.def.name} has no column ${name}`)
+    return i
+  }
+  const peerKeys = table.keys.peers
+  const peerColumn = peerKeys === undefined ? undefined : names[column(peerKeys.field)]
+  const peersOf = ({ values, from }: PeerRead): Array<Row> => {
+    const out: Array<Row> = []
+    const unique = [...new Set(values)]
+    for (let i = 0; i < unique.length; i += KEY_CHUNK) {
+      const chunk = padded(unique.slice(i, i + KEY_CHUNK))
+      const sql = `${table.select} WHERE ${peerColumn} IN (${placeholders(chunk.length)}) AND (valid_to IS NULL OR valid_to > ?)`
+      for (const r of readRows(prepare, sql, [...chunk, from], table.fromColumns)) out.push(r)
+    }
+    return out
+  }
+  const restatable = (peerKeys?.restatable ?? []).map(column)
+  const restateSql = `UPDATE ${table.def.name} SET ${restatable.map((i) => `${names[i]} = ?`).join(", ")} WHERE ${table.def.tie} = ?`
 
   const write = (changes: VersionChanges<Row>) => {
+    // Restated before closed: a row the change closes keeps its new end.
+    for (const r of changes.restate ?? []) {
+      const columns = table.columnsOf(r)
+      const key = table.keys.key(r)
+      const changed = prepare(restateSql).run(...restatable.map((i) => columns[i]), key).changes
+      if (changed !== 1) throw new InvalidPlan(`${table.def.name} row ${key} was read and is not stored`)
+    }
     const close = prepare(closeSql)
     for (const c of changes.close) {
       if (close.run(c.valid_to, c.key).changes !== 1) throw new InvalidPlan(`${table.def.name} row ${c.key} was read current and is not`)
@@ -72,16 +102,17 @@ export const sqliteTransact = <Row extends Versioned>(
 
   return <A, E>(
     points: ReadonlyArray<VersionPoint>,
-    decide: (view: VersionView<Row>) => Either.Either<Decision<VersionChanges<Row>, A>, E>
+    decide: (view: VersionView<Row>) => Either.Either<Decision<VersionChanges<Row>, A>, E>,
+    peers?: (view: VersionView<Row>) => PeerRead | undefined
   ) =>
     client.transaction<A, E>(operation, (abort) => {
-      const view = readView(points, table.keys.base, { current: currentOf, latest: latestOf, versionAt })
+      const view = readView(points, table.keys.base, { current: currentOf, latest: latestOf, versionAt, peers: peersOf }, peers)
       const decision = decide(view)
       if (Either.isLeft(decision)) return abort(decision.left)
       const { changes, result } = decision.right
       const fault = versionChangeFault(points, view, changes, table.keys)
       if (fault !== undefined) throw new InvalidPlan(`${operation}: the decision ${fault}`)
-      if (changes.close.length > 0 || changes.open.length > 0) {
+      if (changes.close.length > 0 || changes.open.length > 0 || (changes.restate?.length ?? 0) > 0) {
         write(changes)
         afterWrite()
       }

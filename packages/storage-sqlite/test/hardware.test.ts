@@ -39,7 +39,7 @@ const fullRow = (): HardwarePrice => hardwareRow({
   includes_cooling_hw: "air", software_entitlements: "NVAIE", support_years: 3, warranty_months: 36,
   services_included: ["installation", "burn-in"], condition: "new_sealed", module_packaging: "sxm5", unit_age_months: 0,
   unit_age_basis: "seller_stated", warranty_remaining_months: 36, hours_used: 0, warranty_transferable: false,
-  firmware_region_lock: false, country: "DE", country_group: "europe", export_control_regime: "ECCN 3A090"
+  firmware_region_lock: false, country: "DE", country_group: "europe", export_control_regime: "eccn_3a090"
 })
 
 describe("hardware schema", () => {

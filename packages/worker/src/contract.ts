@@ -1,4 +1,4 @@
-import type { Problem } from "@gpu-market/core"
+import type { HardwareVocabularyExtension, Problem } from "@gpu-market/core"
 import type { WriteName } from "@gpu-market/core/adapters"
 
 /**
@@ -21,6 +21,7 @@ export interface WorkerStorage {
 export interface WorkerConfig {
   readonly storage: WorkerStorage
   readonly baseUrl: string
+  readonly hardwareVocabulary?: HardwareVocabularyExtension
 }
 
 /** A call from the main thread. `close` asks the worker to release its storage and exit. */

@@ -1,5 +1,5 @@
 import { marketLayer, type Storage, type StorageError } from "@gpu-market/core"
-import { catalogue, makeOperations, OperationError, requestOrigin, toProblemError } from "@gpu-market/core/adapters"
+import { catalogue, hardwareVocabularyLayer, makeOperations, OperationError, requestOrigin, toProblemError } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -40,7 +40,10 @@ const reply = (id: number, exit: Exit.Exit<unknown, unknown>): WorkerReply => {
   }
 }
 
-const runtime = ManagedRuntime.make(marketLayer.pipe(Layer.provideMerge(storageLayer(config.storage))))
+const runtime = ManagedRuntime.make(marketLayer.pipe(
+  Layer.provide(hardwareVocabularyLayer(config.hardwareVocabulary)),
+  Layer.provideMerge(storageLayer(config.storage))
+))
 const origin = requestOrigin(config.baseUrl)
 
 runtime.runPromise(makeOperations).then(

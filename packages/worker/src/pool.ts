@@ -1,6 +1,6 @@
-import type { Market, PortableMarketStorage } from "@gpu-market/core"
+import type { HardwareVocabularyExtension, Market, PortableMarketStorage } from "@gpu-market/core"
 import { MarketProblemError } from "@gpu-market/core"
-import { buildMarket, OperationError, toProblemError } from "@gpu-market/core/adapters"
+import { buildMarket, hardwareVocabularyLayer, OperationError, toProblemError } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
 import * as Schema from "effect/Schema"
 import { Worker } from "node:worker_threads"
@@ -20,6 +20,8 @@ export interface WorkerMarketOptions {
   readonly poolSize?: number
   /** Base URL `meta.next.url` starts with (default `http://localhost`), as in `createMarket`. */
   readonly baseUrl?: string
+  /** Values added to the hardware vocabulary, as in `createMarket`. */
+  readonly hardwareVocabulary?: HardwareVocabularyExtension
 }
 
 /** A market answered by worker threads. */
@@ -122,7 +124,12 @@ export const createWorkerMarket = async (options: WorkerMarketOptions): Promise<
   if (storage === undefined) {
     throw new TypeError("createWorkerMarket needs a portable storage (sqlite(file), redis(url), or portableStorage(layer, { module, options })): each worker opens it itself")
   }
-  const config: WorkerConfig = { storage, baseUrl: options.baseUrl ?? "http://localhost" }
+  // Checked here, so a bad vocabulary rejects before any thread starts.
+  hardwareVocabularyLayer(options.hardwareVocabulary)
+  const config: WorkerConfig = {
+    storage, baseUrl: options.baseUrl ?? "http://localhost",
+    ...(options.hardwareVocabulary === undefined ? {} : { hardwareVocabulary: options.hardwareVocabulary })
+  }
   let closed = false
   // A worker that dies after it was up is replaced; its unanswered calls were rejected.
   const replace = (lost: PoolWorker) => {

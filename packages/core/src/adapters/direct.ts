@@ -1,5 +1,6 @@
 import * as Cause from "effect/Cause"
 import type * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
@@ -7,6 +8,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { randomUUID } from "node:crypto"
 import { layer as marketLayer } from "../market/layer.js"
+import { HardwareVocabulary, type HardwareVocabularyExtension, hardwareVocabularyOf } from "../schema/hardware-vocabulary.js"
 import { requestOrigin } from "../query/collection.js"
 import { type Storage, StorageError } from "../storage/contract.js"
 import { unavailable } from "../market/storage.js"
@@ -82,10 +84,26 @@ export interface MarketOptions {
    * `meta.next.query_params`; set this when pages are handed to HTTP callers of a mounted API.
    */
   readonly baseUrl?: string
+  /**
+   * Values added to the hardware vocabulary, per classification field:
+   * `{ channel: ["lease_return"] }`. Ingest accepts them, filters match them and `/metadata`
+   * lists them beside the defaults. A value that is not a lower-case slug, or a field without a
+   * vocabulary, rejects `createMarket` with its `ParseError`.
+   */
+  readonly hardwareVocabulary?: HardwareVocabularyExtension
 }
 
 /** The in-memory store: a fresh, empty market per `createMarket`; for tests and trials. */
 export const memory = (): Layer.Layer<Storage> => memoryLayer
+
+/**
+ * The hardware vocabulary an adapter's options ask for, checked before anything opens: throws
+ * the `ParseError` of a bad extension, so a misconfigured market never starts.
+ */
+export const hardwareVocabularyLayer = (extension: HardwareVocabularyExtension | undefined): Layer.Layer<never> =>
+  extension === undefined
+    ? Layer.empty
+    : Layer.succeed(HardwareVocabulary, Either.getOrThrowWith(hardwareVocabularyOf(extension), (e) => e))
 
 /**
  * Opens a market in this process. Resolves once storage is open and migrated; rejects with the
@@ -96,7 +114,10 @@ export const memory = (): Layer.Layer<Storage> => memoryLayer
  * const page = await market.rental.prices.latest({ gpu_canonical_name: ["h100-sxm"] }, { token })
  */
 export const createMarket = async (options: MarketOptions): Promise<Market> => {
-  const runtime = ManagedRuntime.make(marketLayer.pipe(Layer.provideMerge(options.storage)))
+  const runtime = ManagedRuntime.make(marketLayer.pipe(
+    Layer.provide(hardwareVocabularyLayer(options.hardwareVocabulary)),
+    Layer.provideMerge(options.storage)
+  ))
   const origin = requestOrigin(options.baseUrl ?? "http://localhost")
   const opened = await runtime.runPromiseExit(makeOperations)
   if (Exit.isFailure(opened)) {

@@ -7,10 +7,12 @@ import type { InvalidRecords, RecordIssue } from "../errors.js"
 import { unavailableWrite } from "../market/storage.js"
 import { formatDate, isBareDate, parseDate, parseDateTime } from "../query/time.js"
 import { CompleteHardwarePriceObservation, type HardwarePrice, hardwarePriceFields, observationId } from "../schema/hardware-price.js"
+import { HardwareVocabulary, type HardwareVocabularySet } from "../schema/hardware-vocabulary.js"
 import { SettingsStore } from "../storage/contract.js"
 import { HardwarePriceStore } from "../storage/hardware.js"
 import type { MarkedWrite } from "../storage/marks.js"
 import { chunksOf, invalidRecords, markedChunks, markReader } from "./batch.js"
+import { scrubFreeText } from "./scrub.js"
 
 /**
  * Words that make a field a seller's identity: the platform or marketplace, the seller, shop or
@@ -40,14 +42,17 @@ export const isSellerIdentityField = (name: string): boolean =>
   !KNOWN_FIELDS.has(name) &&
   wordsOf(name).some((w) => SELLER_IDENTITY_WORDS.has(w) || (w.endsWith("s") && SELLER_IDENTITY_WORDS.has(w.slice(0, -1))))
 
+const isRecord = (record: unknown): record is Readonly<Record<string, unknown>> =>
+  typeof record === "object" && record !== null && !Array.isArray(record)
+
 /**
  * A record's own fields, an omitted one as null, and the fields it may not carry (unknown and
  * not seller identity). Seller identity is never copied. Anything but a plain object is left for
  * decoding to refuse.
  */
 const completeRecord = (record: unknown): { readonly record: unknown; readonly unknown: ReadonlyArray<string> } => {
-  if (typeof record !== "object" || record === null || Array.isArray(record)) return { record, unknown: [] }
-  const given = record as Record<string, unknown>
+  if (!isRecord(record)) return { record, unknown: [] }
+  const given = record
   const complete: Record<string, unknown> = {}
   for (const name of FIELD_NAMES) {
     const value = Object.hasOwn(given, name) ? given[name] : undefined
@@ -86,13 +91,15 @@ const dateOf = (text: string): string | undefined => {
 }
 
 /**
- * Validates a batch into rows: seller identity dropped, dates normalised, keys derived. Every
- * bad record is reported with its index. Observations without `price_usd` are counted, not kept;
- * of two records of one listing-day the later stands.
+ * Validates a batch into rows: seller identity dropped, classifications held to `vocabulary`,
+ * free text scrubbed of contact details, dates normalised, keys derived. Every bad record is
+ * reported with its index. Observations without `price_usd` are counted, not kept; of two
+ * records of one listing-day the later stands.
  */
 export const decodeHardwareObservations = (
   input: ReadonlyArray<unknown>,
-  listingKey: (listingRef: string) => string
+  listingKey: (listingRef: string) => string,
+  vocabulary: HardwareVocabularySet
 ): Either.Either<{ readonly rows: ReadonlyArray<HardwarePrice>; readonly skipped: number }, InvalidRecords> => {
   const rows = new Map<string, HardwarePrice>()
   const issues: Array<RecordIssue> = []
@@ -100,13 +107,15 @@ export const decodeHardwareObservations = (
   input.forEach((item, index) => {
     const { record, unknown } = completeRecord(item)
     for (const name of unknown) issues.push({ index, message: `${name}: unknown field` })
+    const refused = isRecord(record) ? vocabulary.refusals(record) : []
+    for (const message of refused) issues.push({ index, message })
     const d = decodeObservation(record)
     if (Either.isLeft(d)) {
       for (const i of ParseResult.ArrayFormatter.formatErrorSync(d.left)) issues.push({ index, message: `${i.path.join(".") || "record"}: ${i.message}` })
       return
     }
-    if (unknown.length > 0) return
-    const { listing_ref, ...o } = d.right
+    if (unknown.length > 0 || refused.length > 0) return
+    const { listing_ref, ...o } = scrubFreeText(d.right)
     const observed_date = dateOf(o.observed_date)
     if (observed_date === undefined) {
       issues.push({ index, message: "observed_date: expected a YYYY-MM-DD date or an ISO 8601 datetime" })
@@ -149,6 +158,7 @@ export class HardwarePriceIngest extends Effect.Service<HardwarePriceIngest>()("
     const store = yield* HardwarePriceStore
     const settings = yield* SettingsStore
     const listingKey = listingKeyOf(yield* settings.getOrSet(LISTING_KEY_SECRET, randomBytes(32).toString("base64url")))
+    const vocabulary = yield* HardwareVocabulary
 
     return {
       /**
@@ -158,7 +168,7 @@ export class HardwarePriceIngest extends Effect.Service<HardwarePriceIngest>()("
        * `options.mark` is written with the last chunk.
        */
       ingest: Effect.fn("HardwarePriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>, options: MarkedWrite = {}) {
-        const { rows, skipped } = yield* decodeHardwareObservations(observations, listingKey)
+        const { rows, skipped } = yield* decodeHardwareObservations(observations, listingKey, vocabulary)
         let inserted = 0
         let replaced = 0
         // Rows are independent listing-days, each replaced whole: any chunking keeps them right.

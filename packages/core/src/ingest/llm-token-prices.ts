@@ -6,7 +6,7 @@ import type { InvalidRecords } from "../errors.js"
 import { type LlmTokenPrice, LlmTokenPriceObservation } from "../schema/llm-token-price.js"
 import { LlmTokenPriceStore } from "../storage/llm-token-prices.js"
 import type { MarkedWrite } from "../storage/marks.js"
-import type { VersionChanges } from "../storage/versions.js"
+import type { VersionChanges, VersionView } from "../storage/versions.js"
 import { llmTokenPriceKeys } from "../storage/tables.js"
 import { decodeTimed, markReader, type Timed } from "./batch.js"
 import { type IngestSummary, type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
@@ -73,43 +73,91 @@ export const isOutlierPrice = (price: number, reference: number | undefined): bo
 const groupOf = (r: Pick<LlmTokenPrice, (typeof OUTLIER_GROUP)[number]>) => JSON.stringify([r.model, r.price_type, r.metric])
 
 /**
- * Flags the rows a change opens, each judged against the market in force at its `valid_from`:
- * the stored rows in force then (`storedAt`, for the opened rows' models), less those the change
- * closes by then, plus the rows the change itself has in force then. Flags are fixed when a row
- * opens; a later move of the market does not re-judge it.
+ * Completes a change with the outlier rule (a `Judge`): every row whose market the change moves
+ * is judged again against the market in force at its own `valid_from`, as the store will stand
+ * with the change, its own rows included. The market of a model, price type and metric moves from
+ * the earliest instant the change opens or closes one of its rows at; rows of that group that
+ * start then or later are judged, opened ones flagged and stored ones whose flag changes
+ * restated. Rows that started earlier keep their flags: their market did not move.
+ *
+ * So every row's flag is the rule applied to the market in force at its start, whatever order
+ * and batches its peers arrived in. `view.peers` must hold the model's versions in force from
+ * that earliest instant on (`peerReadOf`).
  */
-export const judgeOutliers = (
-  changes: VersionChanges<LlmTokenPrice>,
-  storedAt: (at: string) => ReadonlyArray<LlmTokenPrice>
-): ReadonlyArray<LlmTokenPrice> => {
+export const judgeOutliers = (changes: VersionChanges<LlmTokenPrice>, view: VersionView<LlmTokenPrice>): VersionChanges<LlmTokenPrice> => {
   const closedAt = new Map(changes.close.map((c) => [c.key, c.valid_to]))
-  const references = new Map<string, Map<string, number | undefined>>()
-  const referencesAt = (at: string) => {
-    let refs = references.get(at)
-    if (refs !== undefined) return refs
-    const inForce = (r: LlmTokenPrice, validTo: string | null) => r.valid_from <= at && (validTo === null || validTo > at)
-    const groups = new Map<string, Array<LlmTokenPrice>>()
-    const add = (r: LlmTokenPrice) => {
-      const g = groupOf(r)
-      const list = groups.get(g)
-      if (list === undefined) groups.set(g, [r])
-      else list.push(r)
-    }
-    for (const r of storedAt(at)) if (inForce(r, closedAt.get(r.price_key) ?? r.valid_to)) add(r)
-    for (const r of changes.open) if (inForce(r, r.valid_to)) add(r)
-    refs = new Map([...groups].map(([g, rows]) => [g, outlierReference(rows)]))
-    references.set(at, refs)
-    return refs
+  const stored = new Map(view.peers.map((r) => [r.price_key, r]))
+  // Per group, the earliest instant its market moves at.
+  const since = new Map<string, string>()
+  const moves = (r: LlmTokenPrice, at: string) => {
+    const g = groupOf(r)
+    const was = since.get(g)
+    if (was === undefined || at < was) since.set(g, at)
   }
-  return changes.open.map((r) => {
-    const flag = isOutlierPrice(r.price_usd_per_1m_tokens, referencesAt(r.valid_from).get(groupOf(r)))
+  for (const r of changes.open) moves(r, r.valid_from)
+  for (const c of changes.close) {
+    const r = stored.get(c.key)
+    if (r !== undefined) moves(r, c.valid_to)
+  }
+  // The market of each moved group after the change: stored rows as they will end, and the new ones.
+  const market = new Map<string, Array<LlmTokenPrice>>()
+  for (const r of [...view.peers, ...changes.open]) {
+    const g = groupOf(r)
+    if (!since.has(g)) continue
+    const valid_to = closedAt.get(r.price_key) ?? r.valid_to
+    const list = market.get(g)
+    const row = valid_to === r.valid_to ? r : { ...r, valid_to }
+    if (list === undefined) market.set(g, [row])
+    else list.push(row)
+  }
+  const references = new Map<string, number | undefined>()
+  const flagOf = (r: LlmTokenPrice) => {
+    const g = groupOf(r)
+    const id = `${g}\u0000${r.valid_from}`
+    if (!references.has(id)) {
+      const at = r.valid_from
+      references.set(id, outlierReference(market.get(g)!.filter((m) => m.valid_from <= at && (m.valid_to === null || m.valid_to > at))))
+    }
+    return isOutlierPrice(r.price_usd_per_1m_tokens, references.get(id))
+  }
+  const open = changes.open.map((r) => {
+    const flag = flagOf(r)
     return flag === r.is_price_outlier ? r : { ...r, is_price_outlier: flag }
   })
+  const restate = view.peers.flatMap((r) => {
+    const from = since.get(groupOf(r))
+    if (from === undefined || r.valid_from < from) return []
+    const flag = flagOf(r)
+    return flag === r.is_price_outlier ? [] : [{ ...r, is_price_outlier: flag }]
+  })
+  return { close: changes.close, open, ...(restate.length > 0 ? { restate } : {}) }
 }
 
-/** What one ingest did; `flagged` counts the opened rows that are outliers. */
+/**
+ * What one ingest did. `flagged` counts the rows it opened that are outliers when it ends;
+ * `reflagged` the rows stored before it whose flag it changed, because a price it wrote moved
+ * the market they are judged against (rows of the same model, price type and metric that
+ * started at or after that price's instant).
+ */
 export interface LlmIngestSummary extends IngestSummary {
   readonly flagged: number
+  readonly reflagged: number
+}
+
+/** `flagged` and `reflagged` of a write, from the rows it opened and restated, in write order. */
+const flagCounts = (opened: ReadonlyArray<LlmTokenPrice>, restated: ReadonlyArray<LlmTokenPrice>) => {
+  const flags = new Map(opened.map((r) => [r.price_key, r.is_price_outlier]))
+  const mine = new Set(flags.keys())
+  // A row is restated only when its flag changes, so its first restatement tells its flag before.
+  const before = new Map<string, boolean>()
+  for (const r of restated) {
+    if (!mine.has(r.price_key) && !before.has(r.price_key)) before.set(r.price_key, !r.is_price_outlier)
+    flags.set(r.price_key, r.is_price_outlier)
+  }
+  return {
+    flagged: [...mine].filter((k) => flags.get(k)).length,
+    reflagged: [...before].filter(([k, flag]) => flags.get(k) !== flag).length
+  }
 }
 
 const decodeObservation = Schema.decodeUnknownEither(LlmTokenPriceObservation, { errors: "all", onExcessProperty: "error" })
@@ -138,45 +186,27 @@ export class LlmTokenPriceIngest extends Effect.Service<LlmTokenPriceIngest>()("
     const store = yield* LlmTokenPriceStore
 
     /**
-     * How to flag the rows a change opens, each judged against the market in force when it
-     * opens. The market is read before the change is written; a concurrent writer's new peers
-     * may be missed by that much.
-     */
-    const judged = (changes: VersionChanges<LlmTokenPrice>) =>
-      Effect.gen(function* () {
-        const models = [...new Set(changes.open.map((r) => r.model))]
-        const storedAt = new Map<string, ReadonlyArray<LlmTokenPrice>>()
-        for (const at of new Set(changes.open.map((r) => r.valid_from))) storedAt.set(at, yield* store.inForce(models, at))
-        return judgeOutliers(changes, (at) => storedAt.get(at)!)
-      })
-
-    /**
      * Ingests published prices. Invalid records, or one that cannot be placed, refuse the whole
-     * batch; the change is written in atomic chunks, as rental prices are. Each opened row is
-     * flagged `is_price_outlier` by the outlier rule, once, as it opens. `options.mark` is
-     * written with the last chunk.
+     * batch; the change is written in atomic chunks, as rental prices are. Each chunk flags the
+     * rows it opens by the outlier rule, and judges again, in the same atomic step, the stored
+     * rows whose market it moves (`judgeOutliers`): once the batch is written, every flag is the
+     * rule applied to the market in force at its row's start, whatever the order and size of
+     * the batches. `options.mark` is written with the last chunk.
      */
     const ingest = Effect.fn("LlmTokenPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>, options: MarkedWrite = {}) {
       const decoded = yield* decodeLlmObservations(observations)
-      const finish = (changes: VersionChanges<LlmTokenPrice>) =>
-        Effect.map(judged(changes), (open) => {
-          const flags = new Map(open.map((r) => [r.price_key, r.is_price_outlier]))
-          return (row: LlmTokenPrice) => {
-            const flag = flags.get(row.price_key) ?? false
-            return flag === row.is_price_outlier ? row : { ...row, is_price_outlier: flag }
-          }
-        })
-      const { summary, opened } = yield* writeVersions(store.transact, decoded, rules, { finish, mark: options.mark })
-      const result: LlmIngestSummary = { ...summary, flagged: opened.filter((r) => r.is_price_outlier).length }
+      const { summary, opened, restated } = yield* writeVersions(store.transact, decoded, rules, { judge: judgeOutliers, mark: options.mark })
+      const result: LlmIngestSummary = { ...summary, ...flagCounts(opened, restated) }
       return result
     })
 
     /**
-     * Marks prices as no longer published from `at`: their current rows close. Unknown keys are
-     * ignored. `options.mark` is written with the last rows closed.
+     * Marks prices as no longer published from `at`: their current rows close, and the rows of
+     * their model, price type and metric that start at `at` or later are judged again without
+     * them. Unknown keys are ignored. `options.mark` is written with the last rows closed.
      */
     const withdraw = Effect.fn("LlmTokenPriceIngest.withdraw")((basePriceKeys: ReadonlyArray<string>, at: string, options: MarkedWrite = {}) =>
-      withdrawVersions(store.transact, basePriceKeys, at, rules, options.mark))
+      withdrawVersions(store.transact, basePriceKeys, at, rules, options.mark, judgeOutliers))
 
     /** A progress mark written with a write of this type (`options.mark`). */
     return { ingest, withdraw, mark: markReader(store.mark) } as const

@@ -6,7 +6,7 @@ import { MAX_ROWS_PER_WRITE } from "../storage/contract.js"
 import type { StorageError } from "../storage/errors.js"
 import { type ProgressMark, withMark } from "../storage/marks.js"
 import type {
-  Decision, TransactVersions, VersionChanges, VersionKeys, Versioned, VersionPoint, VersionView
+  Decision, PeerRead, TransactVersions, VersionChanges, VersionKeys, Versioned, VersionPoint, VersionView
 } from "../storage/versions.js"
 import { chunksOf, invalidRecords, type MarkedChunk, markedChunks, type Timed, writeFailure } from "./batch.js"
 
@@ -125,6 +125,40 @@ export const chunkObservations = <O>(
   return chunks
 }
 
+/**
+ * How a versioned type with peers (`VersionKeys.peers`) completes a change inside its step: given
+ * the change planned on the step's view and the peers it read (`peerReadOf`), the change to
+ * write, its opened rows completed and stored peers restated (LLM outlier flags). Pure.
+ */
+export type Judge<Row> = (changes: VersionChanges<Row>, view: VersionView<Row>) => VersionChanges<Row>
+
+/**
+ * The peers a change needs read: the versions of the peer values of the rows it opens or closes,
+ * in force from the earliest instant it changes on. None for a change that changes nothing, or
+ * a type without peers.
+ */
+export const peerReadOf = <Row extends Versioned>(
+  changes: VersionChanges<Row>,
+  view: VersionView<Row>,
+  keys: VersionKeys<Row>
+): PeerRead | undefined => {
+  const peers = keys.peers
+  if (peers === undefined) return undefined
+  const current = new Map(view.current.map((r) => [keys.key(r), r]))
+  const values = new Set<string>()
+  let from: string | undefined
+  const moves = (row: Row, at: string) => {
+    values.add(peers.of(row))
+    if (from === undefined || at < from) from = at
+  }
+  for (const r of changes.open) moves(r, r.valid_from)
+  for (const c of changes.close) {
+    const row = current.get(c.key)
+    if (row !== undefined) moves(row, c.valid_to)
+  }
+  return from === undefined ? undefined : { values: [...values], from }
+}
+
 /** Priced things one read-only check of a large batch reads at once. */
 const POINTS_PER_CHECK = 20 * MAX_ROWS_PER_WRITE
 
@@ -141,22 +175,20 @@ const sumSummaries = (a: IngestSummary, b: IngestSummary): IngestSummary => ({
 
 /**
  * Plans a large batch against the store as it stands, in read-only steps, before anything is
- * written: the batch is refused whole, with every problem, or its planned changes are returned.
+ * written: the batch is refused whole, with every problem, or passes.
  */
 const checkWhole = <O, Row extends Versioned>(
   transact: TransactVersions<Row>,
   decoded: ReadonlyArray<Timed<O>>,
   rules: VersionRules<O, Row>
-): Effect.Effect<VersionChanges<Row>, InvalidRecords | StorageError> =>
+): Effect.Effect<void, InvalidRecords | StorageError> =>
   Effect.flatMap(
     Effect.forEach(chunkObservations(decoded, POINTS_PER_CHECK), (chunk) =>
       transact(pointsOf(chunk), (view) =>
         Either.right({ changes: NO_CHANGES, result: planVersions(chunk, view, rules) }))),
     (plans) => {
       const issues = plans.flatMap((p) => (Either.isLeft(p) ? p.left.errors : []))
-      if (issues.length > 0) return Effect.fail(invalidRecords(issues.sort((a, b) => a.index - b.index)))
-      const changes = plans.flatMap((p) => (Either.isRight(p) ? [p.right.changes] : []))
-      return Effect.succeed({ close: changes.flatMap((c) => c.close), open: changes.flatMap((c) => c.open) })
+      return issues.length > 0 ? Effect.fail(invalidRecords(issues.sort((a, b) => a.index - b.index))) : Effect.void
     }
   )
 
@@ -169,55 +201,60 @@ const checkWhole = <O, Row extends Versioned>(
  * is written whole or not at all, and a failure part-way leaves earlier chunks stored: sending
  * the batch again completes it, as observations already stored are no-ops.
  *
- * `finish` sees the change of the whole batch, as planned before writing, and returns how to
- * complete each opened row (flagging outliers, say); it makes even a one-chunk batch plan first.
- * `mark` is written by the last chunk's step, with its rows, even when nothing changed.
- * Returns what the batch did and the rows it opened, as written.
+ * With `judge`, a step whose change changes something also reads the peers it touches
+ * (`peerReadOf`) and writes the change `judge` completes, restated peers included, in the same
+ * atomic step. `mark` is written by the last chunk's step, with its rows, even when nothing
+ * changed. Returns what the batch did, the rows it opened and the rows it restated, as written.
  */
-export const writeVersions = <O, Row extends Versioned, E = never>(
+export const writeVersions = <O, Row extends Versioned>(
   transact: TransactVersions<Row>,
   decoded: ReadonlyArray<Timed<O>>,
   rules: VersionRules<O, Row>,
-  options: {
-    readonly finish?: (changes: VersionChanges<Row>) => Effect.Effect<(row: Row) => Row, E | StorageError>
-    readonly mark?: ProgressMark | undefined
-  } = {}
-): Effect.Effect<VersionWrite<Row>, InvalidRecords | Exclude<E, StorageError> | StorageUnavailable> => {
-  const { finish, mark } = options
+  options: { readonly judge?: Judge<Row> | undefined; readonly mark?: ProgressMark | undefined } = {}
+): Effect.Effect<VersionWrite<Row>, InvalidRecords | StorageUnavailable> => {
+  const { judge, mark } = options
   const chunks = markedChunks(chunkObservations(decoded), mark)
-  const writeChunk = (complete: (row: Row) => Row) => ({ rows, mark }: MarkedChunk<Timed<O>>) =>
-    transact(pointsOf(rows), (view: VersionView<Row>) =>
-      Either.map(planVersions(rows, view, rules), ({ changes, summary }): Decision<VersionChanges<Row>, VersionWrite<Row>> => {
-        const open = changes.open.map(complete)
-        return { changes: { close: changes.close, open, ...withMark(mark) }, result: { summary, opened: open } }
-      }))
-  const writeAll = (complete: (row: Row) => Row) =>
-    Effect.suspend(() => {
-      const opened: Array<Row> = []
-      const empty: IngestSummary = { received: 0, opened: 0, closed: 0, unchanged: 0 }
-      return Effect.map(
-        Effect.reduce(chunks, empty, (total, chunk, i) =>
-          Effect.map(
-            Effect.mapError(writeChunk(complete)(chunk), (e) => (i > 0 && e instanceof InvalidRecords ? partlyStored(e) : e)),
-            (w) => {
-              for (const row of w.opened) opened.push(row)
-              return sumSummaries(total, w.summary)
-            }
-          )),
-        (summary): VersionWrite<Row> => ({ summary, opened })
-      )
-    })
-  const planned = chunks.length <= 1 && finish === undefined
-    ? writeAll((row) => row)
-    : Effect.flatMap(checkWhole(transact, decoded, rules), (changes) =>
-      Effect.flatMap(finish === undefined ? Effect.succeed((row: Row) => row) : finish(changes), writeAll))
+  const writeChunk = ({ rows, mark }: MarkedChunk<Timed<O>>) => {
+    const plan = (view: VersionView<Row>) => planVersions(rows, view, rules)
+    return transact(
+      pointsOf(rows),
+      (view) =>
+        Either.map(plan(view), ({ changes, summary }): Decision<VersionChanges<Row>, VersionWrite<Row>> => {
+          const done = judge === undefined ? changes : judge(changes, view)
+          return { changes: { ...done, ...withMark(mark) }, result: { summary, opened: done.open, restated: done.restate ?? [] } }
+        }),
+      judge === undefined ? undefined : (view) => Either.match(plan(view), {
+        onLeft: () => undefined,
+        onRight: ({ changes }) => peerReadOf(changes, view, rules)
+      })
+    )
+  }
+  const writeAll = Effect.suspend(() => {
+    const opened: Array<Row> = []
+    const restated: Array<Row> = []
+    const empty: IngestSummary = { received: 0, opened: 0, closed: 0, unchanged: 0 }
+    return Effect.map(
+      Effect.reduce(chunks, empty, (total, chunk, i) =>
+        Effect.map(
+          Effect.mapError(writeChunk(chunk), (e) => (i > 0 && e instanceof InvalidRecords ? partlyStored(e) : e)),
+          (w) => {
+            opened.push(...w.opened)
+            restated.push(...w.restated)
+            return sumSummaries(total, w.summary)
+          }
+        )),
+      (summary): VersionWrite<Row> => ({ summary, opened, restated })
+    )
+  })
+  const planned = chunks.length <= 1 ? writeAll : Effect.zipRight(checkWhole(transact, decoded, rules), writeAll)
   return writeFailure(planned)
 }
 
-/** What one write of versioned observations did, and the rows it opened as written. */
+/** What one write of versioned observations did, and the rows it opened and restated as written, in write order. */
 export interface VersionWrite<Row> {
   readonly summary: IngestSummary
   readonly opened: ReadonlyArray<Row>
+  readonly restated: ReadonlyArray<Row>
 }
 
 /**
@@ -233,7 +270,8 @@ const partlyStored = (e: InvalidRecords): InvalidRecords =>
 /**
  * Closes the current rows of the priced things `bases` name at `at` (a withdrawal), in chunks
  * of whole priced things: unknown keys are ignored, and an instant not after a row's start
- * refuses the whole withdrawal before anything closes. `mark` is written with the last chunk.
+ * refuses the whole withdrawal before anything closes. `mark` is written with the last chunk;
+ * with `judge`, each chunk restates the peers whose market it changed (see `writeVersions`).
  * Returns how many rows closed.
  */
 export const withdrawVersions = <Row extends Versioned>(
@@ -241,7 +279,8 @@ export const withdrawVersions = <Row extends Versioned>(
   bases: ReadonlyArray<string>,
   at: string,
   keys: VersionKeys<Row>,
-  mark?: ProgressMark
+  mark?: ProgressMark,
+  judge?: Judge<Row>
 ): Effect.Effect<number, InvalidRecords | StorageUnavailable> => {
   const micros = parseDateTime(at)
   if (micros === undefined) return Effect.fail(invalidRecords([{ index: 0, message: "at: expected an ISO 8601 datetime" }]))
@@ -249,13 +288,18 @@ export const withdrawVersions = <Row extends Versioned>(
   const points = [...new Set(bases)].map((base) => ({ base, at: valid_to }))
   const late = (current: ReadonlyArray<Row>) => current.find((r) => r.valid_from >= valid_to)
   const refusal = (row: Row) => invalidRecords([{ index: 0, message: `at is not after the price in force since ${row.valid_from}` }])
+  const closing = (current: ReadonlyArray<Row>): VersionChanges<Row> => ({ close: current.map((r) => ({ key: keys.key(r), valid_to })), open: [] })
   const close = ({ rows, mark }: MarkedChunk<VersionPoint>) =>
-    transact(rows, ({ current }) => {
-      const row = late(current)
-      if (row !== undefined) return Either.left(refusal(row))
-      const changes = { close: current.map((r) => ({ key: keys.key(r), valid_to })), open: [], ...withMark(mark) }
-      return Either.right({ changes, result: current.length })
-    })
+    transact(
+      rows,
+      (view) => {
+        const row = late(view.current)
+        if (row !== undefined) return Either.left(refusal(row))
+        const changes = closing(view.current)
+        return Either.right({ changes: { ...(judge === undefined ? changes : judge(changes, view)), ...withMark(mark) }, result: view.current.length })
+      },
+      judge === undefined ? undefined : (view) => (late(view.current) === undefined ? peerReadOf(closing(view.current), view, keys) : undefined)
+    )
   const chunks = markedChunks(chunksOf(points), mark)
   const check = chunks.length <= 1
     ? Effect.void

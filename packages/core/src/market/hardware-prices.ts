@@ -1,10 +1,12 @@
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import type { CollectionDef, EndpointDef, MarketRequest } from "../query/collection.js"
+import { type ParameterIssue, validationFailed } from "../errors.js"
+import type { CollectionDef, EndpointDef, MarketRequest, Params } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
 import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
 import type { HardwarePriceMetadata } from "../schema/hardware-metadata.js"
 import type { HardwarePrice } from "../schema/hardware-price.js"
+import { HardwareVocabulary, type HardwareVocabularyField, type HardwareVocabularySet } from "../schema/hardware-vocabulary.js"
 import { HardwarePriceStore } from "../storage/hardware.js"
 import type { Predicate } from "../storage/plan.js"
 import { metadataBody, type MetadataRequest } from "./metadata.js"
@@ -23,13 +25,13 @@ export const hardwarePricesCollection: CollectionDef = {
   filters: [
     list("gpu_canonical_name", "GPU slugs", Slug),
     single("listing_key", ListingKeyParam),
-    list("condition", "lower-case conditions", ClassValue),
+    list("condition", "conditions of the vocabulary", ClassValue),
     list("market", "markets (primary, secondary)", Market),
-    list("channel", "lower-case channels", ClassValue),
-    list("transaction_level", "lower-case transaction levels", ClassValue),
-    list("stock_status", "lower-case stock statuses", ClassValue),
+    list("channel", "channels of the vocabulary", ClassValue),
+    list("transaction_level", "transaction levels of the vocabulary", ClassValue),
+    list("stock_status", "stock statuses of the vocabulary", ClassValue),
     list("country", "upper-case ISO 3166 alpha-2 country codes", Country),
-    list("country_group", "lower-case country groups", ClassValue),
+    list("country_group", "country groups of the vocabulary", ClassValue),
     ...bounds("price_usd")
   ],
   extraParams: {},
@@ -47,15 +49,30 @@ export const endpoints = {
 
 const pages = pagedEndpoints(hardwarePricesCollection, endpoints)
 
-const noExtraPredicates = () => Effect.succeed<ReadonlyArray<Predicate>>([])
+/** The filters whose values come from the hardware vocabulary. */
+const vocabularyFilters: ReadonlyArray<HardwareVocabularyField> = ["condition", "market", "channel", "transaction_level", "stock_status", "country_group"]
+
+/**
+ * Refuses a filter value outside the market's vocabulary (422 naming the accepted values): no
+ * row can hold it, so it is a mistake worth telling, as a malformed value is.
+ */
+const inVocabulary = (vocabulary: HardwareVocabularySet) => (params: Params) => {
+  const issues: Array<ParameterIssue> = []
+  for (const field of vocabularyFilters) {
+    const refused = ((params[field] as ReadonlyArray<string> | undefined) ?? []).filter((value) => !vocabulary.accepts(field, value))
+    if (refused.length > 0) issues.push({ parameter: field, message: vocabulary.refusal(field, refused) })
+  }
+  return issues.length > 0 ? Effect.fail(validationFailed(issues)) : Effect.succeed<ReadonlyArray<Predicate>>([])
+}
 
 /** GPU hardware prices: `/latest`, `/as-of`, `/history` and `/metadata`. */
 export class HardwarePrices extends Effect.Service<HardwarePrices>()("Market/HardwarePrices", {
   effect: Effect.gen(function* () {
     const store = yield* HardwarePriceStore
     const tokens = yield* PageTokens
+    const vocabulary = yield* HardwareVocabulary
 
-    const pageOf = pages<HardwarePrice>({ tokens, resolve: noExtraPredicates, page: store.page })
+    const pageOf = pages<HardwarePrice>({ tokens, resolve: inVocabulary(vocabulary), page: store.page })
 
     return {
       /** Each listing's most recent observation, filtered. */
@@ -64,10 +81,13 @@ export class HardwarePrices extends Effect.Service<HardwarePrices>()("Market/Har
       asOf: Effect.fn("HardwarePrices.asOf")((request: MarketRequest) => pageOf("asOf", request)),
       /** Observations whose day starts inside `[start, end)`; needs historical access. */
       history: Effect.fn("HardwarePrices.history")((request: MarketRequest) => pageOf("history", request)),
-      /** The values of every classification filter, coverage per GPU, and the caller's history floor. */
+      /**
+       * The values of every classification filter, the vocabulary of every classification field,
+       * coverage per GPU, and the caller's history floor.
+       */
       metadata: Effect.fn("HardwarePrices.metadata")((request: MetadataRequest) =>
         metadataBody(request, "gpu_hardware_prices", store.summary,
-          (summary): HardwarePriceMetadata["data"] => ({ filters: summary.values, gpus: summary.gpus })
+          (summary): HardwarePriceMetadata["data"] => ({ filters: summary.values, vocabulary: vocabulary.values, gpus: summary.gpus })
         )
       )
     } as const

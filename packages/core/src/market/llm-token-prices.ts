@@ -63,9 +63,10 @@ export const llmOutlierRule: LlmOutlierRule = {
   description:
     `A price is an outlier when it is more than ${OUTLIER_RATIO} times above or below the reference price of the same ` +
     `model, price type and metric at the instant its row opens. The reference is the median, across serving providers, ` +
-    `of each provider's median price in force at that instant (every source, region and qualifier included, the new ` +
-    `price among them). With fewer than ${OUTLIER_MIN_PROVIDERS} serving providers there is no reference and nothing ` +
-    `is flagged. The flag is fixed when the row opens.`
+    `of each provider's median price in force at that instant (every source, region and qualifier included, the ` +
+    `price itself and every other price of that instant among them). With fewer than ${OUTLIER_MIN_PROVIDERS} serving ` +
+    `providers there is no reference and nothing is flagged. A flag is judged again when a price that arrives later ` +
+    `changes the market in force at that instant; prices of later instants never change it.`
 }
 
 const union = (lists: ReadonlyArray<ReadonlyArray<string>>) => [...new Set(lists.flat())].sort()

@@ -1,5 +1,6 @@
 import * as Schema from "effect/Schema"
 import { MetadataBody } from "./envelope.js"
+import { HardwareVocabularyValues } from "./hardware-vocabulary.js"
 
 /** Coverage of one GPU in the hardware price metadata. */
 export const HardwareGpuEntry = Schema.Struct({
@@ -25,9 +26,13 @@ export const HardwareFilterValues = Schema.Struct({
   country_group: Schema.Array(Schema.String)
 })
 
-/** Body of `GET /v2/gpu/hardware/prices/metadata`. No seller identity appears in it. */
+/**
+ * Body of `GET /v2/gpu/hardware/prices/metadata`: `filters` are the values stored rows hold,
+ * `vocabulary` every value ingest accepts per classification field. No seller identity appears in it.
+ */
 export const HardwarePriceMetadata = MetadataBody("gpu_hardware_prices", {
   filters: HardwareFilterValues,
+  vocabulary: HardwareVocabularyValues,
   gpus: Schema.Array(HardwareGpuEntry)
 })
 export type HardwarePriceMetadata = typeof HardwarePriceMetadata.Type

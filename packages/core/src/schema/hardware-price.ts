@@ -1,8 +1,13 @@
 import * as Schema from "effect/Schema"
 import { parseDate } from "../query/time.js"
 import { omittableNulls } from "./fields.js"
+import {
+  ClassSlug, HardwareMarket, type HardwareVocabularyField, hardwareVocabularyDefaults
+} from "./hardware-vocabulary.js"
 import { CurrencyCode } from "./price-unit.js"
 import { GpuCanonicalName } from "./rental-price.js"
+
+export { ClassSlug, HardwareMarket } from "./hardware-vocabulary.js"
 
 /** Stable identity of one hardware listing across observed days (128 bits, lower-case hex). */
 export const ListingKey = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{32}$/), Schema.brand("ListingKey"))
@@ -24,17 +29,20 @@ export const ObservationId = Schema.String.pipe(
 /** The observation id of a listing on a day. */
 export const observationId = (listingKey: string, observedDate: string): string => `${listingKey}:${observedDate}`
 
-/**
- * A value of a classification a caller filters on (`condition`, `channel`, ...): a lower-case
- * slug, so the values `/metadata` lists are exactly the values a filter matches.
- */
-export const ClassSlug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/))
-/** `primary` (new channel) or `secondary` (resale). */
-export const HardwareMarket = Schema.Literal("primary", "secondary")
 /** An ISO 3166 alpha-2 code in upper case (its form; whether it is assigned is not checked). */
 export const CountryCode = Schema.String.pipe(Schema.pattern(/^[A-Z]{2}$/))
 
 const Text = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
+/**
+ * Free text as the source states it. Ingest replaces URLs, e-mail addresses, handles and phone
+ * numbers in it with `[removed]` (`scrubContactDetails`) before it is stored.
+ */
+const FreeText = Schema.NullOr(Text.annotations({ description: "free text; contact details and addresses are replaced by [removed]" }))
+const FreeTextList = Schema.NullOr(Schema.Array(Text).pipe(Schema.maxItems(50)))
+/** A value of the market's hardware vocabulary (`HardwareVocabulary`), which `/metadata` lists. */
+const InVocabulary = Schema.NullOr(ClassSlug.annotations({
+  description: "a value of the hardware vocabulary: GET /v2/gpu/hardware/prices/metadata lists the accepted values as data.vocabulary"
+}))
 const Amount = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
 const Price = Schema.Number.pipe(Schema.finite(), Schema.positive())
 const Count = Schema.Int.pipe(Schema.nonNegative())
@@ -51,45 +59,45 @@ const listed = {
 const described = {
   price_usd_low: Schema.NullOr(Price),
   price_usd_high: Schema.NullOr(Price),
-  price_type: Schema.NullOr(Text),
+  price_type: InVocabulary,
   price_per_gpu_system_attach: Schema.NullOr(Price),
-  price_basis: Schema.NullOr(Text),
+  price_basis: InVocabulary,
   taxes_included: Schema.NullOr(Schema.Boolean),
-  payment_terms: Schema.NullOr(Text),
-  stock_status: Schema.NullOr(ClassSlug),
+  payment_terms: FreeText,
+  stock_status: InVocabulary,
   units_available: Schema.NullOr(Count),
   min_order_quantity: Schema.NullOr(PositiveCount),
   lead_time_weeks: Schema.NullOr(Amount),
   market: Schema.NullOr(HardwareMarket),
-  channel: Schema.NullOr(ClassSlug),
-  source_type: Schema.NullOr(Text),
-  confidence: Schema.NullOr(Text),
-  counterparty_class: Schema.NullOr(Text),
-  transaction_level: Schema.NullOr(ClassSlug),
+  channel: InVocabulary,
+  source_type: InVocabulary,
+  confidence: InVocabulary,
+  counterparty_class: InVocabulary,
+  transaction_level: InVocabulary,
   gpu_count_in_unit: Schema.NullOr(PositiveCount),
   includes_host_cpus: Schema.NullOr(Count),
   includes_dram_gb: Schema.NullOr(Amount),
   includes_storage_tb: Schema.NullOr(Amount),
-  includes_nics: Schema.NullOr(Text),
+  includes_nics: FreeText,
   includes_nvswitch: Schema.NullOr(Schema.Boolean),
   includes_scaleout_fabric: Schema.NullOr(Schema.Boolean),
   includes_chassis_psu: Schema.NullOr(Schema.Boolean),
-  includes_cooling_hw: Schema.NullOr(Text),
-  software_entitlements: Schema.NullOr(Text),
+  includes_cooling_hw: FreeText,
+  software_entitlements: FreeText,
   support_years: Schema.NullOr(Amount),
   warranty_months: Schema.NullOr(Amount),
-  services_included: Schema.NullOr(Schema.Array(Text).pipe(Schema.maxItems(50))),
-  condition: Schema.NullOr(ClassSlug),
-  module_packaging: Schema.NullOr(Text),
+  services_included: FreeTextList,
+  condition: InVocabulary,
+  module_packaging: InVocabulary,
   unit_age_months: Schema.NullOr(Amount),
-  unit_age_basis: Schema.NullOr(Text),
+  unit_age_basis: InVocabulary,
   warranty_remaining_months: Schema.NullOr(Amount),
   hours_used: Schema.NullOr(Amount),
   warranty_transferable: Schema.NullOr(Schema.Boolean),
   firmware_region_lock: Schema.NullOr(Schema.Boolean),
   country: Schema.NullOr(CountryCode),
-  country_group: Schema.NullOr(ClassSlug),
-  export_control_regime: Schema.NullOr(Text)
+  country_group: InVocabulary,
+  export_control_regime: InVocabulary
 }
 
 /**
@@ -120,12 +128,28 @@ export const hardwareClassFields = [
 ] as const
 export type HardwareClassField = (typeof hardwareClassFields)[number]
 
+/**
+ * The free-text fields of the row (`FreeText`, and each item of `services_included`), scrubbed
+ * of contact details at ingest.
+ */
+export const hardwareFreeTextFields = (Object.keys(described) as Array<keyof typeof described>)
+  .filter((f) => described[f] === FreeText || described[f] === FreeTextList)
+
+/*
+ * A vocabulary field of an ingest record is any text: whether it is in the vocabulary depends on
+ * the market (`HardwareVocabulary`), so ingest checks it after decoding, naming the accepted values.
+ */
+const vocabularyInputs = Object.fromEntries(
+  Object.keys(hardwareVocabularyDefaults).map((f) => [f, Schema.NullOr(Schema.String)])
+) as { readonly [F in HardwareVocabularyField]: Schema.NullOr<typeof Schema.String> }
+
 /** What an ingest record may leave out: null when it does. */
 const nullable = {
   listing_last_updated_date: Schema.NullOr(Schema.String),
   ...listed,
   price_usd: Schema.NullOr(Price),
-  ...described
+  ...described,
+  ...vocabularyInputs
 }
 
 /**

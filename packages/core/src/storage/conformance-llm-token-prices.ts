@@ -9,8 +9,9 @@ import { evaluateLlmTokenPricePlan } from "./memory-llm-token-prices.js"
 import { assertPagesMatchReference } from "./conformance-walk.js"
 import { VERSION_SCOPES, versionConformance } from "./conformance-versions.js"
 import { llmTokenPriceKeys } from "./tables.js"
-import { currentVersions, putVersions } from "./versions.js"
-import type { Predicate } from "./plan.js"
+import { putVersions } from "./versions.js"
+import type { Predicate, Scope } from "./plan.js"
+import { llmOutlierConformance } from "./conformance-llm-outliers.js"
 
 let counter = 0
 const namespace = (label: string) => `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`
@@ -93,47 +94,55 @@ export const llmTokenPriceConformance = (it: Vitest.MethodsNonLive<LlmTokenPrice
     tag: LlmTokenPriceStore,
     keys: llmTokenPriceKeys,
     row: (ns, thing, price, from) =>
-      llmRow({
-        model: `${ns}-m`, serving_provider: ns, price_type: thing === 0 ? "input" : "output", price_usd_per_1m_tokens: price,
-        valid_from: from, extracted_at: from
-      })
+      llmRow({ model: `${ns}-m`, serving_provider: `${ns}-p${thing}`, price_usd_per_1m_tokens: price, valid_from: from, extracted_at: from }),
+    restated: (r) => ({ ...r, is_price_outlier: !r.is_price_outlier })
   })
 
-  it.effect("llm: inForce sees the rows of models in force at an instant", () =>
+  it.effect("llm: a restated outlier flag is what pages, their outlier filter and history serve", () =>
     Effect.gen(function* () {
       const s = yield* LlmTokenPriceStore
-      const ns = namespace("llm-apply")
-      const v1 = llmRow({ model: `${ns}-m`, serving_provider: ns, qualifiers: "batch;context_gt_128k", is_price_outlier: true })
-      yield* putVersions(s.transact, llmTokenPriceKeys, [v1])
-      assert.deepStrictEqual(yield* currentVersions(s.transact, [v1.base_price_key]), [v1])
-      const v2 = llmRow({ model: `${ns}-m`, serving_provider: ns, qualifiers: "batch;context_gt_128k", price_usd_per_1m_tokens: 2, valid_from: at(1), extracted_at: at(1) })
-      assert.strictEqual(v2.base_price_key, v1.base_price_key)
-      yield* s.transact([{ base: v1.base_price_key, at: at(1) }], () =>
-        Either.right({ changes: { close: [{ key: v1.price_key, valid_to: at(1) }], open: [v2] }, result: undefined }))
-      const closed = { ...v1, valid_to: at(1) }
-      // valid_from is inclusive and valid_to exclusive.
-      assert.deepStrictEqual(yield* s.inForce([`${ns}-m`], at(0)), [closed])
-      assert.deepStrictEqual(yield* s.inForce([`${ns}-m`], at(0, 23)), [closed])
-      assert.deepStrictEqual(yield* s.inForce([`${ns}-m`, `${ns}-other`], at(1)), [v2])
-      assert.deepStrictEqual(yield* s.inForce([`${ns}-m`], at(-1)), [])
-      assert.deepStrictEqual(yield* s.inForce([`${ns}-other`], at(1)), [])
-      const all = yield* s.page({
-        scope: { _tag: "window", start: at(0), end: at(5) }, predicates: [{ op: "in", field: "serving_provider", values: [ns] }],
+      const ns = namespace("llm-reflag")
+      const m = `${ns}-m`
+      const v1 = llmRow({ model: m, serving_provider: ns, price_usd_per_1m_tokens: 1 })
+      const v2 = llmRow({ model: m, serving_provider: ns, price_usd_per_1m_tokens: 2, valid_from: at(1), extracted_at: at(1) })
+      const peer = llmRow({ model: m, serving_provider: `${ns}-b`, price_usd_per_1m_tokens: 1 })
+      yield* putVersions(s.transact, llmTokenPriceKeys, [v1, peer])
+      const models = yield* s.models
+      // v1 closes at day 1 in the step that flags it and its peer.
+      yield* s.transact([{ base: v1.base_price_key, at: at(1) }], () => Either.right({
+        changes: {
+          close: [{ key: v1.price_key, valid_to: at(1) }], open: [v2],
+          restate: [{ ...v1, is_price_outlier: true }, { ...peer, is_price_outlier: true }]
+        },
+        result: undefined
+      }), () => ({ values: [m], from: at(0) }))
+      const page = (scope: Scope, flag?: "false") => s.page({
+        scope, predicates: [{ op: "in", field: "model", values: [m] }, ...(flag === undefined ? [] : [{ op: "eq", field: "is_price_outlier", value: flag } as const])],
         sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 10
-      })
-      assert.deepStrictEqual(all, [closed, v2])
+      }).pipe(Effect.map((rows) => [...rows].sort(byKey)))
+      const closed = { ...v1, valid_to: at(1), is_price_outlier: true }
+      const flagged = { ...peer, is_price_outlier: true }
+      assert.deepStrictEqual(yield* page({ _tag: "latest" }), [v2, flagged].sort(byKey))
+      assert.deepStrictEqual(yield* page({ _tag: "latest" }, "false"), [v2])
+      assert.deepStrictEqual(yield* page({ _tag: "asOf", at: at(0) }), [closed, flagged].sort(byKey))
+      assert.deepStrictEqual(yield* page({ _tag: "asOf", at: at(0) }, "false"), [])
+      assert.deepStrictEqual(yield* page({ _tag: "window", start: at(0), end: at(5) }, "false"), [v2])
+      // The flag feeds no summary.
+      assert.deepStrictEqual(yield* s.models, models)
     }))
 
-  it.effect("llm: inForce reads many models at once", () =>
+  it.effect("llm: a step reads the peers of many models at once", () =>
     Effect.gen(function* () {
       const s = yield* LlmTokenPriceStore
       const ns = namespace("llm-many")
       const rows = Array.from({ length: 300 }, (_, i) => llmRow({ model: `${ns}-m${i}`, serving_provider: ns }))
       yield* putVersions(s.transact, llmTokenPriceKeys, rows)
-      const got = yield* s.inForce(rows.map((r) => r.model), at(3))
+      const got = yield* s.transact([], (view) => Either.right({ changes: { close: [], open: [] }, result: view.peers }), () =>
+        ({ values: rows.map((r) => r.model), from: at(3) }))
       assert.deepStrictEqual([...got].sort(byKey), [...rows].sort(byKey))
-      assert.strictEqual((yield* currentVersions(s.transact, rows.map((r) => r.base_price_key))).length, 300)
     }))
+
+  llmOutlierConformance(it)
 
   it.effect("llm: pages follow scope, predicates, sort and keyset exactly", () =>
     Effect.gen(function* () {

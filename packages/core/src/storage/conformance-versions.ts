@@ -10,7 +10,8 @@ import { StorageDefect } from "./errors.js"
 import type { ReadMark } from "./marks.js"
 import type { Scope } from "./plan.js"
 import {
-  currentVersions, putVersions, type TransactVersions, type VersionChanges, type VersionKeys, type Versioned, type VersionPoint
+  currentVersions, type PeerRead, putVersions, type TransactVersions, type VersionChanges, type VersionKeys, type Versioned, type VersionPoint,
+  type VersionView
 } from "./versions.js"
 
 let counter = 0
@@ -36,14 +37,21 @@ export interface VersionedSubject<Row extends Versioned, Id, S extends { readonl
   readonly label: string
   readonly tag: Context.Tag<Id, S>
   readonly keys: VersionKeys<Row>
-  /** A current row of priced thing `thing` (0, 1, …) under `ns`, at `price`, starting at `from`. */
+  /**
+   * A current row of priced thing `thing` (0, 1, …) under `ns`, at `price`, starting at `from`;
+   * with peers (`keys.peers`), the rows of one `ns` are peers.
+   */
   readonly row: (ns: string, thing: number, price: number, from: string) => Row
+  /** With peers: the row with a restatable field changed. */
+  readonly restated?: (row: Row) => Row
 }
 
 /**
  * Registers the tests of `transact` on a versioned store: what a step reads, that a refusal
  * or a decision breaking the rules writes nothing, that a progress mark is written with the
- * rows or not at all, and that concurrent steps on one priced thing build one version chain.
+ * rows or not at all, and that concurrent steps on one priced thing build one version chain;
+ * with peers, what a step reads of them, that it restates them, and that concurrent steps over
+ * one set of peers each decide on what the others wrote.
  */
 export const versionConformance = <Row extends Versioned, Id, S extends { readonly transact: TransactVersions<Row>; readonly mark: ReadMark }>(
   it: Vitest.MethodsNonLive<Id>,
@@ -173,5 +181,106 @@ export const versionConformance = <Row extends Versioned, Id, S extends { readon
       yield* Effect.all(Array.from({ length: 8 }, () => step), { concurrency: "unbounded", discard: true })
       const [last] = yield* currentVersions(transact, [base])
       assert.strictEqual(last!.valid_from, at(0, 8))
+    }))
+
+  it.effect(`${label}: restating rows of a table without peers, or rows not read as peers, is a defect`, () =>
+    Effect.gen(function* () {
+      const { transact } = yield* tag
+      const ns = namespace(`${label}-restate-defect`)
+      const v1 = row(ns, 0, 2, at(0))
+      const v2 = row(ns, 1, 3, at(0))
+      const gone = { ...row(ns, 2, 4, at(0)), valid_to: at(1) }
+      yield* putVersions(transact, keys, [v1, v2, gone])
+      const changed = subject.restated ?? ((r: Row) => r)
+      const point = [{ base: keys.base(v1), at: at(1) }]
+      const everyPeer = keys.peers === undefined ? undefined : () => ({ values: [keys.peers!.of(v1)], from: at(0) })
+      const bad: Array<readonly [VersionChanges<Row>, ((view: unknown) => PeerRead | undefined) | undefined]> = keys.peers === undefined
+        ? [[{ close: [], open: [], restate: [changed(v1)] }, undefined]]
+        : [
+          // Current, but no peer read; read, but twice; a field that is not restatable.
+          [{ close: [], open: [], restate: [changed(v1)] }, undefined],
+          [{ close: [], open: [], restate: [changed(v2), changed(v2)] }, everyPeer],
+          [{ close: [], open: [], restate: [{ ...changed(v2), valid_to: at(5) }] }, everyPeer],
+          // Peers in force from day 1 on: gone, closed then, is not among them.
+          [{ close: [], open: [], restate: [changed(gone)] }, () => ({ values: [keys.peers!.of(v1)], from: at(1) })]
+        ]
+      for (const [changes, peers] of bad) {
+        const exit = yield* Effect.exit(transact(point, decided(changes, undefined), peers))
+        assert.isTrue(Exit.isFailure(exit) && Cause.isDie(exit.cause), JSON.stringify(changes.restate))
+      }
+      assert.deepStrictEqual(yield* currentVersions(transact, [keys.base(v1)]), [v1])
+      assert.deepStrictEqual(yield* currentVersions(transact, [keys.base(v2)]), [v2])
+    }))
+
+  const { peers, restated } = { peers: keys.peers, restated: subject.restated }
+  if (peers === undefined || restated === undefined) return
+  /** The peers a step over `points` reads, writing nothing. */
+  const peersRead = (transact: TransactVersions<Row>, points: ReadonlyArray<VersionPoint>, ask: (view: VersionView<Row>) => PeerRead | undefined) =>
+    transact(points, (view) => Either.right({ changes: { close: [], open: [] }, result: view.peers }), ask)
+
+  it.effect(`${label}: a step reads the peers it asks for, given its view`, () =>
+    Effect.gen(function* () {
+      const { transact } = yield* tag
+      const ns = namespace(`${label}-peers`)
+      const v1 = { ...row(ns, 0, 2, at(0)), valid_to: at(2) }
+      const v2 = row(ns, 0, 3, at(2))
+      const other = row(ns, 1, 5, at(0))
+      const gone = { ...row(ns, 2, 7, at(0)), valid_to: at(1) }
+      const stranger = row(`${ns}-x`, 0, 2, at(0))
+      yield* putVersions(transact, keys, [v1, v2, other, gone, stranger])
+      const value = peers.of(v1)
+      assert.notStrictEqual(peers.of(stranger), value)
+      const asked: Array<number> = []
+      const read = (from: string) =>
+        peersRead(transact, [{ base: keys.base(v2), at: at(3) }], (view) => {
+          // The view of the points comes first: a step asks for peers knowing its current rows.
+          asked.push(view.current.length)
+          return { values: [value, value, `${ns}-none`], from }
+        })
+      const byKey = (rows: ReadonlyArray<Row>) => [...rows].sort((a, b) => (keys.key(a) < keys.key(b) ? -1 : 1))
+      // In force at `from` or later: valid_to null or after it.
+      assert.deepStrictEqual(byKey(yield* read(at(1))), byKey([v1, v2, other]))
+      assert.deepStrictEqual(byKey(yield* read(at(0))), byKey([v1, v2, other, gone]))
+      assert.deepStrictEqual(byKey(yield* read(at(2))), byKey([v2, other]))
+      assert.deepStrictEqual(asked, [1, 1, 1])
+      assert.deepStrictEqual(yield* peersRead(transact, [{ base: keys.base(v2), at: at(3) }], () => undefined), [])
+    }))
+
+  it.effect(`${label}: restated peers are stored as restated, then closed by the same change`, () =>
+    Effect.gen(function* () {
+      const { transact } = yield* tag
+      const ns = namespace(`${label}-restate`)
+      const v1 = row(ns, 0, 2, at(0))
+      const w1 = row(ns, 1, 3, at(0))
+      const w2 = row(ns, 1, 4, at(3))
+      yield* putVersions(transact, keys, [v1, w1])
+      const all = () => ({ values: [peers.of(v1)], from: at(0) })
+      yield* transact([{ base: keys.base(w1), at: at(3) }], decided({ close: [close(w1, at(3))], open: [w2], restate: [restated(v1), restated(w1)] }, undefined), all)
+      assert.deepStrictEqual(yield* currentVersions(transact, [keys.base(v1)]), [restated(v1)])
+      assert.deepStrictEqual(yield* currentVersions(transact, [keys.base(w1)]), [w2])
+      const stored = yield* peersRead(transact, [], all)
+      const byKey = new Map(stored.map((r) => [keys.key(r), r]))
+      assert.deepStrictEqual(byKey.get(keys.key(w1)), { ...restated(w1), valid_to: at(3) })
+      assert.deepStrictEqual(byKey.get(keys.key(v1)), restated(v1))
+      // Restated back, on its own.
+      yield* transact([], decided({ close: [], open: [], restate: [v1] }, undefined), all)
+      assert.deepStrictEqual(yield* currentVersions(transact, [keys.base(v1)]), [v1])
+    }))
+
+  it.effect(`${label}: concurrent steps that read one set of peers each see what the others wrote`, () =>
+    Effect.gen(function* () {
+      const { transact } = yield* tag
+      const ns = namespace(`${label}-peer-race`)
+      const value = peers.of(row(ns, 0, 1, at(0)))
+      // Each step opens a new priced thing priced by how many peers it saw: steps that decided
+      // on the same peers would open two rows at one price.
+      const step = (thing: number) =>
+        transact([{ base: keys.base(row(ns, thing, 1, at(0))), at: at(0) }], (view) =>
+          Either.right({ changes: { close: [], open: [row(ns, thing, view.peers.length + 1, at(0))] }, result: undefined }), () => ({ values: [value], from: at(0) }))
+      yield* Effect.all([0, 1, 2, 3, 4, 5].map(step), { concurrency: "unbounded", discard: true })
+      const stored = yield* peersRead(transact, [], () => ({ values: [value], from: at(0) }))
+      const things = [0, 1, 2, 3, 4, 5]
+      const prices = stored.map((r) => things.map((n) => n + 1).find((price) => things.some((thing) => keys.key(row(ns, thing, price, at(0))) === keys.key(r))))
+      assert.sameMembers(prices, [1, 2, 3, 4, 5, 6])
     }))
 }

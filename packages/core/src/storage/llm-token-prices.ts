@@ -37,13 +37,12 @@ export class LlmTokenPriceStore extends Context.Tag("Market/Storage/LlmTokenPric
   {
     /**
      * Reads, decides and writes in one atomic step (`TransactVersions`); priced things are named
-     * by `base_price_key` and rows by `price_key`. A reader never sees part of a write.
+     * by `base_price_key` and rows by `price_key`, peers by `model`, and `is_price_outlier` is
+     * restatable (`llmTokenPriceKeys`). A reader never sees part of a write.
      */
     readonly transact: TransactVersions<LlmTokenPrice>
     /** A progress mark written by `transact` (`VersionChanges.mark`). */
     readonly mark: ReadMark
-    /** The rows of the given models in force at `at` (a stored instant), in no order. */
-    readonly inForce: (models: ReadonlyArray<string>, at: string) => Effect.Effect<ReadonlyArray<LlmTokenPrice>, StorageError>
     /** Executes a page plan; the tie-breaker is `price_key`. */
     readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<LlmTokenPrice>, StorageError>
     /** Per-model aggregates for the metadata endpoint and `model_search`. */

@@ -47,10 +47,6 @@ export const makeMemoryLlmTokenPriceStore = (): LlmTokenPriceStore["Type"] => {
   return {
     transact: memoryTransact("llm_token_prices.transact", rows, llmTokenPriceKeys, marks.marks),
     mark: marks.mark,
-    inForce: (models, at) => Effect.sync(() => {
-      const wanted = new Set(models)
-      return [...rows.values()].filter((r) => wanted.has(r.model) && inVersionScope(r, { _tag: "asOf", at }))
-    }),
     page: (plan) => Effect.sync(() => evaluateLlmTokenPricePlan(rows.values(), plan)),
     models: Effect.sync(() => summariseLlmModels(rows.values()))
   }

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { StorageDefect } from "./errors.js"
-import { readView, type TransactVersions, versionChangeFault, type VersionKeys, type Versioned } from "./versions.js"
+import { type PeerRead, readView, type TransactVersions, versionChangeFault, type VersionKeys, type Versioned } from "./versions.js"
 
 /**
  * The reference `transact` of a versioned table held in `rows` (row key → row). A step runs
@@ -16,26 +16,35 @@ export const memoryTransact = <Row extends Versioned>(
   // Versions of each priced thing by row key, so a step reads a handful of rows, not the table.
   const byBase = new Map<string, Set<string>>()
   const versions = (base: string): Array<Row> => [...(byBase.get(base) ?? [])].map((k) => rows.get(k)!)
+  // And by peer value, so a step reads the versions of its peers, not the table.
+  const byPeer = new Map<string, Set<string>>()
+  const index = (by: Map<string, Set<string>>, value: string, key: string) => {
+    const set = by.get(value)
+    if (set === undefined) by.set(value, new Set([key]))
+    else set.add(key)
+  }
   const put = (row: Row) => {
     rows.set(keys.key(row), row)
-    const base = keys.base(row)
-    const set = byBase.get(base)
-    if (set === undefined) byBase.set(base, new Set([keys.key(row)]))
-    else set.add(keys.key(row))
+    index(byBase, keys.base(row), keys.key(row))
+    if (keys.peers !== undefined) index(byPeer, keys.peers.of(row), keys.key(row))
   }
-  return (points, decide) =>
+  const peersOf = ({ values, from }: PeerRead): Array<Row> =>
+    [...new Set(values)].flatMap((v) => [...(byPeer.get(v) ?? [])].map((k) => rows.get(k)!).filter((r) => r.valid_to === null || r.valid_to > from))
+  return (points, decide, peers) =>
     Effect.suspend(() => {
       const view = readView(points, keys.base, {
         current: (bases) => bases.flatMap((base) => versions(base).filter((r) => r.valid_to === null)),
         latest: (base) => versions(base).reduce<Row | undefined>((a, r) => (a === undefined || r.valid_from > a.valid_from ? r : a), undefined),
-        versionAt: (base, at) => versions(base).find((r) => r.valid_from <= at && (r.valid_to === null || r.valid_to > at))
-      })
+        versionAt: (base, at) => versions(base).find((r) => r.valid_from <= at && (r.valid_to === null || r.valid_to > at)),
+        peers: peersOf
+      }, peers)
       const decision = decide(view)
       if (Either.isLeft(decision)) return Effect.fail(decision.left)
       const { changes, result } = decision.right
       const fault = versionChangeFault(points, view, changes, keys) ??
         changes.open.map((r) => (rows.has(keys.key(r)) ? `opens ${keys.key(r)}, which is stored` : undefined)).find((f) => f !== undefined)
       if (fault !== undefined) return Effect.die(new StorageDefect({ operation, cause: new Error(fault) }))
+      for (const r of changes.restate ?? []) put(r)
       for (const c of changes.close) put({ ...rows.get(c.key)!, valid_to: c.valid_to })
       for (const r of changes.open) put(r)
       if (changes.mark !== undefined) marks.set(changes.mark.name, changes.mark.value)

@@ -43,10 +43,14 @@ export const llmTokenPriceTable = defineTable(LlmTokenPriceRow, {
   }
 })
 
-/** How `transact` names LLM token price rows (`price_key`) and their prices (`base_price_key`). */
+/**
+ * How `transact` names LLM token price rows (`price_key`) and their prices (`base_price_key`);
+ * a model's prices are peers, judged together for outliers, and the flag is restatable.
+ */
 export const llmTokenPriceKeys: VersionKeys<LlmTokenPrice> = {
   key: (r) => r[llmTokenPriceTable.tie],
-  base: (r) => r[llmTokenPriceTable.scope.of]
+  base: (r) => r[llmTokenPriceTable.scope.of],
+  peers: { field: "model", of: (r) => r.model, restatable: ["is_price_outlier"] }
 }
 
 /** GPU hardware prices: a listing's daily observations, per GPU. */

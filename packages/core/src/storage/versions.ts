@@ -39,15 +39,37 @@ export interface VersionView<Row> {
    * late observation). Other points answer `undefined`.
    */
   readonly inForce: InForce<Row>
+  /**
+   * The peers the step read (`PeerRead`): every version whose peer value is one of those asked
+   * for and that is in force at its `from` or later (`valid_to` null or after it), in no order.
+   * Empty when the step read none.
+   */
+  readonly peers: ReadonlyArray<Row>
 }
 
 /**
- * A change to a versioned table: current rows to close (by row key) and new rows, and the
- * progress mark written with them, if the write carries one.
+ * Rows a step reads besides its points, to compare its rows with (`VersionKeys.peers`): the
+ * versions of the peer values `values` in force at `from` or later, the market every instant from
+ * `from` on is made of.
+ */
+export interface PeerRead {
+  readonly values: ReadonlyArray<string>
+  readonly from: string
+}
+
+/**
+ * A change to a versioned table: current rows to close (by row key) and new rows, stored rows
+ * restated, and the progress mark written with them, if the write carries one.
  */
 export interface VersionChanges<Row> {
   readonly close: ReadonlyArray<{ readonly key: string; readonly valid_to: string }>
   readonly open: ReadonlyArray<Row>
+  /**
+   * Peers the step read, written again with new values of their restatable fields
+   * (`PeerKeys.restatable`), e.g. outlier flags judged again against a market that changed. A
+   * row the same change closes is restated, then closed.
+   */
+  readonly restate?: ReadonlyArray<Row>
   readonly mark?: ProgressMark
 }
 
@@ -59,25 +81,42 @@ export interface Decision<Changes, A> {
 
 /**
  * The one write of a versioned store. The store reads the view of `points` (their priced things'
- * current rows, and the versions in force at stale points), calls `decide`, and writes its
- * changes, all as one atomic step no other writer interleaves with: SQLite inside one
+ * current rows, and the versions in force at stale points), then the peers `peers` asks for
+ * given that view (none without it, or when it answers `undefined`), calls `decide`, and writes
+ * its changes, all as one atomic step no other writer interleaves with: SQLite inside one
  * `BEGIN IMMEDIATE`, Redis in one checked batch retried from fresh reads a bounded number of
- * times. A `Left` writes nothing and fails with its error. `decide` is pure and may run more
- * than once.
+ * times. A `Left` writes nothing and fails with its error. `peers` and `decide` are pure and may
+ * run more than once.
  *
- * A decision may only close current rows of the view, at an instant after their start, and
- * open rows of the priced things asked about, with new keys, leaving at most one current row per
- * priced thing. The planner never decides otherwise; a store dies with a `StorageDefect` if it does.
+ * A decision may only close current rows of the view, at an instant after their start, open
+ * rows of the priced things asked about, with new keys, leaving at most one current row per
+ * priced thing, and restate peers it read, once each, changing only restatable fields. The
+ * planner never decides otherwise; a store dies with a `StorageDefect` if it does.
  */
 export type TransactVersions<Row> = <A, E>(
   points: ReadonlyArray<VersionPoint>,
-  decide: (view: VersionView<Row>) => Either.Either<Decision<VersionChanges<Row>, A>, E>
+  decide: (view: VersionView<Row>) => Either.Either<Decision<VersionChanges<Row>, A>, E>,
+  peers?: (view: VersionView<Row>) => PeerRead | undefined
 ) => Effect.Effect<A, E | StorageError>
 
-/** How a versioned table names a row and the priced thing it is a version of. */
+/**
+ * Which rows of a versioned table a write compares with each other (LLM prices of one model),
+ * and which of their fields it may restate on stored rows (the outlier flag). No summary a
+ * backend keeps may be built from a restatable field.
+ */
+export interface PeerKeys<Row> {
+  /** The field whose value names a row's peers; backends read peers by it. */
+  readonly field: string
+  /** A row's value of `field`. */
+  readonly of: (row: Row) => string
+  readonly restatable: ReadonlyArray<string>
+}
+
+/** How a versioned table names a row and the priced thing it is a version of, and its peers if it has any. */
 export interface VersionKeys<Row> {
   readonly key: (row: Row) => string
   readonly base: (row: Row) => string
+  readonly peers?: PeerKeys<Row>
 }
 
 /**
@@ -116,6 +155,26 @@ export const versionChangeFault = <Row extends Versioned>(
       live.add(base)
     }
   }
+  return restateFault(view, changes.restate ?? [], keys)
+}
+
+/** Why restating `restate` breaks the rules against `view`, or `undefined`. */
+const restateFault = <Row extends Versioned>(view: VersionView<Row>, restate: ReadonlyArray<Row>, keys: VersionKeys<Row>): string | undefined => {
+  if (restate.length === 0) return undefined
+  if (keys.peers === undefined) return "restates rows of a table without restatable fields"
+  const restatable = new Set(keys.peers.restatable)
+  const peers = new Map(view.peers.map((r) => [keys.key(r), r]))
+  const restated = new Set<string>()
+  for (const r of restate) {
+    const key = keys.key(r)
+    const read = peers.get(key) as Readonly<Record<string, unknown>> | undefined
+    if (read === undefined) return `restates ${key}, which is not a peer it read`
+    if (restated.has(key)) return `restates ${key} twice`
+    restated.add(key)
+    const row = r as Readonly<Record<string, unknown>>
+    const fields = new Set([...Object.keys(read), ...Object.keys(row)])
+    for (const f of fields) if (!restatable.has(f) && row[f] !== read[f]) return `restates ${key}'s ${f}, which is not restatable`
+  }
   return undefined
 }
 
@@ -151,7 +210,7 @@ export const basesWithout = <Row>(points: ReadonlyArray<VersionPoint>, current: 
 /**
  * What a step reads, through synchronous reads inside its transaction (the reference store,
  * SQLite): the current rows of the points' priced things, the last version of those without one,
- * and the versions in force at the stale points (`stalePoints`).
+ * the versions in force at the stale points (`stalePoints`), then the peers `peers` asks for.
  */
 export const readView = <Row extends Versioned>(
   points: ReadonlyArray<VersionPoint>,
@@ -160,12 +219,16 @@ export const readView = <Row extends Versioned>(
     readonly current: (bases: ReadonlyArray<string>) => ReadonlyArray<Row>
     readonly latest: (base: string) => Row | undefined
     readonly versionAt: (base: string, at: string) => Row | undefined
-  }
+    readonly peers: (read: PeerRead) => ReadonlyArray<Row>
+  },
+  peers?: (view: VersionView<Row>) => PeerRead | undefined
 ): VersionView<Row> => {
   const current = reads.current(basesOf(points))
   const withdrawn = basesWithout(points, current, base).flatMap((b) => reads.latest(b) ?? [])
   const found = stalePoints(points, current, withdrawn, base).map((p) => [p, reads.versionAt(p.base, p.at)] as const)
-  return { current, withdrawn, inForce: inForceLookup(found) }
+  const view: VersionView<Row> = { current, withdrawn, inForce: inForceLookup(found), peers: [] }
+  const read = peers?.(view)
+  return read === undefined || read.values.length === 0 ? view : { ...view, peers: reads.peers(read) }
 }
 
 /** A lookup of read versions by point. */
