@@ -37,6 +37,9 @@ export {
   basePriceKey, isOutlierPrice, type LlmIngestSummary, LlmTokenPriceIngest, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO, outlierReference, priceKey
 } from "./ingest/llm-token-prices.js"
 export { IndexIngest, type IndexDefineSummary } from "./ingest/indexes.js"
+export { FxRateRecord, GpuCatalogRecord, type GpuCatalogRecordInput, ReferenceDataIngest, type ReferenceIngestSummary } from "./ingest/reference-data.js"
+export { FX_COVER_DAYS } from "./ingest/fx.js"
+export { type Bound, DEFAULT_INGEST_BOUNDS, IngestBounds, ingestBounds, type IngestBoundsConfig } from "./ingest/bounds.js"
 export { IndexComputation, type IndexComputationSummary } from "./ingest/index-computation.js"
 /** The index methodology as functions: vendor medians, the median of medians, p5/p95. */
 export * as IndexMethod from "./ingest/index-method.js"
@@ -60,6 +63,7 @@ export {
 export * from "./schema/envelope.js"
 export * from "./schema/rental-price.js"
 export * from "./schema/price-unit.js"
+export * from "./schema/fx-rate.js"
 export { StoredInstant } from "./schema/versioned.js"
 export * from "./schema/rental-metadata.js"
 export * from "./schema/hardware-price.js"

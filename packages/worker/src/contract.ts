@@ -1,4 +1,4 @@
-import type { Problem } from "@gpu-market/core"
+import type { IngestBoundsConfig, Problem } from "@gpu-market/core"
 import type { WriteName } from "@gpu-market/core/adapters"
 
 /**
@@ -21,6 +21,8 @@ export interface WorkerStorage {
 export interface WorkerConfig {
   readonly storage: WorkerStorage
   readonly baseUrl: string
+  /** The write paths' plausibility bounds, over the defaults. */
+  readonly bounds: Partial<IngestBoundsConfig>
 }
 
 /** A call from the main thread. `close` asks the worker to release its storage and exit. */

@@ -1,5 +1,5 @@
-import type { Market, PortableMarketStorage } from "@gpu-market/core"
-import { MarketProblemError } from "@gpu-market/core"
+import type { IngestBoundsConfig, Market, PortableMarketStorage } from "@gpu-market/core"
+import { ingestBounds, MarketProblemError } from "@gpu-market/core"
 import { buildMarket, OperationError, toProblemError } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
 import * as Schema from "effect/Schema"
@@ -20,6 +20,8 @@ export interface WorkerMarketOptions {
   readonly poolSize?: number
   /** Base URL `meta.next.url` starts with (default `http://localhost`), as in `createMarket`. */
   readonly baseUrl?: string
+  /** Plausibility bounds of the write paths over `DEFAULT_INGEST_BOUNDS`, as in `createMarket`. */
+  readonly bounds?: Partial<IngestBoundsConfig>
 }
 
 /** A market answered by worker threads. */
@@ -122,7 +124,7 @@ export const createWorkerMarket = async (options: WorkerMarketOptions): Promise<
   if (storage === undefined) {
     throw new TypeError("createWorkerMarket needs a portable storage (sqlite(file), redis(url), or portableStorage(layer, { module, options })): each worker opens it itself")
   }
-  const config: WorkerConfig = { storage, baseUrl: options.baseUrl ?? "http://localhost" }
+  const config: WorkerConfig = { storage, baseUrl: options.baseUrl ?? "http://localhost", bounds: ingestBounds(options.bounds) }
   let closed = false
   // A worker that dies after it was up is replaced; its unanswered calls were rejected.
   const replace = (lost: PoolWorker) => {

@@ -7,6 +7,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { randomUUID } from "node:crypto"
 import { layer as marketLayer } from "../market/layer.js"
+import { IngestBounds, ingestBounds, type IngestBoundsConfig } from "../ingest/bounds.js"
 import { requestOrigin } from "../query/collection.js"
 import { type Storage, StorageError } from "../storage/contract.js"
 import { unavailable } from "../market/storage.js"
@@ -82,6 +83,12 @@ export interface MarketOptions {
    * `meta.next.query_params`; set this when pages are handed to HTTP callers of a mounted API.
    */
   readonly baseUrl?: string
+  /**
+   * Plausibility bounds of the write paths, per data type, over `DEFAULT_INGEST_BOUNDS`: a price
+   * outside its type's range is refused with the bound. A bound that is not `0 ≤ min ≤ max`
+   * rejects `createMarket` with a `RangeError`.
+   */
+  readonly bounds?: Partial<IngestBoundsConfig>
 }
 
 /** The in-memory store: a fresh, empty market per `createMarket`; for tests and trials. */
@@ -96,7 +103,8 @@ export const memory = (): Layer.Layer<Storage> => memoryLayer
  * const page = await market.rental.prices.latest({ gpu_canonical_name: ["h100-sxm"] }, { token })
  */
 export const createMarket = async (options: MarketOptions): Promise<Market> => {
-  const runtime = ManagedRuntime.make(marketLayer.pipe(Layer.provideMerge(options.storage)))
+  const bounds = Layer.succeed(IngestBounds, ingestBounds(options.bounds))
+  const runtime = ManagedRuntime.make(marketLayer.pipe(Layer.provide(bounds), Layer.provideMerge(options.storage)))
   const origin = requestOrigin(options.baseUrl ?? "http://localhost")
   const opened = await runtime.runPromiseExit(makeOperations)
   if (Exit.isFailure(opened)) {

@@ -11,10 +11,12 @@ import {
 import { HardwarePriceIngest } from "../ingest/hardware-prices.js"
 import { IndexIngest } from "../ingest/indexes.js"
 import { LlmTokenPriceIngest } from "../ingest/llm-token-prices.js"
+import { type GpuCatalogRecordInput, ReferenceDataIngest } from "../ingest/reference-data.js"
 import { RentalPriceIngest } from "../ingest/rental-prices.js"
 import { TransactionIngest } from "../ingest/transactions.js"
 import { unavailable } from "../market/storage.js"
 import type { RequestOrigin } from "../query/collection.js"
+import type { FxRateInput } from "../schema/fx-rate.js"
 import type { HardwarePriceObservationInput } from "../schema/hardware-price.js"
 import type { AdministeredValueInput, FleetWeight, IndexDefinitionInput } from "../schema/indexes.js"
 import type { LlmTokenPriceObservationInput } from "../schema/llm-token-price.js"
@@ -60,7 +62,7 @@ const logDefect = (cause: Cause.Cause<unknown>): Effect.Effect<void> =>
 export const writeNames = [
   "tokens.create", "tokens.list", "tokens.revoke",
   "ingest.rental", "ingest.withdrawRental", "ingest.hardware", "ingest.llm", "ingest.withdrawLlm", "ingest.transactions",
-  "ingest.indexDefinitions", "ingest.fleetWeights", "ingest.indexValues"
+  "ingest.indexDefinitions", "ingest.fleetWeights", "ingest.indexValues", "ingest.fxRates", "ingest.gpus"
 ] as const
 export type WriteName = (typeof writeNames)[number]
 
@@ -74,6 +76,7 @@ export const makeOperations = Effect.gen(function* () {
   const llmIngest = yield* LlmTokenPriceIngest
   const transactionIngest = yield* TransactionIngest
   const indexIngest = yield* IndexIngest
+  const referenceIngest = yield* ReferenceDataIngest
   const readCall = yield* makeReadCalls
 
   const writes = {
@@ -88,7 +91,9 @@ export const makeOperations = Effect.gen(function* () {
     "ingest.transactions": (deals: ReadonlyArray<TransactionDealInput>) => transactionIngest.record(deals),
     "ingest.indexDefinitions": (definitions: ReadonlyArray<IndexDefinitionInput>) => indexIngest.define(definitions),
     "ingest.fleetWeights": (weights: ReadonlyArray<FleetWeight>) => indexIngest.setFleetWeights(weights),
-    "ingest.indexValues": (values: ReadonlyArray<AdministeredValueInput>) => indexIngest.publish(values)
+    "ingest.indexValues": (values: ReadonlyArray<AdministeredValueInput>) => indexIngest.publish(values),
+    "ingest.fxRates": (rates: ReadonlyArray<FxRateInput>) => referenceIngest.fxRates(rates),
+    "ingest.gpus": (entries: ReadonlyArray<GpuCatalogRecordInput>) => referenceIngest.gpus(entries)
   } satisfies Record<WriteName, (...args: never) => Effect.Effect<unknown, OperationError>>
 
   return {

@@ -14,6 +14,7 @@ import { Transactions } from "./transactions.js"
 import { IndexComputation } from "../ingest/index-computation.js"
 import { IndexIngest } from "../ingest/indexes.js"
 import { Indexes } from "./indexes.js"
+import { ReferenceDataIngest } from "../ingest/reference-data.js"
 
 /** Every service of the market. */
 export type MarketServices = RentalPrices | RentalPriceIngest | Auth | RateLimits | PageTokens
@@ -21,6 +22,7 @@ export type MarketServices = RentalPrices | RentalPriceIngest | Auth | RateLimit
   | LlmTokenPrices | LlmTokenPriceIngest
   | Transactions | TransactionIngest
   | Indexes | IndexIngest | IndexComputation
+  | ReferenceDataIngest
 
 /**
  * The whole market over a storage backend: read services, write paths, auth and rate limits,
@@ -38,7 +40,8 @@ export const layer: Layer.Layer<MarketServices, StorageError, Storage> = Layer.m
   Transactions.Default,
   TransactionIngest.Default,
   Indexes.Default,
-  IndexIngest.Default
+  IndexIngest.Default,
+  ReferenceDataIngest.Default
 ).pipe(
   // One computation shared by reads and writes: its lock and its record of what is done are per process.
   Layer.provideMerge(IndexComputation.Default),
