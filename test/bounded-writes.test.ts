@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { marketLayer, type RentalPrice, RentalPriceIngest, type RentalPriceObservationInput } from "@gpu-market/core"
-import { MAX_ROWS_PER_WRITE, MemoryStorage, RentalPriceStore, type TransactVersions, type VersionChanges } from "@gpu-market/core/storage"
+import { MAX_ROWS_PER_WRITE, MemoryStorage, ReferenceDataStore, RentalPriceStore, type TransactVersions, type VersionChanges } from "@gpu-market/core/storage"
 import { Effect, Either, Layer } from "effect"
 
 /**
@@ -51,7 +51,7 @@ describe("bounded writes", () => {
       // Every product changes price: each change closes one row and opens one.
       recorded.length = 0
       const second = yield* ingest.ingest(Array.from({ length: PRODUCTS }, (_, i) => obs(i, 2, 3)))
-      assert.deepStrictEqual(second, { received: PRODUCTS, opened: PRODUCTS, closed: PRODUCTS, unchanged: 0 })
+      assert.deepStrictEqual(second, { received: PRODUCTS, opened: PRODUCTS, closed: PRODUCTS, unchanged: 0, duplicates: 0 })
       assert.isAbove(recorded.length, 1, "more than one write")
       for (const write of recorded) {
         assert.isAtMost(write.close.length + write.open.length, MAX_ROWS_PER_WRITE)
@@ -72,7 +72,7 @@ describe("a batch refused part-way", () => {
     const perChunk = Math.floor(MAX_ROWS_PER_WRITE / 2)
     const chunks = Math.ceil(PRODUCTS / perChunk)
     let steps = 0
-    const racing = Layer.effect(RentalPriceStore, Effect.map(RentalPriceStore, (store): RentalPriceStore["Type"] => ({
+    const racing = Layer.effect(RentalPriceStore, Effect.map(Effect.all([RentalPriceStore, ReferenceDataStore]), ([store, reference]): RentalPriceStore["Type"] => ({
       ...store,
       transact: (points, decide) => Effect.suspend(() => {
         steps++
@@ -81,6 +81,7 @@ describe("a batch refused part-way", () => {
           Effect.flatMap(RentalPriceIngest, (other) => other.ingest([obs(PRODUCTS - 1, 3, 9)])).pipe(
             Effect.provide(RentalPriceIngest.Default),
             Effect.provideService(RentalPriceStore, store),
+            Effect.provideService(ReferenceDataStore, reference),
             Effect.orDie
           ),
           store.transact(points, decide)

@@ -136,7 +136,7 @@ describe("gpu-market CLI", () => {
     ].join("\n") + "\n")
     const j = await run("import", jsonl, "--type", "rental", "--db", DB)
     assert.strictEqual(j.code, 1, j.stderr)
-    assert.match(j.stdout, /^accepted 2, rejected 2$/m)
+    assert.match(j.stdout, /^accepted 2, duplicate 0, rejected 2$/m)
     assert.match(j.stdout, /line 2: not JSON/)
     assert.match(j.stdout, /line 4: gpu_count/)
 
@@ -151,21 +151,21 @@ describe("gpu-market CLI", () => {
     ].join("\r\n") + "\r\n")
     const c = await run("import", csv, "--type", "rental", "--db", DB)
     assert.strictEqual(c.code, 1, c.stderr)
-    assert.match(c.stdout, /^accepted 2, rejected 1$/m)
+    assert.match(c.stdout, /^accepted 2, duplicate 0, rejected 1$/m)
     assert.match(c.stdout, /line 3: gpu_memory_gb/)
 
     const clean = join(dir, "clean.jsonl")
     writeFileSync(clean, JSON.stringify({ ...RENTAL, vendor: "clean-co" }) + "\n")
     const ok = await run("import", clean, "--type", "rental", "--db", DB)
     assert.strictEqual(ok.code, 0, ok.stdout + ok.stderr)
-    assert.match(ok.stdout, /accepted 1, rejected 0/)
+    assert.match(ok.stdout, /^accepted 1, duplicate 0, rejected 0$/m)
     // Each write recorded how far its file got: a file imported again skips what was done.
     const again = await run("import", clean, "--type", "rental", "--db", DB)
     assert.strictEqual(again.code, 0, again.stdout + again.stderr)
-    assert.match(again.stdout, /^accepted 0, rejected 0$/m)
+    assert.match(again.stdout, /^accepted 0, duplicate 0, rejected 0$/m)
     assert.match(again.stdout, /resumed after line 1:/)
     const jsonlAgain = await run("import", jsonl, "--type", "rental", "--db", DB)
-    assert.match(jsonlAgain.stdout, /^accepted 0, rejected 0$/m)
+    assert.match(jsonlAgain.stdout, /^accepted 0, duplicate 0, rejected 0$/m)
     assert.match(jsonlAgain.stdout, /resumed after line 5:/)
 
     // `serve` without --demo revokes the demo tokens: read with a token of our own.
@@ -176,6 +176,53 @@ describe("gpu-market CLI", () => {
     assert.deepStrictEqual(rows, [
       "clean-co/us-east/H100 SXM", "csv-co/ap-south/H100\nSXM", "csv-co/us-east/H100, \"SXM5\"",
       "jsonl-co/ap-south/H100 SXM", "jsonl-co/us-east/H100 SXM"
+    ])
+  }, 180_000)
+
+  it("import --type fx and --type gpus extend what later imports convert and resolve with; repeats count as duplicates", async () => {
+    const fx = join(dir, "fx.csv")
+    writeFileSync(fx, ["currency,date,usd_per_unit", "EUR,2026-05-01,1.1", "EUR,2026-05-04,1.2", "USD,2026-05-04,1"].join("\n") + "\n")
+    const f = await run("import", fx, "--type", "fx", "--db", DB)
+    assert.strictEqual(f.code, 1, f.stderr)
+    assert.match(f.stdout, /^accepted 2, duplicate 0, rejected 1$/m)
+    assert.match(f.stdout, /line 4: currency: USD needs no rate/)
+    assert.match(f.stderr, /^gpu-market import: 1 row\(s\) rejected \(listed above\) and not stored; every other row is stored$/m)
+
+    // A list cell is ";"-separated.
+    const gpus = join(dir, "gpus.csv")
+    writeFileSync(gpus, ["gpu_canonical_name,gpu_manufacturer,gpu_model,gpu_memory_gb,form_factor,spellings", "zeta-9,zeta,Z9,64,,Zeta 9;Z9 64GB"].join("\n") + "\n")
+    const g = await run("import", gpus, "--type", "gpus", "--db", DB)
+    assert.strictEqual(g.code, 0, g.stdout + g.stderr)
+    assert.match(g.stdout, /^accepted 1, duplicate 0, rejected 0$/m)
+
+    // Another process: the rows convert at the imported rate and resolve to the imported GPU.
+    const rental = (over: Record<string, unknown>) => JSON.stringify({
+      vendor: "fx-co", vendor_gpu_name: "Z9 64GB", vendor_sku: "z9-2x", region: "eu-west", gpu_count: 2, contract_type: "ondemand",
+      raw_price: 10, raw_price_unit: "eur_per_instance_hour", extracted_at: "2026-05-05T10:00:00Z", ...over
+    })
+    const rows = join(dir, "eur.jsonl")
+    writeFileSync(rows, [
+      rental({}),
+      rental({}),
+      rental({ vendor_sku: "z9-2x-spot", contract_type: "spot", raw_price: 99999999 }),
+      rental({ vendor_sku: "z9-8x", gpu_count: 8, raw_price: 40 }),
+      rental({ vendor_sku: "z9-8x", gpu_count: 8, raw_price: 41 }),
+      rental({ vendor_sku: "z9-1x", gpu_count: 1, extracted_at: "2026-05-12T10:00:00Z" })
+    ].join("\n") + "\n")
+    const r = await run("import", rows, "--type", "rental", "--db", DB)
+    assert.strictEqual(r.code, 1, r.stderr)
+    assert.match(r.stdout, /^accepted 1, duplicate 1, rejected 4$/m)
+    assert.match(r.stdout, /line 3: price_usd_per_gpu_hour: 59999999\.4 is outside the plausible range \[0\.01, 100\]/)
+    assert.match(r.stdout, /line 4: two prices for one product at 2026-05-05T10:00:00\.000000Z: records 3 and 4/)
+    assert.match(r.stdout, /line 5: two prices for one product at 2026-05-05T10:00:00\.000000Z: records 3 and 4/)
+    assert.match(r.stdout, /line 6: raw_price_unit: no EUR→USD rate covers 2026-05-12 \(latest before it: 2026-05-04\)/)
+    assert.match(r.stderr, /4 row\(s\) rejected/)
+
+    const token = (await run("tokens", "create", "--name", "fx reader", "--grant", "rental:all", "--db", DB)).stdout.trim()
+    const stored = await serve(token, "/v2/gpu/rental/prices/history?vendor=fx-co&start=2026-05-01&end=2026-05-31")
+    assert.strictEqual(stored.status, 200, JSON.stringify(stored.body))
+    assert.deepStrictEqual(stored.body.data.map((d: any) => [d.gpu_canonical_name, d.gpu_model, d.gpu_memory_gb, d.price_usd_per_gpu_hour, d.raw_price_unit]), [
+      ["zeta-9", "Z9", 64, 6, "eur_per_instance_hour"]
     ])
   }, 180_000)
 

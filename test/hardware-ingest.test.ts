@@ -41,9 +41,9 @@ describe("hardware price write path", () => {
     Effect.gen(function* () {
       const ingest = yield* HardwarePriceIngest
       assert.deepStrictEqual(yield* ingest.ingest([obs(), obs({ observed_date: "2026-06-03", price_usd: 24_000 })]),
-        { received: 2, inserted: 2, replaced: 0, skipped: 0 })
+        { received: 2, inserted: 2, replaced: 0 })
       assert.deepStrictEqual(yield* ingest.ingest([obs({ price_usd: 24_500, stock_status: "limited" })]),
-        { received: 1, inserted: 0, replaced: 1, skipped: 0 })
+        { received: 1, inserted: 0, replaced: 1 })
       const rows = yield* everything
       assert.deepStrictEqual(days(rows), ["2026-06-01", "2026-06-03"])
       assert.strictEqual(rows[0]!.price_usd, 24_500)
@@ -87,17 +87,25 @@ describe("hardware price write path", () => {
       }
     }).pipe(Effect.provide(fresh().layer)))
 
-  it.effect("observations without a USD price are skipped; dates are UTC days; of two records of one listing-day the later stands", () =>
+  it.effect("observations without a USD price are refused; dates are UTC days; of two records of one listing-day the later stands", () =>
     Effect.gen(function* () {
       const ingest = yield* HardwarePriceIngest
       yield* ingest.ingest([obs({ price_usd: 25_000 })])
-      const summary = yield* ingest.ingest([
+      const unpriced = [
         obs({ price_usd: null, price_amount: 23_000, currency: "EUR" }),
-        obs({ listing_ref: "feed/no-price", price_usd: undefined }),
+        obs({ listing_ref: "feed/no-price", price_usd: undefined })
+      ]
+      const refused = yield* Effect.flip(ingest.ingest([obs({ observed_date: "2026-06-02", price_usd: 27_000 }), ...unpriced]))
+      assert.instanceOf(refused, InvalidRecords)
+      assert.deepStrictEqual((refused as InvalidRecords).errors, [
+        { index: 1, message: "currency: no EUR→USD rate covers 2026-06-01 (none before it); import one with gpu-market import --type fx" },
+        { index: 2, message: "price_usd: no price: give price_usd, or price_amount and currency" }
+      ])
+      const summary = yield* ingest.ingest([
         obs({ observed_date: "2026-06-02", price_usd: 27_000 }),
         obs({ observed_date: "2026-06-01T23:30:00-02:00", listing_last_updated_date: "2026-05-30T10:00:00Z", price_usd: 26_000 })
       ])
-      assert.deepStrictEqual(summary, { received: 4, inserted: 1, replaced: 0, skipped: 2 })
+      assert.deepStrictEqual(summary, { received: 2, inserted: 1, replaced: 0 })
       const rows = yield* everything
       assert.deepStrictEqual(rows.map((r) => [r.observed_date, r.price_usd, r.listing_last_updated_date]), [
         ["2026-06-01", 25_000, null], ["2026-06-02", 26_000, "2026-05-30"]
@@ -137,7 +145,7 @@ describe("hardware price write path", () => {
       const refs = ["https://www.zq-plant-ref.example/listing/98765", "https://www.zq-plant-ref.example/listing/98766"]
       const summary = yield* ingest.ingest(refs.flatMap((listing_ref, i) => ["2026-06-01", "2026-06-02"].map((observed_date) =>
         obs({ ...planted, listing_ref, observed_date, payment_terms: "zq-visible-terms", price_usd: 25_000 + i }))))
-      assert.deepStrictEqual(summary, { received: 4, inserted: 4, replaced: 0, skipped: 0 })
+      assert.deepStrictEqual(summary, { received: 4, inserted: 4, replaced: 0 })
       const texts: Array<string> = []
       for (const path of ["latest", "as-of?at=2026-06-01", "history?start=2026-05-01", "metadata",
         `history?start=2026-05-01&listing_key=${ingest.listingKey(refs[0]!)}`]) {

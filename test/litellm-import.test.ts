@@ -35,10 +35,16 @@ describe("LiteLLM import (Promise API, SQLite)", () => {
   it("imports every per-token price of the real table, per 1M tokens, free prices as 0", async () => {
     const summary = await market.ingest.litellm(TABLE, { observedAt: "2026-07-24T18:23:43Z" })
     assert.deepStrictEqual(
-      [summary.observedAt, summary.observations, summary.accepted, summary.rejected, summary.issues.length, summary.withdrawn],
-      ["2026-07-24T18:23:43.000000Z", 7309, 7309, [], 1, null]
+      [summary.observedAt, summary.observations, summary.accepted, summary.rejected.length, summary.issues.length, summary.withdrawn],
+      ["2026-07-24T18:23:43.000000Z", 7309, 7289, 20, 1, null]
     )
-    assert.deepStrictEqual([summary.written.received, summary.written.opened], [7309, 7309])
+    // LiteLLM's wandb entries are priced per 1M tokens where it means per token (gpt-oss-120b at
+    // 15,000 USD per 1M tokens): the plausibility bound refuses their 20 prices, and only theirs.
+    for (const r of summary.rejected) {
+      assert.match(r.key ?? "", /^wandb\//)
+      assert.include(r.message, "outside the plausible range")
+    }
+    assert.deepStrictEqual([summary.written.received, summary.written.opened], [7289, 7289])
     assert.strictEqual(summary.skipped.non_token_price, 832)
     const prices = async (model: string, provider: string) => {
       const page = await market.llm.tokenPrices.latest({ model: [model], serving_provider: [provider], page_size: 100 }, { token: "reader" })
@@ -53,7 +59,7 @@ describe("LiteLLM import (Promise API, SQLite)", () => {
       ["litellm", "gpt-4o", 0.0000025, "usd_per_token", "USD", "2026-07-24T18:23:43.000000Z"])
     // The same table again changes nothing.
     const again = await market.ingest.litellm(TABLE, { observedAt: "2026-07-25T00:00:00Z" })
-    assert.deepStrictEqual([again.written.opened, again.written.unchanged], [0, 7309])
+    assert.deepStrictEqual([again.written.opened, again.written.unchanged], [0, 7289])
   }, 120_000)
 
   it("refuses options it cannot use, naming them", async () => {

@@ -37,7 +37,7 @@ describe("LLM token price write path", () => {
   it.effect("an unchanged price touches nothing; a change closes the row and opens one, keeping the base key", () =>
     Effect.gen(function* () {
       const ingest = yield* LlmTokenPriceIngest
-      assert.deepStrictEqual(yield* ingest.ingest([obs()]), { received: 1, opened: 1, closed: 0, unchanged: 0, flagged: 0, reflagged: 0 })
+      assert.deepStrictEqual(yield* ingest.ingest([obs()]), { received: 1, opened: 1, closed: 0, unchanged: 0, duplicates: 0, flagged: 0, reflagged: 0 })
       const [v1] = yield* everything
       assert.deepStrictEqual(v1, {
         source: "provider-pricing-page", model: "llama-3.1-70b-instruct", model_name: "Meta-Llama-3.1-70B-Instruct-Turbo",
@@ -48,11 +48,11 @@ describe("LLM token price write path", () => {
       })
       // Same price a day later, with the name changed: nothing is written.
       assert.deepStrictEqual(yield* ingest.ingest([obs({ extracted_at: "2026-06-02T00:00:00Z", model_name: "Llama 3.1 70B" })]),
-        { received: 1, opened: 0, closed: 0, unchanged: 1, flagged: 0, reflagged: 0 })
+        { received: 1, opened: 0, closed: 0, unchanged: 1, duplicates: 0, flagged: 0, reflagged: 0 })
       assert.deepStrictEqual(yield* everything, [v1!])
       // A new price (here only the published unit changes) closes the old row at the observation's instant.
       const next = obs({ extracted_at: "2026-06-03T08:30:00+02:00", raw_price: 0.00088, raw_price_unit: "usd_per_1k_tokens" })
-      assert.deepStrictEqual(yield* ingest.ingest([next]), { received: 1, opened: 1, closed: 1, unchanged: 0, flagged: 0, reflagged: 0 })
+      assert.deepStrictEqual(yield* ingest.ingest([next]), { received: 1, opened: 1, closed: 1, unchanged: 0, duplicates: 0, flagged: 0, reflagged: 0 })
       const [old, now] = yield* everything
       assert.deepStrictEqual(old, { ...v1!, valid_to: "2026-06-03T06:30:00.000000Z" })
       assert.strictEqual(now!.valid_from, "2026-06-03T06:30:00.000000Z")
@@ -119,7 +119,7 @@ describe("LLM token price write path", () => {
       const ingest = yield* LlmTokenPriceIngest
       const free = obs({ price_usd_per_1m_tokens: 0, raw_price: 0 })
       assert.strictEqual((yield* ingest.ingest([free])).opened, 1)
-      assert.strictEqual((yield* ingest.ingest([free])).unchanged, 1)
+      assert.strictEqual((yield* ingest.ingest([free])).duplicates, 1)
       yield* ingest.ingest([obs({ extracted_at: "2026-06-02T00:00:00Z" })])
       const rows = yield* everything
       assert.deepStrictEqual(rows.map((r) => [r.price_usd_per_1m_tokens, r.raw_price, r.valid_to]), [
@@ -136,7 +136,7 @@ describe("LLM token price write path", () => {
         obs({ extracted_at: "2026-06-02T00:00:00Z" }),
         obs({ extracted_at: "2026-06-04T00:00:00Z" })
       ])
-      assert.deepStrictEqual(summary, { received: 4, opened: 3, closed: 2, unchanged: 1, flagged: 0, reflagged: 0 })
+      assert.deepStrictEqual(summary, { received: 4, opened: 3, closed: 2, unchanged: 1, duplicates: 0, flagged: 0, reflagged: 0 })
       assert.deepStrictEqual((yield* everything).map((r) => [r.price_usd_per_1m_tokens, r.valid_from.slice(0, 10), r.valid_to?.slice(0, 10) ?? null]), [
         [0.88, "2026-06-01", "2026-06-03"], [0.6, "2026-06-03", "2026-06-04"], [0.88, "2026-06-04", null]
       ])
@@ -150,7 +150,7 @@ describe("LLM token price write path", () => {
       assert.strictEqual(yield* ingest.withdraw([row!.base_price_key, "f".repeat(32)], "2026-06-05T00:00:00Z"), 1)
       assert.strictEqual((yield* everything)[0]!.valid_to, "2026-06-05T00:00:00.000000Z")
       refusal(yield* Effect.exit(ingest.withdraw([row!.base_price_key], "soon")))
-      assert.deepStrictEqual(yield* ingest.ingest([obs({ extracted_at: "2026-06-10T00:00:00Z" })]), { received: 1, opened: 1, closed: 0, unchanged: 0, flagged: 0, reflagged: 0 })
+      assert.deepStrictEqual(yield* ingest.ingest([obs({ extracted_at: "2026-06-10T00:00:00Z" })]), { received: 1, opened: 1, closed: 0, unchanged: 0, duplicates: 0, flagged: 0, reflagged: 0 })
       assert.strictEqual((yield* everything).length, 2)
       // A withdrawal at or before the row's start is refused.
       refusal(yield* Effect.exit(ingest.withdraw([row!.base_price_key], "2026-06-10T00:00:00Z")))

@@ -80,7 +80,7 @@ describe("LLM price outlier rule", () => {
       yield* ingest.ingest([quote("c", 1, 2)])
       assert.deepStrictEqual(yield* flags(), { a: false, b: false, c: false })
       // An unchanged price is not re-judged either.
-      assert.deepStrictEqual(yield* ingest.ingest([quote("b", 1000, 3)]), { received: 1, opened: 0, closed: 0, unchanged: 1, flagged: 0, reflagged: 0 })
+      assert.deepStrictEqual(yield* ingest.ingest([quote("b", 1000, 3)]), { received: 1, opened: 0, closed: 0, unchanged: 1, duplicates: 0, flagged: 0, reflagged: 0 })
       // b's next price is judged against the market then: flagged.
       yield* ingest.ingest([quote("b", 999, 4)])
       assert.deepStrictEqual(yield* flags(), { a: false, b: true, c: false })

@@ -186,7 +186,7 @@ describe("an app outside the repository, installed from the tarballs", () => {
     for (const [name, path] of Object.entries(out.resolved as Record<string, string>)) {
       assert.isTrue(path.startsWith(join(app, "node_modules") + sep), `${name} resolves to ${path}`)
     }
-    assert.deepStrictEqual(out.ingested, { received: 6, opened: 6, closed: 0, unchanged: 0 })
+    assert.deepStrictEqual(out.ingested, { received: 6, opened: 6, closed: 0, unchanged: 0, duplicates: 0 })
     assert.strictEqual(out.tokenType, "string")
     assert.lengthOf(out.page1, 2)
     assert.lengthOf(out.page2, 2)

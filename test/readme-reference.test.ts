@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import {
-  AdministeredValue, FleetWeight, HardwarePriceObservation, IndexDefinition, LlmTokenPriceObservation, RentalPriceObservation,
-  TransactionDeal
+  AdministeredValue, FleetWeight, FxRateRecord, GpuCatalogRecord, HardwarePriceObservation, IndexDefinition, LlmTokenPriceObservation,
+  RentalPriceObservation, TransactionDeal
 } from "@gpu-market/core"
 import { type Schema, SchemaAST } from "effect"
 import { execFileSync } from "node:child_process"
@@ -22,7 +22,9 @@ const SCHEMAS: Record<string, Schema.Schema.Any> = {
   "ingest.transactions": TransactionDeal,
   "ingest.indexDefinitions": IndexDefinition,
   "ingest.fleetWeights": FleetWeight,
-  "ingest.indexValues": AdministeredValue
+  "ingest.indexValues": AdministeredValue,
+  "ingest.fxRates": FxRateRecord,
+  "ingest.gpus": GpuCatalogRecord
 }
 
 /** The fields a record may carry, as the schema encodes them: required, then optional. */

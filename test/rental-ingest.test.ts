@@ -30,16 +30,16 @@ describe("rental price write path", () => {
   it.effect("an unchanged price touches nothing; a change closes the row and opens one, keeping the base key", () =>
     Effect.gen(function* () {
       const ingest = yield* RentalPriceIngest
-      assert.deepStrictEqual(yield* ingest.ingest([obs()]), { received: 1, opened: 1, closed: 0, unchanged: 0 })
+      assert.deepStrictEqual(yield* ingest.ingest([obs()]), { received: 1, opened: 1, closed: 0, unchanged: 0, duplicates: 0 })
       const [v1] = yield* everything
       assert.strictEqual(v1!.valid_from, "2026-06-01T00:00:00.000000Z")
       assert.isNull(v1!.valid_to)
       assert.strictEqual(v1!.extracted_at, v1!.valid_from)
       // Same price a day later, with a descriptor changed: nothing is written.
-      assert.deepStrictEqual(yield* ingest.ingest([obs({ extracted_at: "2026-06-02T00:00:00Z", vcpu: 224 })]), { received: 1, opened: 0, closed: 0, unchanged: 1 })
+      assert.deepStrictEqual(yield* ingest.ingest([obs({ extracted_at: "2026-06-02T00:00:00Z", vcpu: 224 })]), { received: 1, opened: 0, closed: 0, unchanged: 1, duplicates: 0 })
       assert.deepStrictEqual(yield* everything, [v1!])
       // A new price closes the old row at the observation's instant and opens a new one.
-      assert.deepStrictEqual(yield* ingest.ingest([obs({ extracted_at: "2026-06-03T08:30:00+02:00", raw_price: 19.92 })]), { received: 1, opened: 1, closed: 1, unchanged: 0 })
+      assert.deepStrictEqual(yield* ingest.ingest([obs({ extracted_at: "2026-06-03T08:30:00+02:00", raw_price: 19.92 })]), { received: 1, opened: 1, closed: 1, unchanged: 0, duplicates: 0 })
       const [old, now] = yield* everything
       assert.deepStrictEqual(old, { ...v1!, valid_to: "2026-06-03T06:30:00.000000Z" })
       assert.strictEqual(now!.valid_from, "2026-06-03T06:30:00.000000Z")
@@ -75,7 +75,7 @@ describe("rental price write path", () => {
         obs({ extracted_at: "2026-06-02T00:00:00Z" }),
         obs({ extracted_at: "2026-06-04T00:00:00Z" })
       ])
-      assert.deepStrictEqual(summary, { received: 4, opened: 3, closed: 2, unchanged: 1 })
+      assert.deepStrictEqual(summary, { received: 4, opened: 3, closed: 2, unchanged: 1, duplicates: 0 })
       const rows = yield* everything
       assert.deepStrictEqual(rows.map((r) => [r.price_usd_per_gpu_hour, r.valid_from.slice(0, 10), r.valid_to?.slice(0, 10) ?? null]), [
         [2.99, "2026-06-01", "2026-06-03"], [2.5, "2026-06-03", "2026-06-04"], [2.99, "2026-06-04", null]
@@ -137,7 +137,7 @@ describe("rental price write path", () => {
       assert.strictEqual(yield* ingest.withdraw([row!.base_product_key, "f".repeat(32)], "2026-06-05T00:00:00Z"), 1)
       assert.strictEqual((yield* everything)[0]!.valid_to, "2026-06-05T00:00:00.000000Z")
       const again = yield* ingest.ingest([obs({ extracted_at: "2026-06-10T00:00:00Z" })])
-      assert.deepStrictEqual(again, { received: 1, opened: 1, closed: 0, unchanged: 0 })
+      assert.deepStrictEqual(again, { received: 1, opened: 1, closed: 0, unchanged: 0, duplicates: 0 })
       assert.strictEqual((yield* everything).length, 2)
     }).pipe(Effect.provide(fresh())))
 })

@@ -8,14 +8,15 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { llmObservations } from "./support/llm"
-import { observations } from "./support/market"
+import { dayIso, observations } from "./support/market"
 import { TestRedis, testRedisLayer, uniquePrefix } from "./support/redis"
 
 /**
  * Sending a batch again stores nothing twice and refuses nothing: a resumed import or seed, or a
  * client retrying after a lost reply, re-applies observations the store already holds. Each is a
- * no-op (counted `unchanged`) when the version in force at its instant has its price; an old
- * observation with another price still cannot be placed. On every backend.
+ * no-op: counted `duplicates` when a stored version starts at its instant with its price, and
+ * `unchanged` when the version in force at its instant has its price. An old observation with
+ * another price still cannot be placed. On every backend.
  */
 
 const DAYS = 12
@@ -38,6 +39,10 @@ const everything: PagePlan = {
   predicates: [], sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 100_000
 }
 
+/** How many stored versions the fixture's observations of `day` opened (they are all at its midnight). */
+const openedOn = (stored: ReadonlyArray<{ readonly valid_from: string }>, day: number) =>
+  stored.filter((r) => r.valid_from.slice(0, 10) === dayIso(day).slice(0, 10)).length
+
 describe("sending a batch again", () => {
   layer(testRedisLayer(), { timeout: "120 seconds" })((it) => {
     for (const [name, storage] of backends) {
@@ -51,20 +56,28 @@ describe("sending a batch again", () => {
           const stored = yield* store.page(everything)
           assert.isAbove(stored.filter((r) => r.valid_to !== null).length, 5, "the fixture changes prices")
 
-          // As a crashed seed resumes: from the first day again.
+          // As a crashed seed resumes: from the first day again. The observations that opened a
+          // version are duplicates of it; the others repeat the price then in force.
           for (let day = 0; day < DAYS; day++) {
             const sent = observations(day)
-            assert.deepStrictEqual(yield* ingest.ingest(sent), { received: sent.length, opened: 0, closed: 0, unchanged: sent.length })
+            const opened = openedOn(stored, day)
+            assert.deepStrictEqual(yield* ingest.ingest(sent), { received: sent.length, opened: 0, closed: 0, unchanged: sent.length - opened, duplicates: opened })
           }
           const all = Array.from({ length: DAYS }, (_, day) => observations(day)).flat()
-          assert.deepStrictEqual(yield* ingest.ingest(all), { received: all.length, opened: 0, closed: 0, unchanged: all.length })
+          assert.deepStrictEqual(yield* ingest.ingest(all), { received: all.length, opened: 0, closed: 0, unchanged: all.length - stored.length, duplicates: stored.length })
           assert.deepStrictEqual(yield* store.page(everything), stored)
 
-          // An old observation at a price that was never in force then is still refused, whole.
+          // An old observation at a price that was never in force then is still refused, whole:
+          // at the instant a stored version starts, and inside one.
           const changed = stored.find((r) => r.valid_to !== null)!
-          const before = observations(0).find((o) => o.vendor === changed.vendor && o.gpu_canonical_name === changed.gpu_canonical_name)!
-          const wrong = { ...before, extracted_at: changed.valid_from, price_usd_per_gpu_hour: 999, raw_price: 999 }
-          const refused = yield* Effect.flip(ingest.ingest([...observations(1), wrong]))
+          const before = observations(0).find((o) => o.vendor_sku === changed.vendor_sku && o.vendor === changed.vendor &&
+            o.region === changed.region && o.contract_type === changed.contract_type)!
+          const wrong = { ...before, price_usd_per_gpu_hour: 9, raw_price: 9 * before.gpu_count }
+          const at = yield* Effect.flip(ingest.ingest([...observations(1), { ...wrong, extracted_at: changed.valid_from }]))
+          assert.instanceOf(at, InvalidRecords)
+          assert.strictEqual(at.errors[0]!.message, `another price for this product at ${changed.valid_from} is already stored: ${changed.price_usd_per_gpu_hour} USD per GPU-hour (raw_price ${changed.raw_price} usd_per_instance_hour)`)
+          const inside = `${changed.valid_from.slice(0, 11)}06:00:00.000000Z`
+          const refused = yield* Effect.flip(ingest.ingest([...observations(1), { ...wrong, extracted_at: inside }]))
           assert.instanceOf(refused, InvalidRecords)
           assert.match(refused.detail, /is not after the price in force/)
           assert.deepStrictEqual(yield* store.page(everything), stored)
@@ -85,18 +98,18 @@ describe("sending a batch again", () => {
           const stored = yield* store.page(everything)
 
           // As a client retrying after a lost reply: the first day again, withdrawn product included.
-          assert.deepStrictEqual(yield* ingest.ingest(day0), { received: day0.length, opened: 0, closed: 0, unchanged: day0.length })
+          assert.deepStrictEqual(yield* ingest.ingest(day0), { received: day0.length, opened: 0, closed: 0, unchanged: 0, duplicates: day0.length })
           assert.deepStrictEqual(yield* store.page(everything), stored)
 
           // Another price before the withdrawal would rewrite history: refused, whole.
-          const refused = yield* Effect.flip(ingest.ingest([{ ...o, price_usd_per_gpu_hour: 999, raw_price: 999 }]))
+          const refused = yield* Effect.flip(ingest.ingest([{ ...o, price_usd_per_gpu_hour: 9, raw_price: 9 * o.gpu_count, extracted_at: "2026-05-10T00:00:00Z" }]))
           assert.instanceOf(refused, InvalidRecords)
           assert.match(refused.detail, /before the withdrawal at 2026-05-20T00:00:00.000000Z/)
           assert.deepStrictEqual(yield* store.page(everything), stored)
 
           // From the withdrawal on, an observation lists the product again.
           const relisted = { ...o, extracted_at: withdrawnAt }
-          assert.deepStrictEqual(yield* ingest.ingest([relisted]), { received: 1, opened: 1, closed: 0, unchanged: 0 })
+          assert.deepStrictEqual(yield* ingest.ingest([relisted]), { received: 1, opened: 1, closed: 0, unchanged: 0, duplicates: 0 })
           const versions = (yield* store.page(everything)).filter((r) => r.base_product_key === row!.base_product_key)
           assert.deepStrictEqual(versions.map((r) => [r.valid_from, r.valid_to]), [[row!.valid_from, withdrawnAt], [withdrawnAt, null]])
         }).pipe(Effect.provide(market())))
@@ -110,7 +123,8 @@ describe("sending a batch again", () => {
           assert.isAbove(stored.filter((r) => r.valid_to !== null).length, 0, "the fixture changes prices")
           for (let day = 0; day < DAYS; day++) {
             const sent = llmObservations(day)
-            assert.deepInclude(yield* ingest.ingest(sent), { received: sent.length, opened: 0, closed: 0, unchanged: sent.length, flagged: 0, reflagged: 0 })
+            const opened = openedOn(stored, day)
+            assert.deepInclude(yield* ingest.ingest(sent), { received: sent.length, opened: 0, closed: 0, unchanged: sent.length - opened, duplicates: opened, flagged: 0, reflagged: 0 })
           }
           assert.deepStrictEqual(yield* store.page(everything), stored)
         }).pipe(Effect.provide(market())))

@@ -109,6 +109,24 @@ describe("worker market storage", () => {
   })
 })
 
+describe("worker market bounds", () => {
+  it("each worker's write paths check the bounds the pool was given", async () => {
+    const market = await createWorkerMarket({ storage: sqlite(tempDb("worker-bounds")), bounds: { rental: { min: 0.5, max: 5 } } })
+    try {
+      const record: RentalPriceObservationInput = {
+        vendor: "acme", vendor_gpu_name: "H100 SXM", region: "us-east", gpu_count: 1, contract_type: "ondemand",
+        raw_price: 6, raw_price_unit: "usd_per_gpu_hour", extracted_at: "2026-05-05T00:00:00Z"
+      }
+      const refused = await market.ingest.rental([record]).catch((e: unknown) => e)
+      assert.instanceOf(refused, MarketProblemError)
+      assert.include((refused as MarketProblemError).problem.detail, "6 is outside the plausible range [0.5, 5]")
+      assert.strictEqual((await market.ingest.rental([{ ...record, raw_price: 4 }])).opened, 1)
+    } finally {
+      await market.close()
+    }
+  }, 60_000)
+})
+
 describe("worker market failures", () => {
   it("rejects with the reason when a worker cannot open the storage", async () => {
     const missing = portableStorage(sqliteLayer({ filename: "unused.db" }), {

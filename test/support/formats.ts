@@ -20,7 +20,7 @@ export const SKYPILOT_EXPECTED: Record<SkypilotCloud, SkypilotExpectation> = {
   hyperbolic: { observations: 37, opened: 37, skipped: { no_spot: 37 }, rejectedLines: [] },
   lambda: { observations: 306, opened: 306, skipped: { cpu_only: 17, no_spot: 306 }, rejectedLines: [] },
   nebius: { observations: 29, opened: 29, skipped: { cpu_only: 40, no_spot: 13 }, rejectedLines: [] },
-  primeintellect: { observations: 440, opened: 429, skipped: { no_spot: 440, cpu_only: 97 }, rejectedLines: [104] },
+  primeintellect: { observations: 440, opened: 428, skipped: { no_spot: 440, cpu_only: 97 }, rejectedLines: [102, 104] },
   runpod: { observations: 2786, opened: 2772, skipped: { no_spot: 1214, cpu_only: 750 }, rejectedLines: [] },
   shadeform: { observations: 244, opened: 244, skipped: { no_spot: 244 }, rejectedLines: [] },
   vast: { observations: 61, opened: 61, skipped: { no_spot: 61 }, rejectedLines: [] }

@@ -44,7 +44,7 @@ export const formatReport = (summary: FormatImportSummary): string => {
   const skipped = Object.entries(summary.skipped)
   const written = Object.entries(summary.written).filter(([name]) => name !== "received")
   return [
-    `accepted ${summary.accepted}, rejected ${summary.rejected.length}, skipped ${skipped.reduce((n, [, c]) => n + c, 0)}` +
+    `accepted ${summary.accepted - summary.written.duplicates}, duplicate ${summary.written.duplicates}, rejected ${summary.rejected.length}, skipped ${skipped.reduce((n, [, c]) => n + c, 0)}` +
     (skipped.length === 0 ? "" : ` (${skipped.map(([reason, n]) => `${reason} ${n}`).join(", ")})`),
     `observed at ${summary.observedAt}: ${written.map(([name, n]) => `${name} ${n}`).join(", ")}` +
     (summary.withdrawn === null ? "" : `; snapshot withdrew ${summary.withdrawn}`),
@@ -65,5 +65,8 @@ export const importFormat = (path: string, format: PublicFormat, o: ParsedFormat
         ...options, vendor: yield* Option.match(o.vendor, { onNone: () => Effect.fail("--format skypilot needs --vendor <slug>"), onSome: Effect.succeed })
       })
     yield* Console.log(formatReport(summary))
-    if (summary.rejected.length > 0) process.exitCode = 1
+    if (summary.rejected.length > 0) {
+      yield* Console.error(`gpu-market import: ${summary.rejected.length} observation(s) rejected (listed above) and not stored; every other one is stored`)
+      process.exitCode = 1
+    }
   }).pipe(Effect.catchTag("ValidationFailed", (e) => Effect.fail(e.detail)))

@@ -2,7 +2,8 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import {
-  AdministeredValue, HardwarePriceIngest, HardwarePriceObservation, IndexIngest, LlmTokenPriceIngest, InvalidRecords, LlmTokenPriceObservation, RentalPriceIngest, RentalPriceObservation, type StorageUnavailable, TransactionDeal, TransactionIngest
+  AdministeredValue, FxRateRecord, GpuCatalogRecord, HardwarePriceIngest, HardwarePriceObservation, IndexIngest, LlmTokenPriceIngest, InvalidRecords,
+  LlmTokenPriceObservation, ReferenceDataIngest, RentalPriceIngest, RentalPriceObservation, type StorageUnavailable, TransactionDeal, TransactionIngest
 } from "@gpu-market/core"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -33,33 +34,36 @@ import { marketOn } from "./storage.js"
 const BATCH = 500
 
 /** The importable types: the write path of each and the schema of one input row. */
-type Writers = RentalPriceIngest | HardwarePriceIngest | LlmTokenPriceIngest | TransactionIngest | IndexIngest
+type Writers = RentalPriceIngest | HardwarePriceIngest | LlmTokenPriceIngest | TransactionIngest | IndexIngest | ReferenceDataIngest
 
 interface ImportType {
   readonly schema: Schema.Schema.AnyNoContext
-  /** Writes rows and, in the same transaction, the progress mark. */
-  readonly write: (rows: ReadonlyArray<unknown>, mark: ProgressMark) => Effect.Effect<unknown, InvalidRecords | StorageUnavailable, Writers>
+  /** Writes rows and, in the same transaction, the progress mark; returns how many rows repeated one already stored or sent. */
+  readonly write: (rows: ReadonlyArray<unknown>, mark: ProgressMark) => Effect.Effect<number, InvalidRecords | StorageUnavailable, Writers>
   readonly mark: (name: string) => Effect.Effect<Option.Option<string>, StorageUnavailable, Writers>
 }
 
-/** A type's write path as an import uses it: its write with a mark, and its marks. */
-const importType = <I extends Writers>(
+/** A type's write path as an import uses it: its write with a mark, the duplicates its summary counts, and its marks. */
+const importType = <I extends Writers, S>(
   schema: Schema.Schema.AnyNoContext,
   service: Effect.Effect<I, never, I>,
-  write: (ingest: I, rows: ReadonlyArray<unknown>, mark: ProgressMark) => Effect.Effect<unknown, InvalidRecords | StorageUnavailable>,
-  mark: (ingest: I) => (name: string) => Effect.Effect<Option.Option<string>, StorageUnavailable>
+  write: (ingest: I, rows: ReadonlyArray<unknown>, mark: ProgressMark) => Effect.Effect<S, InvalidRecords | StorageUnavailable>,
+  mark: (ingest: I) => (name: string) => Effect.Effect<Option.Option<string>, StorageUnavailable>,
+  duplicates: (summary: S) => number = () => 0
 ): ImportType => ({
   schema,
-  write: (rows, m) => Effect.flatMap(service, (i) => write(i, rows, m)),
+  write: (rows, m) => Effect.flatMap(service, (i) => Effect.map(write(i, rows, m), duplicates)),
   mark: (name) => Effect.flatMap(service, (i) => mark(i)(name))
 })
 
-const TYPES: Record<"rental" | "hardware" | "llm" | "transactions" | "indexes", ImportType> = {
-  rental: importType(RentalPriceObservation, RentalPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark),
+const TYPES: Record<"rental" | "hardware" | "llm" | "transactions" | "indexes" | "fx" | "gpus", ImportType> = {
+  rental: importType(RentalPriceObservation, RentalPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, (s) => s.duplicates),
   hardware: importType(HardwarePriceObservation, HardwarePriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark),
-  llm: importType(LlmTokenPriceObservation, LlmTokenPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark),
+  llm: importType(LlmTokenPriceObservation, LlmTokenPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, (s) => s.duplicates),
   transactions: importType(TransactionDeal, TransactionIngest, (i, rows, mark) => i.record(rows, { mark }), (i) => i.mark),
-  indexes: importType(AdministeredValue, IndexIngest, (i, rows, mark) => i.publish(rows, { mark }), (i) => i.mark)
+  indexes: importType(AdministeredValue, IndexIngest, (i, rows, mark) => i.publish(rows, { mark }), (i) => i.mark),
+  fx: importType(FxRateRecord, ReferenceDataIngest, (i, rows, mark) => i.fxRates(rows, { mark }), (i) => i.mark),
+  gpus: importType(GpuCatalogRecord, ReferenceDataIngest, (i, rows, mark) => i.gpus(rows, { mark }), (i) => i.mark)
 }
 
 type TypeName = keyof typeof TYPES
@@ -100,6 +104,8 @@ async function* csvRows(path: string, schema: Schema.Schema.AnyNoContext): Async
 /** What an import did. */
 export interface ImportSummary {
   readonly accepted: number
+  /** Rows that repeated a row already stored or earlier in the file (same product, instant and price): nothing to store. */
+  readonly duplicates: number
   readonly rejected: ReadonlyArray<{ readonly line: number; readonly message: string }>
   /** The last line an earlier run of the same file stored through: this run skipped the lines up to it. */
   readonly resumedAfter: number | null
@@ -123,6 +129,7 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
     const progress = makeProgress()
     const rejected: Array<{ line: number; message: string }> = []
     let accepted = 0
+    let duplicates = 0
     let read = 0
 
     /** Writes a batch, and marks the file done through `through` with its last write. */
@@ -133,7 +140,8 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
           const rows = pending.map((r) => r.value)
           const result = yield* Effect.either(write(rows, { name: markName, value: String(through) }))
           if (result._tag === "Right") {
-            accepted += pending.length
+            accepted += pending.length - result.right
+            duplicates += result.right
             return
           }
           const error = result.left
@@ -172,7 +180,7 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
     if (batch.length > 0) yield* submit(batch, line)
     yield* progress.update(`importing ${type}`, size, size)
     yield* progress.finish
-    const summary: ImportSummary = { accepted, rejected: rejected.sort((a, b) => a.line - b.line), resumedAfter }
+    const summary: ImportSummary = { accepted, duplicates, rejected: rejected.sort((a, b) => a.line - b.line), resumedAfter }
     return { ...summary, read }
   })
 
@@ -184,8 +192,8 @@ const isRowFormat = (format: string): format is "jsonl" | "csv" => !isPublicForm
 /** `gpu-market import`. */
 export const importCommand = Command.make("import", {
   file: Args.file({ name: "file", exists: "yes" }).pipe(Args.withDescription("the JSON Lines (.jsonl), CSV (.csv), SkyPilot vms.csv or LiteLLM price table file to import")),
-  type: Options.choice("type", ["rental", "hardware", "transactions", "llm", "indexes"] as const).pipe(
-    Options.withDescription("data type of the rows: rental (price observations), hardware (listing observations), transactions (deals), llm (token price observations), indexes (administered index values); implied by --format skypilot (rental) and litellm (llm)"),
+  type: Options.choice("type", ["rental", "hardware", "transactions", "llm", "indexes", "fx", "gpus"] as const).pipe(
+    Options.withDescription("data type of the rows: rental (price observations), hardware (listing observations), transactions (deals), llm (token price observations), indexes (administered index values), fx (FX rates: currency, date, usd_per_unit), gpus (GPU catalog entries); implied by --format skypilot (rental) and litellm (llm)"),
     Options.optional
   ),
   format: Options.choice("format", ["jsonl", "csv", ...PUBLIC_FORMATS] as const).pipe(
@@ -200,12 +208,15 @@ export const importCommand = Command.make("import", {
     if (format !== undefined && isPublicFormat(format)) return yield* importFormat(o.file, format, o)
     const type = yield* Option.match(o.type, { onNone: () => Effect.fail("--type is required, unless --format is skypilot or litellm"), onSome: Effect.succeed })
     const result = yield* importFile(o.file, type, formatOf(o.file, Option.filter(o.format, isRowFormat)))
-    const lines = [`accepted ${result.accepted}, rejected ${result.rejected.length}`]
+    const lines = [`accepted ${result.accepted}, duplicate ${result.duplicates}, rejected ${result.rejected.length}`]
     if (result.resumedAfter !== null) {
       lines.push(`resumed after line ${result.resumedAfter}: an earlier import of this file went that far (it reported the rows it rejected)`)
     }
     for (const r of result.rejected) lines.push(`  line ${r.line}: ${r.message}`)
     yield* Console.log(lines.join("\n"))
-    if (result.rejected.length > 0) process.exitCode = 1
+    if (result.rejected.length > 0) {
+      yield* Console.error(`gpu-market import: ${result.rejected.length} row(s) rejected (listed above) and not stored; every other row is stored`)
+      process.exitCode = 1
+    }
   }).pipe(Effect.provide(marketOn(o)))
 ).pipe(Command.withDescription("Import rows of one data type through the write path, streamed, or a public-format file (SkyPilot, LiteLLM), with a summary of rejected rows (exit 1 when any)."))

@@ -44,6 +44,9 @@ export {
 export { type Conversion, type ConversionIssue, type Converted, describePlace, type SourcePlace } from "./ingest/formats/conversion.js"
 export { fromSkypilot, SKYPILOT_CLOUDS_WITH_CONVENTIONS, type SkypilotObservation, type SkypilotOptions } from "./ingest/formats/skypilot.js"
 export { fromLitellm, LITELLM_SOURCE, type LitellmKey, litellmKey, type LitellmObservation, type LitellmOptions } from "./ingest/formats/litellm.js"
+export { FxRateRecord, GpuCatalogRecord, type GpuCatalogRecordInput, ReferenceDataIngest, type ReferenceIngestSummary } from "./ingest/reference-data.js"
+export { FX_COVER_DAYS } from "./ingest/fx.js"
+export { type Bound, DEFAULT_INGEST_BOUNDS, IngestBounds, ingestBounds, type IngestBoundsConfig } from "./ingest/bounds.js"
 export { IndexComputation, type IndexComputationSummary } from "./ingest/index-computation.js"
 /** The index methodology as functions: vendor medians, the median of medians, p5/p95. */
 export * as IndexMethod from "./ingest/index-method.js"
@@ -67,6 +70,7 @@ export {
 export * from "./schema/envelope.js"
 export * from "./schema/rental-price.js"
 export * from "./schema/price-unit.js"
+export * from "./schema/fx-rate.js"
 export { StoredInstant } from "./schema/versioned.js"
 export * from "./schema/rental-metadata.js"
 export * from "./schema/hardware-price.js"

@@ -9,7 +9,7 @@ import type { IngestSummary } from "../src/ingest/versions.js"
 const converted = [
   { line: 2, observation: "a" }, { line: 3, key: "k", observation: "b" }, { line: 5, observation: "c" }, { line: 9, observation: "d" }
 ]
-const summary = (received: number): IngestSummary => ({ received, opened: received, closed: 0, unchanged: 0 })
+const summary = (received: number): IngestSummary => ({ received, opened: received, closed: 0, unchanged: 0, duplicates: 0 })
 
 describe("writeAccepting", () => {
   it.effect("writes again without the refused records, naming the records a message names by their lines", () =>

@@ -1,5 +1,5 @@
 import * as Effect from "effect/Effect"
-import { formatDate, HardwarePriceIngest, type HardwarePriceObservationInput, MICROS_PER_DAY } from "@gpu-market/core"
+import { formatDate, type FxRateInput, HardwarePriceIngest, type HardwarePriceObservationInput, MICROS_PER_DAY, ReferenceDataIngest } from "@gpu-market/core"
 import { seedMark } from "./seed-mark.js"
 import { unit } from "./random.js"
 
@@ -98,7 +98,7 @@ const observe = (gpu: HardwareGpuSpec, id: string, age: number, day: number): Ha
     : level === "server" ? 8 * module * 1.06 + server : 4 * (8 * module * 1.06 + server) + 145_000
   const priceUsd = round(price, price < 10_000 ? 2 : 0)
   // A few rack listings are "price on request" some days: seen, but with no price to publish.
-  const onRequest = level === "rack" && u("on-request", day) < 0.06
+  if (level === "rack" && u("on-request", day) < 0.06) return undefined
   const estimate = channel === "broker" && u("estimate") < 0.5
   const stock = pick(STOCK, u("stock", Math.floor(day / 9)))
   const age0 = used ? 6 + Math.floor(u("unit-age") * 30) : 0
@@ -108,13 +108,14 @@ const observe = (gpu: HardwareGpuSpec, id: string, age: number, day: number): Ha
     gpu_canonical_name: gpu.slug,
     observed_date: formatDate(day * MICROS_PER_DAY),
     listing_last_updated_date: formatDate(lastTouched * MICROS_PER_DAY),
-    price_amount: onRequest ? null : round(priceUsd * rate, 0),
-    currency: onRequest ? null : currency,
-    price_usd: onRequest ? null : priceUsd,
-    price_usd_low: estimate && !onRequest ? round(priceUsd * 0.95, 0) : null,
-    price_usd_high: estimate && !onRequest ? round(priceUsd * 1.05, 0) : null,
+    // In dollars the amount is the USD price itself; other currencies are quoted in whole units.
+    price_amount: currency === "USD" ? priceUsd : round(priceUsd * rate, 0),
+    currency,
+    price_usd: priceUsd,
+    price_usd_low: estimate ? round(priceUsd * 0.95, 0) : null,
+    price_usd_high: estimate ? round(priceUsd * 1.05, 0) : null,
     price_type: estimate ? "estimate" : channel === "marketplace" && u("sold", day) < 0.15 ? "sold" : "ask",
-    price_per_gpu_system_attach: level === "bare_module" || onRequest ? null : round(priceUsd / gpus, 0),
+    price_per_gpu_system_attach: level === "bare_module" ? null : round(priceUsd / gpus, 0),
     price_basis: level === "bare_module" ? "per_gpu" : level === "server" ? "per_server" : "per_rack",
     taxes_included: countryGroup === "europe" && channel === "retailer",
     payment_terms: pick(["net_30", "prepayment", "escrow", "50_50"], u("terms")),
@@ -170,17 +171,25 @@ export const demoHardwareObservations = (day: number): ReadonlyArray<HardwarePri
   return out
 }
 
+/** The demo's FX rates on an epoch day: one per currency its listings are priced in, each covering the week after. */
+export const demoFxRates = (day: number): ReadonlyArray<FxRateInput> =>
+  [...new Map(COUNTRIES.filter(([, , currency]) => currency !== "USD").map(([, , currency, rate]) => [currency, rate])).entries()]
+    .map(([currency, rate]) => ({ currency, date: formatDate(day * MICROS_PER_DAY), usd_per_unit: 1 / rate }))
+
 /**
  * Seeds the demo hardware market through the write path, from `DEMO_HARDWARE_HISTORY_DAYS`
  * before today on a fresh store, else from the day after the last day seeded, through today.
  */
 export const seedHardwareDemo = Effect.fn("Demo.seedHardware")(function* (today: number, historyDays = DEMO_HARDWARE_HISTORY_DAYS) {
   const ingest = yield* HardwarePriceIngest
+  const reference = yield* ReferenceDataIngest
   const mark = yield* seedMark("demo_hardware_seeded_through", ingest.mark)
   const first = yield* mark.firstDay(today - historyDays)
   // A week per batch: one commit writes the pages a week of rows touch, most of them shared.
   for (let day = first; day <= today; day += 7) {
     const days = Array.from({ length: Math.min(7, today - day + 1) }, (_, i) => demoHardwareObservations(day + i))
+    // Listings priced in other currencies convert at the week's rates; sending them again replaces them alike.
+    yield* reference.fxRates(demoFxRates(day))
     // The week's mark goes with its last rows; a listing-day ingested again replaces its row with
     // the same one, so a seed killed part-way through a week sends the week again.
     yield* ingest.ingest(days.flat(), { mark: mark.through(day + days.length - 1) })

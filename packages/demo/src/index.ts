@@ -7,7 +7,7 @@ export {
 export {
   DEMO_LLM_HISTORY_DAYS, DEMO_LLM_MODELS, type DemoLlmItem, demoLlmItems, demoLlmObservations, demoLlmPrice, type ModelSpec, seedLlmDemo
 } from "./llm.js"
-export { DEMO_HARDWARE_GPUS, DEMO_HARDWARE_HISTORY_DAYS, demoHardwareObservations, type HardwareGpuSpec, seedHardwareDemo } from "./hardware.js"
+export { DEMO_HARDWARE_GPUS, DEMO_HARDWARE_HISTORY_DAYS, demoFxRates, demoHardwareObservations, type HardwareGpuSpec, seedHardwareDemo } from "./hardware.js"
 export { DEMO_TRANSACTION_GPUS, demoDeals, seedTransactionDemo } from "./transactions.js"
 export {
   DEMO_ADMINISTERED_INDEX, DEMO_INDEX_GPUS, DEMO_INTRADAY_DAYS, demoAdministeredValue, demoFleetWeights, demoIndexDefinitions, seedIndexDemo

@@ -16,6 +16,7 @@ import { makeIndexStore } from "./indexes.js"
 import { makeLlmTokenPriceStore } from "./llm-token-prices.js"
 import { makeProcurementStore } from "./procurement.js"
 import { makeRateLimitStore } from "./rate-limits.js"
+import { makeReferenceDataStore } from "./reference.js"
 import { makeRentalPriceStore } from "./rental-prices.js"
 import { makeSettingsStore } from "./settings.js"
 import { makeTokenStore } from "./tokens.js"
@@ -38,7 +39,8 @@ export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError,
     indexStore: makeIndexStore(client),
     hardwarePriceStore: makeHardwarePriceStore(client),
     transactionStore: makeTransactionStore(client),
-    procurementStore: makeProcurementStore(client)
+    procurementStore: makeProcurementStore(client),
+    referenceDataStore: makeReferenceDataStore(client)
   }))
 
 /** Every store in the Redis at `options.url`, over one connection the layer opens and closes. */

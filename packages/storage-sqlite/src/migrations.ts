@@ -6,6 +6,7 @@ import { llmTokenPricesMigration } from "./llm-token-prices.js"
 import { transactionsMigration } from "./transactions.js"
 import { indexesMigration } from "./indexes.js"
 import { procurementMigration } from "./procurement.js"
+import { referenceDataMigration } from "./reference.js"
 import type { Migration } from "./migration.js"
 
 export type { Migration } from "./migration.js"
@@ -166,7 +167,8 @@ ${seededStats()}
   transactionsMigration,
   llmTokenPricesMigration,
   indexesMigration,
-  procurementMigration
+  procurementMigration,
+  referenceDataMigration
 ]
 
 /** The schema version this build writes. */

@@ -5,6 +5,7 @@ import { makeIndexStore } from "./indexes.js"
 import { makeLlmTokenPriceStore } from "./llm-token-prices.js"
 import { makeProcurementStore } from "./procurement.js"
 import { makeRateLimitStore } from "./rate-limits.js"
+import { makeReferenceDataStore } from "./reference.js"
 import { makeRentalPriceStore } from "./rental-prices.js"
 import { makeSettingsStore } from "./settings.js"
 import { makeTokenStore } from "./tokens.js"
@@ -20,5 +21,6 @@ export const makeStores = (client: SqliteClient): Stores => ({
   llmTokenPriceStore: makeLlmTokenPriceStore(client),
   transactionStore: makeTransactionStore(client),
   indexStore: makeIndexStore(client),
-  procurementStore: makeProcurementStore(client)
+  procurementStore: makeProcurementStore(client),
+  referenceDataStore: makeReferenceDataStore(client)
 })

@@ -1,4 +1,4 @@
-import type { HardwareVocabularyExtension, Problem } from "@gpu-market/core"
+import type { HardwareVocabularyExtension, IngestBoundsConfig, Problem } from "@gpu-market/core"
 import type { WriteName } from "@gpu-market/core/adapters"
 
 /**
@@ -22,6 +22,8 @@ export interface WorkerConfig {
   readonly storage: WorkerStorage
   readonly baseUrl: string
   readonly hardwareVocabulary?: HardwareVocabularyExtension
+  /** The write paths' plausibility bounds, over the defaults. */
+  readonly bounds: Partial<IngestBoundsConfig>
 }
 
 /** A call from the main thread. `close` asks the worker to release its storage and exit. */

@@ -1,4 +1,4 @@
-import { marketLayer, type Storage, type StorageError } from "@gpu-market/core"
+import { IngestBounds, marketLayer, type Storage, type StorageError } from "@gpu-market/core"
 import { catalogue, hardwareVocabularyLayer, makeOperations, OperationError, requestOrigin, toProblemError } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -42,6 +42,7 @@ const reply = (id: number, exit: Exit.Exit<unknown, unknown>): WorkerReply => {
 
 const runtime = ManagedRuntime.make(marketLayer.pipe(
   Layer.provide(hardwareVocabularyLayer(config.hardwareVocabulary)),
+  Layer.provide(IngestBounds.layer(config.bounds)),
   Layer.provideMerge(storageLayer(config.storage))
 ))
 const origin = requestOrigin(config.baseUrl)

@@ -1,5 +1,5 @@
-import type { HardwareVocabularyExtension, Market, PortableMarketStorage } from "@gpu-market/core"
-import { MarketProblemError } from "@gpu-market/core"
+import type { HardwareVocabularyExtension, IngestBoundsConfig, Market, PortableMarketStorage } from "@gpu-market/core"
+import { ingestBounds, MarketProblemError } from "@gpu-market/core"
 import { buildMarket, hardwareVocabularyLayer, OperationError, toProblemError } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
 import * as Schema from "effect/Schema"
@@ -22,6 +22,8 @@ export interface WorkerMarketOptions {
   readonly baseUrl?: string
   /** Values added to the hardware vocabulary, as in `createMarket`. */
   readonly hardwareVocabulary?: HardwareVocabularyExtension
+  /** Plausibility bounds of the write paths over `DEFAULT_INGEST_BOUNDS`, as in `createMarket`. */
+  readonly bounds?: Partial<IngestBoundsConfig>
 }
 
 /** A market answered by worker threads. */
@@ -127,7 +129,7 @@ export const createWorkerMarket = async (options: WorkerMarketOptions): Promise<
   // Checked here, so a bad vocabulary rejects before any thread starts.
   hardwareVocabularyLayer(options.hardwareVocabulary)
   const config: WorkerConfig = {
-    storage, baseUrl: options.baseUrl ?? "http://localhost",
+    storage, baseUrl: options.baseUrl ?? "http://localhost", bounds: ingestBounds(options.bounds),
     ...(options.hardwareVocabulary === undefined ? {} : { hardwareVocabulary: options.hardwareVocabulary })
   }
   let closed = false

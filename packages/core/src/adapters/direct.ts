@@ -9,6 +9,7 @@ import * as Schema from "effect/Schema"
 import { randomUUID } from "node:crypto"
 import { layer as marketLayer } from "../market/layer.js"
 import { HardwareVocabulary, type HardwareVocabularyExtension, hardwareVocabularyOf } from "../schema/hardware-vocabulary.js"
+import { IngestBounds, ingestBounds, type IngestBoundsConfig } from "../ingest/bounds.js"
 import { requestOrigin } from "../query/collection.js"
 import { type Storage, StorageError } from "../storage/contract.js"
 import { unavailable } from "../market/storage.js"
@@ -91,6 +92,12 @@ export interface MarketOptions {
    * vocabulary, rejects `createMarket` with its `ParseError`.
    */
   readonly hardwareVocabulary?: HardwareVocabularyExtension
+  /**
+   * Plausibility bounds of the write paths, per data type, over `DEFAULT_INGEST_BOUNDS`: a price
+   * outside its type's range is refused with the bound. A bound that is not `0 ≤ min ≤ max`
+   * rejects `createMarket` with a `RangeError`.
+   */
+  readonly bounds?: Partial<IngestBoundsConfig>
 }
 
 /** The in-memory store: a fresh, empty market per `createMarket`; for tests and trials. */
@@ -114,8 +121,10 @@ export const hardwareVocabularyLayer = (extension: HardwareVocabularyExtension |
  * const page = await market.rental.prices.latest({ gpu_canonical_name: ["h100-sxm"] }, { token })
  */
 export const createMarket = async (options: MarketOptions): Promise<Market> => {
+  const bounds = Layer.succeed(IngestBounds, ingestBounds(options.bounds))
   const runtime = ManagedRuntime.make(marketLayer.pipe(
     Layer.provide(hardwareVocabularyLayer(options.hardwareVocabulary)),
+    Layer.provide(bounds),
     Layer.provideMerge(options.storage)
   ))
   const origin = requestOrigin(options.baseUrl ?? "http://localhost")

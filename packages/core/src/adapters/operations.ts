@@ -12,10 +12,12 @@ import { FormatImport, type FormatImportOptions, type SkypilotImportOptions } fr
 import { HardwarePriceIngest } from "../ingest/hardware-prices.js"
 import { IndexIngest } from "../ingest/indexes.js"
 import { LlmTokenPriceIngest } from "../ingest/llm-token-prices.js"
+import { type GpuCatalogRecordInput, ReferenceDataIngest } from "../ingest/reference-data.js"
 import { RentalPriceIngest } from "../ingest/rental-prices.js"
 import { TransactionIngest } from "../ingest/transactions.js"
 import { unavailable } from "../market/storage.js"
 import type { RequestOrigin } from "../query/collection.js"
+import type { FxRateInput } from "../schema/fx-rate.js"
 import type { HardwarePriceObservationInput } from "../schema/hardware-price.js"
 import type { AdministeredValueInput, FleetWeight, IndexDefinitionInput } from "../schema/indexes.js"
 import type { LlmTokenPriceObservationInput } from "../schema/llm-token-price.js"
@@ -61,7 +63,7 @@ const logDefect = (cause: Cause.Cause<unknown>): Effect.Effect<void> =>
 export const writeNames = [
   "tokens.create", "tokens.list", "tokens.revoke",
   "ingest.rental", "ingest.withdrawRental", "ingest.hardware", "ingest.llm", "ingest.withdrawLlm", "ingest.transactions",
-  "ingest.indexDefinitions", "ingest.fleetWeights", "ingest.indexValues", "ingest.skypilot", "ingest.litellm"
+  "ingest.indexDefinitions", "ingest.fleetWeights", "ingest.indexValues", "ingest.skypilot", "ingest.litellm", "ingest.fxRates", "ingest.gpus"
 ] as const
 export type WriteName = (typeof writeNames)[number]
 
@@ -76,6 +78,7 @@ export const makeOperations = Effect.gen(function* () {
   const transactionIngest = yield* TransactionIngest
   const indexIngest = yield* IndexIngest
   const formats = yield* FormatImport
+  const referenceIngest = yield* ReferenceDataIngest
   const readCall = yield* makeReadCalls
 
   const writes = {
@@ -92,7 +95,9 @@ export const makeOperations = Effect.gen(function* () {
     "ingest.fleetWeights": (weights: ReadonlyArray<FleetWeight>) => indexIngest.setFleetWeights(weights),
     "ingest.indexValues": (values: ReadonlyArray<AdministeredValueInput>) => indexIngest.publish(values),
     "ingest.skypilot": (csvText: string, options: SkypilotImportOptions) => formats.skypilot(csvText, options),
-    "ingest.litellm": (jsonText: string, options: FormatImportOptions = {}) => formats.litellm(jsonText, options)
+    "ingest.litellm": (jsonText: string, options: FormatImportOptions = {}) => formats.litellm(jsonText, options),
+    "ingest.fxRates": (rates: ReadonlyArray<FxRateInput>) => referenceIngest.fxRates(rates),
+    "ingest.gpus": (entries: ReadonlyArray<GpuCatalogRecordInput>) => referenceIngest.gpus(entries)
   } satisfies Record<WriteName, (...args: never) => Effect.Effect<unknown, OperationError>>
 
   return {

@@ -15,6 +15,10 @@ export const invalidRecords = (errors: ReadonlyArray<RecordIssue>): InvalidRecor
     errors
   })
 
+/** Refuses a batch with `issues` (in record order), if it has any. */
+export const refuseIf = (issues: ReadonlyArray<RecordIssue>): Effect.Effect<void, InvalidRecords> =>
+  issues.length > 0 ? Effect.fail(invalidRecords([...issues].sort((a, b) => a.index - b.index))) : Effect.void
+
 /** One atomic write of a batch: its rows, and the progress mark written with them, if any. */
 export interface MarkedChunk<A> {
   readonly rows: ReadonlyArray<A>

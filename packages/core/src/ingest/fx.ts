@@ -9,7 +9,7 @@ export const FX_COVER_DAYS = 7
 export type UsdPerUnit = (currency: string, date: string) => Either.Either<number, string>
 
 /** The date `days` after `date` (both `YYYY-MM-DD`). */
-export const addDays = (date: string, days: number): string => formatDate(parseDate(date)! + days * MICROS_PER_DAY)
+const addDays = (date: string, days: number): string => formatDate(parseDate(date)! + days * MICROS_PER_DAY)
 
 /**
  * The rates a write path converts with: for a date, the latest rate of the currency on or before

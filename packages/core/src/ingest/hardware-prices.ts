@@ -5,14 +5,18 @@ import * as Schema from "effect/Schema"
 import { createHmac, randomBytes } from "node:crypto"
 import type { InvalidRecords, RecordIssue } from "../errors.js"
 import { unavailableWrite } from "../market/storage.js"
-import { formatDate, isBareDate, parseDate, parseDateTime } from "../query/time.js"
+import { dateOf } from "../query/time.js"
 import { CompleteHardwarePriceObservation, type HardwarePrice, hardwarePriceFields, observationId } from "../schema/hardware-price.js"
 import { HardwareVocabulary, type HardwareVocabularySet } from "../schema/hardware-vocabulary.js"
 import { SettingsStore } from "../storage/contract.js"
 import { HardwarePriceStore } from "../storage/hardware.js"
+import { ReferenceDataStore } from "../storage/reference.js"
 import type { MarkedWrite } from "../storage/marks.js"
 import { chunksOf, invalidRecords, markedChunks, markReader } from "./batch.js"
 import { scrubFreeText } from "./scrub.js"
+import { IngestBounds } from "./bounds.js"
+import { type HardwarePricing, hardwareFxNeeds, hardwarePriceUsd } from "./hardware-price-usd.js"
+import { referenceReader } from "./reference-data.js"
 
 /**
  * Words that make a field a seller's identity: the platform or marketplace, the seller, shop or
@@ -77,33 +81,24 @@ export interface HardwareIngestSummary {
   readonly inserted: number
   /** Listing-days whose stored row was replaced. */
   readonly replaced: number
-  /** Observations without a USD price: not stored. */
-  readonly skipped: number
 }
 
 const decodeObservation = Schema.decodeUnknownEither(CompleteHardwarePriceObservation, { errors: "all" })
 
-/** The UTC date of a date or an ISO 8601 datetime. */
-const dateOf = (text: string): string | undefined => {
-  if (isBareDate(text)) return parseDate(text) === undefined ? undefined : text
-  const at = parseDateTime(text)
-  return at === undefined ? undefined : formatDate(at)
-}
-
 /**
  * Validates a batch into rows: seller identity dropped, classifications held to `vocabulary`,
- * free text scrubbed of contact details, dates normalised, keys derived. Every bad record is
- * reported with its index. Observations without `price_usd` are counted, not kept; of two
- * records of one listing-day the later stands.
+ * free text scrubbed of contact details, dates normalised, keys derived, the USD price computed
+ * (`hardwarePriceUsd`). Every bad record is reported with its index, an observation without a
+ * price included; of two records of one listing-day the later stands.
  */
 export const decodeHardwareObservations = (
   input: ReadonlyArray<unknown>,
   listingKey: (listingRef: string) => string,
-  vocabulary: HardwareVocabularySet
-): Either.Either<{ readonly rows: ReadonlyArray<HardwarePrice>; readonly skipped: number }, InvalidRecords> => {
+  vocabulary: HardwareVocabularySet,
+  pricing: HardwarePricing
+): Either.Either<ReadonlyArray<HardwarePrice>, InvalidRecords> => {
   const rows = new Map<string, HardwarePrice>()
   const issues: Array<RecordIssue> = []
-  let skipped = 0
   input.forEach((item, index) => {
     const { record, unknown } = completeRecord(item)
     for (const name of unknown) issues.push({ index, message: `${name}: unknown field` })
@@ -130,13 +125,15 @@ export const decodeHardwareObservations = (
       issues.push({ index, message: "price_usd_low: above price_usd_high" })
       return
     }
-    if (o.price_usd === null) {
-      skipped++
+    const price_usd = hardwarePriceUsd(o, observed_date, pricing)
+    if (Either.isLeft(price_usd)) {
+      issues.push({ index, message: price_usd.left })
       return
     }
     const listing_key = listingKey(listing_ref)
     const values: Record<string, unknown> = {
       ...o,
+      price_usd: price_usd.right,
       observation_id: observationId(listing_key, observed_date),
       listing_key,
       observed_date,
@@ -147,7 +144,7 @@ export const decodeHardwareObservations = (
     rows.delete(row.observation_id)
     rows.set(row.observation_id, row)
   })
-  return issues.length > 0 ? Either.left(invalidRecords(issues)) : Either.right({ rows: [...rows.values()], skipped })
+  return issues.length > 0 ? Either.left(invalidRecords(issues)) : Either.right([...rows.values()])
 }
 
 const LISTING_KEY_SECRET = "hardware_listing_key_secret"
@@ -159,6 +156,8 @@ export class HardwarePriceIngest extends Effect.Service<HardwarePriceIngest>()("
     const settings = yield* SettingsStore
     const listingKey = listingKeyOf(yield* settings.getOrSet(LISTING_KEY_SECRET, randomBytes(32).toString("base64url")))
     const vocabulary = yield* HardwareVocabulary
+    const reference = referenceReader(yield* ReferenceDataStore)
+    const bounds = yield* IngestBounds
 
     return {
       /**
@@ -168,7 +167,8 @@ export class HardwarePriceIngest extends Effect.Service<HardwarePriceIngest>()("
        * `options.mark` is written with the last chunk.
        */
       ingest: Effect.fn("HardwarePriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>, options: MarkedWrite = {}) {
-        const { rows, skipped } = yield* decodeHardwareObservations(observations, listingKey, vocabulary)
+        const usdPerUnit = yield* reference.usdPerUnit(hardwareFxNeeds(observations))
+        const rows = yield* decodeHardwareObservations(observations, listingKey, vocabulary, { usdPerUnit, bound: bounds.hardware })
         let inserted = 0
         let replaced = 0
         // Rows are independent listing-days, each replaced whole: any chunking keeps them right.
@@ -177,7 +177,7 @@ export class HardwarePriceIngest extends Effect.Service<HardwarePriceIngest>()("
           inserted += put.inserted
           replaced += put.replaced
         }
-        const summary: HardwareIngestSummary = { received: observations.length, inserted, replaced, skipped }
+        const summary: HardwareIngestSummary = { received: observations.length, inserted, replaced }
         return summary
       }),
       /** The `listing_key` this deployment derives from a source's listing reference. */

@@ -8,8 +8,9 @@ import { LlmTokenPriceStore } from "../storage/llm-token-prices.js"
 import type { MarkedWrite } from "../storage/marks.js"
 import type { VersionChanges, VersionView } from "../storage/versions.js"
 import { llmTokenPriceKeys } from "../storage/tables.js"
-import { decodeTimed, markReader, type Timed } from "./batch.js"
-import { type IngestSummary, type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
+import { decodeTimed, markReader, refuseIf, type Timed } from "./batch.js"
+import { boundIssues, IngestBounds } from "./bounds.js"
+import { conflictingPrices, type IngestSummary, type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
 
 /** Fields that identify one published price across price changes (`base_price_key`). */
 const IDENTITY = ["source", "model", "serving_provider", "price_type", "region", "metric", "qualifiers"] as const
@@ -171,6 +172,7 @@ export const decodeLlmObservations = (
 const rules: VersionRules<LlmTokenPriceObservation, LlmTokenPrice> = {
   ...llmTokenPriceKeys,
   samePrice,
+  price: (r) => `${r.price_usd_per_1m_tokens} USD per 1M tokens (raw_price ${r.raw_price} ${r.raw_price_unit} ${r.currency})`,
   open: (o, at, base): LlmTokenPrice => ({
     source: o.source, model: o.model, model_name: o.model_name, model_family: o.model_family,
     model_creator: o.model_creator, serving_provider: o.serving_provider, price_type: o.price_type, region: o.region,
@@ -184,6 +186,7 @@ const rules: VersionRules<LlmTokenPriceObservation, LlmTokenPrice> = {
 export class LlmTokenPriceIngest extends Effect.Service<LlmTokenPriceIngest>()("Market/LlmTokenPriceIngest", {
   effect: Effect.gen(function* () {
     const store = yield* LlmTokenPriceStore
+    const bounds = yield* IngestBounds
 
     /**
      * Ingests published prices. Invalid records, or one that cannot be placed, refuse the whole
@@ -195,6 +198,10 @@ export class LlmTokenPriceIngest extends Effect.Service<LlmTokenPriceIngest>()("
      */
     const ingest = Effect.fn("LlmTokenPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>, options: MarkedWrite = {}) {
       const decoded = yield* decodeLlmObservations(observations)
+      yield* refuseIf([
+        ...boundIssues(decoded.map(({ index, observation: o }) => ({ index, field: "price_usd_per_1m_tokens", value: o.price_usd_per_1m_tokens })), bounds.llm),
+        ...conflictingPrices(decoded, rules)
+      ])
       const { summary, opened, restated } = yield* writeVersions(store.transact, decoded, rules, { judge: judgeOutliers, mark: options.mark })
       const result: LlmIngestSummary = { ...summary, ...flagCounts(opened, restated) }
       return result

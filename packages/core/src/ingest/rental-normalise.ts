@@ -2,6 +2,7 @@ import * as Either from "effect/Either"
 import { type GpuCatalog, type GpuCatalogEntry, resolveGpu, spellingKey } from "../catalog/gpu-catalog.js"
 import { parsePriceUnit } from "../schema/price-unit.js"
 import type { RentalPrice, RentalPriceObservation } from "../schema/rental-price.js"
+import { type Bound, outOfBounds } from "./bounds.js"
 import type { UsdPerUnit } from "./fx.js"
 
 /**
@@ -12,10 +13,11 @@ import type { UsdPerUnit } from "./fx.js"
 /** A rental observation with every published field known: what a row is opened from. */
 export type RentalObservation = Omit<RentalPrice, "valid_from" | "valid_to" | "extracted_at" | "base_product_key" | "product_key">
 
-/** What normalisation reads besides the observation: the GPU catalog and the FX rates. */
+/** What normalisation reads besides the observation: the GPU catalog, the FX rates and the price's plausible range. */
 export interface RentalReference {
   readonly catalog: GpuCatalog
   readonly usdPerUnit: UsdPerUnit
+  readonly bound: Bound
 }
 
 /** Decimal places `price_usd_per_gpu_hour` is computed to. */
@@ -61,10 +63,17 @@ const gpuEntry = (o: RentalPriceObservation, catalog: GpuCatalog): Either.Either
     : Either.left(`gpu_canonical_name: "${slug}" is not in the GPU catalog: give gpu_manufacturer, gpu_model and gpu_memory_gb, or add it (${GPU_IMPORT})`)
 }
 
+/** The catalog slug an observation's GPU resolves to, by the rules of `normaliseRental`, if it resolves. */
+export const resolvedGpuSlug = (o: RentalPriceObservation, catalog: GpuCatalog): string | undefined => {
+  const entry = gpuEntry(o, catalog)
+  return Either.isLeft(entry) ? undefined : o.gpu_canonical_name ?? entry.right?.gpu_canonical_name
+}
+
 /**
  * Completes an observation extracted on the UTC date `date`: its price in USD per GPU-hour
- * (computed; a given one must agree within `USD_PER_GPU_HOUR_TOLERANCE`) and its GPU (resolved;
- * given fields win over the catalog's). Returns every problem found, each naming its field.
+ * (computed; a given one must agree within `USD_PER_GPU_HOUR_TOLERANCE`, and it must be within
+ * `reference.bound`) and its GPU (resolved; given fields win over the catalog's). Returns every
+ * problem found, each naming its field.
  */
 export const normaliseRental = (
   o: RentalPriceObservation,
@@ -86,6 +95,9 @@ export const normaliseRental = (
       issues.push(`price_usd_per_gpu_hour: ${given} disagrees with ${price} computed from raw_price ${o.raw_price} ${o.raw_price_unit} for ${o.gpu_count} GPU(s)`)
     } else if (price <= 0) {
       issues.push(`raw_price: ${o.raw_price} ${o.raw_price_unit} is 0 USD per GPU-hour at ${USD_PER_GPU_HOUR_PLACES} decimals`)
+    } else {
+      const implausible = outOfBounds("price_usd_per_gpu_hour", price, reference.bound)
+      if (implausible !== undefined) issues.push(implausible)
     }
   }
   const entry = gpuEntry(o, reference.catalog)

@@ -2,16 +2,18 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
-import { makeGpuCatalog, SHIPPED_GPUS } from "../catalog/gpu-catalog.js"
-import type { InvalidRecords } from "../errors.js"
+import type { InvalidRecords, StorageUnavailable } from "../errors.js"
+import { parsePriceUnit } from "../schema/price-unit.js"
 import { type RentalPrice, RentalPriceObservation } from "../schema/rental-price.js"
 import { RentalPriceStore } from "../storage/contract.js"
 import type { MarkedWrite } from "../storage/marks.js"
+import { ReferenceDataStore } from "../storage/reference.js"
 import { rentalPriceKeys } from "../storage/tables.js"
-import { decodeRecords, instantOf, invalidRecords, markReader, type Timed } from "./batch.js"
-import { fxTable } from "./fx.js"
-import { normaliseRental, type RentalObservation, type RentalReference } from "./rental-normalise.js"
-import { type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
+import { decodeRecords, instantOf, markReader, refuseIf, type Timed } from "./batch.js"
+import { type Bound, IngestBounds } from "./bounds.js"
+import { type ReferenceReader, referenceReader } from "./reference-data.js"
+import { normaliseRental, type RentalObservation, resolvedGpuSlug } from "./rental-normalise.js"
+import { conflictingPrices, type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
 
 /** Fields that identify one priced thing across price changes (`base_product_key`). */
 const IDENTITY = [
@@ -39,34 +41,38 @@ const samePrice = (a: RentalPrice, b: RentalObservation) =>
 
 const decodeObservation = Schema.decodeUnknownEither(RentalPriceObservation, { errors: "all", onExcessProperty: "error" })
 
-/** The shipped GPU catalog: what a write path resolves spellings with. */
-const SHIPPED_CATALOG = makeGpuCatalog(SHIPPED_GPUS)
-
-/** The reference data of a write path that has none of its own: the shipped catalog, USD only. */
-export const shippedReference: RentalReference = { catalog: SHIPPED_CATALOG, usdPerUnit: fxTable([]) }
-
 /**
- * Validates a batch and completes each observation (`normaliseRental`) with `reference`; every
- * bad record is reported with its index and each of its problems.
+ * Validates a batch, reads the reference data it needs (the GPU catalog; the FX rates of its
+ * currencies over its dates) and completes each observation (`normaliseRental`). Every bad
+ * record is reported with its index and each of its problems.
  */
-export const decodeObservations = (
+const decodeObservations = (
   input: ReadonlyArray<unknown>,
-  reference: RentalReference = shippedReference
-): Either.Either<ReadonlyArray<Timed<RentalObservation>>, InvalidRecords> => {
-  const out: Array<Timed<RentalObservation>> = []
-  const issues = decodeRecords(input, decodeObservation, (o, index, issues) => {
-    const at = instantOf(o.extracted_at, index, issues)
-    if (at === undefined) return
-    const complete = normaliseRental(o, at.slice(0, 10), reference)
-    if (Either.isLeft(complete)) for (const message of complete.left) issues.push({ index, message })
-    else out.push({ index, observation: complete.right, at, base: baseProductKey(complete.right) })
+  reference: ReferenceReader,
+  bound: Bound
+): Effect.Effect<ReadonlyArray<Timed<RentalObservation>>, InvalidRecords | StorageUnavailable> =>
+  Effect.gen(function* () {
+    const valid: Array<{ readonly index: number; readonly o: RentalPriceObservation; readonly at: string }> = []
+    const issues = decodeRecords(input, decodeObservation, (o, index, issues) => {
+      const at = instantOf(o.extracted_at, index, issues)
+      if (at !== undefined) valid.push({ index, o, at })
+    })
+    const catalog = yield* reference.catalog
+    const usdPerUnit = yield* reference.usdPerUnit(valid.map(({ o, at }) => ({ currency: parsePriceUnit(o.raw_price_unit).currency, date: at.slice(0, 10) })))
+    const out: Array<Timed<RentalObservation>> = []
+    for (const { index, o, at } of valid) {
+      const complete = normaliseRental(o, at.slice(0, 10), { catalog, usdPerUnit, bound })
+      if (Either.isLeft(complete)) for (const message of complete.left) issues.push({ index, message })
+      else out.push({ index, observation: complete.right, at, base: baseProductKey(complete.right) })
+    }
+    yield* refuseIf([...issues, ...conflictingPrices(out, rules)])
+    return out
   })
-  return issues.length > 0 ? Either.left(invalidRecords(issues)) : Either.right(out)
-}
 
 const rules: VersionRules<RentalObservation, RentalPrice> = {
   ...rentalPriceKeys,
   samePrice,
+  price: (r) => `${r.price_usd_per_gpu_hour} USD per GPU-hour (raw_price ${r.raw_price} ${r.raw_price_unit})`,
   open: (o, at, base): RentalPrice => ({
     vendor: o.vendor, vendor_gpu_name: o.vendor_gpu_name, vendor_sku: o.vendor_sku, vendor_region: o.vendor_region,
     region: o.region, gpu_canonical_name: o.gpu_canonical_name, gpu_manufacturer: o.gpu_manufacturer,
@@ -84,15 +90,20 @@ const rules: VersionRules<RentalObservation, RentalPrice> = {
 export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Market/RentalPriceIngest", {
   effect: Effect.gen(function* () {
     const store = yield* RentalPriceStore
+    const reference = referenceReader(yield* ReferenceDataStore)
+    const bounds = yield* IngestBounds
 
     /**
-     * Ingests vendor price observations. Invalid records, or one that cannot be placed, refuse
-     * the whole batch. The batch is written in chunks of whole products (`writeVersions`), each
-     * planned and written in one transaction; a failure part-way leaves earlier chunks stored,
-     * and sending the batch again completes it. `options.mark` is written with the last chunk.
+     * Ingests vendor price observations, normalised with the reference data as it stands when
+     * the batch starts (the GPU catalog, the FX rates of its dates) and checked against the
+     * rental bounds (`IngestBounds`). Invalid records, or one that cannot be placed, refuse
+     * the whole batch, every problem named. The batch is written in chunks of whole products
+     * (`writeVersions`), each planned and written in one transaction; a failure part-way leaves
+     * earlier chunks stored, and sending the batch again completes it. `options.mark` is written
+     * with the last chunk.
      */
     const ingest = Effect.fn("RentalPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>, options: MarkedWrite = {}) {
-      return (yield* writeVersions(store.transact, yield* decodeObservations(observations), rules, { mark: options.mark })).summary
+      return (yield* writeVersions(store.transact, yield* decodeObservations(observations, reference, bounds.rental), rules, { mark: options.mark })).summary
     })
 
     /**
@@ -102,7 +113,23 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
     const withdraw = Effect.fn("RentalPriceIngest.withdraw")((baseProductKeys: ReadonlyArray<string>, at: string, options: MarkedWrite = {}) =>
       withdrawVersions(store.transact, baseProductKeys, at, rules, options.mark))
 
+    /**
+     * The base product keys of the observations that validate and name a GPU the catalog
+     * resolves, whatever their prices: the products a snapshot of them lists.
+     */
+    const baseKeys = Effect.fn("RentalPriceIngest.baseKeys")(function* (observations: ReadonlyArray<unknown>) {
+      const catalog = yield* reference.catalog
+      const bases = new Set<string>()
+      for (const input of observations) {
+        const decoded = decodeObservation(input)
+        if (Either.isLeft(decoded)) continue
+        const slug = resolvedGpuSlug(decoded.right, catalog)
+        if (slug !== undefined) bases.add(baseProductKey({ ...decoded.right, gpu_canonical_name: slug }))
+      }
+      return bases
+    })
+
     /** A progress mark written with a write of this type (`options.mark`). */
-    return { ingest, withdraw, mark: markReader(store.mark) } as const
+    return { ingest, withdraw, baseKeys, mark: markReader(store.mark) } as const
   })
 }) {}

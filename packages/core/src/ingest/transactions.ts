@@ -10,7 +10,8 @@ import {
   TransactionStore, type TransactionView
 } from "../storage/transactions.js"
 import { type MarkedWrite, withMark } from "../storage/marks.js"
-import { decodeRecords, invalidRecords, markReader, writeFailure } from "./batch.js"
+import { decodeRecords, invalidRecords, markReader, refuseIf, writeFailure } from "./batch.js"
+import { boundIssues, IngestBounds } from "./bounds.js"
 
 /**
  * The write path of aggregated transactions. Settled deals are stored privately; what is
@@ -315,6 +316,7 @@ export interface TransactionIngestSummary {
 export class TransactionIngest extends Effect.Service<TransactionIngest>()("Market/TransactionIngest", {
   effect: Effect.gen(function* () {
     const store = yield* TransactionStore
+    const bounds = yield* IngestBounds
 
     /**
      * The change that stores `fresh` deals and publishes every blend they and the pending deals
@@ -337,6 +339,10 @@ export class TransactionIngest extends Effect.Service<TransactionIngest>()("Mark
      */
     const record = Effect.fn("TransactionIngest.record")(function* (deals: ReadonlyArray<unknown>, options: MarkedWrite = {}) {
       const decoded = yield* decodeDeals(deals)
+      yield* refuseIf(boundIssues(decoded.flatMap(({ index, deal }) => [
+        { index, field: "price_usd_per_gpu_hour", value: deal.price_usd_per_gpu_hour },
+        { index, field: "list_price_usd_per_gpu_hour", value: deal.list_price_usd_per_gpu_hour }
+      ]), bounds.transactions))
       const reads = { deals: decoded.map((d) => d.deal.deal_id), pools: [...new Set(decoded.map((d) => dealPool(d.deal)))] }
       return yield* store.transact(reads, (view) => {
         const stored = new Map(view.deals.map((d) => [d.deal_id, d]))

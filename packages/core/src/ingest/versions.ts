@@ -10,11 +10,13 @@ import type {
 } from "../storage/versions.js"
 import { chunksOf, invalidRecords, type MarkedChunk, markedChunks, type Timed, writeFailure } from "./batch.js"
 
-/** How one versioned price type keys, compares and opens its rows. */
+/** How one versioned price type keys, compares, opens and names its rows. */
 export interface VersionRules<O, Row> extends VersionKeys<Row> {
   readonly samePrice: (row: Row, o: O) => boolean
-  /** The row an observation opens at `at`. */
+  /** The row an observation opens at `at`; its key names the observation's price at that instant. */
   readonly open: (o: O, at: string, base: string) => Row
+  /** A row's price as a refusal quotes it. */
+  readonly price: (row: Row) => string
 }
 
 /** What one ingest of versioned prices did. */
@@ -22,7 +24,13 @@ export interface IngestSummary {
   readonly received: number
   readonly opened: number
   readonly closed: number
+  /** Observations of a price already in force: nothing to write. */
   readonly unchanged: number
+  /**
+   * Observations of a priced thing at an instant already observed, with the same price: a
+   * repeat in the batch, or of a stored row (a batch sent again). Nothing to write.
+   */
+  readonly duplicates: number
 }
 
 /** A plan: the change to write, and what it does. */
@@ -31,15 +39,70 @@ export interface VersionPlan<Row> {
   readonly summary: IngestSummary
 }
 
+/** `records 3 and 7`, `records 3, 5 and 7`. */
+const recordList = (indexes: ReadonlyArray<number>): string =>
+  `records ${indexes.slice(0, -1).join(", ")} and ${indexes[indexes.length - 1]}`
+
+/**
+ * The observations of a batch that are not repeats: of several observations of one priced thing
+ * at one instant, the first when they all have one price (the others are `duplicates`), none
+ * when they disagree (each is refused, naming them all).
+ */
+const firstOfEachInstant = <O, Row>(
+  decoded: ReadonlyArray<Timed<O>>,
+  rules: VersionRules<O, Row>,
+  issues: Array<RecordIssue>
+): { readonly kept: Array<Timed<O>>; readonly duplicates: number } => {
+  const byInstant = new Map<string, Array<Timed<O>>>()
+  for (const d of decoded) {
+    const key = `${d.base}\u0000${d.at}`
+    const group = byInstant.get(key)
+    if (group === undefined) byInstant.set(key, [d])
+    else group.push(d)
+  }
+  const kept: Array<Timed<O>> = []
+  let duplicates = 0
+  for (const group of byInstant.values()) {
+    const [first, ...rest] = group
+    if (rest.length === 0) {
+      kept.push(first!)
+      continue
+    }
+    const prices = new Set(group.map((d) => rules.key(rules.open(d.observation, d.at, d.base))))
+    if (prices.size === 1) {
+      kept.push(first!)
+      duplicates += rest.length
+      continue
+    }
+    const indexes = group.map((d) => d.index).sort((a, b) => a - b)
+    const count = prices.size === 2 ? "two" : String(prices.size)
+    for (const index of indexes) issues.push({ index, message: `${count} prices for one product at ${first!.at}: ${recordList(indexes)}` })
+  }
+  return { kept, duplicates }
+}
+
+/**
+ * The refusals of observations of one priced thing at one instant with different prices, as
+ * `planVersions` refuses them: pure, so a write path reports them with its other problems.
+ */
+export const conflictingPrices = <O, Row>(decoded: ReadonlyArray<Timed<O>>, rules: VersionRules<O, Row>): Array<RecordIssue> => {
+  const issues: Array<RecordIssue> = []
+  firstOfEachInstant(decoded, rules, issues)
+  return issues
+}
+
 /**
  * Turns validated observations into a change against the rows a step read. Observations of one
  * priced thing apply in time order; an unchanged price touches nothing; a changed one closes
- * the current row at the observation's time and opens a new one. An observation not after the
- * current row, or before the end of a withdrawn priced thing's last version, is already stored
- * when the version in force at its instant has its price, and is unchanged: sending a batch
- * again is a no-op. Otherwise it cannot be placed (history is never rewritten) and refuses the
- * batch. An observation of a withdrawn priced thing from the end of its last version on lists it
- * again.
+ * the current row at the observation's time and opens a new one. Observations of one priced
+ * thing at one instant are one observation when they agree (the rest count as `duplicates`) and
+ * are all refused when they do not. An observation at the instant a stored version of its
+ * priced thing starts is a duplicate with that version's price, and refused with another. An
+ * observation not after the current row, or before the end of a withdrawn priced thing's last
+ * version, is already stored when the version in force at its instant has its price, and is
+ * unchanged: sending a batch again is a no-op. Otherwise it cannot be placed (history is never
+ * rewritten) and refuses the batch. An observation of a withdrawn priced thing from the end of
+ * its last version on lists it again.
  */
 export const planVersions = <O, Row extends Versioned>(
   decoded: ReadonlyArray<Timed<O>>,
@@ -52,22 +115,27 @@ export const planVersions = <O, Row extends Versioned>(
   const opened = new Map<string, Row>()
   const close: Array<{ key: string; valid_to: string }> = []
   const issues: Array<RecordIssue> = []
+  const { kept, duplicates: repeats } = firstOfEachInstant(decoded, rules, issues)
+  let duplicates = repeats
   let unchanged = 0
   let closed = 0
-  const ordered = [...decoded].sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.index - b.index))
+  const ordered = kept.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.index - b.index))
   for (const { index, observation: o, at, base } of ordered) {
     const now = live.get(base)
-    if (now !== undefined && rules.samePrice(now, o)) {
+    const last = now === undefined ? ended.get(base) : undefined
+    const stale = (now !== undefined && at <= now.valid_from) || (last !== undefined && at < last.valid_to!)
+    // The version in force at the observation's instant: the current one, unless it is stale.
+    const then = stale ? view.inForce(base, at) : now
+    if (then !== undefined && then.valid_from === at) {
+      if (rules.samePrice(then, o)) duplicates++
+      else issues.push({ index, message: `another price for this product at ${at} is already stored: ${rules.price(then)}` })
+      continue
+    }
+    if (then !== undefined && rules.samePrice(then, o)) {
       unchanged++
       continue
     }
-    const last = now === undefined ? ended.get(base) : undefined
-    if ((now !== undefined && at <= now.valid_from) || (last !== undefined && at < last.valid_to!)) {
-      const then = view.inForce(base, at)
-      if (then !== undefined && rules.samePrice(then, o)) {
-        unchanged++
-        continue
-      }
+    if (stale) {
       issues.push({
         index,
         message: now !== undefined
@@ -88,7 +156,7 @@ export const planVersions = <O, Row extends Versioned>(
   if (issues.length > 0) return Either.left(invalidRecords(issues.sort((a, b) => a.index - b.index)))
   return Either.right({
     changes: { close, open: [...opened.values()] },
-    summary: { received: decoded.length, opened: opened.size, closed, unchanged }
+    summary: { received: decoded.length, opened: opened.size, closed, unchanged, duplicates }
   })
 }
 
@@ -170,7 +238,8 @@ const sumSummaries = (a: IngestSummary, b: IngestSummary): IngestSummary => ({
   received: a.received + b.received,
   opened: a.opened + b.opened,
   closed: a.closed + b.closed,
-  unchanged: a.unchanged + b.unchanged
+  unchanged: a.unchanged + b.unchanged,
+  duplicates: a.duplicates + b.duplicates
 })
 
 /**
@@ -232,7 +301,7 @@ export const writeVersions = <O, Row extends Versioned>(
   const writeAll = Effect.suspend(() => {
     const opened: Array<Row> = []
     const restated: Array<Row> = []
-    const empty: IngestSummary = { received: 0, opened: 0, closed: 0, unchanged: 0 }
+    const empty: IngestSummary = { received: 0, opened: 0, closed: 0, unchanged: 0, duplicates: 0 }
     return Effect.map(
       Effect.reduce(chunks, empty, (total, chunk, i) =>
         Effect.map(

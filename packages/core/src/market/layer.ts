@@ -15,6 +15,7 @@ import { IndexComputation } from "../ingest/index-computation.js"
 import { IndexIngest } from "../ingest/indexes.js"
 import { Indexes } from "./indexes.js"
 import { FormatImport } from "../ingest/formats/import.js"
+import { ReferenceDataIngest } from "../ingest/reference-data.js"
 
 /** Every service of the market. */
 export type MarketServices = RentalPrices | RentalPriceIngest | Auth | RateLimits | PageTokens
@@ -23,6 +24,7 @@ export type MarketServices = RentalPrices | RentalPriceIngest | Auth | RateLimit
   | Transactions | TransactionIngest
   | Indexes | IndexIngest | IndexComputation
   | FormatImport
+  | ReferenceDataIngest
 
 /**
  * The whole market over a storage backend: read services, write paths (and the public-format
@@ -41,7 +43,8 @@ export const layer: Layer.Layer<MarketServices, StorageError, Storage> = FormatI
   Transactions.Default,
   TransactionIngest.Default,
   Indexes.Default,
-  IndexIngest.Default
+  IndexIngest.Default,
+  ReferenceDataIngest.Default
 ).pipe(
   // One computation shared by reads and writes: its lock and its record of what is done are per process.
   Layer.provideMerge(IndexComputation.Default),

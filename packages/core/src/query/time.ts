@@ -92,3 +92,10 @@ export const parseDateTime = (text: string): Micros | undefined => {
 
 /** Whether `text` is a bare date rather than a datetime. */
 export const isBareDate = (text: string): boolean => DATE_RE.test(text)
+
+/** The UTC date (`YYYY-MM-DD`) of a bare date or an ISO 8601 datetime, or undefined. */
+export const dateOf = (text: string): string | undefined => {
+  if (isBareDate(text)) return parseDate(text) === undefined ? undefined : text
+  const at = parseDateTime(text)
+  return at === undefined ? undefined : formatDate(at)
+}

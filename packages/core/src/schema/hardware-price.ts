@@ -156,8 +156,9 @@ const nullable = {
  * One listing observed on one day, as fed to `HardwarePriceIngest.ingest`. `listing_ref` is the
  * source's own reference to the listing (a listing id or URL): it only derives `listing_key` and
  * is never stored. `observed_date` and `listing_last_updated_date` take a date or an ISO 8601
- * datetime (its UTC date is kept). Fields that are not published may be omitted or null; an
- * observation without `price_usd` is skipped.
+ * datetime (its UTC date is kept). Fields that are not published may be omitted or null. The
+ * price is `price_amount` in `currency` (converted to `price_usd` at the FX rate of the observed
+ * date), or `price_usd`, or both when they agree; an observation with neither is refused.
  */
 export const HardwarePriceObservation = Schema.Struct({
   listing_ref: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2000)),

@@ -14,6 +14,7 @@ import { transactionConformance } from "./conformance-transactions.js"
 import { llmTokenPriceConformance } from "./conformance-llm-token-prices.js"
 import { indexConformance } from "./conformance-indexes.js"
 import { procurementConformance } from "./conformance-procurement.js"
+import { referenceDataConformance } from "./conformance-reference.js"
 import { evaluateRentalPlan } from "./memory.js"
 import { assertPagesMatchReference } from "./conformance-walk.js"
 import { VERSION_SCOPES, versionConformance } from "./conformance-versions.js"
@@ -132,6 +133,7 @@ export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
       llmTokenPriceConformance(it)
       indexConformance(it)
       procurementConformance(it)
+      referenceDataConformance(it)
 
       it.effect("settings: get, set, getOrSet keeps the first value", () =>
         Effect.gen(function* () {

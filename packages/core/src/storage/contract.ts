@@ -9,6 +9,7 @@ import type { PagePlan } from "./plan.js"
 import type { TransactionStore } from "./transactions.js"
 import type { IndexStore } from "./indexes.js"
 import type { ProcurementStore } from "./procurement.js"
+import type { ReferenceDataStore } from "./reference.js"
 import type { StorageError } from "./errors.js"
 import type { TransactVersions } from "./versions.js"
 import type { ReadMark } from "./marks.js"
@@ -112,3 +113,4 @@ export class SettingsStore extends Context.Tag("Market/Storage/SettingsStore")<
 
 /** Everything a backend provides. */
 export type Storage = RentalPriceStore | TokenStore | RateLimitStore | SettingsStore | LlmTokenPriceStore | HardwarePriceStore | TransactionStore | IndexStore | ProcurementStore
+  | ReferenceDataStore

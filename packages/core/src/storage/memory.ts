@@ -22,6 +22,8 @@ import { IndexStore } from "./indexes.js"
 import { makeMemoryIndexStore } from "./memory-indexes.js"
 import { ProcurementStore } from "./procurement.js"
 import { makeMemoryProcurementStore } from "./memory-procurement.js"
+import { ReferenceDataStore } from "./reference.js"
+import { makeMemoryReferenceDataStore } from "./memory-reference.js"
 import { rentalPriceKeys, rentalPriceTable } from "./tables.js"
 import { sortedValues, summarise } from "./summary.js"
 
@@ -122,7 +124,8 @@ export const layer: Layer.Layer<Storage> = Layer.effectContext(
       Context.add(LlmTokenPriceStore, makeMemoryLlmTokenPriceStore()),
       Context.add(TransactionStore, makeMemoryTransactionStore()),
       Context.add(IndexStore, makeMemoryIndexStore()),
-      Context.add(ProcurementStore, makeMemoryProcurementStore())
+      Context.add(ProcurementStore, makeMemoryProcurementStore()),
+      Context.add(ReferenceDataStore, makeMemoryReferenceDataStore())
     )
   )
 )

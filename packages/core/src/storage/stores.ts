@@ -5,6 +5,7 @@ import { HardwarePriceStore } from "./hardware.js"
 import { IndexStore } from "./indexes.js"
 import { LlmTokenPriceStore } from "./llm-token-prices.js"
 import { ProcurementStore } from "./procurement.js"
+import { ReferenceDataStore } from "./reference.js"
 import { TransactionStore } from "./transactions.js"
 
 /** Every store of the storage contract, as a backend builds them over one connection. */
@@ -18,6 +19,7 @@ export interface Stores {
   readonly transactionStore: TransactionStore["Type"]
   readonly indexStore: IndexStore["Type"]
   readonly procurementStore: ProcurementStore["Type"]
+  readonly referenceDataStore: ReferenceDataStore["Type"]
 }
 
 /** A backend's stores as the context its layer provides: `Layer.scopedContext(Effect.map(make(o), storageContext))`. */
@@ -30,7 +32,8 @@ export const storageContext = (s: Stores): Context.Context<Storage> =>
     Context.add(LlmTokenPriceStore, s.llmTokenPriceStore),
     Context.add(TransactionStore, s.transactionStore),
     Context.add(IndexStore, s.indexStore),
-    Context.add(ProcurementStore, s.procurementStore)
+    Context.add(ProcurementStore, s.procurementStore),
+    Context.add(ReferenceDataStore, s.referenceDataStore)
   )
 
 /**

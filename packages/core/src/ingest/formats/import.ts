@@ -11,7 +11,7 @@ import type { PagePlan, Predicate } from "../../storage/plan.js"
 import type { StorageError } from "../../storage/errors.js"
 import type { Versioned } from "../../storage/versions.js"
 import { decodeLlmObservations, LlmTokenPriceIngest } from "../llm-token-prices.js"
-import { decodeObservations, RentalPriceIngest } from "../rental-prices.js"
+import { RentalPriceIngest } from "../rental-prices.js"
 import type { IngestSummary } from "../versions.js"
 import { type Conversion, type ConversionIssue, type Converted, describePlace, type SourcePlace } from "./conversion.js"
 import { fromLitellm, LITELLM_SOURCE } from "./litellm.js"
@@ -181,7 +181,7 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
       write: (observations: ReadonlyArray<O>) => Effect.Effect<S, InvalidRecords | StorageUnavailable>,
       snapshot: {
         readonly current: Effect.Effect<Array<string>, StorageUnavailable>
-        readonly listed: () => Set<string>
+        readonly listed: Effect.Effect<Set<string>, StorageUnavailable>
         readonly withdraw: (bases: ReadonlyArray<string>) => Effect.Effect<number, InvalidRecords | StorageUnavailable>
       } | undefined
     ) =>
@@ -189,7 +189,7 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
         const { written, accepted, rejected } = yield* writeAccepting(conversion.observations, write)
         let withdrawn: number | null = null
         if (snapshot !== undefined) {
-          const listed = snapshot.listed()
+          const listed = yield* snapshot.listed
           const missing = (yield* snapshot.current).filter((base) => !listed.has(base))
           // Only rows that started before the instant are withdrawn: refused only if another writer moved one since.
           withdrawn = yield* snapshot.withdraw(missing)
@@ -214,7 +214,7 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
       return yield* run(conversion, at, (rows) => rentalIngest.ingest(rows), options.snapshot !== true ? undefined : {
         current: currentBefore(rentalStore.page, { op: "in", field: "vendor", values: [options.vendor] },
           { key: (r) => r.product_key, base: (r) => r.base_product_key }, at),
-        listed: () => baseKeysOf(conversion.observations, (input) => decodeObservations(input)),
+        listed: rentalIngest.baseKeys(conversion.observations.map((c) => c.observation)),
         withdraw: (bases) => rentalIngest.withdraw(bases, at)
       })
     })
@@ -230,7 +230,7 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
       return yield* run(conversion, at, (rows) => llmIngest.ingest(rows), options.snapshot !== true ? undefined : {
         current: currentBefore(llmStore.page, { op: "in", field: "source", values: [LITELLM_SOURCE] },
           { key: (r) => r.price_key, base: (r) => r.base_price_key }, at),
-        listed: () => baseKeysOf(conversion.observations, decodeLlmObservations),
+        listed: Effect.sync(() => baseKeysOf(conversion.observations, decodeLlmObservations)),
         withdraw: (bases) => llmIngest.withdraw(bases, at)
       })
     })
