@@ -38,7 +38,7 @@ export interface IndexBenchResults {
 const demoRentalRows = (first: number, today: number) =>
   Effect.gen(function* () {
     const ingest = yield* RentalPriceIngest
-    for (let day = first; day <= today; day++) yield* ingest.ingest(Demo.demoObservations(day, today))
+    for (let day = first; day <= today; day++) yield* ingest.ingest(Demo.demoObservations(day, {}, day > first))
     const store = yield* RentalPriceStore
     return yield* store.page({
       scope: { _tag: "window", start: formatInstant(first * MICROS_PER_DAY), end: formatInstant((today + 1) * MICROS_PER_DAY) },

@@ -77,7 +77,7 @@ const listening = async (tree: Tree, what: string, timeoutMs: number): Promise<s
  * none of the next phase's.
  */
 const SEED_POINTS: ReadonlyArray<{ readonly name: string; readonly holds: (c: StoreCounts) => boolean }> = [
-  // A few weeks of the 180 rental days stored (the demo stores ~13k rental versions in all).
+  // A few weeks of the 180 rental days stored (the demo stores ~20k rental versions in all).
   { name: "rental prices", holds: (c) => c.rental >= 2_000 && c.hardware === 0 },
   // Some of the hardware weeks stored (~43k observations in all).
   { name: "hardware prices", holds: (c) => c.hardware >= 5_000 && c.llm === 0 },

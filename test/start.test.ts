@@ -5,6 +5,7 @@ import { join, resolve } from "node:path"
 import { freePort, startUntil } from "./support/process"
 import { AGAINST_NPM_START, readmeBlocks } from "./support/readme"
 import { execFileSync } from "node:child_process"
+import * as Demo from "@gpu-market/demo"
 
 const ROOT = resolve(import.meta.dirname, "..")
 
@@ -42,10 +43,15 @@ describe("npm start", () => {
       rows = latest.body.data
       assert.isAbove(rows.length, 10)
       assert.isTrue(rows.every((r) => r.gpu_canonical_name === "h100-sxm" && r.valid_to === null))
-      // The market ends today: the default 30-day history window has changes from today.
-      const history = await first.get("/v2/gpu/rental/prices/history?page_size=1000&sort_by=valid_from", "demo-all")
+      // The market ends today; its prices change through today, or through the anchor day once
+      // the catalogs' prices hold (they do not move after it).
+      assert.include(first.server.output(), ` to ${today} `)
+      const anchor = new Date(Demo.DEMO_ANCHOR_DAY * 86_400_000).toISOString().slice(0, 10)
+      const lastChange = today < anchor ? today : anchor
+      const since = new Date(Date.parse(lastChange) - 29 * 86_400_000).toISOString().slice(0, 10)
+      const history = await first.get(`/v2/gpu/rental/prices/history?start=${since}&page_size=1000&sort_by=valid_from`, "demo-all")
       assert.strictEqual(history.status, 200)
-      assert.strictEqual(history.body.data[0].valid_from.slice(0, 10), today)
+      assert.strictEqual(history.body.data[0].valid_from.slice(0, 10), lastChange)
       const next = await first.get(history.body.meta.next.path + "?page_token=" + history.body.meta.next.query_params.page_token, "demo-all")
       assert.strictEqual(next.status, 200)
       // The demo tokens' entitlements are as documented.
@@ -54,9 +60,9 @@ describe("npm start", () => {
       assert.isTrue(rental.body.meta.window.clamped)
       const floor = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate()) - 60 * 86_400_000)
       assert.strictEqual(rental.body.meta.window.history_starts_at, floor.toISOString().slice(0, 10))
+      // Every SkyPilot cloud of the shipped catalogs is a vendor.
       const meta = await first.get("/v2/gpu/rental/prices/metadata", "demo-all")
-      const v100 = meta.body.data.gpus.find((g: any) => g.gpu_canonical_name === "v100")
-      assert.isFalse(v100.currently_listed)
+      assert.sameMembers([...new Set(meta.body.data.gpus.flatMap((g: any) => g.vendors))], [...Demo.DEMO_VENDORS])
       // Every type's demo is seeded, ends today, and is served.
       const hardware = await first.get("/v2/gpu/hardware/prices/latest?page_size=1000&sort_by=observed_date&sort_order=desc", "demo-all")
       assert.strictEqual(hardware.status, 200)
@@ -87,10 +93,22 @@ describe("npm start", () => {
       // The README's examples against the demo server run as written, and answer with data.
       const examples = readmeBlocks().filter((b) => b.marker === AGAINST_NPM_START)
       assert.isAtLeast(examples.length, 2)
-      for (const b of examples) {
+      const outs = examples.map((b) => {
         const script = b.body.join("\n").replaceAll("http://127.0.0.1:8787", `http://127.0.0.1:${first.port}`)
         const out = JSON.parse(execFileSync("bash", ["-euo", "pipefail", "-c", script], { encoding: "utf8", timeout: 30_000 }))
         assert.isAbove(out.data?.length ?? 0, 0, `README line ${b.line}: ${JSON.stringify(out).slice(0, 300)}`)
+        return out
+      })
+      // The first one shows real offers: each row a catalog row at its published price (from the anchor day on).
+      const cheapest = outs[0]
+      if (today >= anchor) {
+        // As the README says below the block.
+        assert.deepStrictEqual([cheapest.data[0].vendor, cheapest.data[0].price_usd_per_gpu_hour], ["primeintellect", 1.2075])
+        for (const r of cheapest.data) {
+          const product = Demo.demoProducts().find((p) => p.observation.vendor === r.vendor && p.observation.vendor_sku === r.vendor_sku &&
+            p.observation.vendor_region === r.vendor_region && p.observation.contract_type === r.contract_type)
+          assert.strictEqual(r.raw_price, product?.published, JSON.stringify(r))
+        }
       }
     } finally {
       await first.server.stop()

@@ -36,11 +36,11 @@ const serveCommand = Command.make("serve", {
 }
 ).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))
 
-/** Demo market sizes: history days, vendors and GPUs of the rental catalog. */
+/** Demo market sizes: history days, vendors and GPUs of the rental catalog (undefined: all). */
 const SIZES = {
   small: { days: 14, vendors: 3, gpus: 4 },
   medium: { days: 60, vendors: 6, gpus: 7 },
-  large: { days: Demo.DEMO_HISTORY_DAYS, vendors: Demo.DEMO_VENDOR_COUNT, gpus: Demo.DEMO_GPUS.length }
+  large: { days: Demo.DEMO_HISTORY_DAYS, vendors: undefined, gpus: undefined }
 } as const
 
 const seed = Command.make("seed", {
@@ -49,8 +49,8 @@ const seed = Command.make("seed", {
     Options.withDefault("large")
   ),
   days: Options.integer("days").pipe(Options.withDescription("days of history before today (overrides --size)"), Options.optional),
-  vendors: Options.integer("vendors").pipe(Options.withDescription(`rental vendors, 1 to ${Demo.DEMO_VENDOR_COUNT} (overrides --size)`), Options.optional),
-  gpus: Options.integer("gpus").pipe(Options.withDescription(`rental GPUs, 1 to ${Demo.DEMO_GPUS.length} (overrides --size)`), Options.optional),
+  vendors: Options.integer("vendors").pipe(Options.withDescription(`rental vendors, 1 to ${Demo.DEMO_VENDOR_COUNT} (${Demo.DEMO_VENDORS.join(", ")}; overrides --size)`), Options.optional),
+  gpus: Options.integer("gpus").pipe(Options.withDescription("rental GPUs: the first N of the demo catalog, the indices' GPUs first (overrides --size)"), Options.optional),
   ...storageOptions
 }, (o) =>
   Effect.gen(function* () {
@@ -58,8 +58,8 @@ const seed = Command.make("seed", {
     const progress = makeProgress()
     const report = yield* Demo.seedDemo({
       days: Option.getOrElse(o.days, () => size.days),
-      vendors: Option.getOrElse(o.vendors, () => size.vendors),
-      gpus: Option.getOrElse(o.gpus, () => size.gpus),
+      vendors: Option.getOrElse(o.vendors, (): number | undefined => size.vendors),
+      gpus: Option.getOrElse(o.gpus, (): number | undefined => size.gpus),
       onProgress: (p) => progress.update(p.phase, p.done, p.total)
     })
     yield* progress.finish

@@ -1,8 +1,8 @@
 export { seedDemo, revokeDemoTokens, type DemoSeedReport, type DemoSeedOptions, type DemoProgress } from "./seed.js"
 export { DEMO_TOKENS, DEMO_RENTAL_INDICES } from "./tokens.js"
 export {
-  DEMO_GPUS, DEMO_HISTORY_DAYS, DEMO_VENDOR_COUNT, demoObservations, demoProducts, demoPrice, epochDay, type DemoCatalogSize,
-  type DemoProduct, type GpuSpec
+  DEMO_ANCHOR_DAY, DEMO_HISTORY_DAYS, DEMO_VENDOR_COUNT, DEMO_VENDORS, demoGpus, demoObservations, demoProducts, demoPrice, demoRegionGroup,
+  epochDay, type DemoCatalogSize, type DemoProduct, type DemoRegionGroup
 } from "./market.js"
 export {
   DEMO_LLM_HISTORY_DAYS, DEMO_LLM_MODELS, type DemoLlmItem, demoLlmItems, demoLlmObservations, demoLlmPrice, type ModelSpec, seedLlmDemo

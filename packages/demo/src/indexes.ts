@@ -4,7 +4,7 @@ import {
   type AdministeredValueInput, type FleetWeight, formatDate, formatInstant, IndexComputation, type IndexDefinitionInput, IndexIngest, type IndexRowType, MICROS_PER_DAY
 } from "@gpu-market/core"
 import { seedMark } from "./seed-mark.js"
-import { DEMO_HISTORY_DAYS } from "./market.js"
+import { DEMO_HISTORY_DAYS, type DemoRegionGroup, demoProducts } from "./market.js"
 import { unit } from "./random.js"
 
 /**
@@ -15,11 +15,18 @@ import { unit } from "./random.js"
  * administered values are functions of the day, so re-seeding never changes the past.
  */
 
-const REGION_GROUPS: ReadonlyArray<{ readonly id: string; readonly name: string; readonly regions: ReadonlyArray<string> | null }> = [
-  { id: "na", name: "North America", regions: ["us-east", "us-central", "us-west"] },
-  { id: "eu", name: "Europe", regions: ["eu-west", "eu-north", "eu-east"] },
-  { id: "global", name: "Global", regions: null }
+const REGION_GROUPS: ReadonlyArray<{ readonly id: string; readonly name: string; readonly group: DemoRegionGroup | null }> = [
+  { id: "na", name: "North America", group: "na" },
+  { id: "eu", name: "Europe", group: "eu" },
+  { id: "global", name: "Global", group: null }
 ]
+
+/** The region slugs of a region group's index: every region of the demo's products in the group, or all (null). */
+const regionsOf = (group: DemoRegionGroup | null): ReadonlyArray<string> | null =>
+  group === null ? null : [...new Set(demoProducts().filter((p) => p.regionGroup === group).map((p) => p.observation.region))].sort()
+
+/** The demo vendors that rent out GPUs of their own, not a marketplace of other providers' (shadeform, primeintellect, vast). */
+const NEOCLOUDS = ["cudo", "hyperbolic", "lambda", "nebius", "runpod"]
 
 /** GPUs with per-GPU indices, and their share of the demo fleet before quarterly variation. */
 export const DEMO_INDEX_GPUS: ReadonlyArray<{ readonly slug: string; readonly family: string; readonly name: string; readonly fleet: number }> = [
@@ -59,19 +66,20 @@ export const demoIndexDefinitions = (dailyFrom: string, intradayFrom: string): R
   for (const type of ROW_TYPES) {
     const startsAt = type === "daily" ? dailyFrom : intradayFrom
     for (const gpu of DEMO_INDEX_GPUS) for (const rg of REGION_GROUPS) {
+      const regions = regionsOf(rg.group)
       out.push({
         id: `gpu-${gpu.slug}-${rg.id}-${type}`,
         index_type: "gpu_rental_price",
         ...common(type),
         title: `${gpu.name} on-demand rental, ${rg.name}, ${intervalName(type)}`,
-        description: `${METHOD} GPU: ${gpu.slug}. Regions: ${rg.regions === null ? "all" : rg.regions.join(", ")}.`,
+        description: `${METHOD} GPU: ${gpu.slug}. Regions: ${regions === null ? "all" : `the ${regions.length} ${rg.name} regions of the demo catalog (inputs.regions)`}.`,
         gpu_family: gpu.family,
         gpu_group: gpu.slug,
         region_group: rg.id,
         vendor_category: "all",
         source: "computed",
         gpu_model: gpu.slug,
-        inputs: { kind: "rental", starts_at: startsAt, gpus: [gpu.slug], contract_types: ["ondemand"], regions: rg.regions, vendors: null }
+        inputs: { kind: "rental", starts_at: startsAt, gpus: [gpu.slug], contract_types: ["ondemand"], regions, vendors: null }
       })
     }
     out.push({
@@ -108,14 +116,14 @@ export const demoIndexDefinitions = (dailyFrom: string, intradayFrom: string): R
     index_type: "gpu_rental_price",
     ...common("daily"),
     title: "H100 SXM on-demand rental, Global, neoclouds, daily",
-    description: `${METHOD} GPU: h100-sxm. Vendors: coreweave, lambda, nebius, crusoe, runpod.`,
+    description: `${METHOD} GPU: h100-sxm. Vendors: ${NEOCLOUDS.join(", ")}.`,
     gpu_family: "H100",
     gpu_group: "h100-sxm",
     region_group: "global",
     vendor_category: "neocloud",
     source: "computed",
     gpu_model: "h100-sxm",
-    inputs: { kind: "rental", starts_at: dailyFrom, gpus: ["h100-sxm"], contract_types: ["ondemand"], regions: null, vendors: ["coreweave", "lambda", "nebius", "crusoe", "runpod"] }
+    inputs: { kind: "rental", starts_at: dailyFrom, gpus: ["h100-sxm"], contract_types: ["ondemand"], regions: null, vendors: NEOCLOUDS }
   })
   out.push({
     id: DEMO_ADMINISTERED_INDEX,

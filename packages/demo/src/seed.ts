@@ -1,10 +1,8 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import {
-  Auth, baseProductKey, formatInstant, MICROS_PER_DAY, MICROS_PER_MS, RentalPriceIngest, type RentalPriceObservation
-} from "@gpu-market/core"
+import { Auth, formatInstant, MICROS_PER_DAY, MICROS_PER_MS, RentalPriceIngest } from "@gpu-market/core"
 import { TokenStore } from "@gpu-market/core/storage"
-import { type DemoCatalogSize, DEMO_HISTORY_DAYS, DEMO_GPUS, demoObservations, demoProducts, epochDay } from "./market.js"
+import { type DemoCatalogSize, DEMO_HISTORY_DAYS, demoObservations, epochDay } from "./market.js"
 import { DEMO_TOKENS } from "./tokens.js"
 import { seedHardwareDemo } from "./hardware.js"
 import { seedLlmDemo } from "./llm.js"
@@ -46,21 +44,12 @@ export const seedDemo = Effect.fn("Demo.seed")(function* (options: DemoSeedOptio
   const today = epochDay((yield* Clock.currentTimeMillis) * MICROS_PER_MS)
   const mark = yield* seedMark("demo_seeded_through", ingest.mark)
   const first = yield* mark.firstDay(today - (options.days ?? DEMO_HISTORY_DAYS))
-  const retiring = new Map<number, Array<string>>()
-  for (const gpu of DEMO_GPUS) {
-    if (gpu.retiredDaysAgo === undefined) continue
-    const keys = demoProducts(options)
-      .filter((p) => p.gpu.slug === gpu.slug)
-      .map((p) => baseProductKey(p.observation as unknown as RentalPriceObservation))
-    retiring.set(today - gpu.retiredDaysAgo, keys)
-  }
   const rentalDays = Math.max(0, today - first + 1)
   for (let day = first; day <= today; day++) {
-    // The day's last write carries its mark; a seed killed before it sends the day again, and
-    // what was stored of it is a no-op.
-    const keys = retiring.get(day) ?? []
-    yield* ingest.ingest(demoObservations(day, today, options), keys.length > 0 ? {} : { mark: mark.through(day) })
-    if (keys.length > 0) yield* ingest.withdraw(keys, formatInstant(day * MICROS_PER_DAY), { mark: mark.through(day) })
+    // The first day of a run sends every product; the store then holds the day before each later
+    // day, so only the prices that move are sent. The day's write carries its mark; a seed killed
+    // before it sends the day again, and what was stored of it is a no-op.
+    yield* ingest.ingest(demoObservations(day, options, day > first), { mark: mark.through(day) })
     yield* progress({ phase: "rental prices", done: day - first + 1, total: rentalDays })
   }
   const types = [

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import { formatDate, MICROS_PER_DAY, type TransactionDealInput, TransactionIngest } from "@gpu-market/core"
 import { seedMark } from "./seed-mark.js"
-import { DEMO_HISTORY_DAYS } from "./market.js"
+import { DEMO_HISTORY_DAYS, demoProducts } from "./market.js"
 import { unit } from "./random.js"
 
 /**
@@ -12,14 +12,34 @@ import { unit } from "./random.js"
  * blends roll, so the demo has every kind of row.
  */
 
-/** GPUs traded in the demo, with a reference price in USD per GPU-hour. */
-export const DEMO_TRANSACTION_GPUS: ReadonlyArray<{ readonly slug: string; readonly model: string; readonly base: number }> = [
-  { slug: "h100-sxm", model: "H100", base: 2.1 },
-  { slug: "h200-sxm", model: "H200", base: 2.95 },
-  { slug: "b200", model: "B200", base: 4.3 },
-  { slug: "a100-sxm-80gb", model: "A100", base: 1.05 },
-  { slug: "mi300x", model: "MI300X", base: 1.85 }
+/** GPUs traded in the demo. */
+export const DEMO_TRANSACTION_GPUS: ReadonlyArray<{ readonly slug: string; readonly model: string }> = [
+  { slug: "h100-sxm", model: "H100" },
+  { slug: "h200-sxm", model: "H200" },
+  { slug: "b200", model: "B200" },
+  { slug: "a100-sxm-80gb", model: "A100" },
+  { slug: "mi300x", model: "MI300X" }
 ]
+
+/** Committed capacity trades below the on-demand list: a deal's reference is this share of it. */
+const DEAL_LEVEL = 0.85
+
+let bases: ReadonlyMap<string, number> | undefined
+
+/**
+ * Each traded GPU's reference price in USD per GPU-hour: `DEAL_LEVEL` of the median published
+ * on-demand price of its demo rental products, so deals sit where the real rental market does.
+ */
+const baseOf = (slug: string): number => {
+  bases ??= new Map(DEMO_TRANSACTION_GPUS.map((g) => {
+    const prices = demoProducts()
+      .filter((p) => p.gpu === g.slug && p.observation.contract_type === "ondemand")
+      .map((p) => p.published / p.observation.gpu_count)
+      .sort((a, b) => a - b)
+    return [g.slug, round(DEAL_LEVEL * prices[Math.floor(prices.length / 2)]!, 4)]
+  }))
+  return bases.get(slug)!
+}
 
 const REGION_GROUPS: ReadonlyArray<readonly [string, number]> = [["north_america", 1], ["europe", 1.06], ["apac", 1.12]]
 
@@ -38,6 +58,7 @@ export const demoDeals = (day: number): ReadonlyArray<TransactionDealInput> => {
   const date = formatDate(day * MICROS_PER_DAY)
   const out: Array<TransactionDealInput> = []
   for (const gpu of DEMO_TRANSACTION_GPUS) for (const [region, regionLevel] of REGION_GROUPS) for (const contract of CONTRACTS) {
+    const base = baseOf(gpu.slug)
     for (const [tenor, tenorLevel] of contract.tenors) {
       const cell = `${gpu.slug}:${region}:${contract.type}:${tenor}`
       const u = unit(cell, "deals", day)
@@ -46,8 +67,8 @@ export const demoDeals = (day: number): ReadonlyArray<TransactionDealInput> => {
       for (let i = 0; i < deals; i++) {
         const id = `demo:${date}:${cell}:${i}`
         const count = COUNTS[Math.floor(unit(id, "count") * COUNTS.length)]!
-        const price = round(gpu.base * regionLevel * contract.level * tenorLevel * drift * (0.94 + unit(id, "price") * 0.12), 4)
-        const list = round(gpu.base * regionLevel * 1.3 * drift, 4)
+        const price = round(base * regionLevel * contract.level * tenorLevel * drift * (0.94 + unit(id, "price") * 0.12), 4)
+        const list = round(base * regionLevel * 1.3 * drift, 4)
         const terms = unit(id, "list")
         out.push({
           deal_id: id,
