@@ -256,7 +256,7 @@ describe("gpu-market with an extended hardware vocabulary", () => {
     writeFileSync(file, observation("feed/accepted"))
     const accepted = await runWith(env, "import", file, "--type", "hardware", "--db", db)
     assert.strictEqual(accepted.code, 0, accepted.stdout + accepted.stderr)
-    assert.match(accepted.stdout, /^accepted 1, rejected 0$/m)
+    assert.match(accepted.stdout, /^accepted 1, duplicate 0, rejected 0$/m)
 
     const token = (await run("tokens", "create", "--name", "hw-reader", "--grant", "hardware", "--db", db)).stdout.trim()
     const [latest, metadata] = await serveAll(token, ["/v2/gpu/hardware/prices/latest?channel=lease_return", "/v2/gpu/hardware/prices/metadata"], db, env)
