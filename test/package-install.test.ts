@@ -99,12 +99,12 @@ describe("npm pack", () => {
     for (const p of packed) assert.isTrue(existsSync(join(packDir, p.filename)), p.filename)
   })
 
-  it("ships the compiled package only: dist, package.json (and the CLI's bin), no src/ or test files", () => {
+  it("ships the compiled package only: dist, package.json (and the CLI's bin, the demo's real catalogs), no src/ or test files", () => {
     for (const pkg of PACKAGES) {
       const paths = tarball(pkg).files.map((f) => f.path)
       const allowed = (path: string) =>
         path === "package.json" || path === "README.md" || path === "LICENSE" || path.startsWith("dist/") ||
-        (pkg === "cli" && path.startsWith("bin/"))
+        (pkg === "cli" && path.startsWith("bin/")) || (pkg === "demo" && path.startsWith("data/"))
       assert.deepStrictEqual(paths.filter((path) => !allowed(path)), [], `@gpu-market/${pkg}: unexpected files`)
       assert.deepStrictEqual(
         paths.filter((path) => /(^|\/)(src|test)\//.test(path) || /\.test\.[cm]?[jt]s$/.test(path) || path.endsWith(".tsbuildinfo")), [],
@@ -117,6 +117,8 @@ describe("npm pack", () => {
       }
       const targets = [...Object.values(manifest.exports ?? {}).flatMap((conditions) => Object.values(conditions)), ...Object.values(manifest.bin ?? {})]
       assert.deepStrictEqual(targets.map((t) => t.replace(/^\.\//, "")).filter((t) => !paths.includes(t)), [], `@gpu-market/${pkg}: exports or bin not shipped`)
+      // The demo market reads the real SkyPilot catalogs it ships, with their attribution.
+      if (pkg === "demo") for (const file of ["data/SOURCES.md", "data/skypilot/lambda-vms.csv"]) assert.include(paths, file)
       if (pkg === "cli") {
         assert.include(paths, "dist/main.js")
         assert.include(paths, "bin/gpu-market.js")
