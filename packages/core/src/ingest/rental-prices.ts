@@ -1,6 +1,5 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
 import type { InvalidRecords } from "../errors.js"
 import { type RentalPrice, RentalPriceObservation } from "../schema/rental-price.js"
@@ -8,6 +7,7 @@ import { RentalPriceStore } from "../storage/contract.js"
 import type { MarkedWrite } from "../storage/marks.js"
 import { rentalPriceKeys } from "../storage/tables.js"
 import { decodeTimed, markReader, type Timed } from "./batch.js"
+import { recordDecoder } from "./record-decoder.js"
 import { type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
 
 /** Fields that identify one priced thing across price changes (`base_product_key`). */
@@ -30,7 +30,7 @@ export const productKey = (base: string, validFrom: string, o: Pick<RentalPrice,
 const samePrice = (a: RentalPrice, b: RentalPriceObservation) =>
   a.price_usd_per_gpu_hour === b.price_usd_per_gpu_hour && a.raw_price === b.raw_price && a.raw_price_unit === b.raw_price_unit
 
-const decodeObservation = Schema.decodeUnknownEither(RentalPriceObservation, { errors: "all", onExcessProperty: "error" })
+const decodeObservation = recordDecoder(RentalPriceObservation)
 
 /** Validates a batch; every bad record is reported with its index. */
 export const decodeObservations = (
