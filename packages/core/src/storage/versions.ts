@@ -158,12 +158,14 @@ export const readView = <Row extends Versioned>(
   base: (row: Row) => string,
   reads: {
     readonly current: (bases: ReadonlyArray<string>) => ReadonlyArray<Row>
-    readonly latest: (base: string) => Row | undefined
+    /** The latest version of each of `bases` that has any. */
+    readonly latest: (bases: ReadonlyArray<string>) => ReadonlyArray<Row>
     readonly versionAt: (base: string, at: string) => Row | undefined
   }
 ): VersionView<Row> => {
   const current = reads.current(basesOf(points))
-  const withdrawn = basesWithout(points, current, base).flatMap((b) => reads.latest(b) ?? [])
+  const without = basesWithout(points, current, base)
+  const withdrawn = without.length === 0 ? [] : reads.latest(without)
   const found = stalePoints(points, current, withdrawn, base).map((p) => [p, reads.versionAt(p.base, p.at)] as const)
   return { current, withdrawn, inForce: inForceLookup(found) }
 }
