@@ -66,7 +66,7 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
      * and sending the batch again completes it. `options.mark` is written with the last chunk.
      */
     const ingest = Effect.fn("RentalPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>, options: MarkedWrite = {}) {
-      return (yield* writeVersions(store.transact, yield* decodeObservations(observations), rules, { mark: options.mark })).summary
+      return (yield* writeVersions(store.transact, yield* decodeObservations(observations), rules, { mark: options.mark, rowsPerWrite: store.rowsPerWrite })).summary
     })
 
     /**

@@ -172,6 +172,7 @@ const checkWhole = <O, Row extends Versioned>(
  * `finish` sees the change of the whole batch, as planned before writing, and returns how to
  * complete each opened row (flagging outliers, say); it makes even a one-chunk batch plan first.
  * `mark` is written by the last chunk's step, with its rows, even when nothing changed.
+ * `rowsPerWrite` is the store's bound on one write, when it allows more than `MAX_ROWS_PER_WRITE`.
  * Returns what the batch did and the rows it opened, as written.
  */
 export const writeVersions = <O, Row extends Versioned, E = never>(
@@ -181,10 +182,12 @@ export const writeVersions = <O, Row extends Versioned, E = never>(
   options: {
     readonly finish?: (changes: VersionChanges<Row>) => Effect.Effect<(row: Row) => Row, E | StorageError>
     readonly mark?: ProgressMark | undefined
+    /** Rows one `transact` may write (`chunkObservations`); default `MAX_ROWS_PER_WRITE`. */
+    readonly rowsPerWrite?: number | undefined
   } = {}
 ): Effect.Effect<VersionWrite<Row>, InvalidRecords | Exclude<E, StorageError> | StorageUnavailable> => {
   const { finish, mark } = options
-  const chunks = markedChunks(chunkObservations(decoded), mark)
+  const chunks = markedChunks(chunkObservations(decoded, options.rowsPerWrite), mark)
   const writeChunk = (complete: (row: Row) => Row) => ({ rows, mark }: MarkedChunk<Timed<O>>) =>
     transact(pointsOf(rows), (view: VersionView<Row>) =>
       Either.map(planVersions(rows, view, rules), ({ changes, summary }): Decision<VersionChanges<Row>, VersionWrite<Row>> => {
