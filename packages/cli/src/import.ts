@@ -199,5 +199,5 @@ export const importCommand = Command.make("import", {
     for (const r of result.rejected) lines.push(`  line ${r.line}: ${r.message}`)
     yield* Console.log(lines.join("\n"))
     if (result.rejected.length > 0) process.exitCode = 1
-  }).pipe(Effect.provide(marketOn(o)))
+  }).pipe(Effect.provide(marketOn(o, { bulk: true })))
 ).pipe(Command.withDescription("Import rows of one data type through the write path, streamed, with a summary of rejected rows (exit 1 when any)."))
