@@ -66,6 +66,13 @@ describe("recordDecoder", () => {
     check({ ...RENTAL, [Symbol("s")]: 1 })
   })
 
+  it("answers as the parser for a record refined as a whole", () => {
+    const check = sameAsParser(RentalPriceObservation.pipe(Schema.filter((o) => o.raw_price >= o.price_usd_per_gpu_hour || "raw_price below the price per GPU")))
+    assert.isTrue(check(RENTAL))
+    assert.isFalse(check({ ...RENTAL, raw_price: 1 }))
+    assert.isFalse(check({ ...RENTAL, raw_price: "1" }))
+  })
+
   it("answers as the parser for another write path's observations", () => {
     const check = sameAsParser(HardwarePriceObservation)
     check({ listing_ref: "l-1", gpu_canonical_name: "h100-sxm", observed_date: "2026-06-01", price_usd: 25_000 })

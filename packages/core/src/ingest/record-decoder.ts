@@ -108,8 +108,19 @@ const targetsOf = (ast: SchemaAST.Transformation, from: ReadonlyArray<Property>,
   })
 }
 
-/** The fast path of a struct, or of a struct transformed property by property (`optionalWith` defaults). */
+/**
+ * The fast path of a struct, of a struct transformed property by property (`optionalWith`
+ * defaults), or of either refined as a whole (`Schema.filter` on the record).
+ */
 const fastPath = (ast: SchemaAST.AST): ((u: unknown) => Record<string, unknown> | undefined) | undefined => {
+  if (ast._tag === "Refinement") {
+    const from = fastPath(ast.from)
+    if (from === undefined) return undefined
+    return (u) => {
+      const value = from(u)
+      return value !== undefined && Option.isNone(ast.filter(value, OPTIONS, ast)) ? value : undefined
+    }
+  }
   const plain = propertiesOf(ast)
   if (plain !== undefined) {
     const names = new Set(plain.map((p) => p.name))
