@@ -34,7 +34,7 @@ const HISTORY_DAYS = 180
 const SEED = 0x5eed_0001
 
 // A fixed PRNG rather than Math.random: the cached file must be the same market on every machine.
-const mulberry32 = (seed: number) => {
+export const mulberry32 = (seed: number) => {
   let a = seed >>> 0
   return (): number => {
     a = (a + 0x6d2b79f5) >>> 0
@@ -47,7 +47,7 @@ const mulberry32 = (seed: number) => {
 
 const hashUnit = (text: string): number => mulberry32([...text].reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619), 2166136261))()
 
-const weighted = <T>(items: ReadonlyArray<T>, weight: (t: T) => number) => {
+export const weighted = <T>(items: ReadonlyArray<T>, weight: (t: T) => number) => {
   const cumulative: Array<number> = []
   let total = 0
   for (const item of items) cumulative.push((total += weight(item)))
@@ -64,7 +64,7 @@ const weighted = <T>(items: ReadonlyArray<T>, weight: (t: T) => number) => {
   }
 }
 
-const pick = <T>(items: ReadonlyArray<T>, u: number): T => items[Math.min(items.length - 1, Math.floor(u * items.length))]!
+export const pick = <T>(items: ReadonlyArray<T>, u: number): T => items[Math.min(items.length - 1, Math.floor(u * items.length))]!
 const round = (n: number, places: number) => Math.round(n * 10 ** places) / 10 ** places
 
 interface VendorPlan {

@@ -3,6 +3,7 @@ import type { BenchConfig } from "./config"
 import type { CoreResults, Timing } from "./core-bench"
 import type { HttpResults } from "./http-bench"
 import { HARDWARE_TARGET, hardwareMarkdown, type HardwareResults } from "./hardware"
+import { IMPORT_TARGET, importFigure, importMarkdown, type ImportBenchResults } from "./import"
 import { type IndexBenchResults, indexMarkdown } from "./indexes"
 import type { MarketInfo } from "./market"
 import { LONGEST_COMMAND_TARGET_MS, REDIS_TARGET, type RedisBenchResults, redisMarkdown } from "./redis"
@@ -19,6 +20,7 @@ export interface RunResults {
   readonly indexes: IndexBenchResults
   readonly redis: RedisBenchResults
   readonly startup: StartupResults
+  readonly import: ImportBenchResults
   readonly date: Date
   readonly wallSeconds: number
   /** 1-minute load averages: at the start, and before the HTTP load (after (a) and (b)). */
@@ -42,6 +44,16 @@ const thousands = (n: number) => n.toLocaleString("en-US")
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`
 
+/** (k): the CLI's rows per second of new products after start-up, against bare inserts; the target is absolute. */
+export const importLine = (r: ImportBenchResults): Line => ({
+  name: `(k) CLI import of ${r.config.rows.toLocaleString("en-US")} new rental rows on SQLite, rows/s after start-up (peak RSS), vs bare inserts`,
+  figure: importFigure(r),
+  baseline: `${r.bare.rate.toFixed(0)} rows/s`,
+  ratio: r.fresh.rate / r.bare.rate,
+  target: `≥ ${IMPORT_TARGET.toLocaleString("en-US")} rows/s`,
+  pass: r.fresh.rate >= IMPORT_TARGET
+})
+
 export const lines = (r: RunResults): ReadonlyArray<Line> => {
   const { direct, deep } = r.core
   const a = direct.core.medianUs / direct.bare.medianUs
@@ -58,7 +70,8 @@ export const lines = (r: RunResults): ReadonlyArray<Line> => {
     { name: "(g) hardware /history scan, SQLite rows/s over Redis rows/s", figure: `${r.redis.hardware.redisMedian.toFixed(0)} rows/s`, baseline: `${r.redis.hardware.sqliteMedian.toFixed(0)} rows/s`, ratio: r.redis.hardware.ratio, target: `≤ ${REDIS_TARGET.toFixed(2)}×`, pass: r.redis.hardware.ratio <= REDIS_TARGET },
     { name: `(j) longest Redis command while loading ${r.redis.longest.rows.toLocaleString("en-US")} rows`, figure: `${(r.redis.longest.micros / 1000).toFixed(1)} ms`, baseline: `${LONGEST_COMMAND_TARGET_MS} ms`, ratio: r.redis.longest.micros / 1000 / LONGEST_COMMAND_TARGET_MS, target: `≤ ${LONGEST_COMMAND_TARGET_MS} ms`, pass: r.redis.longest.micros <= LONGEST_COMMAND_TARGET_MS * 1000 },
     { name: "(h) npm start, existing database: spawn to listening, vs bare node:http", figure: seconds(server.medianMs), baseline: seconds(bareServer.medianMs), ratio: server.medianMs / bareServer.medianMs, target: startupTarget, pass: server.medianMs <= STARTUP_TARGET_SECONDS * 1000 },
-    { name: "(i) worker pool of 2: createWorkerMarket to first answer, vs 2 bare Workers online", figure: seconds(poolAnswer.medianMs), baseline: seconds(bareWorkers.medianMs), ratio: poolAnswer.medianMs / bareWorkers.medianMs, target: startupTarget, pass: poolAnswer.medianMs <= STARTUP_TARGET_SECONDS * 1000 }
+    { name: "(i) worker pool of 2: createWorkerMarket to first answer, vs 2 bare Workers online", figure: seconds(poolAnswer.medianMs), baseline: seconds(bareWorkers.medianMs), ratio: poolAnswer.medianMs / bareWorkers.medianMs, target: startupTarget, pass: poolAnswer.medianMs <= STARTUP_TARGET_SECONDS * 1000 },
+    importLine(r.import)
   ]
 }
 
@@ -160,5 +173,6 @@ Server CPU time per request (user + system, from /proc), median run: adapter ${u
 ${hardwareMarkdown(r.hardware)}
 ${indexMarkdown(r.indexes)}
 ${redisMarkdown(r.redis)}
-${startupMarkdown(r.startup)}`
+${startupMarkdown(r.startup)}
+${importMarkdown(r.import)}`
 }

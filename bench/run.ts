@@ -5,18 +5,20 @@ import * as path from "node:path"
 import { configFromEnv, DATA_DIR, REPO_ROOT } from "./config"
 import { issueBenchToken, openMarket, runCoreBench } from "./core-bench"
 import { hardwareConfig, runHardwareBench } from "./hardware"
+import { importConfig, importMarkdown, runImportBench } from "./import"
 import { runIndexBench } from "./indexes"
 import { runHttpBench } from "./http-bench"
 import { runRedisBench } from "./redis"
 import { runStartupBench } from "./startup"
 import { ensureMarket } from "./market"
-import { consoleTable, lines, machine, markdown } from "./report"
+import { consoleTable, importLine, lines, machine, markdown } from "./report"
 
 /**
  * `npm run bench`: builds or reuses the market, runs the three benchmarks, prints the table and
  * rewrites BENCHMARKS.md. `BENCH_QUICK=1` is a smoke run on a small market whose report goes to
  * bench/.data instead, so it never replaces real figures. `BENCH_STRICT=1` exits 1 when a
- * target is missed.
+ * target is missed. `BENCH_ONLY=k` runs (k) alone and writes its section to bench/.data, leaving
+ * BENCHMARKS.md alone; the other sections run alone as `npx tsx bench/<section>.ts`.
  */
 
 const log = (line: string) => console.log(line)
@@ -43,11 +45,28 @@ const sourceFingerprint = (): { readonly hash: string; readonly files: number } 
   return { hash: hash.digest("hex").slice(0, 12), files: files.length }
 }
 
+/** (k) alone: its line on the console, its section in bench/.data. */
+const importOnly = async (quick: boolean) => {
+  const result = await runImportBench(importConfig(quick), log)
+  const line = importLine(result)
+  log("")
+  log(consoleTable([line]))
+  const out = path.join(DATA_DIR, `BENCHMARKS.k${quick ? ".quick" : ""}.md`)
+  fs.writeFileSync(out, importMarkdown(result))
+  log(`\nWrote ${path.relative(REPO_ROOT, out)}.`)
+  if (process.env.BENCH_STRICT === "1" && !line.pass) process.exitCode = 1
+}
+
 const main = async () => {
   const started = performance.now()
   const config = configFromEnv()
   const m = machine()
   log(`gpu-market benchmarks${config.quick ? " (quick mode)" : ""}: ${m.cpu}, ${m.cores} cores, ${m.memory}, Node ${m.node}`)
+  const only = process.env.BENCH_ONLY
+  if (only !== undefined && only !== "") {
+    if (only !== "k") throw new Error(`BENCH_ONLY supports k; run another section alone with npx tsx bench/<section>.ts`)
+    return importOnly(config.quick)
+  }
 
   const loadBefore = os.loadavg()[0]!
   if (loadBefore > 0.5 * m.cores) log(`Warning: 1-minute load average is ${loadBefore.toFixed(2)} on ${m.cores} cores; other work will skew the figures.`)
@@ -78,9 +97,11 @@ const main = async () => {
   const redis = await runRedisBench(config.quick, log)
   log("(h), (i): start-up ...")
   const startup = await runStartupBench(config, log)
+  log("(k): CLI import throughput on SQLite ...")
+  const importResults = await runImportBench(importConfig(config.quick), log)
 
   const results = {
-    config, market, core, http, hardware, indexes, redis, startup,
+    config, market, core, http, hardware, indexes, redis, startup, import: importResults,
     date: new Date(),
     wallSeconds: (performance.now() - started) / 1000,
     load: { start: loadBefore, beforeHttp: loadBeforeHttp },

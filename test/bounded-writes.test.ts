@@ -1,12 +1,17 @@
 import { assert, describe, it } from "@effect/vitest"
 import { marketLayer, type RentalPrice, RentalPriceIngest, type RentalPriceObservationInput } from "@gpu-market/core"
 import { MAX_ROWS_PER_WRITE, MemoryStorage, ReferenceDataStore, RentalPriceStore, type TransactVersions, type VersionChanges } from "@gpu-market/core/storage"
+import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Either, Layer } from "effect"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 
 /**
- * A large ingest is written in chunks of at most `MAX_ROWS_PER_WRITE` rows, so no single write
- * holds the store for long, and every product's close and open travel in the same chunk, so a
- * reader never sees a product with two current rows or none.
+ * A large ingest is written in chunks of at most `MAX_ROWS_PER_WRITE` rows (or the store's own
+ * `rowsPerWrite`, SQLite's for rental prices), so no single write holds the store for long, and
+ * every product's close and open travel in the same chunk, so a reader never sees a product with
+ * two current rows or none.
  */
 
 const PRODUCTS = 4 * MAX_ROWS_PER_WRITE + 7
@@ -35,8 +40,10 @@ const recording = (transact: TransactVersions<RentalPrice>): TransactVersions<Re
       if (wrote !== undefined && wrote.close.length + wrote.open.length > 0) recorded.push(wrote)
     })))
 }
-const storage = Layer.effect(RentalPriceStore, Effect.map(RentalPriceStore, (store) => ({ ...store, transact: recording(store.transact) })))
-  .pipe(Layer.provideMerge(MemoryStorage.layer))
+const recordingOver = <A, E>(backend: Layer.Layer<A | RentalPriceStore, E>) =>
+  Layer.effect(RentalPriceStore, Effect.map(RentalPriceStore, (store) => ({ ...store, transact: recording(store.transact) })))
+    .pipe(Layer.provideMerge(backend))
+const storage = recordingOver(MemoryStorage.layer)
 
 describe("bounded writes", () => {
   it.effect("a batch larger than one write is split into writes of at most MAX_ROWS_PER_WRITE rows, each product whole", () =>
@@ -61,6 +68,28 @@ describe("bounded writes", () => {
       const current = yield* latest
       assert.strictEqual(current.length, PRODUCTS, "one current row per product")
     }).pipe(Effect.provide(marketLayer.pipe(Layer.provideMerge(storage)))))
+})
+
+describe("bounded writes on SQLite", () => {
+  it.effect("a store that allows larger writes gets chunks of at most its rowsPerWrite rows: a batch of 500 new products is one write", () =>
+    Effect.gen(function* () {
+      const ingest = yield* RentalPriceIngest
+      const store = yield* RentalPriceStore
+      const limit = store.rowsPerWrite!
+      assert.isAbove(limit, MAX_ROWS_PER_WRITE)
+      recorded.length = 0
+      yield* ingest.ingest(Array.from({ length: limit / 2 }, (_, i) => obs(i, 1, 2)))
+      assert.strictEqual(recorded.length, 1, "one write")
+      assert.strictEqual(recorded[0]!.open.length, limit / 2)
+      recorded.length = 0
+      const more = limit + 7
+      yield* ingest.ingest(Array.from({ length: more }, (_, i) => obs(limit + i, 1, 2)))
+      assert.isAbove(recorded.length, 1, "more than one write")
+      for (const write of recorded) assert.isAtMost(write.close.length + write.open.length, limit)
+      assert.strictEqual(recorded.reduce((n, w) => n + w.open.length, 0), more)
+    }).pipe(Effect.provide(marketLayer.pipe(Layer.provideMerge(recordingOver(
+      SqliteStorage.layer({ filename: join(mkdtempSync(join(tmpdir(), "gpu-market-bounded-")), "market.db") })
+    ))))))
 })
 
 describe("a batch refused part-way", () => {

@@ -10,13 +10,9 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import type { ProgressMark } from "@gpu-market/core/storage"
-import { createHash } from "node:crypto"
-import { createReadStream, statSync } from "node:fs"
-import { createInterface } from "node:readline"
-import { parseCsv, CsvSyntaxError } from "./csv.js"
 import { formatOptions, importFormat, isPublicFormat, PUBLIC_FORMATS } from "./formats.js"
 import { makeProgress } from "./progress.js"
-import { csvObject, fieldKinds } from "./records.js"
+import { csvRows, jsonLines, scanFile } from "./read.js"
 import { storageOptions } from "./options.js"
 import { marketOn } from "./storage.js"
 
@@ -30,7 +26,10 @@ import { marketOn } from "./storage.js"
  * same store, after a kill or to completion, skips the lines an earlier run stored.
  */
 
-/** Rows per write batch: big enough to amortise a commit, small enough to stream. */
+/**
+ * Rows per write batch: big enough to amortise a commit, small enough to stream. On SQLite a
+ * batch of rental prices is one transaction (its `rowsPerWrite` holds 500 products).
+ */
 const BATCH = 500
 
 /** The importable types: the write path of each and the schema of one input row. */
@@ -68,39 +67,6 @@ const TYPES: Record<"rental" | "hardware" | "llm" | "transactions" | "indexes" |
 
 type TypeName = keyof typeof TYPES
 
-/** A row read from the file, or why it could not be read. */
-type Read = { readonly line: number; readonly value: unknown } | { readonly line: number; readonly error: string }
-
-async function* jsonLines(path: string): AsyncGenerator<Read> {
-  let line = 0
-  for await (const text of createInterface({ input: createReadStream(path, "utf8"), crlfDelay: Infinity })) {
-    line++
-    if (text.trim() === "") continue
-    try {
-      yield { line, value: JSON.parse(text) }
-    } catch (e) {
-      yield { line, error: `not JSON: ${(e as Error).message}` }
-    }
-  }
-}
-
-async function* csvRows(path: string, schema: Schema.Schema.AnyNoContext): AsyncGenerator<Read> {
-  const kinds = fieldKinds(schema)
-  let header: ReadonlyArray<string> | undefined
-  for await (const record of parseCsv(createReadStream(path, "utf8"))) {
-    if (record instanceof CsvSyntaxError) {
-      yield { line: record.line, error: `not valid CSV: ${record.message}` }
-      continue
-    }
-    if (header === undefined) {
-      header = record.fields.map((f) => f.trim())
-      continue
-    }
-    const value = csvObject(header, record.fields, kinds)
-    yield typeof value === "string" ? { line: record.line, error: value } : { line: record.line, value }
-  }
-}
-
 /** What an import did. */
 export interface ImportSummary {
   readonly accepted: number
@@ -111,26 +77,27 @@ export interface ImportSummary {
   readonly resumedAfter: number | null
 }
 
-/** The SHA-256 of a file's bytes: an import's progress belongs to the file, wherever it lies. */
-const fileHash = (path: string): Promise<string> =>
-  new Promise((resolve, reject) => {
-    const hash = createHash("sha256")
-    createReadStream(path).on("data", (chunk) => hash.update(chunk)).on("error", reject).on("end", () => resolve(hash.digest("hex")))
-  })
-
-/** Streams a file of `type` rows through its write path; bad rows are reported, good ones stored. */
+/**
+ * Streams a file of `type` rows through its write path; bad rows are reported, good ones stored.
+ * A first pass hashes the file (naming its progress mark) and counts its rows, so the progress
+ * display counts rows; it reaches the total only once the last row is written.
+ */
 export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv") =>
   Effect.gen(function* () {
     const { schema, write, mark } = TYPES[type]
-    const markName = `import:${type}:${yield* Effect.promise(() => fileHash(path))}`
+    const scan = yield* Effect.promise(() => scanFile(path, format))
+    const markName = `import:${type}:${scan.hash}`
     const resumedAfter = Option.getOrNull(Option.map(yield* mark(markName), Number))
-    const rows = format === "csv" ? csvRows(path, schema) : jsonLines(path)
-    const size = statSync(path).size
-    const progress = makeProgress()
+    const next = format === "csv" ? csvRows(path, schema) : jsonLines(path)
+    const label = `importing ${type}`
+    const progress = makeProgress(process.stderr, "rows")
     const rejected: Array<{ line: number; message: string }> = []
     let accepted = 0
     let duplicates = 0
     let read = 0
+    // Rows taken from the file (skipped ones of a resumed import too), all of them written or rejected.
+    let done = 0
+    const shown = (n: number) => Math.min(n, Math.max(0, scan.rows - 1))
 
     /** Writes a batch, and marks the file done through `through` with its last write. */
     const submit = (batch: ReadonlyArray<{ readonly line: number; readonly value: unknown }>, through: number) =>
@@ -159,26 +126,27 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
         }
       })
 
+    yield* progress.update(label, 0, scan.rows)
     let batch: Array<{ line: number; value: unknown }> = []
     let line = 0
-    const iterator = rows[Symbol.asyncIterator]()
-    while (true) {
-      const next = yield* Effect.promise(() => iterator.next())
-      if (next.done === true) break
-      const row = next.value
-      line = row.line
-      if (resumedAfter !== null && line <= resumedAfter) continue
-      read++
-      if ("error" in row) rejected.push({ line, message: row.error })
-      else batch.push(row)
-      if (batch.length >= BATCH) {
-        yield* submit(batch, line)
-        batch = []
-        yield* progress.update(`importing ${type}`, Math.min(size, Math.round(size * 0.99)), size)
+    for (let rows = yield* Effect.promise(next); rows !== undefined; rows = yield* Effect.promise(next)) {
+      for (const row of rows) {
+        line = row.line
+        done++
+        if (resumedAfter !== null && line <= resumedAfter) continue
+        read++
+        if ("error" in row) rejected.push({ line, message: row.error })
+        else batch.push(row)
+        if (batch.length >= BATCH) {
+          yield* submit(batch, line)
+          batch = []
+          // Below the total until the end, should the first pass have counted a row the reader skips.
+          yield* progress.update(label, shown(done), scan.rows)
+        }
       }
     }
     if (batch.length > 0) yield* submit(batch, line)
-    yield* progress.update(`importing ${type}`, size, size)
+    yield* progress.update(label, done, done)
     yield* progress.finish
     const summary: ImportSummary = { accepted, duplicates, rejected: rejected.sort((a, b) => a.line - b.line), resumedAfter }
     return { ...summary, read }
@@ -218,5 +186,5 @@ export const importCommand = Command.make("import", {
       yield* Console.error(`gpu-market import: ${result.rejected.length} row(s) rejected (listed above) and not stored; every other row is stored`)
       process.exitCode = 1
     }
-  }).pipe(Effect.provide(marketOn(o)))
+  }).pipe(Effect.provide(marketOn(o, { bulk: true })))
 ).pipe(Command.withDescription("Import rows of one data type through the write path, streamed, or a public-format file (SkyPilot, LiteLLM), with a summary of rejected rows (exit 1 when any)."))

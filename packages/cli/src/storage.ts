@@ -41,11 +41,23 @@ export const describeStorage = (choice: StorageChoice): Effect.Effect<string> =>
   return where._tag === "sqlite" ? Effect.succeed(where.filename) : Effect.map(redisBackend, (R) => `redis ${R.redactUrl(where.url)}`)
 }
 
+/** How a command uses its storage: `bulk` loads many rows (an import). */
+export interface StorageUse {
+  readonly bulk?: boolean
+}
+
+/**
+ * WAL pages a bulk load's SQLite connection writes between checkpoints (`SqliteOptions.checkpointPages`):
+ * about 80 MiB, so a page its writes change again and again is copied into the file once in a while
+ * rather than after nearly every write.
+ */
+const BULK_CHECKPOINT_PAGES = 20_000
+
 /** The chosen storage backend. */
-export const storageOn = (choice: StorageChoice) => {
+export const storageOn = (choice: StorageChoice, use: StorageUse = {}) => {
   const where = resolve(choice)
   return where._tag === "sqlite"
-    ? SqliteStorage.layer({ filename: where.filename })
+    ? SqliteStorage.layer(use.bulk === true ? { filename: where.filename, checkpointPages: BULK_CHECKPOINT_PAGES } : { filename: where.filename })
     : Layer.unwrapEffect(Effect.map(redisBackend, (R) =>
         R.layer(Option.match(where.prefix, { onNone: () => ({ url: where.url }), onSome: (prefix) => ({ url: where.url, prefix }) }))))
 }
@@ -67,4 +79,4 @@ export const configuredMarket = marketLayer.pipe(Layer.provide(Layer.unwrapEffec
 }))))
 
 /** The market's services over the chosen storage. */
-export const marketOn = (choice: StorageChoice) => configuredMarket.pipe(Layer.provideMerge(storageOn(choice)))
+export const marketOn = (choice: StorageChoice, use: StorageUse = {}) => configuredMarket.pipe(Layer.provideMerge(storageOn(choice, use)))

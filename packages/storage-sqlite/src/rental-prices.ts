@@ -64,6 +64,16 @@ interface Summary {
   readonly gpus: ReadonlyArray<RentalGpuSummary>
 }
 
+/**
+ * Rows one rental write may hold (`RentalPriceStore.rowsPerWrite`): a CLI import's batch of 500
+ * products, new or each closing a row and opening one, is one transaction with its progress mark.
+ * A commit writes every page it changed, and a row changes a page in each of the table's 20
+ * indexes, so writes of `MAX_ROWS_PER_WRITE` spent an import's time writing the same pages again.
+ * Readers never wait for a writer (WAL); another writer polls SQLite's busy handler, and waited
+ * no longer behind these writes than behind small ones (README, "SQLite rental writes").
+ */
+export const ROWS_PER_WRITE = 1_000
+
 /** The rental price store over one connection; the schema must be migrated. */
 export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Type"] => {
   const { prepare } = client
@@ -132,6 +142,7 @@ export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Ty
   }
 
   return {
+    rowsPerWrite: ROWS_PER_WRITE,
     mark: readMark(client, "rental_prices.mark"),
     transact: sqliteTransact(client, "rental_prices.transact", {
       keys: rentalPriceKeys,

@@ -42,20 +42,24 @@ export const sqliteTransact = <Row extends Versioned>(
   afterWrite: () => void
 ): TransactVersions<Row> => {
   const { prepare } = client
-  const currentOf = (bases: ReadonlyArray<string>): Array<Row> => {
+  const base = table.def.scope.of
+  /** The rows of `bases` that meet `condition`, a statement per chunk of keys. */
+  const rowsOf = (bases: ReadonlyArray<string>, condition: string): Array<Row> => {
     const out: Array<Row> = []
     for (let i = 0; i < bases.length; i += KEY_CHUNK) {
       const chunk = padded(bases.slice(i, i + KEY_CHUNK))
-      const sql = `${table.select} WHERE valid_to IS NULL AND ${table.def.scope.of} IN (${placeholders(chunk.length)})`
+      const sql = `${table.select} WHERE ${base} IN (${placeholders(chunk.length)}) AND ${condition}`
       for (const r of readRows(prepare, sql, chunk, table.fromColumns)) out.push(r)
     }
     return out
   }
-  const inForceAt = `${table.select} WHERE ${table.def.scope.of} = ? AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)
+  const currentOf = (bases: ReadonlyArray<string>): Array<Row> => rowsOf(bases, "valid_to IS NULL")
+  // Versions of a priced thing never share a start, so the one starting last is its latest.
+  const latestOf = (bases: ReadonlyArray<string>): Array<Row> =>
+    rowsOf(bases, `valid_from = (SELECT MAX(later.valid_from) FROM ${table.def.name} AS later WHERE later.${base} = ${table.def.name}.${base})`)
+  const inForceAt = `${table.select} WHERE ${base} = ? AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)
     ORDER BY valid_from DESC LIMIT 1`
-  const versionAt = (base: string, at: string): Row | undefined => readRows(prepare, inForceAt, [base, at, at], table.fromColumns)[0]
-  const latestSql = `${table.select} WHERE ${table.def.scope.of} = ? ORDER BY valid_from DESC LIMIT 1`
-  const latestOf = (base: string): Row | undefined => readRows(prepare, latestSql, [base], table.fromColumns)[0]
+  const versionAt = (key: string, at: string): Row | undefined => readRows(prepare, inForceAt, [key, at, at], table.fromColumns)[0]
   const closeSql = `UPDATE ${table.def.name} SET valid_to = ? WHERE ${table.def.tie} = ? AND valid_to IS NULL`
   const names = table.def.fields.map((f) => f.name)
   const column = (name: string) => {

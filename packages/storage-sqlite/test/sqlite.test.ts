@@ -246,6 +246,14 @@ describe("files", () => {
       }))
     }))
 
+  it.effect("checkpointPages sets how much WAL a connection's writes add before a checkpoint; SQLite's 1,000 otherwise", () =>
+    Effect.gen(function* () {
+      const pages = (options: { readonly checkpointPages?: number }) =>
+        Effect.scoped(Effect.map(makeClient({ filename: freshFile(), ...options }), (c) => c.db.pragma("wal_autocheckpoint", { simple: true })))
+      assert.strictEqual(yield* pages({}), 1_000)
+      assert.strictEqual(yield* pages({ checkpointPages: 20_000 }), 20_000)
+    }))
+
   it.effect("two connections to one file see each other's writes, summaries included; steps of both on one product build one chain", () =>
     Effect.gen(function* () {
       const file = freshFile()

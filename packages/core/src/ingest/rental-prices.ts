@@ -1,6 +1,5 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
 import type { InvalidRecords, StorageUnavailable } from "../errors.js"
 import { parsePriceUnit } from "../schema/price-unit.js"
@@ -11,6 +10,7 @@ import { ReferenceDataStore } from "../storage/reference.js"
 import { rentalPriceKeys } from "../storage/tables.js"
 import { decodeRecords, instantOf, markReader, refuseIf, type Timed } from "./batch.js"
 import { type Bound, IngestBounds } from "./bounds.js"
+import { recordDecoder } from "./record-decoder.js"
 import { type ReferenceReader, referenceReader } from "./reference-data.js"
 import { normaliseRental, type RentalObservation, resolvedGpuSlug } from "./rental-normalise.js"
 import { conflictingPrices, type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
@@ -39,7 +39,7 @@ export const productKey = (base: string, validFrom: string, o: Pick<RentalPrice,
 const samePrice = (a: RentalPrice, b: RentalObservation) =>
   a.price_usd_per_gpu_hour === b.price_usd_per_gpu_hour && a.raw_price === b.raw_price && a.raw_price_unit === b.raw_price_unit
 
-const decodeObservation = Schema.decodeUnknownEither(RentalPriceObservation, { errors: "all", onExcessProperty: "error" })
+const decodeObservation = recordDecoder(RentalPriceObservation)
 
 /**
  * Validates a batch, reads the reference data it needs (the GPU catalog; the FX rates of its
@@ -103,7 +103,7 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
      * with the last chunk.
      */
     const ingest = Effect.fn("RentalPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>, options: MarkedWrite = {}) {
-      return (yield* writeVersions(store.transact, yield* decodeObservations(observations, reference, bounds.rental), rules, { mark: options.mark })).summary
+      return (yield* writeVersions(store.transact, yield* decodeObservations(observations, reference, bounds.rental), rules, { mark: options.mark, rowsPerWrite: store.rowsPerWrite })).summary
     })
 
     /**

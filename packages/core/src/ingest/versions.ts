@@ -273,16 +273,23 @@ const checkWhole = <O, Row extends Versioned>(
  * With `judge`, a step whose change changes something also reads the peers it touches
  * (`peerReadOf`) and writes the change `judge` completes, restated peers included, in the same
  * atomic step. `mark` is written by the last chunk's step, with its rows, even when nothing
- * changed. Returns what the batch did, the rows it opened and the rows it restated, as written.
+ * changed. `rowsPerWrite` is the store's bound on one write, when it allows more than
+ * `MAX_ROWS_PER_WRITE`. Returns what the batch did, the rows it opened and the rows it
+ * restated, as written.
  */
 export const writeVersions = <O, Row extends Versioned>(
   transact: TransactVersions<Row>,
   decoded: ReadonlyArray<Timed<O>>,
   rules: VersionRules<O, Row>,
-  options: { readonly judge?: Judge<Row> | undefined; readonly mark?: ProgressMark | undefined } = {}
+  options: {
+    readonly judge?: Judge<Row> | undefined
+    readonly mark?: ProgressMark | undefined
+    /** Rows one `transact` may write (`chunkObservations`); default `MAX_ROWS_PER_WRITE`. */
+    readonly rowsPerWrite?: number | undefined
+  } = {}
 ): Effect.Effect<VersionWrite<Row>, InvalidRecords | StorageUnavailable> => {
   const { judge, mark } = options
-  const chunks = markedChunks(chunkObservations(decoded), mark)
+  const chunks = markedChunks(chunkObservations(decoded, options.rowsPerWrite), mark)
   const writeChunk = ({ rows, mark }: MarkedChunk<Timed<O>>) => {
     const plan = (view: VersionView<Row>) => planVersions(rows, view, rules)
     return transact(
@@ -307,8 +314,8 @@ export const writeVersions = <O, Row extends Versioned>(
         Effect.map(
           Effect.mapError(writeChunk(chunk), (e) => (i > 0 && e instanceof InvalidRecords ? partlyStored(e) : e)),
           (w) => {
-            opened.push(...w.opened)
-            restated.push(...w.restated)
+            for (const row of w.opened) opened.push(row)
+            for (const row of w.restated) restated.push(row)
             return sumSummaries(total, w.summary)
           }
         )),

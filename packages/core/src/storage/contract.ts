@@ -48,6 +48,11 @@ export class RentalPriceStore extends Context.Tag("Market/Storage/RentalPriceSto
      * by `base_product_key` and rows by `product_key`. A reader never sees part of a write.
      */
     readonly transact: TransactVersions<RentalPrice>
+    /**
+     * Rows one `transact` may write, when the store allows more than `MAX_ROWS_PER_WRITE` (its
+     * default): core's write path splits a batch into chunks of whole products of about this many.
+     */
+    readonly rowsPerWrite?: number
     /** A progress mark written by `transact` (`VersionChanges.mark`). */
     readonly mark: ReadMark
     /** Executes a page plan; the tie-breaker is `product_key`. */

@@ -34,7 +34,7 @@ export const memoryTransact = <Row extends Versioned>(
     Effect.suspend(() => {
       const view = readView(points, keys.base, {
         current: (bases) => bases.flatMap((base) => versions(base).filter((r) => r.valid_to === null)),
-        latest: (base) => versions(base).reduce<Row | undefined>((a, r) => (a === undefined || r.valid_from > a.valid_from ? r : a), undefined),
+        latest: (bases) => bases.flatMap((base) => versions(base).reduce<Array<Row>>((a, r) => (a[0] === undefined || r.valid_from > a[0].valid_from ? [r] : a), [])),
         versionAt: (base, at) => versions(base).find((r) => r.valid_from <= at && (r.valid_to === null || r.valid_to > at)),
         peers: peersOf
       }, peers)

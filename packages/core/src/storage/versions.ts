@@ -217,14 +217,16 @@ export const readView = <Row extends Versioned>(
   base: (row: Row) => string,
   reads: {
     readonly current: (bases: ReadonlyArray<string>) => ReadonlyArray<Row>
-    readonly latest: (base: string) => Row | undefined
+    /** The latest version of each of `bases` that has any. */
+    readonly latest: (bases: ReadonlyArray<string>) => ReadonlyArray<Row>
     readonly versionAt: (base: string, at: string) => Row | undefined
     readonly peers: (read: PeerRead) => ReadonlyArray<Row>
   },
   peers?: (view: VersionView<Row>) => PeerRead | undefined
 ): VersionView<Row> => {
   const current = reads.current(basesOf(points))
-  const withdrawn = basesWithout(points, current, base).flatMap((b) => reads.latest(b) ?? [])
+  const without = basesWithout(points, current, base)
+  const withdrawn = without.length === 0 ? [] : reads.latest(without)
   const found = stalePoints(points, current, withdrawn, base).map((p) => [p, reads.versionAt(p.base, p.at)] as const)
   const view: VersionView<Row> = { current, withdrawn, inForce: inForceLookup(found), peers: [] }
   const read = peers?.(view)
