@@ -1,4 +1,4 @@
-import { baseProductKey, formatInstant, parseDateTime, productKey, type RentalPrice, type RentalPriceObservationInput } from "@gpu-market/core"
+import { baseProductKey, formatInstant, makeGpuCatalog, resolveGpu, SHIPPED_GPUS, parseDateTime, productKey, type RentalPrice, type RentalPriceObservationInput } from "@gpu-market/core"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -40,7 +40,7 @@ import { mulberry32, pick, weighted } from "./market"
 export const IMPORT_TARGET = 20_000
 
 /** Bump when the generator's output changes, so stale files are never measured. */
-const GENERATOR_VERSION = 1
+const GENERATOR_VERSION = 2
 /** Every observation of a snapshot is extracted at its instant. */
 const SNAPSHOTS = ["2026-01-05T06:00:00Z", "2026-01-06T06:00:00Z"] as const
 /** As the CLI's bulk imports configure their connection (`SqliteOptions.checkpointPages`), for the baseline. */
@@ -60,6 +60,9 @@ export const importConfig = (quick: boolean): ImportConfig =>
   quick ? { quick, rows: 100_000, smallRows: 20_000 } : { quick, rows: 1_000_000, smallRows: 200_000 }
 
 const pickVendor = weighted(VENDORS, (v) => v.weight)
+const SHIPPED = makeGpuCatalog(SHIPPED_GPUS)
+/** The slug the shipped catalog gives a spelling (the bench catalog's own `a10g` is the catalog's `a10`), else the bench's. */
+const slugOf = (spelling: string, gpu: (typeof GPUS)[number]) => resolveGpu(SHIPPED, spelling, gpu.memory)?.gpu_canonical_name ?? gpu.slug
 const pickGpu = weighted(GPUS, (g) => g.weight)
 const round4 = (n: number) => Math.round(n * 10_000) / 10_000
 
@@ -80,7 +83,7 @@ export const observation = (i: number, snapshot: 0 | 1): RentalPriceObservationI
   const price = round4(gpu.base * vendor.level * level * (contract === "spot" ? 0.55 : contract === "reserved" ? 0.72 : 1) * (snapshot === 0 ? 1 : 1 + change))
   return {
     vendor: vendor.slug, vendor_gpu_name: spelling, vendor_sku: `${vendor.slug}-${gpu.slug}-${count}x-${i.toString(36)}`,
-    vendor_region: `${region}-${1 + (i % 3)}`, region, gpu_canonical_name: gpu.slug, gpu_manufacturer: gpu.manufacturer,
+    vendor_region: `${region}-${1 + (i % 3)}`, region, gpu_canonical_name: slugOf(spelling, gpu), gpu_manufacturer: gpu.manufacturer,
     gpu_model: gpu.model, gpu_count: count, gpu_memory_gb: gpu.memory, vcpu: 16 * count, ram_gb: 120 * count, os: "linux",
     form_factor: gpu.formFactor, contract_type: contract, contract_term: contract === "reserved" ? "1 year" : null,
     availability: "available", price_usd_per_gpu_hour: price, raw_price: round4(price * count),
