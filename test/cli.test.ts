@@ -73,7 +73,7 @@ describe("gpu-market CLI", () => {
   it("--help of every command exits 0 and names its options", async () => {
     const cases: ReadonlyArray<readonly [ReadonlyArray<string>, ReadonlyArray<string>]> = [
       [[], ["serve", "seed", "import", "tokens", "indexes"]],
-      [["serve"], ["--db", "--redis", "--redis-prefix", "--port", "--host", "--base-url", "--demo"]],
+      [["serve"], ["--db", "--redis", "--redis-prefix", "--port", "--host", "--base-url", "--demo", "--cors-origin"]],
       [["seed"], ["--size", "--days", "--vendors", "--gpus", "--db"]],
       [["import"], ["--type", "--format", "--db", "rental", "csv"]],
       [["tokens"], ["create", "list", "revoke"]],
@@ -114,6 +114,40 @@ describe("gpu-market CLI", () => {
     assert.strictEqual(revoked.code, 0, revoked.stderr)
     assert.strictEqual((await serve(secret, "/v2/gpu/rental/prices/metadata")).status, 401)
     assert.strictEqual((await run("tokens", "revoke", "acme", "--db", DB)).code, 1)
+  }, 180_000)
+
+  it("serve --cors-origin (repeated, comma lists, default $GPU_MARKET_CORS_ORIGINS) lets those origins in and no other; a bad origin stops it", async () => {
+    /** Starts serve with `args` and `env`, and answers a preflight from each origin with its Access-Control-Allow-Origin. */
+    const allowedOf = async (args: ReadonlyArray<string>, env: Readonly<Record<string, string>>, origins: ReadonlyArray<string>) => {
+      const port = await freePort()
+      const server = await startUntil(BIN, ["serve", "--db", DB, "--port", String(port), ...args], {
+        cwd: dir, env: { ...process.env, NO_COLOR: "1", ...env }, ready: /listening on/, timeoutMs: 60_000
+      })
+      try {
+        const allowed: Array<string | null> = []
+        for (const origin of origins) {
+          const r = await fetch(`http://127.0.0.1:${port}/v2/gpu/rental/prices/latest`, {
+            method: "OPTIONS", headers: { origin, "access-control-request-method": "GET" }
+          })
+          allowed.push(r.status === 204 ? r.headers.get("access-control-allow-origin") : null)
+        }
+        return { allowed, output: server.output() }
+      } finally {
+        await server.stop()
+      }
+    }
+    const flags = await allowedOf(["--cors-origin", "https://a.example, https://b.example", "--cors-origin", "http://localhost:5173"],
+      { GPU_MARKET_CORS_ORIGINS: "https://env.example" }, ["https://b.example", "http://localhost:5173", "https://env.example"])
+    assert.deepStrictEqual(flags.allowed, ["https://b.example", "http://localhost:5173", null])
+    assert.include(flags.output, "CORS allowed for: https://a.example, https://b.example, http://localhost:5173")
+    const fromEnv = await allowedOf([], { GPU_MARKET_CORS_ORIGINS: "https://env.example" }, ["https://env.example", "https://a.example"])
+    assert.deepStrictEqual(fromEnv.allowed, ["https://env.example", null])
+    const off = await allowedOf([], {}, ["https://a.example"])
+    assert.deepStrictEqual(off.allowed, [null])
+    assert.notInclude(off.output, "CORS")
+    const bad = await run("serve", "--db", DB, "--port", String(await freePort()), "--cors-origin", "https://a.example/")
+    assert.notStrictEqual(bad.code, 0)
+    assert.include(bad.stderr + bad.stdout, "did you mean https://a.example?")
   }, 180_000)
 
   it("serve mounts the procurement service as npm start does, and documents it", async () => {

@@ -154,8 +154,14 @@ describe("OpenAPI 3.1 at /openapi.json", () => {
         yield* atNow
         const doc = yield* fetchDoc
         const op = doc.paths["/v2/gpu/rental/prices/latest"]!.get
-        const names = op.parameters.map((p) => p.name)
-        for (const p of op.parameters) assert.strictEqual(p.in, "query")
+        // Besides its query, a data route takes one header: If-None-Match, answered with 304.
+        const headers = op.parameters.filter((p) => p.in === "header")
+        assert.deepStrictEqual(headers.map((p) => [p.name, p.required]), [["If-None-Match", false]])
+        assert.strictEqual(op.responses["304"].$ref, "#/components/responses/304")
+        assert.hasAllKeys(doc.components.responses["304"].headers, ["ETag", "Cache-Control", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "X-Request-Id"])
+        assert.includeMembers(Object.keys(op.responses["200"].headers), ["ETag", "Cache-Control"])
+        const names = op.parameters.filter((p) => p.in === "query").map((p) => p.name)
+        assert.strictEqual(names.length, op.parameters.length - 1)
         for (const n of ["vendor", "gpu_canonical_name", "gpu_search", "region", "contract_type", "availability",
           "min_price_usd_per_gpu_hour", "max_gpu_memory_gb", "sort_by", "sort_order", "page_size", "page_token"]) {
           assert.include(names, n)

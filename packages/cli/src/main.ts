@@ -27,12 +27,17 @@ const serveCommand = Command.make("serve", {
   demo: Options.boolean("demo").pipe(
     Options.withDescription("seed the demo market (extended to today) and accept the demo tokens; without it the demo tokens are revoked")
   ),
+  corsOrigin: Options.text("cors-origin").pipe(
+    Options.withDescription("a browser origin allowed to call the API (CORS), e.g. https://app.example; repeat it or give a comma list; default $GPU_MARKET_CORS_ORIGINS, else CORS is off"),
+    Options.repeated
+  ),
   ...storageOptions
 }, (o) => {
   const port = Option.getOrElse(o.port, () => Number(process.env.PORT ?? 8787))
   const host = Option.getOrElse(o.host, () => process.env.HOST ?? "127.0.0.1")
   const baseUrl = Option.getOrElse(o.baseUrl, () => process.env.GPU_MARKET_BASE_URL ?? `http://${host}:${port}`)
-  return Effect.flatMap(describeStorage(o), (name) => serve({ storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo }))
+  const corsOrigins = o.corsOrigin.length > 0 ? o.corsOrigin : [process.env.GPU_MARKET_CORS_ORIGINS ?? ""]
+  return Effect.flatMap(describeStorage(o), (name) => serve({ storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, corsOrigins }))
 }
 ).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))
 

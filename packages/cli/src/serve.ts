@@ -2,6 +2,7 @@ import { procurementLayer, simulatedProviderLayer } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
 import * as Server from "@gpu-market/http-adapter"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import { configuredMarket } from "./storage.js"
 
@@ -30,12 +31,15 @@ export interface ServeOptions<E> {
    * tokens, which the banner lists; otherwise the demo tokens are revoked.
    */
   readonly demo: boolean
+  /** Browser origins allowed to call the API (CORS), each value one origin or a comma list; none: CORS off. */
+  readonly corsOrigins: ReadonlyArray<string>
 }
 
-/** Serves until interrupted; prints one banner once listening. */
+/** Serves until interrupted; prints one banner once listening. Fails, before opening anything, on an origin no browser sends. */
 export const serve = <E>(options: ServeOptions<E>) => {
   const { baseUrl, demo } = options
-  return Effect.gen(function* () {
+  const cors = Either.mapLeft(Server.parseCorsOrigins(options.corsOrigins), (problem) => `CORS: ${problem}`)
+  return Effect.flatMap(cors, (origins) => Effect.gen(function* () {
     if (demo) {
       const report = yield* Demo.seedDemo()
       yield* Effect.sync(() => console.log(report.days > 0
@@ -44,9 +48,10 @@ export const serve = <E>(options: ServeOptions<E>) => {
     } else {
       yield* Demo.revokeDemoTokens
     }
-    return yield* Layer.launch(Server.layer({ port: options.port, host: options.host, baseUrl }).pipe(
+    return yield* Layer.launch(Server.layer({ port: options.port, host: options.host, baseUrl, cors: { origins } }).pipe(
       Layer.tap(() => Effect.sync(() => {
         const lines = [`gpu-market listening on ${baseUrl} (storage: ${options.storage.name})`]
+        if (origins.length > 0) lines.push(`CORS allowed for: ${origins.join(", ")}`)
         if (demo) {
           lines.push("Demo tokens (send as Authorization: Bearer <token>):")
           for (const t of Demo.DEMO_TOKENS) lines.push(`  ${t.secret.padEnd(14)} ${t.principal.name}`)
@@ -56,5 +61,5 @@ export const serve = <E>(options: ServeOptions<E>) => {
         process.stdout.write(lines.join("\n") + "\n")
       }))
     ))
-  }).pipe(Effect.provide(services), Effect.provide(options.storage.layer))
+  }).pipe(Effect.provide(services), Effect.provide(options.storage.layer)))
 }

@@ -8,11 +8,13 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
+import { type CorsOptions, corsOptionsProblem, withCors } from "./cors.js"
 import { docsPage, makeAssetRoutes } from "./docs.js"
 import { problemResponse } from "./problem.js"
 import { queryOf, rateHeaders } from "./request.js"
 import { makeSupplyRoutes } from "./procurement.js"
 import { dataRoutes } from "./routes.js"
+import { respond, withCompression } from "./transfer.js"
 
 /** Options of the HTTP app. */
 export interface AppOptions {
@@ -20,16 +22,21 @@ export interface AppOptions {
   readonly baseUrl: string
   /** Path of the procurement service below the base URL; default `/supply`. Mounted when its services are provided. */
   readonly supplyPrefix?: `/${string}`
+  /** Browser origins allowed to call the API (CORS); off when absent. */
+  readonly cors?: CorsOptions
 }
-
 
 /**
  * Builds the HTTP app over the market's services. Every data request takes one path: bearer
  * auth, the caller's rate limit, the core call, then JSON or a problem, with the rate-limit
- * headers on whatever the caller gets once it is known who they are.
+ * headers on whatever the caller gets once it is known who they are. A page carries a strong
+ * `ETag` (a 304 when `If-None-Match` names it); answers are compressed when the client asks.
+ * Options that cannot work (an origin no browser sends) are a defect of the embedding app.
  */
 export const makeApp = (options: AppOptions) =>
   Effect.gen(function* () {
+    const corsProblem = options.cors === undefined ? undefined : corsOptionsProblem(options.cors)
+    if (corsProblem !== undefined) return yield* Effect.die(new TypeError(corsProblem))
     const auth = yield* Auth
     const limits = yield* RateLimits
     const readCall = yield* makeReadCalls
@@ -50,7 +57,9 @@ export const makeApp = (options: AppOptions) =>
         const body = yield* Effect.either(run(admitted.right.principal, request))
         if (Either.isLeft(body)) return problemResponse(body.left, requestId, headers)
         headers["x-request-id"] = requestId
-        return HttpServerResponse.text(JSON.stringify(body.right), { contentType: "application/json", headers })
+        return respond(request, {
+          body: Buffer.from(JSON.stringify(body.right)), contentType: "application/json", headers, caller: admitted.right.principal
+        })
       })
 
     const page = (endpoint: ReadCall) =>
@@ -64,9 +73,10 @@ export const makeApp = (options: AppOptions) =>
     // request: an app is made per embedding and per test, most never serve it, and the JSON
     // Schema machinery would add to every start.
     const openApi = yield* Effect.cached(Effect.map(Effect.promise(() => import("./openapi.js")), ({ openApiDocument }) =>
-      JSON.stringify(openApiDocument({ baseUrl: options.baseUrl, ...(supply.length > 0 ? { supplyPrefix } : {}) }))))
+      Buffer.from(JSON.stringify(openApiDocument({ baseUrl: options.baseUrl, ...(supply.length > 0 ? { supplyPrefix } : {}) })))))
     const docs: ReadonlyArray<Route> = [
-      ["/openapi.json", Effect.map(openApi, (doc) => HttpServerResponse.text(doc, { contentType: "application/json" }))],
+      ["/openapi.json", Effect.zipWith(HttpServerRequest.HttpServerRequest, openApi, (request, doc) =>
+        respond(request, { body: doc, contentType: "application/json" }))],
       ["/docs", Effect.succeed(HttpServerResponse.html(docsPage(origin.prefix)))],
       ...yield* makeAssetRoutes
     ]
@@ -94,7 +104,7 @@ export const makeApp = (options: AppOptions) =>
         ? Effect.provideService(routed, HttpServerRequest.HttpServerRequest, request.modify({ url: request.url.slice(prefix.length) }))
         : routed)
 
-    const app: HttpApp.Default<never, Scope.Scope> = unprefixed.pipe(
+    const answered = unprefixed.pipe(
       Effect.catchTag("RouteNotFound", () => unrouted),
       Effect.catchAllCause((cause) =>
         // The cause, not its text: loggers then render the errors a defect wraps as well (a
@@ -102,5 +112,7 @@ export const makeApp = (options: AppOptions) =>
         Effect.as(Effect.logError("request failed", cause), problemResponse({ _tag: "InternalError" }, randomUUID()))
       )
     )
+    // CORS outermost: a preflight is answered before anything else runs.
+    const app: HttpApp.Default<never, Scope.Scope> = withCors(options.cors)(withCompression(answered))
     return app
   })

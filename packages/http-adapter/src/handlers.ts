@@ -9,6 +9,7 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 import type * as Scope from "effect/Scope"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { makeApp } from "./app.js"
+import { type CorsOptions, corsOptionsProblem } from "./cors.js"
 
 /**
  * The HTTP API as handlers an existing service mounts: a Node `(req, res)` handler (node:http,
@@ -25,17 +26,24 @@ export interface HandlerOptions {
   readonly baseUrl: string
   /** Values added to the hardware vocabulary, as `createMarket` takes them. */
   readonly hardwareVocabulary?: HardwareVocabularyExtension
+  /** Browser origins allowed to call the API (CORS); off when absent. */
+  readonly cors?: CorsOptions
 }
 
-/** Opens the market and builds the app in one runtime; rejects with a `MarketProblemError` if storage cannot open. */
+/**
+ * Opens the market and builds the app in one runtime; rejects with a `MarketProblemError` if
+ * storage cannot open, and with a `TypeError` before opening anything if the CORS options cannot work.
+ */
 const open = async <A>(options: HandlerOptions, toHandler: (app: HttpApp.Default<never, Scope.Scope>) => Effect.Effect<A, never, MarketServices>) => {
+  const corsProblem = options.cors === undefined ? undefined : corsOptionsProblem(options.cors)
+  if (corsProblem !== undefined) throw new TypeError(corsProblem)
   const runtime = ManagedRuntime.make(marketLayer.pipe(
     Layer.provide(hardwareVocabularyLayer(options.hardwareVocabulary)),
     Layer.provideMerge(options.storage)
   ))
   // No tracer reports these spans: as in the standalone server, tracing stays off.
   const built = await runtime.runPromiseExit(
-    Effect.flatMap(makeApp({ baseUrl: options.baseUrl }), (app) => toHandler(app.pipe(Effect.withTracerEnabled(false))))
+    Effect.flatMap(makeApp({ baseUrl: options.baseUrl, ...(options.cors === undefined ? {} : { cors: options.cors }) }), (app) => toHandler(app.pipe(Effect.withTracerEnabled(false))))
   )
   if (Exit.isFailure(built)) {
     await runtime.dispose()

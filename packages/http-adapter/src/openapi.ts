@@ -118,6 +118,19 @@ const rateLimitHeaders = {
   "X-RateLimit-Reset": { $ref: "#/components/headers/X-RateLimit-Reset" }
 }
 const requestIdHeader = { "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" } }
+const validatorHeaders = {
+  ETag: { $ref: "#/components/headers/ETag" },
+  "Cache-Control": { $ref: "#/components/headers/Cache-Control" }
+}
+
+/** The conditional-request header every data route takes. */
+const ifNoneMatchParameter: OpenApiObject = {
+  name: "If-None-Match",
+  in: "header",
+  required: false,
+  description: "`ETag`s of copies the client holds (or `*`); when one is the current page's, the answer is 304 with no body. Compared weakly: `W/\"…\"` matches too.",
+  schema: { type: "string" }
+}
 
 const problemResponse = (description: string, headers: Record<string, OpenApiObject> = {}): OpenApiObject => ({
   description,
@@ -125,8 +138,12 @@ const problemResponse = (description: string, headers: Record<string, OpenApiObj
   content: { "application/problem+json": { schema: { $ref: `${SCHEMAS}Problem` } } }
 })
 
-/** Error responses every data route can give, by status. */
-const errorResponses = {
+/** What every data route can answer besides its 200, by status: a 304 and the problems. */
+const dataResponses = {
+  "304": {
+    description: "Not Modified: `If-None-Match` names the current page. No body; the rate-limit headers are sent, and the request counts.",
+    headers: { ...validatorHeaders, ...rateLimitHeaders, ...requestIdHeader }
+  },
   "400": problemResponse("`missing_anchor` (the query needs an anchor; `anchors` lists them) or `search_too_broad`.", rateLimitHeaders),
   "401": problemResponse("`unauthenticated`: missing or invalid bearer token.", {
     "WWW-Authenticate": header("`Bearer realm=\"gpu-market\"`", "string")
@@ -166,14 +183,15 @@ const operationOf = (registry: ReturnType<typeof makeSchemaRegistry>, route: Dat
   const responses: Record<string, OpenApiObject> = {
     "200": {
       description: route.response.name,
-      headers: { ...rateLimitHeaders, ...requestIdHeader },
+      headers: { ...validatorHeaders, ...rateLimitHeaders, ...requestIdHeader },
       content: { "application/json": { schema: registry.named(route.response) } }
     }
   }
-  for (const status of Object.keys(errorResponses)) {
+  for (const status of Object.keys(dataResponses)) {
     if (status !== "400" || route.badRequest) responses[status] = { $ref: `#/components/responses/${status}` }
   }
-  return { ...operationHead(registry, route), responses }
+  const head = operationHead(registry, route)
+  return { ...head, parameters: [...head.parameters as ReadonlyArray<OpenApiObject>, ifNoneMatchParameter], responses }
 }
 
 /** What a problem means on a procurement endpoint, by error. */
@@ -265,9 +283,11 @@ export const openApiDocument = (options: OpenApiOptions): OpenApiObject => {
         "X-RateLimit-Limit": header("Requests allowed per one-minute window."),
         "X-RateLimit-Remaining": header("Requests left in the current window."),
         "X-RateLimit-Reset": header("Seconds until the window resets."),
-        "X-Request-Id": header("Id of this request, as `request_id` in a problem.", "string")
+        "X-Request-Id": header("Id of this request, as `request_id` in a problem.", "string"),
+        ETag: header("Strong validator of the page as this caller sees it: it changes when the page's data or the caller's entitlements do, and a compressed answer's ends in `-gz\"` or `-br\"`. Send it back in `If-None-Match`.", "string"),
+        "Cache-Control": header("`private, max-age=0, must-revalidate`: the caller's own data, revalidated (with `If-None-Match`) before each reuse.", "string")
       },
-      responses: errorResponses,
+      responses: dataResponses,
       schemas: registry.definitions
     }
   }

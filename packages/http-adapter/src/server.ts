@@ -5,6 +5,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { createServer } from "node:http"
 import { makeApp } from "./app.js"
+import type { CorsOptions } from "./cors.js"
 
 /** Where and how the standalone server listens. */
 export interface ServerOptions {
@@ -12,6 +13,8 @@ export interface ServerOptions {
   readonly host: string
   /** Public base URL; defaults to `http://<host>:<port>`. */
   readonly baseUrl?: string
+  /** Browser origins allowed to call the API (CORS); off when absent. */
+  readonly cors?: CorsOptions
 }
 
 /**
@@ -22,7 +25,10 @@ export interface ServerOptions {
  */
 export const layer = (options: ServerOptions) =>
   Layer.unwrapEffect(
-    Effect.map(makeApp({ baseUrl: options.baseUrl ?? `http://${options.host}:${options.port}` }), (app) =>
+    Effect.map(makeApp({
+      baseUrl: options.baseUrl ?? `http://${options.host}:${options.port}`,
+      ...(options.cors === undefined ? {} : { cors: options.cors })
+    }), (app) =>
       HttpServer.serve(app.pipe(Effect.withTracerEnabled(false))).pipe(HttpMiddleware.withTracerDisabledWhen(() => true))
     )
   ).pipe(Layer.provide(NodeHttpServer.layer(createServer, { port: options.port, host: options.host })))

@@ -1,0 +1,216 @@
+import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpBody from "@effect/platform/HttpBody"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type { DataType, Principal } from "@gpu-market/core"
+import * as Effect from "effect/Effect"
+import { createHash } from "node:crypto"
+import { promisify } from "node:util"
+import { brotliCompress, constants, gzip } from "node:zlib"
+
+/**
+ * How a response travels: its validator (a strong `ETag`) and conditional requests
+ * (`If-None-Match` → 304, RFC 9110 §13.1.2), its freshness (`Cache-Control`, RFC 9111) and its
+ * content coding (gzip or br, negotiated from `Accept-Encoding`, RFC 9110 §12.5.3).
+ */
+
+/** A content coding the app sends. */
+type Coding = "br" | "gzip" | "identity"
+
+/**
+ * Bodies below this many bytes go uncompressed: a coding's own framing and the CPU it costs
+ * outweigh what it saves on a small problem or a one-row page.
+ */
+const COMPRESS_MIN_BYTES = 1024
+
+/**
+ * Data is the caller's own (`private`: no shared cache may keep it), and stored copies are
+ * revalidated on every use (`max-age=0, must-revalidate`): a read after a write must see the new
+ * rows, and revalidating costs a 304 with no body when nothing changed.
+ */
+const PRIVATE_CACHE_CONTROL = "private, max-age=0, must-revalidate"
+
+/** The API description is public and changes only with a deployment: five minutes fresh, then revalidated. */
+const PUBLIC_CACHE_CONTROL = "public, max-age=300"
+
+/** The suffix of a coded variant's entity tag: its bytes differ, so under strong comparison its tag must too. */
+const SUFFIX: Record<Coding, string> = { identity: "", gzip: "-gz", br: "-br" }
+
+/** Preference among codings a client weighs the same: the smallest output first. */
+const PREFERENCE: ReadonlyArray<Coding> = ["br", "gzip", "identity"]
+
+/** How much a client wants each coding (0: not at all), from its `Accept-Encoding`. */
+const weights = (accept: string | undefined): Record<Coding, number> => {
+  // No header: the client said nothing, and identity is what every client reads.
+  if (accept === undefined) return { br: 0, gzip: 0, identity: 1 }
+  const listed: Record<string, number> = {}
+  for (const entry of accept.split(",")) {
+    const [name = "", ...params] = entry.split(";")
+    const coding = name.trim().toLowerCase()
+    if (coding === "") continue
+    let q = 1
+    for (const param of params) {
+      const [key = "", value = ""] = param.split("=")
+      if (key.trim().toLowerCase() !== "q") continue
+      // A weight that is not one (`q=high`, `q=2`) leaves the entry unreadable: it counts for nothing.
+      q = /^[01](?:\.\d{0,3})?$/.test(value.trim()) ? Math.min(1, Number(value)) : NaN
+    }
+    if (!Number.isNaN(q)) listed[coding === "x-gzip" ? "gzip" : coding] = q
+  }
+  const any = listed["*"]
+  return {
+    br: listed["br"] ?? any ?? 0,
+    gzip: listed["gzip"] ?? any ?? 0,
+    // Identity is acceptable unless excluded by name or by `*;q=0` (RFC 9110 §12.5.3); left
+    // unnamed, it is the client's last choice, so `gzip;q=0.5` still gets gzip.
+    identity: listed["identity"] ?? any ?? Math.min(1, ...Object.values(listed))
+  }
+}
+
+/** The coding to send a body of `size` bytes in; identity when nothing the client lists is acceptable. */
+const codingFor = (size: number, accept: Record<Coding, number>): Coding => {
+  if (size < COMPRESS_MIN_BYTES) return "identity"
+  let best: Coding = "identity"
+  let weight = 0
+  for (const coding of PREFERENCE) {
+    if (accept[coding] > weight) {
+      best = coding
+      weight = accept[coding]
+    }
+  }
+  return best
+}
+
+/** The entity tag of a body's variant in `coding`, quoted. */
+const tagOf = (opaque: string, coding: Coding) => `"${opaque}${SUFFIX[coding]}"`
+
+/**
+ * What a caller may see, as text: the part of a data response's validator that is not its
+ * bytes. The same page served to a caller with other grants, floors or indices is another
+ * caller's copy, so a browser shared by two tokens never revalidates one's copy for the other.
+ * The name, rate limit and procurement flag do not change what a data page holds.
+ */
+const audienceOf = (principal: Principal): string => {
+  const grants = (Object.keys(principal.grants) as Array<DataType>).sort().map((type) => [type, principal.grants[type]])
+  return JSON.stringify([principal.id, grants, principal.indices, principal.legacy_custom_index])
+}
+
+/** The opaque part of a body's strong validator: 128 bits of SHA-256 over who it is for and its bytes. */
+const opaqueTag = (audience: string, body: Uint8Array) =>
+  createHash("sha256").update(audience).update("\n").update(body).digest().subarray(0, 16).toString("base64url")
+
+/**
+ * The entity tag a 304 answers with when `If-None-Match` names a variant of the current body,
+ * else undefined. Comparison is weak, as RFC 9110 §13.1.2 asks (`W/"x"` matches `"x"`). A tag of
+ * any coded variant the client still accepts matches: its bytes decode to the current body, and
+ * the 304 names that variant so the client's cache freshens the copy it holds.
+ */
+const notModified = (ifNoneMatch: string, opaque: string, selected: Coding, accept: Record<Coding, number>): string | undefined => {
+  if (ifNoneMatch.trim() === "*") return tagOf(opaque, selected)
+  const named = new Set(Array.from(ifNoneMatch.matchAll(/(?:W\/)?"([^"]*)"/g), (m) => m[1]))
+  if (named.has(`${opaque}${SUFFIX[selected]}`)) return tagOf(opaque, selected)
+  const held = PREFERENCE.find((coding) => named.has(`${opaque}${SUFFIX[coding]}`) && accept[coding] > 0)
+  return held === undefined ? undefined : tagOf(opaque, held)
+}
+
+/** A body the app answers a GET with, and what its validator covers. */
+export interface Representation {
+  /** The identity bytes; they are also what the entity tag is computed over. */
+  readonly body: Uint8Array
+  readonly contentType: string
+  /** Headers of the answer, 200 or 304 alike (the rate limit, the request id). */
+  readonly headers?: Readonly<Record<string, string>>
+  /** Whose data it is: `private` and tagged with their entitlements; absent for a public document. */
+  readonly caller?: Principal
+}
+
+/**
+ * A 200 with a strong `ETag` and `Cache-Control`, or a 304 with no body when `If-None-Match`
+ * names the current body. The 200 goes out in identity; `withCompression` codes it and gives
+ * the tag its coding's suffix.
+ */
+export const respond = (
+  request: HttpServerRequest.HttpServerRequest,
+  representation: Representation
+): HttpServerResponse.HttpServerResponse => {
+  const { body, caller } = representation
+  const opaque = opaqueTag(caller === undefined ? "" : audienceOf(caller), body)
+  const headers = {
+    ...representation.headers,
+    "cache-control": caller === undefined ? PUBLIC_CACHE_CONTROL : PRIVATE_CACHE_CONTROL,
+    vary: "Accept-Encoding"
+  }
+  const ifNoneMatch = request.headers["if-none-match"]
+  if (ifNoneMatch !== undefined) {
+    const accept = weights(request.headers["accept-encoding"])
+    const tag = notModified(ifNoneMatch, opaque, codingFor(body.length, accept), accept)
+    if (tag !== undefined) return HttpServerResponse.empty({ status: 304, headers: { ...headers, etag: tag } })
+  }
+  return HttpServerResponse.uint8Array(body, { contentType: representation.contentType, headers: { ...headers, etag: tagOf(opaque, "identity") } })
+}
+
+/** Media types worth compressing: text and JSON (problems included); images are compressed already. */
+const compressible = (contentType: string) => /^(?:text\/|application\/(?:[\w.-]+\+)?json\b)/i.test(contentType)
+
+const gzipAsync = promisify(gzip)
+const brotliAsync = promisify(brotliCompress)
+
+/**
+ * Compresses off the event loop (zlib's thread pool). Brotli at quality 4 is as fast as gzip's
+ * default level and smaller; brotli's own default (11) takes hundreds of times longer.
+ */
+const compress = (body: Uint8Array, coding: Exclude<Coding, "identity">): Promise<Uint8Array> =>
+  coding === "gzip"
+    ? gzipAsync(body)
+    : brotliAsync(body, {
+      params: {
+        [constants.BROTLI_PARAM_QUALITY]: 4,
+        [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+        [constants.BROTLI_PARAM_SIZE_HINT]: body.length
+      }
+    })
+
+/**
+ * Coded bodies by the body they code. A body served again as the same bytes object (the OpenAPI
+ * document, the docs assets) is compressed once; a page's bytes are new each time and their
+ * entries go with them.
+ */
+const coded = new WeakMap<Uint8Array, Partial<Record<Coding, Promise<Uint8Array>>>>()
+
+const codedBody = (body: Uint8Array, coding: Exclude<Coding, "identity">): Promise<Uint8Array> => {
+  let variants = coded.get(body)
+  if (variants === undefined) coded.set(body, variants = {})
+  return variants[coding] ??= compress(body, coding)
+}
+
+/** `vary` with `field` added, once. */
+const varyWith = (vary: string | undefined, field: string) =>
+  vary === undefined || vary === "" ? field
+    : vary.split(",").some((f) => f.trim().toLowerCase() === field.toLowerCase()) ? vary : `${vary}, ${field}`
+
+/** The response with `field` in its `Vary`, once. */
+export const addVary = (response: HttpServerResponse.HttpServerResponse, field: string): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.setHeader(response, "vary", varyWith(response.headers["vary"], field))
+
+/**
+ * Compresses every text or JSON answer of the app of at least `COMPRESS_MIN_BYTES` in the coding
+ * the request prefers (`Accept-Encoding` with its q-values, `*` and `identity`), and says that
+ * such answers vary by `Accept-Encoding`. A strong `ETag` gets the coding's suffix inside its quotes.
+ */
+export const withCompression = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest> =>
+  Effect.flatMap(app, (response) => {
+    const body = response.body
+    if (body._tag !== "Uint8Array" || !compressible(body.contentType)) return Effect.succeed(response)
+    const varied = addVary(response, "Accept-Encoding")
+    if (response.headers["content-encoding"] !== undefined) return Effect.succeed(varied)
+    return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const coding = codingFor(body.body.length, weights(request.headers["accept-encoding"]))
+      if (coding === "identity") return Effect.succeed(varied)
+      const etag = response.headers["etag"]
+      return Effect.map(Effect.promise(() => codedBody(body.body, coding)), (bytes) =>
+        HttpServerResponse.setHeaders(HttpServerResponse.setBody(varied, HttpBody.uint8Array(bytes, body.contentType)), {
+          "content-encoding": coding,
+          ...(etag !== undefined && etag.startsWith("\"") ? { etag: tagOf(etag.slice(1, -1), coding) } : {})
+        }))
+    })
+  })
