@@ -164,6 +164,29 @@ export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
           assert.isTrue(Option.isSome(yield* t.find(h2)))
         }))
 
+      it.effect("tokens: the version moves with every put and every revoke that revoked, and only then", () =>
+        Effect.gen(function* () {
+          const t = yield* TokenStore
+          const ns = namespace("tokv")
+          const seen = [yield* t.version]
+          const moved = Effect.gen(function* () {
+            const v = yield* t.version
+            assert.notInclude(seen, v, "a new version, never one seen before")
+            seen.push(v)
+          })
+          yield* t.put(hashToken(`${ns}-1`), principal(`${ns}-1`))
+          yield* moved
+          // Replacing a token's principal is a change too.
+          yield* t.put(hashToken(`${ns}-1`), { ...principal(`${ns}-1`), rate_limit_per_minute: 1 })
+          yield* moved
+          yield* t.find(hashToken(`${ns}-1`))
+          yield* t.list
+          assert.isFalse(yield* t.revoke(`${ns}-none`))
+          assert.strictEqual(yield* t.version, seen.at(-1))
+          assert.isTrue(yield* t.revoke(`${ns}-1`))
+          yield* moved
+        }))
+
       it.effect("rate limits: count within a window, reset in the next, keys independent", () =>
         Effect.gen(function* () {
           const r = yield* RateLimitStore

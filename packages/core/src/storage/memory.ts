@@ -76,8 +76,13 @@ export const make = Effect.sync(() => {
     gpus: Effect.sync(() => summariseGpus(rental.values()).gpus)
   }
 
+  // One process holds this store, so a counter never repeats while anyone caches under it.
+  let tokensVersion = 0
   const tokenStore: TokenStore["Type"] = {
-    put: (hash, principal) => Effect.sync(() => void tokens.set(hash, principal)),
+    put: (hash, principal) => Effect.sync(() => {
+      tokens.set(hash, principal)
+      tokensVersion++
+    }),
     find: (hash) => Effect.sync(() => Option.map(Option.fromNullable(tokens.get(hash)), (principal): StoredToken => ({ tokenHash: hash, principal }))),
     list: Effect.sync(() =>
       [...tokens].map(([tokenHash, principal]) => ({ tokenHash, principal })).sort((a, b) => cmp(a.principal.id, b.principal.id) || cmp(a.tokenHash, b.tokenHash))
@@ -85,8 +90,10 @@ export const make = Effect.sync(() => {
     revoke: (id) => Effect.sync(() => {
       let found = false
       for (const [hash, p] of tokens) if (p.id === id) { tokens.delete(hash); found = true }
+      if (found) tokensVersion++
       return found
-    })
+    }),
+    version: Effect.sync(() => String(tokensVersion))
   }
 
   const rateLimitStore: RateLimitStore["Type"] = {
