@@ -92,6 +92,18 @@ describe("worker market (createWorkerMarket)", () => {
     const page = await direct.rental.prices.latest({ vendor: "v-alpha", page_size: 1 }, { token: "worker-secret" })
     assert.strictEqual(page.data.length, 1)
   })
+
+  it("rate limits hold exactly across the pool's threads: they count in the file the threads share", async () => {
+    // `limited` may make 3 calls a minute; a burst that straddles two minutes is tried again.
+    for (;;) {
+      const window = Math.floor(Date.now() / 60_000)
+      const outcomes = await Promise.allSettled(Array.from({ length: 12 }, () => worker.rental.prices.metadata({}, { token: "limited" })))
+      if (Math.floor(Date.now() / 60_000) !== window) continue
+      assert.strictEqual(outcomes.filter((o) => o.status === "fulfilled").length, 3)
+      for (const o of outcomes) if (o.status === "rejected") assert.strictEqual((o.reason as MarketProblemError).problem.code, "rate_limited")
+      return
+    }
+  })
 })
 
 describe("worker market storage", () => {

@@ -1,9 +1,11 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { RateLimited } from "../errors.js"
 import { unavailable } from "../market/storage.js"
 import { MICROS_PER_MS } from "../query/time.js"
-import { RateLimitStore } from "../storage/contract.js"
+import { RateLimitStore, type Storage } from "../storage/contract.js"
+import { makeMemoryRateLimitStore } from "../storage/memory-rate-limits.js"
 
 /** The state of a caller's budget after one request, for the `X-RateLimit-*` headers. */
 export interface RateLimitStatus {
@@ -15,7 +17,22 @@ export interface RateLimitStatus {
 
 const MINUTE = 60_000_000
 
-/** Fixed one-minute windows per key, counted in storage so every process shares them. */
+/**
+ * Where rate limits are counted. `shared`: in the storage, so every process on it counts into one
+ * window (a storage write, or one Redis round trip, per request). `process`: in this process's
+ * memory, exact for this process alone and with no storage I/O: for a store that one process serves.
+ */
+export const RATE_LIMIT_MODES = ["process", "shared"] as const
+export type RateLimitMode = (typeof RATE_LIMIT_MODES)[number]
+
+/**
+ * `storage` with its rate-limit counters kept as `mode` says: the storage's own for `shared`,
+ * replaced by this process's (`makeMemoryRateLimitStore`, the same windows) for `process`.
+ */
+export const withRateLimits = <E, R>(storage: Layer.Layer<Storage, E, R>, mode: RateLimitMode): Layer.Layer<Storage, E, R> =>
+  mode === "shared" ? storage : Layer.merge(storage, Layer.sync(RateLimitStore, makeMemoryRateLimitStore))
+
+/** Fixed one-minute windows per key, counted in the `RateLimitStore` (see `withRateLimits`). */
 export class RateLimits extends Effect.Service<RateLimits>()("Market/RateLimits", {
   effect: Effect.gen(function* () {
     const store = yield* RateLimitStore

@@ -200,6 +200,27 @@ export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
           assert.deepStrictEqual(yield* r.hit(key, minute, start + minute), { count: 1, resetInMicros: minute })
         }))
 
+      it.effect("rate limits: thousands of keys over two windows each count their own, whatever a store collects", () =>
+        Effect.gen(function* () {
+          const r = yield* RateLimitStore
+          const first = Array.from({ length: 2_500 }, () => namespace("rl-many"))
+          const second = Array.from({ length: 2_500 }, () => namespace("rl-many"))
+          const minute = 60_000_000
+          const start = 2_000 * minute
+          const counts = (keys: ReadonlyArray<string>, now: number) =>
+            Effect.forEach(keys, (k) => Effect.map(r.hit(k, minute, now), (h) => h.count), { concurrency: 16 })
+          const all = (keys: ReadonlyArray<string>, now: number, count: number) =>
+            Effect.map(counts(keys, now), (cs) => assert.isTrue(cs.every((c) => c === count), `every key at ${count}`))
+          yield* all(first, start, 1)
+          yield* all(first, start + minute - 1, 2)
+          // New keys in the next window, while the first ones' windows have ended: a store that
+          // collects ended windows as it grows must keep every live one.
+          yield* all(second, start + minute, 1)
+          yield* all(second, start + minute + 1, 2)
+          yield* all(first, start + minute + 2, 1)
+          yield* all(first, start + minute + 3, 2)
+        }))
+
       versionConformance(it, {
         label: "rental",
         tag: RentalPriceStore,

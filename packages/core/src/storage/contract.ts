@@ -95,7 +95,10 @@ export interface RateLimitHit {
   readonly resetInMicros: number
 }
 
-/** Fixed-window counters, shared by every process that shares the store. */
+/**
+ * Fixed-window counters. A backend's are shared by every process that shares the store;
+ * `withRateLimits(storage, "process")` replaces them with this process's own (`MemoryRateLimits`).
+ */
 export class RateLimitStore extends Context.Tag("Market/Storage/RateLimitStore")<
   RateLimitStore,
   {

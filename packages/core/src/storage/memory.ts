@@ -24,6 +24,7 @@ import { ProcurementStore } from "./procurement.js"
 import { makeMemoryProcurementStore } from "./memory-procurement.js"
 import { ReferenceDataStore } from "./reference.js"
 import { makeMemoryReferenceDataStore } from "./memory-reference.js"
+import { makeMemoryRateLimitStore } from "./memory-rate-limits.js"
 import { rentalPriceKeys, rentalPriceTable } from "./tables.js"
 import { sortedValues, summarise } from "./summary.js"
 
@@ -65,7 +66,6 @@ export const make = Effect.sync(() => {
   const rental = new Map<string, RentalPrice>()
   const tokens = new Map<string, Principal>()
   const settings = new Map<string, string>()
-  const windows = new Map<string, { start: number; count: number }>()
   const rentalMarks = memoryMarks()
 
   const rentalStore: RentalPriceStore["Type"] = {
@@ -96,15 +96,7 @@ export const make = Effect.sync(() => {
     version: Effect.sync(() => String(tokensVersion))
   }
 
-  const rateLimitStore: RateLimitStore["Type"] = {
-    hit: (key, windowMicros, now) => Effect.sync(() => {
-      const start = Math.floor(now / windowMicros) * windowMicros
-      const w = windows.get(key)
-      const count = w !== undefined && w.start === start ? w.count + 1 : 1
-      windows.set(key, { start, count })
-      return { count, resetInMicros: start + windowMicros - now }
-    })
-  }
+  const rateLimitStore = makeMemoryRateLimitStore()
 
   const settingsStore: SettingsStore["Type"] = {
     get: (name) => Effect.sync(() => Option.fromNullable(settings.get(name))),
