@@ -1,6 +1,6 @@
 import { assert, layer } from "@effect/vitest"
 import { Auth, marketLayer, type MarketServices, type Storage, type StorageError } from "@gpu-market/core"
-import { MemoryStorage, TokenStore } from "@gpu-market/core/storage"
+import { MemoryStorage, RateLimitStore, TokenStore } from "@gpu-market/core/storage"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Context, Effect, Layer } from "effect"
@@ -93,9 +93,14 @@ layer(testRedisLayer(), { timeout: "60 seconds" })("token lookups cached under t
           assert.strictEqual((yield* http(LATEST, { token: "all" })).status, 200)
           assert.strictEqual(counts.finds, finds, "served from the cache")
 
-          // A new limit for `all`'s token: the next request counts against it.
+          // A new limit for `all`'s token: the next request is judged by it, and counted once.
           yield* elsewhere(Effect.flatMap(Auth, (auth) => auth.issue({ ...TOKENS.all, rate_limit_per_minute: 7 }, "all")))
-          assert.strictEqual((yield* http(LATEST, { token: "all" })).headers.get("x-ratelimit-limit"), "7")
+          const limited = (yield* http(LATEST, { token: "all" })).headers
+          assert.deepStrictEqual([limited.get("x-ratelimit-limit"), limited.get("x-ratelimit-remaining")], ["7", "4"])
+          // `other`'s token now reaches another principal: counted under that one.
+          yield* elsewhere(Effect.flatMap(Auth, (auth) => auth.issue({ ...TOKENS.other, id: "t-moved", rate_limit_per_minute: 5 }, "other")))
+          const moved = (yield* http(LATEST, { token: "other" })).headers
+          assert.deepStrictEqual([moved.get("x-ratelimit-limit"), moved.get("x-ratelimit-remaining")], ["5", "4"])
 
           assert.isTrue(yield* elsewhere(Effect.flatMap(TokenStore, (tokens) => tokens.revoke(TOKENS.all.id))))
           const revoked = yield* http(LATEST, { token: "all" })
@@ -105,4 +110,29 @@ layer(testRedisLayer(), { timeout: "60 seconds" })("token lookups cached under t
         }))
       }))
   }
+})
+
+layer(testRedisLayer(), { timeout: "60 seconds" })("one round trip on Redis", (it) => {
+  it.effect("a cached token's version read and its rate-limit count are both sent before either is answered", () =>
+    Effect.gen(function* () {
+      const server = yield* TestRedis
+      const events: Array<string> = []
+      const traced = <A, E>(name: string, effect: Effect.Effect<A, E>) =>
+        Effect.suspend(() => (events.push(`${name} sent`), effect)).pipe(Effect.ensuring(Effect.sync(() => events.push(`${name} answered`))))
+      const storage = Layer.effectContext(Effect.map(Effect.context<Storage>(), (ctx) => {
+        const tokens = Context.get(ctx, TokenStore), limits = Context.get(ctx, RateLimitStore)
+        return ctx.pipe(
+          Context.add(TokenStore, { ...tokens, version: traced("version", tokens.version) }),
+          Context.add(RateLimitStore, { hit: (key, window, now) => traced("count", limits.hit(key, window, now)) })
+        )
+      })).pipe(Layer.provide(RedisStorage.layer({ url: server.url, prefix: uniquePrefix("round-trip") })))
+      yield* withMarket({ storage, other: undefined }, { finds: 0, versions: 0 }, Effect.gen(function* () {
+        assert.strictEqual((yield* http(LATEST, { token: "all" })).status, 200)
+        for (let i = 0; i < 20; i++) {
+          events.length = 0
+          assert.strictEqual((yield* http(LATEST, { token: "all" })).status, 200)
+          assert.deepStrictEqual(events.slice(0, 2).sort(), ["count sent", "version sent"], events.join(", "))
+        }
+      }))
+    }))
 })

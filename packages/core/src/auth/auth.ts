@@ -60,6 +60,15 @@ export class Auth extends Effect.Service<Auth>()("Market/Auth", {
     }
 
     return {
+      /**
+       * The principal this process's cache holds for an `Authorization` header's token, without
+       * reading the store's version: a guess that lets a request start work (counting its rate
+       * limit) while `authenticate` checks the token. It grants nothing by itself.
+       */
+      guess: (authorization: string | undefined): Principal | undefined => {
+        const m = authorization === undefined ? null : BEARER.exec(authorization)
+        return m === null ? undefined : cache.get(hashToken(m[1]!))?.principal
+      },
       /** The principal of an `Authorization` header value; 401 when missing, malformed or unknown. */
       authenticate: Effect.fn("Auth.authenticate")(function* (authorization: string | undefined) {
         if (authorization === undefined || authorization.length === 0) {

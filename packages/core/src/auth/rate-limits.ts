@@ -32,29 +32,44 @@ export type RateLimitMode = (typeof RATE_LIMIT_MODES)[number]
 export const withRateLimits = <E, R>(storage: Layer.Layer<Storage, E, R>, mode: RateLimitMode): Layer.Layer<Storage, E, R> =>
   mode === "shared" ? storage : Layer.merge(storage, Layer.sync(RateLimitStore, makeMemoryRateLimitStore))
 
+/** One request counted in its window, before it is judged against a limit. */
+export interface RateLimitCount {
+  /** Requests counted in the window, this one included. */
+  readonly count: number
+  /** Whole seconds until the window resets. */
+  readonly resetSeconds: number
+}
+
 /** Fixed one-minute windows per key, counted in the `RateLimitStore` (see `withRateLimits`). */
 export class RateLimits extends Effect.Service<RateLimits>()("Market/RateLimits", {
   effect: Effect.gen(function* () {
     const store = yield* RateLimitStore
-    return {
-      /**
-       * Counts one request against `limit` per minute for `key`. Past the limit it fails with
-       * `RateLimited`; either way the status for the response headers is returned or carried.
-       */
-      consume: Effect.fn("RateLimits.consume")(function* (key: string, limit: number) {
-        const now = (yield* Clock.currentTimeMillis) * MICROS_PER_MS
-        const hit = yield* Effect.mapError(store.hit(key, MINUTE, now), unavailable)
-        const resetSeconds = Math.max(1, Math.ceil(hit.resetInMicros / 1_000_000))
-        const status: RateLimitStatus = { limit, remaining: Math.max(0, limit - hit.count), resetSeconds }
-        if (hit.count > limit) {
-          return yield* Effect.fail(new RateLimited({
+
+    /** Counts one request for `key`, past any limit too. */
+    const count = Effect.fn("RateLimits.count")(function* (key: string) {
+      const now = (yield* Clock.currentTimeMillis) * MICROS_PER_MS
+      const hit = yield* Effect.mapError(store.hit(key, MINUTE, now), unavailable)
+      return { count: hit.count, resetSeconds: Math.max(1, Math.ceil(hit.resetInMicros / 1_000_000)) } satisfies RateLimitCount
+    })
+
+    /** The status of a counted request under `limit` per minute, or `RateLimited` past it. */
+    const judge = ({ count, resetSeconds }: RateLimitCount, limit: number): Effect.Effect<RateLimitStatus, RateLimited> =>
+      count > limit
+        ? Effect.fail(new RateLimited({
             detail: `rate limit of ${limit} requests per minute exceeded; retry in ${resetSeconds} s`,
             limit,
             retry_after_seconds: resetSeconds
           }))
-        }
-        return status
-      })
+        : Effect.succeed({ limit, remaining: limit - count, resetSeconds })
+
+    return {
+      count,
+      judge,
+      /**
+       * Counts one request against `limit` per minute for `key`. Past the limit it fails with
+       * `RateLimited`; either way the status for the response headers is returned or carried.
+       */
+      consume: (key: string, limit: number) => Effect.flatMap(count(key), (counted) => judge(counted, limit))
     } as const
   })
 }) {}
