@@ -1,4 +1,4 @@
-import { procurementLayer, simulatedProviderLayer } from "@gpu-market/core"
+import { procurementLayer, type RateLimitMode, simulatedProviderLayer, withRateLimits } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
 import * as Server from "@gpu-market/http-adapter"
 import * as Effect from "effect/Effect"
@@ -30,6 +30,8 @@ export interface ServeOptions<E> {
    * tokens, which the banner lists; otherwise the demo tokens are revoked.
    */
   readonly demo: boolean
+  /** Where rate limits are counted: this process's memory, or the storage every server on it shares. */
+  readonly rateLimits: RateLimitMode
 }
 
 /** Serves until interrupted; prints one banner once listening. */
@@ -46,7 +48,7 @@ export const serve = <E>(options: ServeOptions<E>) => {
     }
     return yield* Layer.launch(Server.layer({ port: options.port, host: options.host, baseUrl }).pipe(
       Layer.tap(() => Effect.sync(() => {
-        const lines = [`gpu-market listening on ${baseUrl} (storage: ${options.storage.name})`]
+        const lines = [`gpu-market listening on ${baseUrl} (storage: ${options.storage.name}; rate limits: ${options.rateLimits})`]
         if (demo) {
           lines.push("Demo tokens (send as Authorization: Bearer <token>):")
           for (const t of Demo.DEMO_TOKENS) lines.push(`  ${t.secret.padEnd(14)} ${t.principal.name}`)
@@ -56,5 +58,5 @@ export const serve = <E>(options: ServeOptions<E>) => {
         process.stdout.write(lines.join("\n") + "\n")
       }))
     ))
-  }).pipe(Effect.provide(services), Effect.provide(options.storage.layer))
+  }).pipe(Effect.provide(services), Effect.provide(withRateLimits(options.storage.layer, options.rateLimits)))
 }
