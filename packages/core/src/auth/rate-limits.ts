@@ -45,14 +45,12 @@ export class RateLimits extends Effect.Service<RateLimits>()("Market/RateLimits"
   effect: Effect.gen(function* () {
     const store = yield* RateLimitStore
 
-    /** Counts one request for `key`, past any limit too. */
     const count = Effect.fn("RateLimits.count")(function* (key: string) {
       const now = (yield* Clock.currentTimeMillis) * MICROS_PER_MS
       const hit = yield* Effect.mapError(store.hit(key, MINUTE, now), unavailable)
       return { count: hit.count, resetSeconds: Math.max(1, Math.ceil(hit.resetInMicros / 1_000_000)) } satisfies RateLimitCount
     })
 
-    /** The status of a counted request under `limit` per minute, or `RateLimited` past it. */
     const judge = ({ count, resetSeconds }: RateLimitCount, limit: number): Effect.Effect<RateLimitStatus, RateLimited> =>
       count > limit
         ? Effect.fail(new RateLimited({
@@ -63,7 +61,9 @@ export class RateLimits extends Effect.Service<RateLimits>()("Market/RateLimits"
         : Effect.succeed({ limit, remaining: limit - count, resetSeconds })
 
     return {
+      /** Counts one request for `key`, past any limit too; `judge` then says what it is under a limit. */
       count,
+      /** The status of a counted request under `limit` per minute, or `RateLimited` past it. */
       judge,
       /**
        * Counts one request against `limit` per minute for `key`. Past the limit it fails with
