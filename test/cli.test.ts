@@ -73,7 +73,7 @@ describe("gpu-market CLI", () => {
   it("--help of every command exits 0 and names its options", async () => {
     const cases: ReadonlyArray<readonly [ReadonlyArray<string>, ReadonlyArray<string>]> = [
       [[], ["serve", "seed", "import", "tokens", "indexes"]],
-      [["serve"], ["--db", "--redis", "--redis-prefix", "--port", "--host", "--base-url", "--demo", "--cors-origin"]],
+      [["serve"], ["--db", "--redis", "--redis-prefix", "--port", "--host", "--base-url", "--demo", "--cors-origin", "--rate-limits", "process", "shared"]],
       [["seed"], ["--size", "--days", "--vendors", "--gpus", "--db"]],
       [["import"], ["--type", "--format", "--db", "rental", "csv"]],
       [["tokens"], ["create", "list", "revoke"]],
@@ -149,6 +149,41 @@ describe("gpu-market CLI", () => {
     assert.notStrictEqual(bad.code, 0)
     assert.include(bad.stderr + bad.stdout, "did you mean https://a.example?")
   }, 180_000)
+
+  it("a running server refuses a token revoked by another process at its next request", async () => {
+    const created = await run("tokens", "create", "--name", "Cached", "--id", "cached", "--grant", "rental", "--rate-limit", "50", "--db", DB)
+    assert.strictEqual(created.code, 0, created.stderr)
+    const secret = created.stdout.trim()
+    const port = await freePort()
+    const server = await startUntil(BIN, ["serve", "--db", DB, "--port", String(port)], {
+      cwd: dir, env: { ...process.env, NO_COLOR: "1", GPU_MARKET_RATE_LIMITS: "" }, ready: /listening on/, timeoutMs: 60_000
+    })
+    try {
+      // SQLite serves with rate limits in the process by default, and says so.
+      assert.match(server.output(), /\(storage: .*market\.db; rate limits: process\)/)
+      const get = () => fetch(`http://127.0.0.1:${port}/v2/gpu/rental/prices/metadata`, { headers: { authorization: `Bearer ${secret}` } })
+      for (let i = 0; i < 3; i++) assert.strictEqual((await get()).status, 200)
+      const revoked = await run("tokens", "revoke", "cached", "--db", DB)
+      assert.strictEqual(revoked.code, 0, revoked.stderr)
+      const refused = await get()
+      assert.strictEqual(refused.status, 401)
+      assert.strictEqual(((await refused.json()) as any).code, "unauthenticated")
+    } finally {
+      await server.stop()
+    }
+  }, 120_000)
+
+  it("serve --rate-limits and $GPU_MARKET_RATE_LIMITS choose the mode; another value is refused", async () => {
+    const port = await freePort()
+    const server = await startUntil(BIN, ["serve", "--db", DB, "--port", String(port), "--rate-limits", "shared"], {
+      cwd: dir, env: { ...process.env, NO_COLOR: "1", GPU_MARKET_RATE_LIMITS: "process" }, ready: /listening on/, timeoutMs: 60_000
+    })
+    await server.stop()
+    assert.match(server.output(), /; rate limits: shared\)/)
+    const bad = await runWith({ GPU_MARKET_RATE_LIMITS: "cluster" }, "serve", "--db", DB, "--port", String(port))
+    assert.notStrictEqual(bad.code, 0)
+    assert.include(bad.stdout + bad.stderr, 'GPU_MARKET_RATE_LIMITS is "cluster"; expected process or shared')
+  }, 120_000)
 
   it("serve mounts the procurement service as npm start does, and documents it", async () => {
     const created = await run("tokens", "create", "--name", "Buyer", "--id", "cli-buyer", "--procurement", "--db", DB)

@@ -1,6 +1,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createMarket, type Market, MarketProblemError, memory, portableStorage, type RentalPriceObservationInput } from "@gpu-market/core"
 import { layer as sqliteLayer, sqlite } from "@gpu-market/storage-sqlite"
+import Database from "better-sqlite3"
 import { BroadcastChannel } from "node:worker_threads"
 import { createWorkerMarket, type WorkerMarket } from "@gpu-market/worker"
 import { seedMarket, tempDb } from "./support/adapters"
@@ -91,6 +92,48 @@ describe("worker market (createWorkerMarket)", () => {
     assert.strictEqual(created, "worker-secret")
     const page = await direct.rental.prices.latest({ vendor: "v-alpha", page_size: 1 }, { token: "worker-secret" })
     assert.strictEqual(page.data.length, 1)
+  })
+
+  it("rate limits hold exactly across the pool's threads: they count in the file the threads share", () => limitedBurst(worker))
+})
+
+/** `limited` may make 3 calls a minute: 12 at once over the pool get 3 answers and 9 429s. A burst that straddles two minutes is tried again. */
+const limitedBurst = async (market: WorkerMarket) => {
+  for (;;) {
+    const window = Math.floor(Date.now() / 60_000)
+    const outcomes = await Promise.allSettled(Array.from({ length: 12 }, () => market.rental.prices.metadata({}, { token: "limited" })))
+    if (Math.floor(Date.now() / 60_000) !== window) continue
+    assert.strictEqual(outcomes.filter((o) => o.status === "fulfilled").length, 3)
+    for (const o of outcomes) if (o.status === "rejected") assert.strictEqual((o.reason as MarketProblemError).problem.code, "rate_limited")
+    return
+  }
+}
+
+describe("worker market with rate limits in the process", () => {
+  const db = tempDb("worker-process-limits")
+  let direct: Market
+  let worker: WorkerMarket
+  beforeAll(async () => {
+    direct = await createMarket({ storage: sqlite(db) })
+    await seedMarket(direct)
+    worker = await createWorkerMarket({ storage: sqlite(db), poolSize: 2, rateLimits: "process" })
+  }, 120_000)
+  afterAll(async () => {
+    await worker?.close()
+    await direct?.close()
+  })
+
+  it("the main thread counts for every thread: exact across the pool, and reads write nothing to the file", async () => {
+    const observer = new Database(db, { readonly: true })
+    try {
+      const version = () => observer.pragma("data_version", { simple: true })
+      const before = version()
+      await limitedBurst(worker)
+      for (let i = 0; i < 20; i++) await worker.rental.prices.latest({ gpu_canonical_name: ["h100-sxm"], page_size: 5 }, { token: "all" })
+      assert.strictEqual(version(), before)
+    } finally {
+      observer.close()
+    }
   })
 })
 

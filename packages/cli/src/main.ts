@@ -2,7 +2,7 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { IndexComputation } from "@gpu-market/core"
+import { IndexComputation, RATE_LIMIT_MODES } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -11,7 +11,7 @@ import { createRequire } from "node:module"
 import { importCommand } from "./import.js"
 import { makeProgress } from "./progress.js"
 import { storageOptions } from "./options.js"
-import { describeStorage, marketOn, storageOn } from "./storage.js"
+import { describeStorage, marketOn, rateLimitModeOf, storageOn } from "./storage.js"
 import { serve } from "./serve.js"
 import { tokensCommand } from "./tokens.js"
 
@@ -31,14 +31,20 @@ const serveCommand = Command.make("serve", {
     Options.withDescription("a browser origin allowed to call the API (CORS), e.g. https://app.example; repeat it or give a comma list; default $GPU_MARKET_CORS_ORIGINS, else CORS is off"),
     Options.repeated
   ),
+  rateLimits: Options.choice("rate-limits", RATE_LIMIT_MODES).pipe(
+    Options.withDescription("where rate limits are counted: process (this server's memory, no write per request; one server per SQLite file) or shared (in the storage, exact across every server on it); default $GPU_MARKET_RATE_LIMITS, else process on SQLite and shared on Redis"),
+    Options.optional
+  ),
   ...storageOptions
-}, (o) => {
+}, (o) => Effect.gen(function* () {
   const port = Option.getOrElse(o.port, () => Number(process.env.PORT ?? 8787))
   const host = Option.getOrElse(o.host, () => process.env.HOST ?? "127.0.0.1")
   const baseUrl = Option.getOrElse(o.baseUrl, () => process.env.GPU_MARKET_BASE_URL ?? `http://${host}:${port}`)
   const corsOrigins = o.corsOrigin.length > 0 ? o.corsOrigin : [process.env.GPU_MARKET_CORS_ORIGINS ?? ""]
-  return Effect.flatMap(describeStorage(o), (name) => serve({ storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, corsOrigins }))
-}
+  const name = yield* describeStorage(o)
+  const rateLimits = yield* rateLimitModeOf(o, o.rateLimits)
+  return yield* serve({ storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits })
+})
 ).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))
 
 /** Demo market sizes: history days, vendors and GPUs of the rental catalog (undefined: all). */

@@ -1,4 +1,4 @@
-import { procurementLayer, simulatedProviderLayer } from "@gpu-market/core"
+import { procurementLayer, type RateLimitMode, simulatedProviderLayer, withRateLimits } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
 import * as Server from "@gpu-market/http-adapter"
 import * as Effect from "effect/Effect"
@@ -33,6 +33,8 @@ export interface ServeOptions<E> {
   readonly demo: boolean
   /** Browser origins allowed to call the API (CORS), each value one origin or a comma list; none: CORS off. */
   readonly corsOrigins: ReadonlyArray<string>
+  /** Where rate limits are counted: this process's memory, or the storage every server on it shares. */
+  readonly rateLimits: RateLimitMode
 }
 
 /** Serves until interrupted; prints one banner once listening. Fails, before opening anything, on an origin no browser sends. */
@@ -50,7 +52,7 @@ export const serve = <E>(options: ServeOptions<E>) => {
     }
     return yield* Layer.launch(Server.layer({ port: options.port, host: options.host, baseUrl, cors: { origins } }).pipe(
       Layer.tap(() => Effect.sync(() => {
-        const lines = [`gpu-market listening on ${baseUrl} (storage: ${options.storage.name})`]
+        const lines = [`gpu-market listening on ${baseUrl} (storage: ${options.storage.name}; rate limits: ${options.rateLimits})`]
         if (origins.length > 0) lines.push(`CORS allowed for: ${origins.join(", ")}`)
         if (demo) {
           lines.push("Demo tokens (send as Authorization: Bearer <token>):")
@@ -61,5 +63,5 @@ export const serve = <E>(options: ServeOptions<E>) => {
         process.stdout.write(lines.join("\n") + "\n")
       }))
     ))
-  }).pipe(Effect.provide(services), Effect.provide(options.storage.layer)))
+  }).pipe(Effect.provide(services), Effect.provide(withRateLimits(options.storage.layer, options.rateLimits))))
 }

@@ -1,13 +1,16 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { serve } from "./serve.js"
-import { describeStorage, fromEnvironment, storageOn } from "./storage.js"
+import { describeStorage, fromEnvironment, rateLimitModeOf, storageOn } from "./storage.js"
 
 /**
  * `npm start`: the HTTP API on 127.0.0.1:$PORT (8787) from the SQLite file $GPU_MARKET_DB
  * (./data/market.db). In demo mode (the default; GPU_MARKET_DEMO=0 turns it off) the demo
  * market is seeded on first run, extended to today on later runs, and the demo tokens work.
  * $GPU_MARKET_CORS_ORIGINS (a comma list) lets those browser origins call the API.
+ * Rate limits are this process's own on SQLite and shared on Redis; $GPU_MARKET_RATE_LIMITS
+ * (`process` or `shared`) says otherwise.
  */
 const port = Number(process.env.PORT ?? 8787)
 const host = process.env.HOST ?? "127.0.0.1"
@@ -15,5 +18,8 @@ const baseUrl = process.env.GPU_MARKET_BASE_URL ?? `http://${host}:${port}`
 const demo = process.env.GPU_MARKET_DEMO !== "0"
 const corsOrigins = [process.env.GPU_MARKET_CORS_ORIGINS ?? ""]
 // GPU_MARKET_REDIS_URL switches to Redis (keys under GPU_MARKET_REDIS_PREFIX); SQLite otherwise.
-NodeRuntime.runMain(Effect.flatMap(describeStorage(fromEnvironment), (name) =>
-  serve({ storage: { layer: storageOn(fromEnvironment), name }, port, host, baseUrl, demo, corsOrigins })))
+NodeRuntime.runMain(Effect.gen(function* () {
+  const name = yield* describeStorage(fromEnvironment)
+  const rateLimits = yield* rateLimitModeOf(fromEnvironment, Option.none())
+  return yield* serve({ storage: { layer: storageOn(fromEnvironment), name }, port, host, baseUrl, demo, corsOrigins, rateLimits })
+}))

@@ -1,4 +1,4 @@
-import { HardwareVocabulary, type HardwareVocabularyExtension, marketLayer } from "@gpu-market/core"
+import { HardwareVocabulary, type HardwareVocabularyExtension, marketLayer, RATE_LIMIT_MODES, type RateLimitMode } from "@gpu-market/core"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -52,6 +52,20 @@ export interface StorageUse {
  * rather than after nearly every write.
  */
 const BULK_CHECKPOINT_PAGES = 20_000
+
+/**
+ * Where `serve` counts rate limits: `given` (`--rate-limits`), else `$GPU_MARKET_RATE_LIMITS`, else
+ * by backend: `process` on SQLite, where one server per file is the deployment `npm start` makes
+ * (several servers on one file pass `shared`), and `shared` on Redis, which is there to be shared.
+ */
+export const rateLimitModeOf = (choice: StorageChoice, given: Option.Option<RateLimitMode>): Effect.Effect<RateLimitMode, Error> => {
+  if (Option.isSome(given)) return Effect.succeed(given.value)
+  const env = process.env.GPU_MARKET_RATE_LIMITS
+  if (env === undefined || env === "") return Effect.succeed(resolve(choice)._tag === "sqlite" ? "process" : "shared")
+  return (RATE_LIMIT_MODES as ReadonlyArray<string>).includes(env)
+    ? Effect.succeed(env as RateLimitMode)
+    : Effect.fail(new Error(`GPU_MARKET_RATE_LIMITS is ${JSON.stringify(env)}; expected ${RATE_LIMIT_MODES.join(" or ")}`))
+}
 
 /** The chosen storage backend. */
 export const storageOn = (choice: StorageChoice, use: StorageUse = {}) => {

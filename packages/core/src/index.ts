@@ -52,7 +52,9 @@ export { IndexComputation, type IndexComputationSummary } from "./ingest/index-c
 export * as IndexMethod from "./ingest/index-method.js"
 export { Auth } from "./auth/auth.js"
 export { newTokenSecret } from "./auth/token-hash.js"
-export { RateLimits, type RateLimitStatus } from "./auth/rate-limits.js"
+export {
+  RATE_LIMIT_MODES, type RateLimitCount, type RateLimitMode, RateLimits, type RateLimitStatus, withRateLimits
+} from "./auth/rate-limits.js"
 export { PageTokens } from "./query/page-token.js"
 export { type RequestOrigin, requestOrigin } from "./query/collection.js"
 

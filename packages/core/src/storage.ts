@@ -27,3 +27,4 @@ export { evaluateTransactionPlan, summariseTransactions } from "./storage/memory
 export { evaluateIndexPlan, indexCoverage } from "./storage/memory-indexes.js"
 export { evaluateResourcePlan, makeMemoryProcurementStore } from "./storage/memory-procurement.js"
 export { makeMemoryReferenceDataStore, selectFxRates } from "./storage/memory-reference.js"
+export { makeMemoryRateLimitStore } from "./storage/memory-rate-limits.js"

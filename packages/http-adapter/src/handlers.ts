@@ -1,6 +1,8 @@
 import * as HttpApp from "@effect/platform/HttpApp"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { type HardwareVocabularyExtension, marketLayer, type MarketServices, type Storage, type StorageError } from "@gpu-market/core"
+import {
+  type HardwareVocabularyExtension, marketLayer, type MarketServices, type RateLimitMode, type Storage, type StorageError, withRateLimits
+} from "@gpu-market/core"
 import { hardwareVocabularyLayer, toProblemError } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -28,6 +30,8 @@ export interface HandlerOptions {
   readonly hardwareVocabulary?: HardwareVocabularyExtension
   /** Browser origins allowed to call the API (CORS); off when absent. */
   readonly cors?: CorsOptions
+  /** Where rate limits are counted, as `createMarket` takes it (default `shared`). */
+  readonly rateLimits?: RateLimitMode
 }
 
 /**
@@ -39,7 +43,7 @@ const open = async <A>(options: HandlerOptions, toHandler: (app: HttpApp.Default
   if (corsProblem !== undefined) throw new TypeError(corsProblem)
   const runtime = ManagedRuntime.make(marketLayer.pipe(
     Layer.provide(hardwareVocabularyLayer(options.hardwareVocabulary)),
-    Layer.provideMerge(options.storage)
+    Layer.provideMerge(withRateLimits(options.storage, options.rateLimits ?? "shared"))
   ))
   // No tracer reports these spans: as in the standalone server, tracing stays off.
   const built = await runtime.runPromiseExit(

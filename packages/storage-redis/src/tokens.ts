@@ -2,6 +2,7 @@ import { type Principal, StorageError } from "@gpu-market/core"
 import { type StoredToken, TokenStore } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { randomBytes } from "node:crypto"
 import { Batch, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
@@ -11,12 +12,15 @@ import { AFTER_VALUE, encodeMember, encodeValue, memberTie } from "./lex.js"
  * Tokens under the hash tag `{tokens}`: `by-hash` (hash token hash → msgpack principal) and
  * `by-principal` (sorted set, member `lex(principal id) ++ lex(token hash)`), which lists tokens
  * in the reference's order and finds a principal's tokens with one range. Both change together
- * in one checked batch.
+ * in one checked batch, which also sets `version` (a string) to a fresh random value: `version`
+ * is one GET.
  */
 export const makeTokenStore = (client: RedisClient): TokenStore["Type"] => {
   const { redis } = client
   const byHash = client.keys.key("tokens", "by-hash")
   const byPrincipal = client.keys.key("tokens", "by-principal")
+  const version = client.keys.key("tokens", "version")
+  const bump = (batch: Batch) => batch.op("SET", version, randomBytes(8).toString("hex"))
 
   /** Runs `attempt` until its batch applies; a batch whose checks failed is decided again. */
   const retrying = (operation: string, attempt: () => Promise<boolean | "retry">) =>
@@ -29,6 +33,7 @@ export const makeTokenStore = (client: RedisClient): TokenStore["Type"] => {
         const batch = new Batch().expect(byHash, tokenHash, old)
         if (old !== null) batch.op("ZREM", byPrincipal, encodeMember(decode<Principal>(old).id, tokenHash))
         batch.op("HSET", byHash, tokenHash, encode(principal)).op("ZADD", byPrincipal, "0", encodeMember(principal.id, tokenHash))
+        bump(batch)
         return (await batch.execute(client)) === 0 || "retry"
       })),
 
@@ -64,7 +69,11 @@ export const makeTokenStore = (client: RedisClient): TokenStore["Type"] => {
           batch.expect(byHash, hash, values[i] ?? null).op("ZREM", byPrincipal, members[i]!)
           batch.op("HDEL", byHash, hash)
         })
+        bump(batch)
         return (await batch.execute(client)) === 0 || "retry"
-      })
+      }),
+
+    // Never set until the first token is: the empty string stands for that state.
+    version: client.run("tokens.version", async () => (await redis.get(version)) ?? "")
   }
 }

@@ -1,17 +1,20 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { type RentalPrice, rentalPriceFields, RentalPriceRow, type Storage } from "@gpu-market/core"
+import { Auth, type Principal, type RentalPrice, rentalPriceFields, RentalPriceRow, type Storage } from "@gpu-market/core"
 import {
   currentVersions, type Decision, MemoryStorage, type PagePlan, type Predicate, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore, rentalPriceTable,
-  type Scope as PlanScope, SettingsStore, StorageDefect, TokenStore, type VersionChanges, type VersionPoint, type VersionView
+  type Scope as PlanScope, SettingsStore, StorageDefect, storageContext, TokenStore, type VersionChanges, type VersionPoint, type VersionView
 } from "@gpu-market/core/storage"
 import { rentalRow } from "@gpu-market/core/test"
+import Database from "better-sqlite3"
 import { Cause, ConfigProvider, Context, Effect, Either, Exit, Layer, Option } from "effect"
 import fc from "fast-check"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { columnsOf, compilePage, LATEST_VERSION, layer, layerConfig, make, makeClient, migrate, rowFromColumns, type SqliteClient } from "../src/internal"
+import {
+  columnsOf, compilePage, fromDatabase, LATEST_VERSION, layer, layerConfig, make, makeClient, makeStores, migrate, rowFromColumns, type SqliteClient
+} from "../src/internal"
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-market-sqlite-"))
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
@@ -694,4 +697,28 @@ describe("differential against the memory store", () => {
     assert.isAbove(broken, 20)
     assert.isAbove(written, 20)
   })
+})
+
+describe("token cache", () => {
+  it.effect("a cached token costs one statement, the version's primary-key read: nothing reads the tokens table", () =>
+    Effect.gen(function* () {
+      const statements: Array<string> = []
+      const filename = freshFile()
+      fs.mkdirSync(path.dirname(filename), { recursive: true })
+      const db = new Database(filename, { verbose: (sql) => statements.push(String(sql)) })
+      yield* Effect.addFinalizer(() => Effect.sync(() => db.close()))
+      const client = fromDatabase(db, filename)
+      yield* migrate(client)
+      const auth = yield* Effect.provide(Auth, Auth.Default.pipe(Layer.provide(Layer.succeedContext(storageContext(makeStores(client))))))
+      const principal: Principal = {
+        id: "p" as Principal["id"], name: "p", grants: {}, indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 1
+      }
+      yield* auth.issue(principal, "secret")
+      statements.length = 0
+      yield* auth.authenticateToken("secret")
+      assert.strictEqual(statements.filter((s) => /\bFROM tokens\b/.test(s)).length, 1, "the first lookup reads the token")
+      statements.length = 0
+      for (let i = 0; i < 10; i++) assert.strictEqual((yield* auth.authenticateToken("secret")).id, principal.id)
+      assert.deepStrictEqual(statements, Array.from({ length: 10 }, () => "SELECT value FROM settings WHERE name = 'tokens.version'"))
+    }).pipe(Effect.scoped))
 })

@@ -1,4 +1,4 @@
-import type { HardwareVocabularyExtension, IngestBoundsConfig, Problem } from "@gpu-market/core"
+import type { HardwareVocabularyExtension, IngestBoundsConfig, Problem, RateLimitMode } from "@gpu-market/core"
 import type { WriteName } from "@gpu-market/core/adapters"
 
 /**
@@ -6,6 +6,7 @@ import type { WriteName } from "@gpu-market/core/adapters"
  * endpoint name and a write by operation name. Results travel as the JSON text the direct call
  * serialises to, so a worker's envelope is the direct call's, byte for byte; a failure travels as
  * its problem with its tagged error encoded, so it arrives as the same `MarketProblemError`.
+ * With `process` rate limits a worker's rate-limit hits cross too: the main thread counts them.
  */
 
 /**
@@ -24,6 +25,8 @@ export interface WorkerConfig {
   readonly hardwareVocabulary?: HardwareVocabularyExtension
   /** The write paths' plausibility bounds, over the defaults. */
   readonly bounds: Partial<IngestBoundsConfig>
+  /** `process`: the main thread counts every worker's rate-limit hits; `shared`: each worker's storage does. */
+  readonly rateLimits: RateLimitMode
 }
 
 /** A call from the main thread. `close` asks the worker to release its storage and exit. */
@@ -37,10 +40,13 @@ export type WorkerRequest =
   }
   | { readonly _tag: "Write"; readonly id: number; readonly name: WriteName; readonly args: ReadonlyArray<unknown> }
   | { readonly _tag: "Close" }
+  /** The main thread's count of a worker's rate-limit `Hit`. */
+  | { readonly _tag: "Counted"; readonly hit: number; readonly count: number; readonly resetInMicros: number }
 
-/** A worker's message: it is up (or could not start), or a call's outcome. */
+/** A worker's message: it is up (or could not start), a call's outcome, or a rate-limit hit to count. */
 export type WorkerReply =
   | { readonly _tag: "Ready" }
+  | { readonly _tag: "Hit"; readonly hit: number; readonly key: string; readonly windowMicros: number; readonly now: number }
   | { readonly _tag: "StartFailed"; readonly message: string }
   | { readonly _tag: "Success"; readonly id: number; readonly json: string }
   | {

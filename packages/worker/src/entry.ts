@@ -1,5 +1,6 @@
 import { IngestBounds, marketLayer, type Storage, type StorageError } from "@gpu-market/core"
 import { catalogue, hardwareVocabularyLayer, makeOperations, OperationError, requestOrigin, toProblemError } from "@gpu-market/core/adapters"
+import { type RateLimitHit, RateLimitStore } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -40,10 +41,26 @@ const reply = (id: number, exit: Exit.Exit<unknown, unknown>): WorkerReply => {
   }
 }
 
+/**
+ * With `process` rate limits the pool's main thread holds the counters, so every worker counts
+ * into one window per key and none writes to the storage: a hit is a message there and back.
+ */
+const counting = new Map<number, (hit: RateLimitHit) => void>()
+let hits = 0
+const mainThreadRateLimits: RateLimitStore["Type"] = {
+  hit: (key, windowMicros, now) => Effect.async<RateLimitHit>((resume) => {
+    const hit = hits++
+    counting.set(hit, (counted) => resume(Effect.succeed(counted)))
+    send({ _tag: "Hit", hit, key, windowMicros, now })
+  })
+}
+
 const runtime = ManagedRuntime.make(marketLayer.pipe(
   Layer.provide(hardwareVocabularyLayer(config.hardwareVocabulary)),
   Layer.provide(IngestBounds.layer(config.bounds)),
-  Layer.provideMerge(storageLayer(config.storage))
+  Layer.provideMerge(config.rateLimits === "process"
+    ? Layer.merge(storageLayer(config.storage), Layer.succeed(RateLimitStore, mainThreadRateLimits))
+    : storageLayer(config.storage))
 ))
 const origin = requestOrigin(config.baseUrl)
 
@@ -60,6 +77,9 @@ runtime.runPromise(makeOperations).then(
         case "Write":
           return void runtime.runPromiseExit(operations.write(request.name, request.args))
             .then((exit) => send(reply(request.id, exit)))
+        case "Counted":
+          counting.get(request.hit)?.({ count: request.count, resetInMicros: request.resetInMicros })
+          return void counting.delete(request.hit)
         case "Close":
           // Release the storage (a SQLite checkpoint, a Redis QUIT) before the thread ends.
           return void runtime.dispose().finally(() => port.close())

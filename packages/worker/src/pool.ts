@@ -1,7 +1,9 @@
-import type { HardwareVocabularyExtension, IngestBoundsConfig, Market, PortableMarketStorage } from "@gpu-market/core"
+import type { HardwareVocabularyExtension, IngestBoundsConfig, Market, PortableMarketStorage, RateLimitMode } from "@gpu-market/core"
 import { ingestBounds, MarketProblemError } from "@gpu-market/core"
 import { buildMarket, hardwareVocabularyLayer, OperationError, toProblemError } from "@gpu-market/core/adapters"
+import { makeMemoryRateLimitStore, type RateLimitStore } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Worker } from "node:worker_threads"
 import type { WorkerConfig, WorkerReply, WorkerRequest } from "./contract.js"
@@ -24,6 +26,12 @@ export interface WorkerMarketOptions {
   readonly hardwareVocabulary?: HardwareVocabularyExtension
   /** Plausibility bounds of the write paths over `DEFAULT_INGEST_BOUNDS`, as in `createMarket`. */
   readonly bounds?: Partial<IngestBoundsConfig>
+  /**
+   * Where rate limits are counted (default `shared`): `shared` in the storage, exact across every
+   * process on it; `process` in this thread for the whole pool, exact for this process, with no
+   * storage write per call.
+   */
+  readonly rateLimits?: RateLimitMode
 }
 
 /** A market answered by worker threads. */
@@ -53,7 +61,7 @@ class PoolWorker {
   readonly exited: Promise<void>
   closing = false
 
-  constructor(config: WorkerConfig, onLost: (lost: PoolWorker) => void) {
+  constructor(config: WorkerConfig, limits: RateLimitStore["Type"], onLost: (lost: PoolWorker) => void) {
     this.worker = new Worker(entry, { workerData: config })
     this.exited = new Promise((resolve) => this.worker.once("exit", () => resolve()))
     this.ready = new Promise((resolve, reject) => {
@@ -63,6 +71,10 @@ class PoolWorker {
             return resolve()
           case "StartFailed":
             return reject(new Error(`a market worker could not open its storage: ${reply.message}`))
+          case "Hit": {
+            const counted = Effect.runSync(limits.hit(reply.key, reply.windowMicros, reply.now))
+            return this.worker.postMessage({ _tag: "Counted", hit: reply.hit, ...counted } satisfies WorkerRequest)
+          }
           case "Success":
             return this.settle(reply.id)?.resolve(JSON.parse(reply.json))
           case "Failure":
@@ -129,7 +141,7 @@ export const createWorkerMarket = async (options: WorkerMarketOptions): Promise<
   // Checked here, so a bad vocabulary rejects before any thread starts.
   hardwareVocabularyLayer(options.hardwareVocabulary)
   const config: WorkerConfig = {
-    storage, baseUrl: options.baseUrl ?? "http://localhost", bounds: ingestBounds(options.bounds),
+    storage, baseUrl: options.baseUrl ?? "http://localhost", bounds: ingestBounds(options.bounds), rateLimits: options.rateLimits ?? "shared",
     ...(options.hardwareVocabulary === undefined ? {} : { hardwareVocabulary: options.hardwareVocabulary })
   }
   let closed = false
@@ -138,8 +150,10 @@ export const createWorkerMarket = async (options: WorkerMarketOptions): Promise<
     const at = workers.indexOf(lost)
     if (at >= 0 && !closed) workers[at] = spawn()
   }
+  // The pool's counters when they are kept in the process: every worker's hits, replacements' too.
+  const limits = makeMemoryRateLimitStore()
   const spawn = () => {
-    const worker = new PoolWorker(config, replace)
+    const worker = new PoolWorker(config, limits, replace)
     worker.ready.catch(() => {}) // a replacement's failed start shows in its calls
     return worker
   }

@@ -7,6 +7,7 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { randomUUID } from "node:crypto"
+import { type RateLimitMode, withRateLimits } from "../auth/rate-limits.js"
 import { layer as marketLayer } from "../market/layer.js"
 import { HardwareVocabulary, type HardwareVocabularyExtension, hardwareVocabularyOf } from "../schema/hardware-vocabulary.js"
 import { IngestBounds, ingestBounds, type IngestBoundsConfig } from "../ingest/bounds.js"
@@ -98,6 +99,12 @@ export interface MarketOptions {
    * rejects `createMarket` with a `RangeError`.
    */
   readonly bounds?: Partial<IngestBoundsConfig>
+  /**
+   * Where rate limits are counted (default `shared`): `shared` in the storage, exact across every
+   * process on it; `process` in this process's memory, with no storage write per call, exact only
+   * while this process is the one serving the store.
+   */
+  readonly rateLimits?: RateLimitMode
 }
 
 /** The in-memory store: a fresh, empty market per `createMarket`; for tests and trials. */
@@ -125,7 +132,7 @@ export const createMarket = async (options: MarketOptions): Promise<Market> => {
   const runtime = ManagedRuntime.make(marketLayer.pipe(
     Layer.provide(hardwareVocabularyLayer(options.hardwareVocabulary)),
     Layer.provide(bounds),
-    Layer.provideMerge(options.storage)
+    Layer.provideMerge(withRateLimits(options.storage, options.rateLimits ?? "shared"))
   ))
   const origin = requestOrigin(options.baseUrl ?? "http://localhost")
   const opened = await runtime.runPromiseExit(makeOperations)

@@ -35,14 +35,35 @@ import { type CatalogueEntry, makeReadCalls } from "./catalogue.js"
 /**
  * Who is calling, with their rate-limit budget charged for this request: the rule every adapter
  * applies before a data call (401, then 429), so a token behaves the same over HTTP and in-process.
+ *
+ * A token this process has looked up before is counted under its cached principal while it is
+ * authenticated, so a store that pipelines (Redis) answers the version read and the count in one
+ * round trip. The count is judged under the principal authentication returns: if the token now
+ * reaches another principal, that one is counted instead; if it is no longer valid, the 401 stands.
  */
 export const admit = (
   auth: Auth,
   limits: RateLimits,
   authorization: string | undefined
-): Effect.Effect<{ readonly principal: Principal; readonly status: RateLimitStatus }, MarketError> =>
-  Effect.flatMap(auth.authenticate(authorization), (principal) =>
-    Effect.map(limits.consume(`data:${principal.id}`, principal.rate_limit_per_minute), (status) => ({ principal, status })))
+): Effect.Effect<{ readonly principal: Principal; readonly status: RateLimitStatus }, MarketError> => {
+  const key = (principal: Principal) => `data:${principal.id}`
+  const admitted = (principal: Principal) => (status: RateLimitStatus) => ({ principal, status })
+  const guess = auth.guess(authorization)
+  if (guess === undefined) {
+    return Effect.flatMap(auth.authenticate(authorization), (principal) =>
+      Effect.map(limits.consume(key(principal), principal.rate_limit_per_minute), admitted(principal)))
+  }
+  return Effect.flatMap(
+    Effect.all([auth.authenticate(authorization), limits.count(key(guess))], { concurrency: 2 }),
+    ([principal, counted]) =>
+      Effect.map(
+        principal.id === guess.id
+          ? limits.judge(counted, principal.rate_limit_per_minute)
+          : limits.consume(key(principal), principal.rate_limit_per_minute),
+        admitted(principal)
+      )
+  )
+}
 
 /** Every error an operation ends with; a Schema, so the worker sends them typed. */
 export const OperationError = Schema.Union(

@@ -4,7 +4,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { type StorageUnavailable, Unauthenticated, validationFailed } from "../errors.js"
 import { unavailable } from "../market/storage.js"
-import { TokenStore } from "../storage/contract.js"
+import { type StoredToken, TokenStore } from "../storage/contract.js"
 import { Principal, type PrincipalInput } from "./principal.js"
 import { hashToken, newTokenSecret, sameHash } from "./token-hash.js"
 
@@ -12,11 +12,63 @@ const decodePrincipal = Schema.decodeUnknown(Principal, { errors: "all", onExces
 
 const BEARER = /^Bearer[ \t]+([A-Za-z0-9._~+/=-]{1,512})[ \t]*$/i
 
-/** Resolves bearer tokens to principals and issues new tokens. */
+/**
+ * Tokens whose lookups one process keeps at most; past it the oldest is dropped. A deployment with
+ * more live tokens than this looks the rest up as before, and a flood of callers stays bounded.
+ */
+const CACHED_TOKENS = 10_000
+
+const invalid = () => new Unauthenticated({ detail: "the bearer token is not valid" })
+
+/**
+ * Resolves bearer tokens to principals and issues new tokens. Lookups are cached in the process,
+ * keyed by the token's hash (never its secret), under the token store's `version`: every
+ * authentication reads the version, and one that moved (a token put or revoked by any process on
+ * the store) empties the cache first, so a revocation holds from the next request on.
+ */
 export class Auth extends Effect.Service<Auth>()("Market/Auth", {
   effect: Effect.gen(function* () {
     const tokens = yield* TokenStore
+    const cache = new Map<string, StoredToken>()
+    let cachedAt: string | undefined
+
+    const lookup = Effect.fn("Auth.lookup")(function* (hash: string) {
+      const version = yield* tokens.version
+      if (version !== cachedAt) {
+        cache.clear()
+        cachedAt = version
+      }
+      const cached = cache.get(hash)
+      if (cached !== undefined) return Option.some(cached)
+      const found = yield* tokens.find(hash)
+      // Kept only if no request has seen another version since this one read it: what `find`
+      // read is then no older than the version the cache is kept under.
+      if (Option.isSome(found) && cachedAt === version) {
+        if (cache.size >= CACHED_TOKENS) cache.delete(cache.keys().next().value!)
+        cache.set(hash, found.value)
+      }
+      return found
+    })
+
+    const authenticateToken = (secret: string): Effect.Effect<Principal, Unauthenticated | StorageUnavailable> => {
+      const hash = hashToken(secret)
+      return lookup(hash).pipe(
+        Effect.mapError(unavailable),
+        Effect.flatMap((found) =>
+          Option.isSome(found) && sameHash(found.value.tokenHash, hash) ? Effect.succeed(found.value.principal) : Effect.fail(invalid()))
+      )
+    }
+
     return {
+      /**
+       * The principal this process's cache holds for an `Authorization` header's token, without
+       * reading the store's version: a guess that lets a request start work (counting its rate
+       * limit) while `authenticate` checks the token. It grants nothing by itself.
+       */
+      guess: (authorization: string | undefined): Principal | undefined => {
+        const m = authorization === undefined ? null : BEARER.exec(authorization)
+        return m === null ? undefined : cache.get(hashToken(m[1]!))?.principal
+      },
       /** The principal of an `Authorization` header value; 401 when missing, malformed or unknown. */
       authenticate: Effect.fn("Auth.authenticate")(function* (authorization: string | undefined) {
         if (authorization === undefined || authorization.length === 0) {
@@ -41,17 +93,5 @@ export class Auth extends Effect.Service<Auth>()("Market/Auth", {
         return secret
       })
     } as const
-
-    function authenticateToken(secret: string): Effect.Effect<Principal, Unauthenticated | StorageUnavailable> {
-      const hash = hashToken(secret)
-      return tokens.find(hash).pipe(
-        Effect.mapError(unavailable),
-        Effect.flatMap((found) =>
-          Option.isSome(found) && sameHash(found.value.tokenHash, hash)
-            ? Effect.succeed(found.value.principal)
-            : Effect.fail(new Unauthenticated({ detail: "the bearer token is not valid" }))
-        )
-      )
-    }
   })
 }) {}

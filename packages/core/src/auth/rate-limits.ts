@@ -1,9 +1,11 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { RateLimited } from "../errors.js"
 import { unavailable } from "../market/storage.js"
 import { MICROS_PER_MS } from "../query/time.js"
-import { RateLimitStore } from "../storage/contract.js"
+import { RateLimitStore, type Storage } from "../storage/contract.js"
+import { makeMemoryRateLimitStore } from "../storage/memory-rate-limits.js"
 
 /** The state of a caller's budget after one request, for the `X-RateLimit-*` headers. */
 export interface RateLimitStatus {
@@ -15,29 +17,59 @@ export interface RateLimitStatus {
 
 const MINUTE = 60_000_000
 
-/** Fixed one-minute windows per key, counted in storage so every process shares them. */
+/**
+ * Where rate limits are counted. `shared`: in the storage, so every process on it counts into one
+ * window (a storage write, or one Redis round trip, per request). `process`: in this process's
+ * memory, exact for this process alone and with no storage I/O: for a store that one process serves.
+ */
+export const RATE_LIMIT_MODES = ["process", "shared"] as const
+export type RateLimitMode = (typeof RATE_LIMIT_MODES)[number]
+
+/**
+ * `storage` with its rate-limit counters kept as `mode` says: the storage's own for `shared`,
+ * replaced by this process's (`makeMemoryRateLimitStore`, the same windows) for `process`.
+ */
+export const withRateLimits = <E, R>(storage: Layer.Layer<Storage, E, R>, mode: RateLimitMode): Layer.Layer<Storage, E, R> =>
+  mode === "shared" ? storage : Layer.merge(storage, Layer.sync(RateLimitStore, makeMemoryRateLimitStore))
+
+/** One request counted in its window, before it is judged against a limit. */
+export interface RateLimitCount {
+  /** Requests counted in the window, this one included. */
+  readonly count: number
+  /** Whole seconds until the window resets. */
+  readonly resetSeconds: number
+}
+
+/** Fixed one-minute windows per key, counted in the `RateLimitStore` (see `withRateLimits`). */
 export class RateLimits extends Effect.Service<RateLimits>()("Market/RateLimits", {
   effect: Effect.gen(function* () {
     const store = yield* RateLimitStore
-    return {
-      /**
-       * Counts one request against `limit` per minute for `key`. Past the limit it fails with
-       * `RateLimited`; either way the status for the response headers is returned or carried.
-       */
-      consume: Effect.fn("RateLimits.consume")(function* (key: string, limit: number) {
-        const now = (yield* Clock.currentTimeMillis) * MICROS_PER_MS
-        const hit = yield* Effect.mapError(store.hit(key, MINUTE, now), unavailable)
-        const resetSeconds = Math.max(1, Math.ceil(hit.resetInMicros / 1_000_000))
-        const status: RateLimitStatus = { limit, remaining: Math.max(0, limit - hit.count), resetSeconds }
-        if (hit.count > limit) {
-          return yield* Effect.fail(new RateLimited({
+
+    const count = Effect.fn("RateLimits.count")(function* (key: string) {
+      const now = (yield* Clock.currentTimeMillis) * MICROS_PER_MS
+      const hit = yield* Effect.mapError(store.hit(key, MINUTE, now), unavailable)
+      return { count: hit.count, resetSeconds: Math.max(1, Math.ceil(hit.resetInMicros / 1_000_000)) } satisfies RateLimitCount
+    })
+
+    const judge = ({ count, resetSeconds }: RateLimitCount, limit: number): Effect.Effect<RateLimitStatus, RateLimited> =>
+      count > limit
+        ? Effect.fail(new RateLimited({
             detail: `rate limit of ${limit} requests per minute exceeded; retry in ${resetSeconds} s`,
             limit,
             retry_after_seconds: resetSeconds
           }))
-        }
-        return status
-      })
+        : Effect.succeed({ limit, remaining: limit - count, resetSeconds })
+
+    return {
+      /** Counts one request for `key`, past any limit too; `judge` then says what it is under a limit. */
+      count,
+      /** The status of a counted request under `limit` per minute, or `RateLimited` past it. */
+      judge,
+      /**
+       * Counts one request against `limit` per minute for `key`. Past the limit it fails with
+       * `RateLimited`; either way the status for the response headers is returned or carried.
+       */
+      consume: (key: string, limit: number) => Effect.flatMap(count(key), (counted) => judge(counted, limit))
     } as const
   })
 }) {}

@@ -164,6 +164,29 @@ export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
           assert.isTrue(Option.isSome(yield* t.find(h2)))
         }))
 
+      it.effect("tokens: the version moves with every put and every revoke that revoked, and only then", () =>
+        Effect.gen(function* () {
+          const t = yield* TokenStore
+          const ns = namespace("tokv")
+          const seen = [yield* t.version]
+          const moved = Effect.gen(function* () {
+            const v = yield* t.version
+            assert.notInclude(seen, v, "a new version, never one seen before")
+            seen.push(v)
+          })
+          yield* t.put(hashToken(`${ns}-1`), principal(`${ns}-1`))
+          yield* moved
+          // Replacing a token's principal is a change too.
+          yield* t.put(hashToken(`${ns}-1`), { ...principal(`${ns}-1`), rate_limit_per_minute: 1 })
+          yield* moved
+          yield* t.find(hashToken(`${ns}-1`))
+          yield* t.list
+          assert.isFalse(yield* t.revoke(`${ns}-none`))
+          assert.strictEqual(yield* t.version, seen.at(-1))
+          assert.isTrue(yield* t.revoke(`${ns}-1`))
+          yield* moved
+        }))
+
       it.effect("rate limits: count within a window, reset in the next, keys independent", () =>
         Effect.gen(function* () {
           const r = yield* RateLimitStore
@@ -175,6 +198,27 @@ export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
           assert.strictEqual((yield* r.hit(other, minute, start + 20_000_000)).count, 1)
           assert.strictEqual((yield* r.hit(key, minute, start + minute - 1)).count, 3)
           assert.deepStrictEqual(yield* r.hit(key, minute, start + minute), { count: 1, resetInMicros: minute })
+        }))
+
+      it.effect("rate limits: thousands of keys over two windows each count their own, whatever a store collects", () =>
+        Effect.gen(function* () {
+          const r = yield* RateLimitStore
+          const first = Array.from({ length: 2_500 }, () => namespace("rl-many"))
+          const second = Array.from({ length: 2_500 }, () => namespace("rl-many"))
+          const minute = 60_000_000
+          const start = 2_000 * minute
+          const counts = (keys: ReadonlyArray<string>, now: number) =>
+            Effect.forEach(keys, (k) => Effect.map(r.hit(k, minute, now), (h) => h.count), { concurrency: 16 })
+          const all = (keys: ReadonlyArray<string>, now: number, count: number) =>
+            Effect.map(counts(keys, now), (cs) => assert.isTrue(cs.every((c) => c === count), `every key at ${count}`))
+          yield* all(first, start, 1)
+          yield* all(first, start + minute - 1, 2)
+          // New keys in the next window, while the first ones' windows have ended: a store that
+          // collects ended windows as it grows must keep every live one.
+          yield* all(second, start + minute, 1)
+          yield* all(second, start + minute + 1, 2)
+          yield* all(first, start + minute + 2, 1)
+          yield* all(first, start + minute + 3, 2)
         }))
 
       versionConformance(it, {

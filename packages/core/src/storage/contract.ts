@@ -82,6 +82,13 @@ export class TokenStore extends Context.Tag("Market/Storage/TokenStore")<
     readonly list: Effect.Effect<ReadonlyArray<StoredToken>, StorageError>
     /** Revokes every token of a principal; true when one existed. */
     readonly revoke: (principalId: string) => Effect.Effect<boolean, StorageError>
+    /**
+     * An opaque value that `put` and a `revoke` that revoked something change, in the same atomic
+     * step as the tokens: while it reads the same, every `find` answers as it did. Processes
+     * cache lookups under it (`Auth`), so it must be one cheap read, and a value once replaced
+     * never comes back (a fresh random value per change, not a counter a reset could repeat).
+     */
+    readonly version: Effect.Effect<string, StorageError>
   }
 >() {}
 
@@ -93,7 +100,10 @@ export interface RateLimitHit {
   readonly resetInMicros: number
 }
 
-/** Fixed-window counters, shared by every process that shares the store. */
+/**
+ * Fixed-window counters. A backend's are shared by every process that shares the store;
+ * `withRateLimits(storage, "process")` replaces them with this process's own (`MemoryRateLimits`).
+ */
 export class RateLimitStore extends Context.Tag("Market/Storage/RateLimitStore")<
   RateLimitStore,
   {

@@ -24,6 +24,7 @@ import { ProcurementStore } from "./procurement.js"
 import { makeMemoryProcurementStore } from "./memory-procurement.js"
 import { ReferenceDataStore } from "./reference.js"
 import { makeMemoryReferenceDataStore } from "./memory-reference.js"
+import { makeMemoryRateLimitStore } from "./memory-rate-limits.js"
 import { rentalPriceKeys, rentalPriceTable } from "./tables.js"
 import { sortedValues, summarise } from "./summary.js"
 
@@ -65,7 +66,6 @@ export const make = Effect.sync(() => {
   const rental = new Map<string, RentalPrice>()
   const tokens = new Map<string, Principal>()
   const settings = new Map<string, string>()
-  const windows = new Map<string, { start: number; count: number }>()
   const rentalMarks = memoryMarks()
 
   const rentalStore: RentalPriceStore["Type"] = {
@@ -76,8 +76,13 @@ export const make = Effect.sync(() => {
     gpus: Effect.sync(() => summariseGpus(rental.values()).gpus)
   }
 
+  // One process holds this store, so a counter never repeats while anyone caches under it.
+  let tokensVersion = 0
   const tokenStore: TokenStore["Type"] = {
-    put: (hash, principal) => Effect.sync(() => void tokens.set(hash, principal)),
+    put: (hash, principal) => Effect.sync(() => {
+      tokens.set(hash, principal)
+      tokensVersion++
+    }),
     find: (hash) => Effect.sync(() => Option.map(Option.fromNullable(tokens.get(hash)), (principal): StoredToken => ({ tokenHash: hash, principal }))),
     list: Effect.sync(() =>
       [...tokens].map(([tokenHash, principal]) => ({ tokenHash, principal })).sort((a, b) => cmp(a.principal.id, b.principal.id) || cmp(a.tokenHash, b.tokenHash))
@@ -85,19 +90,13 @@ export const make = Effect.sync(() => {
     revoke: (id) => Effect.sync(() => {
       let found = false
       for (const [hash, p] of tokens) if (p.id === id) { tokens.delete(hash); found = true }
+      if (found) tokensVersion++
       return found
-    })
+    }),
+    version: Effect.sync(() => String(tokensVersion))
   }
 
-  const rateLimitStore: RateLimitStore["Type"] = {
-    hit: (key, windowMicros, now) => Effect.sync(() => {
-      const start = Math.floor(now / windowMicros) * windowMicros
-      const w = windows.get(key)
-      const count = w !== undefined && w.start === start ? w.count + 1 : 1
-      windows.set(key, { start, count })
-      return { count, resetInMicros: start + windowMicros - now }
-    })
-  }
+  const rateLimitStore = makeMemoryRateLimitStore()
 
   const settingsStore: SettingsStore["Type"] = {
     get: (name) => Effect.sync(() => Option.fromNullable(settings.get(name))),
