@@ -3,7 +3,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Auth, type MarketError, type Principal, RateLimits } from "@gpu-market/core"
-import { admit, makeReadCalls, type ReadCall, requestOrigin } from "@gpu-market/core/adapters"
+import { admit, bodyJson, makeReadCalls, type ReadCall, requestOrigin } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
@@ -50,7 +50,7 @@ export const makeApp = (options: AppOptions) =>
         const body = yield* Effect.either(run(admitted.right.principal, request))
         if (Either.isLeft(body)) return problemResponse(body.left, requestId, headers)
         headers["x-request-id"] = requestId
-        return HttpServerResponse.text(JSON.stringify(body.right), { contentType: "application/json", headers })
+        return HttpServerResponse.text(bodyJson(body.right), { contentType: "application/json", headers })
       })
 
     const page = (endpoint: ReadCall) =>

@@ -1,7 +1,7 @@
 import * as HttpApp from "@effect/platform/HttpApp"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { type HardwareVocabularyExtension, marketLayer, type MarketServices, type Storage, type StorageError } from "@gpu-market/core"
-import { hardwareVocabularyLayer, toProblemError } from "@gpu-market/core/adapters"
+import { hardwareVocabularyLayer, pageCacheLayer, toProblemError } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -25,12 +25,15 @@ export interface HandlerOptions {
   readonly baseUrl: string
   /** Values added to the hardware vocabulary, as `createMarket` takes them. */
   readonly hardwareVocabulary?: HardwareVocabularyExtension
+  /** Memory for hot pages in MiB, as `createMarket` takes it (default 64; 0 turns the cache off). */
+  readonly pageCacheMb?: number
 }
 
 /** Opens the market and builds the app in one runtime; rejects with a `MarketProblemError` if storage cannot open. */
 const open = async <A>(options: HandlerOptions, toHandler: (app: HttpApp.Default<never, Scope.Scope>) => Effect.Effect<A, never, MarketServices>) => {
   const runtime = ManagedRuntime.make(marketLayer.pipe(
     Layer.provide(hardwareVocabularyLayer(options.hardwareVocabulary)),
+    Layer.provide(pageCacheLayer(options.pageCacheMb)),
     Layer.provideMerge(options.storage)
   ))
   // No tracer reports these spans: as in the standalone server, tracing stays off.

@@ -1,5 +1,5 @@
 import { IngestBounds, marketLayer, type Storage, type StorageError } from "@gpu-market/core"
-import { catalogue, hardwareVocabularyLayer, makeOperations, OperationError, requestOrigin, toProblemError } from "@gpu-market/core/adapters"
+import { bodyJson, catalogue, hardwareVocabularyLayer, makeOperations, OperationError, requestOrigin, toProblemError } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -27,7 +27,8 @@ const send = (reply: WorkerReply) => port.postMessage(reply)
 const entries: ReadonlyMap<string, (typeof catalogue)[number]> = new Map(catalogue.map((e) => [e.name, e]))
 const isOperationError = Schema.is(OperationError)
 const encodeError = Schema.encodeSync(OperationError)
-const json = (value: unknown) => JSON.stringify(value) ?? "null"
+// A page whose rows were cached crosses the thread with their text spliced in, not serialised again.
+const json = (value: unknown) => (value === undefined ? "null" : bodyJson(value))
 
 const reply = (id: number, exit: Exit.Exit<unknown, unknown>): WorkerReply => {
   if (Exit.isSuccess(exit)) return { _tag: "Success", id, json: json(exit.value) }

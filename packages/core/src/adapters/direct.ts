@@ -8,6 +8,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { randomUUID } from "node:crypto"
 import { layer as marketLayer } from "../market/layer.js"
+import { pageCacheLayer } from "../market/page-cache.js"
 import { HardwareVocabulary, type HardwareVocabularyExtension, hardwareVocabularyOf } from "../schema/hardware-vocabulary.js"
 import { IngestBounds, ingestBounds, type IngestBoundsConfig } from "../ingest/bounds.js"
 import { requestOrigin } from "../query/collection.js"
@@ -98,6 +99,12 @@ export interface MarketOptions {
    * rejects `createMarket` with a `RangeError`.
    */
   readonly bounds?: Partial<IngestBoundsConfig>
+  /**
+   * Memory for hot pages, in MiB (default 64; 0 turns the cache off): pages are kept serialised,
+   * under the data version every write of their type changes, so a read after a write never sees
+   * the rows before it. One that is not a number ≥ 0 rejects `createMarket` with a `RangeError`.
+   */
+  readonly pageCacheMb?: number
 }
 
 /** The in-memory store: a fresh, empty market per `createMarket`; for tests and trials. */
@@ -125,6 +132,7 @@ export const createMarket = async (options: MarketOptions): Promise<Market> => {
   const runtime = ManagedRuntime.make(marketLayer.pipe(
     Layer.provide(hardwareVocabularyLayer(options.hardwareVocabulary)),
     Layer.provide(bounds),
+    Layer.provide(pageCacheLayer(options.pageCacheMb)),
     Layer.provideMerge(options.storage)
   ))
   const origin = requestOrigin(options.baseUrl ?? "http://localhost")

@@ -4,6 +4,7 @@ import { searchTooBroad, validationFailed } from "../errors.js"
 import { OUTLIER_GROUP, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO } from "../ingest/llm-token-prices.js"
 import type { CollectionDef, EndpointDef, MarketRequest, Params } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
+import { PageCache } from "./page-cache.js"
 import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
 import { CommaList, MAX_LIST_VALUES, normaliseName, Token, withMessage } from "../query/params.js"
 import type { LlmTokenPriceMetadata, LlmOutlierRule } from "../schema/llm-metadata.js"
@@ -76,6 +77,7 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
   effect: Effect.gen(function* () {
     const store = yield* LlmTokenPriceStore
     const tokens = yield* PageTokens
+    const cache = yield* PageCache
 
     /** `exclude_outliers=true` keeps rows not flagged. */
     const outliers = (params: Params): ReadonlyArray<Predicate> =>
@@ -104,7 +106,7 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
       })
     }
 
-    const pageOf = pages<LlmTokenPrice>({ tokens, resolve, page: store.page })
+    const pageOf = pages<LlmTokenPrice>({ tokens, resolve, page: store.page, version: store.version, cache })
 
     return {
       /** Prices in force now matching the filters. */
@@ -138,5 +140,6 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
         )
       )
     } as const
-  })
+  }),
+  dependencies: [PageCache.Default]
 }) {}

@@ -2,6 +2,7 @@ import * as Effect from "effect/Effect"
 import { searchTooBroad, validationFailed } from "../errors.js"
 import type { CollectionDef, EndpointDef, MarketRequest, Params } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
+import { PageCache } from "./page-cache.js"
 import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
 import { CommaList, MAX_LIST_VALUES, normaliseName, Token } from "../query/params.js"
 import type { RentalPrice } from "../schema/rental-price.js"
@@ -64,6 +65,7 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
   effect: Effect.gen(function* () {
     const store = yield* RentalPriceStore
     const tokens = yield* PageTokens
+    const cache = yield* PageCache
 
     /**
      * Resolves `gpu_search` terms to catalog GPUs: a term matches a GPU when it is a substring of
@@ -84,7 +86,7 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
       })
     }
 
-    const pageOf = pages<RentalPrice>({ tokens, resolve: resolveSearch, page: store.page })
+    const pageOf = pages<RentalPrice>({ tokens, resolve: resolveSearch, page: store.page, version: store.version, cache })
 
     return {
       /** Current rows matching the filters; needs an anchor. */
@@ -109,5 +111,6 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
         )
       )
     } as const
-  })
+  }),
+  dependencies: [PageCache.Default]
 }) {}
