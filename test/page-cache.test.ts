@@ -1,5 +1,5 @@
-import { assert, describe, layer } from "@effect/vitest"
-import { Auth, marketLayer, PageCache, PageCacheBytes, type Principal, RentalPriceIngest, type RentalPriceObservationInput } from "@gpu-market/core"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Auth, createMarket, marketLayer, memory, PageCache, PageCacheBytes, type Principal, RentalPriceIngest, type RentalPriceObservationInput } from "@gpu-market/core"
 import { MemoryStorage, RentalPriceStore, type Storage } from "@gpu-market/core/storage"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
@@ -81,6 +81,16 @@ const tempDir = Effect.acquireRelease(Effect.sync(() => mkdtempSync(join(tmpdir(
   Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
 
 describe("page cache", () => {
+  it("createMarket takes pageCacheMb, and refuses one that is not a number ≥ 0 before opening anything", async () => {
+    for (const pageCacheMb of [-1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      await createMarket({ storage: memory(), pageCacheMb }).then(
+        () => assert.fail(`${pageCacheMb} was taken`),
+        (e: unknown) => assert.instanceOf(e, RangeError)
+      )
+    }
+    for (const pageCacheMb of [0, 0.5, 64]) await (await createMarket({ storage: memory(), pageCacheMb })).close()
+  })
+
   layer(testRedisLayer(), { timeout: "240 seconds" })((it) => {
     it.effect("memory: the first read after a write returns its rows; a hit reads no page", () =>
       scoped(Effect.gen(function* () {

@@ -12,7 +12,7 @@ import { importCommand } from "./import.js"
 import { makeProgress } from "./progress.js"
 import { storageOptions } from "./options.js"
 import { describeStorage, marketOn, storageOn } from "./storage.js"
-import { serve } from "./serve.js"
+import { pageCacheMbFromEnvironment, serve } from "./serve.js"
 import { tokensCommand } from "./tokens.js"
 
 /** `gpu-market`: serve the API, seed the demo market, import data, manage tokens and indexes. */
@@ -27,12 +27,18 @@ const serveCommand = Command.make("serve", {
   demo: Options.boolean("demo").pipe(
     Options.withDescription("seed the demo market (extended to today) and accept the demo tokens; without it the demo tokens are revoked")
   ),
+  pageCacheMb: Options.integer("page-cache-mb").pipe(
+    Options.withDescription("memory for hot pages in MB, 0 to turn the page cache off; default $GPU_MARKET_PAGE_CACHE_MB or 64"),
+    Options.optional
+  ),
   ...storageOptions
 }, (o) => {
   const port = Option.getOrElse(o.port, () => Number(process.env.PORT ?? 8787))
   const host = Option.getOrElse(o.host, () => process.env.HOST ?? "127.0.0.1")
   const baseUrl = Option.getOrElse(o.baseUrl, () => process.env.GPU_MARKET_BASE_URL ?? `http://${host}:${port}`)
-  return Effect.flatMap(describeStorage(o), (name) => serve({ storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo }))
+  return Effect.all([describeStorage(o), Option.match(o.pageCacheMb, { onNone: () => pageCacheMbFromEnvironment, onSome: Effect.succeed })]).pipe(
+    Effect.flatMap(([name, pageCacheMb]) => serve({ storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, pageCacheMb }))
+  )
 }
 ).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))
 

@@ -1,6 +1,6 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Effect from "effect/Effect"
-import { serve } from "./serve.js"
+import { pageCacheMbFromEnvironment, serve } from "./serve.js"
 import { describeStorage, fromEnvironment, storageOn } from "./storage.js"
 
 /**
@@ -13,5 +13,6 @@ const host = process.env.HOST ?? "127.0.0.1"
 const baseUrl = process.env.GPU_MARKET_BASE_URL ?? `http://${host}:${port}`
 const demo = process.env.GPU_MARKET_DEMO !== "0"
 // GPU_MARKET_REDIS_URL switches to Redis (keys under GPU_MARKET_REDIS_PREFIX); SQLite otherwise.
-NodeRuntime.runMain(Effect.flatMap(describeStorage(fromEnvironment), (name) =>
-  serve({ storage: { layer: storageOn(fromEnvironment), name }, port, host, baseUrl, demo })))
+// GPU_MARKET_PAGE_CACHE_MB sizes the page cache (0 turns it off).
+NodeRuntime.runMain(Effect.flatMap(Effect.all([describeStorage(fromEnvironment), pageCacheMbFromEnvironment]), ([name, pageCacheMb]) =>
+  serve({ storage: { layer: storageOn(fromEnvironment), name }, port, host, baseUrl, demo, pageCacheMb })))

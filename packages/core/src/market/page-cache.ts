@@ -33,9 +33,15 @@ export class PageCacheBytes extends Context.Reference<PageCacheBytes>()("Market/
   }
 }
 
-/** The page cache budget of an adapter's `pageCacheMb` option (MiB); none leaves the default. */
-export const pageCacheLayer = (mb: number | undefined): Layer.Layer<never> =>
-  mb === undefined ? Layer.empty : PageCacheBytes.layer(Math.round(mb * 1024 * 1024))
+/**
+ * The page cache budget of an adapter's `pageCacheMb` option (MiB); none leaves the default. One
+ * that is not a number ≥ 0 throws a `RangeError` here, before any market opens.
+ */
+export const pageCacheLayer = (mb: number | undefined): Layer.Layer<never> => {
+  if (mb === undefined) return Layer.empty
+  if (!(mb >= 0) || !Number.isFinite(mb)) throw new RangeError(`the page cache size must be a number of MB ≥ 0 (0 turns it off), got ${mb}`)
+  return PageCacheBytes.layer(Math.round(mb * 1024 * 1024))
+}
 
 /** One page's rows as cached: their JSON text and what the page's `meta` is built from. */
 export interface CachedRows {
