@@ -24,6 +24,8 @@ export interface WorkerConfig {
   readonly hardwareVocabulary?: HardwareVocabularyExtension
   /** The write paths' plausibility bounds, over the defaults. */
   readonly bounds: Partial<IngestBoundsConfig>
+  /** Each worker's page cache, in MiB; absent: the core's default. */
+  readonly pageCacheMb?: number
 }
 
 /** A call from the main thread. `close` asks the worker to release its storage and exit. */

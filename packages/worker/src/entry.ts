@@ -1,5 +1,5 @@
 import { IngestBounds, marketLayer, type Storage, type StorageError } from "@gpu-market/core"
-import { bodyJson, catalogue, hardwareVocabularyLayer, makeOperations, OperationError, requestOrigin, toProblemError } from "@gpu-market/core/adapters"
+import { bodyJson, catalogue, hardwareVocabularyLayer, pageCacheLayer, makeOperations, OperationError, requestOrigin, toProblemError } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -43,6 +43,7 @@ const reply = (id: number, exit: Exit.Exit<unknown, unknown>): WorkerReply => {
 
 const runtime = ManagedRuntime.make(marketLayer.pipe(
   Layer.provide(hardwareVocabularyLayer(config.hardwareVocabulary)),
+  Layer.provide(pageCacheLayer(config.pageCacheMb)),
   Layer.provide(IngestBounds.layer(config.bounds)),
   Layer.provideMerge(storageLayer(config.storage))
 ))
