@@ -51,11 +51,11 @@ export class RentalPriceStore extends Context.Tag("Market/Storage/RentalPriceSto
     /** A progress mark written by `transact` (`VersionChanges.mark`). */
     readonly mark: ReadMark
     /**
-     * The type's data version: an opaque value that every write changing the type's rows (opened, closed or withdrawn)
-     * changes in the same atomic step, and that nothing else changes; while it reads the same,
-     * every page reads the same rows. It is one cheap read, since the page cache (`PageCache`)
-     * reads it before every page, and a value once replaced never comes back while a process
-     * that read it runs.
+     * The type's data version: an opaque value that every write changing the type's rows (opened,
+     * closed or withdrawn) changes in the same atomic step, and that nothing else changes; while it
+     * reads the same, every page reads the same rows. It is one cheap read, since the page cache
+     * (`PageCache`) reads it before every page, and a value once replaced never comes back while a
+     * process that read it runs.
      */
     readonly version: Effect.Effect<string, StorageError>
     /** Executes a page plan; the tie-breaker is `product_key`. */

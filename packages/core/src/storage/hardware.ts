@@ -50,11 +50,11 @@ export class HardwarePriceStore extends Context.Tag("Market/Storage/HardwarePric
     /** A progress mark written by `put`. */
     readonly mark: ReadMark
     /**
-     * The type's data version: an opaque value that every write changing the type's rows (put or replaced)
-     * changes in the same atomic step, and that nothing else changes; while it reads the same,
-     * every page reads the same rows. It is one cheap read, since the page cache (`PageCache`)
-     * reads it before every page, and a value once replaced never comes back while a process
-     * that read it runs.
+     * The type's data version: an opaque value that every write changing the type's rows (put or
+     * replaced) changes in the same atomic step, and that nothing else changes; while it reads the
+     * same, every page reads the same rows. It is one cheap read, since the page cache
+     * (`PageCache`) reads it before every page, and a value once replaced never comes back while a
+     * process that read it runs.
      */
     readonly version: Effect.Effect<string, StorageError>
     /** Executes a page plan; the tie-breaker is `observation_id`. */

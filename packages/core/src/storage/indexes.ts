@@ -80,11 +80,11 @@ export class IndexStore extends Context.Tag("Market/Storage/IndexStore")<
     /** A progress mark written by `apply` (`IndexValueChanges.mark`). */
     readonly mark: ReadMark
     /**
-     * The type's data version: an opaque value that every write changing the type's rows (definitions, fleet weights, values put or cleared)
-     * changes in the same atomic step, and that nothing else changes; while it reads the same,
-     * every page reads the same rows. It is one cheap read, since the page cache (`PageCache`)
-     * reads it before every page, and a value once replaced never comes back while a process
-     * that read it runs.
+     * The type's data version: an opaque value that every write changing the type's rows
+     * (definitions, fleet weights, values put or cleared) changes in the same atomic step, and that
+     * nothing else changes; while it reads the same, every page reads the same rows. It is one
+     * cheap read, since the page cache (`PageCache`) reads it before every page, and a value once
+     * replaced never comes back while a process that read it runs.
      */
     readonly version: Effect.Effect<string, StorageError>
     /**
