@@ -64,6 +64,9 @@ const readAfterWrite = (reader: Context.Context<Storage>, writer: Context.Contex
       const before = yield* read
       const again = yield* read
       assert.strictEqual(again.text, before.text, "a repeat answers the same bytes")
+      // Around the same bytes, the request's own parts: its id and the caller's budget.
+      assert.notStrictEqual(again.headers.get("x-request-id"), before.headers.get("x-request-id"))
+      assert.strictEqual(Number(again.headers.get("x-ratelimit-remaining")), Number(before.headers.get("x-ratelimit-remaining")) - 1)
       const pages = calls.page
       yield* read
       assert.strictEqual(calls.page, pages, "a hit reads no page from storage")
