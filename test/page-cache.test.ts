@@ -16,13 +16,17 @@ import { TestRedis, testRedisLayer, uniquePrefix } from "./support/redis"
  * of every kind of entitlement get from the cache exactly what storage would give them.
  */
 
-/** A store whose `page` calls are counted, over `context`'s rental store. */
+/** A store whose `page` and `spellings` calls are counted, over `context`'s rental store. */
 const counted = (context: Context.Context<Storage>) => {
-  const calls = { page: 0 }
+  const calls = { page: 0, spellings: 0 }
   const store = Context.get(context, RentalPriceStore)
   return {
     calls,
-    context: Context.add(context, RentalPriceStore, { ...store, page: (plan) => Effect.zipRight(Effect.sync(() => calls.page++), store.page(plan)) })
+    context: Context.add(context, RentalPriceStore, {
+      ...store,
+      page: (plan) => Effect.zipRight(Effect.sync(() => calls.page++), store.page(plan)),
+      spellings: Effect.zipRight(Effect.sync(() => calls.spellings++), store.spellings)
+    })
   }
 }
 
@@ -76,6 +80,17 @@ const readAfterWrite = (reader: Context.Context<Storage>, writer: Context.Contex
       assert.deepStrictEqual(prices(after), [price], `the first read after the write of day ${day}`)
       assert.strictEqual(calls.page, pages + 1)
     }
+
+    // A search resolved at one version is resolved again after a write adds a GPU it matches.
+    const search = Effect.provide(http("/api/v2/gpu/rental/prices/latest?vendor=v-alpha&gpu_search=hopper", { token: "all" }), readerMarket)
+    assert.deepStrictEqual((yield* search).body.data, [])
+    const spellings = calls.spellings
+    assert.deepStrictEqual((yield* search).body.data, [])
+    assert.strictEqual(calls.spellings, spellings, "a repeat resolves the search from memory")
+    yield* write({
+      ...observation(4, 2), vendor_gpu_name: "Hopper Test 141GB", gpu_canonical_name: "h-test", gpu_model: "HT", gpu_memory_gb: 141, vendor_sku: "h-test"
+    })
+    assert.deepStrictEqual((yield* search).body.data.map((row: any) => row.gpu_canonical_name), ["h-test"])
   })
 
 const scoped = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.scoped(effect)
@@ -144,9 +159,10 @@ describe("page cache", () => {
         }
         assert.isBelow(cache.stats().entries, 40, "entries were evicted")
         assert.isAbove(cache.stats().entries, 0)
-        const pages = calls.page
+        const [pages, spellings] = [calls.page, calls.spellings]
         yield* page(40)
         assert.strictEqual(calls.page, pages, "the most recent page is held")
+        assert.strictEqual(calls.spellings, spellings, "and its search resolved from memory")
         yield* page(1)
         assert.strictEqual(calls.page, pages + 1, "the oldest page was evicted")
 

@@ -107,6 +107,22 @@ export class PageCache extends Effect.Service<PageCache>()("Market/PageCache", {
   })
 }) {}
 
+/**
+ * `read` kept under the data version a request read before it: requests at that version share
+ * one answer (a search's spellings, say), and a request at another reads again. Without a
+ * version (the page cache is off) every request reads. What is read after the version is no
+ * older than it, so a value is never kept under a version it predates.
+ */
+export const underVersion = <A, E>(read: Effect.Effect<A, E>) => {
+  let kept: { readonly version: string; readonly value: A } | undefined
+  return (version: string | undefined): Effect.Effect<A, E> =>
+    version !== undefined && kept?.version === version
+      ? Effect.succeed(kept.value)
+      : Effect.tap(read, (value) => {
+        if (version !== undefined) kept = { version, value }
+      })
+}
+
 /** The JSON text of a page's `data` where the page carries it (`withSerialisedData`). */
 const serialisedData = new WeakMap<object, string>()
 

@@ -158,8 +158,12 @@ export interface PageRun<Row> {
   readonly request: MarketRequest
   readonly tokens: PageTokens["Type"]
   readonly now: Micros
-  /** Extra predicates from parameters the type resolves itself. */
-  readonly resolve: (params: Params) => Effect.Effect<ReadonlyArray<Predicate>, MarketError>
+  /**
+   * Extra predicates from parameters the type resolves itself. `version` is the type's data
+   * version when the page cache is on, read before: what the type reads to resolve may be kept
+   * under it (`underVersion`).
+   */
+  readonly resolve: (params: Params, version: string | undefined) => Effect.Effect<ReadonlyArray<Predicate>, MarketError>
   readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<Row>, StorageError>
   /**
    * The type's data version (its store's `version`), which every write of the type changes: read
@@ -283,25 +287,25 @@ const resolvedFromNow = (scope: Scope, now: Micros): boolean => {
 }
 
 /**
- * The rows of a plan: from the page cache when it holds them at the type's current version,
- * else from storage (and then cached, serialised once). The version is read before the rows, so
- * an entry is never older than the version it is kept under, and a write, which changes the
- * version in the step that changes the rows, retires every entry of its type.
+ * The rows of a plan: from the page cache when it holds them at `version`, the type's version
+ * read before them (undefined: the cache is off), else from storage (and then cached, serialised
+ * once). An entry is so never older than the version it is kept under, and a write, which changes
+ * the version in the step that changes the rows, retires every entry of its type.
  */
 const readPage = <Row extends Readonly<Record<string, unknown>>>(
   run: PageRun<Row>,
   plan: PagePlan,
-  endpointPath: string
+  endpointPath: string,
+  version: string | undefined
 ): Effect.Effect<PageRead<Row>, MarketError> =>
   Effect.gen(function* () {
     const pageSize = plan.limit - 1
     const cut = (rows: ReadonlyArray<Row>) => pageRows(rows, pageSize, plan.sort.by, run.collection.tieBreaker)
     if (anyAbsent(plan.predicates)) return { returned: 0, last: undefined, page: (meta) => ({ data: [], meta }) }
-    if (!run.cache.enabled || resolvedFromNow(plan.scope, run.now)) {
+    if (version === undefined || resolvedFromNow(plan.scope, run.now)) {
       const { data, last } = cut(yield* Effect.mapError(run.page(plan), unavailable))
       return { returned: data.length, last, page: (meta) => ({ data, meta }) }
     }
-    const version = yield* Effect.mapError(run.version, unavailable)
     const key = `${endpointPath}\n${run.entitled?.(plan) ?? ""}\n${JSON.stringify(plan)}`
     const hit = run.cache.get(key, version)
     if (hit !== undefined) return { returned: hit.returned, last: hit.last, page: (meta) => pageFromJson<Row>(hit.json, meta) }
@@ -322,6 +326,8 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
     yield* fromEither(requireGrant(principal, collection.dataType))
     const floor = endpoint.name === "latest" ? null : yield* fromEither(requireHistory(principal, collection.dataType, now))
     const raw = yield* fromEither(collectQuery(request.query))
+    // Read once, before anything the answer is made of (a search's resolution, the rows).
+    const version = run.cache.enabled ? yield* Effect.mapError(run.version, unavailable) : undefined
 
     let state: Omit<PageTokenState, "after"> & { readonly after: PageTokenState["after"] | undefined }
     let pageSize = DEFAULT_PAGE_SIZE
@@ -338,7 +344,7 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
           anchors: collection.anchors
         }))
       }
-      const extra = yield* run.resolve(params)
+      const extra = yield* run.resolve(params, version)
       const predicates = mergePredicates([...predicatesOf(collection, params), ...extra])
       let scope: Scope = { _tag: "latest" }
       let clamped = false
@@ -365,7 +371,7 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
 
     const read = yield* readPage(run, {
       scope: state.scope, predicates: state.predicates, sort: state.sort, after: state.after, limit: pageSize + 1
-    }, endpointPath)
+    }, endpointPath, version)
     const meta = pageMeta({ pageSize, state, tokens: run.tokens, principal: principal.id, endpointPath, origin: request.origin }, read.returned, read.last)
     if (state.scope._tag === "window") {
       meta.window = {
