@@ -73,7 +73,7 @@ describe("gpu-market CLI", () => {
   it("--help of every command exits 0 and names its options", async () => {
     const cases: ReadonlyArray<readonly [ReadonlyArray<string>, ReadonlyArray<string>]> = [
       [[], ["serve", "seed", "import", "tokens", "indexes"]],
-      [["serve"], ["--db", "--redis", "--redis-prefix", "--port", "--host", "--base-url", "--demo", "--cors-origin", "--rate-limits", "process", "shared"]],
+      [["serve"], ["--db", "--redis", "--redis-prefix", "--port", "--host", "--base-url", "--demo", "--cors-origin", "--rate-limits", "process", "shared", "--page-cache-mb"]],
       [["seed"], ["--size", "--days", "--vendors", "--gpus", "--db"]],
       [["import"], ["--type", "--format", "--db", "rental", "csv"]],
       [["tokens"], ["create", "list", "revoke"]],
@@ -309,6 +309,25 @@ describe("gpu-market CLI", () => {
 })
 
 describe("gpu-market with an extended hardware vocabulary", () => {
+  it("serve --page-cache-mb and $GPU_MARKET_PAGE_CACHE_MB size the page cache (0: off); a size that is not a whole number stops serve", async () => {
+    const db = join(dir, "page-cache.db")
+    const token = (await run("tokens", "create", "--name", "cache-reader", "--grant", "rental:all", "--db", db)).stdout.trim()
+    const path = "/v2/gpu/rental/prices/history?start=2026-01-01&end=2026-02-01"
+    for (const env of [{}, { GPU_MARKET_PAGE_CACHE_MB: "0" }, { GPU_MARKET_PAGE_CACHE_MB: "8" }]) {
+      const [first, again] = await serveAll(token, [path, path], db, env)
+      assert.strictEqual(first!.status, 200, JSON.stringify(first!.body))
+      assert.deepStrictEqual(again, first)
+    }
+    for (const [env, args, says] of [
+      [{ GPU_MARKET_PAGE_CACHE_MB: "lots" }, [], 'GPU_MARKET_PAGE_CACHE_MB is "lots"'],
+      [{}, ["--page-cache-mb", "-1"], "page cache"]
+    ] as const) {
+      const refused = await runWith(env, "serve", "--db", db, "--port", String(await freePort()), ...args)
+      assert.notStrictEqual(refused.code, 0)
+      assert.include(refused.stdout + refused.stderr, says)
+    }
+  }, 180_000)
+
   it("$GPU_MARKET_HARDWARE_VOCABULARY: import accepts the added values, serve filters and lists them; bad JSON stops the command", async () => {
     const db = join(dir, "vocabulary.db")
     const observation = (listing_ref: string) => JSON.stringify({

@@ -1,10 +1,11 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { createMarket, type Market, MarketProblemError, memory, portableStorage, type RentalPriceObservationInput } from "@gpu-market/core"
+import { baseProductKey, createMarket, type Market, MarketProblemError, memory, portableStorage, type RentalPriceObservationInput } from "@gpu-market/core"
 import { layer as sqliteLayer, sqlite } from "@gpu-market/storage-sqlite"
 import Database from "better-sqlite3"
 import { BroadcastChannel } from "node:worker_threads"
 import { createWorkerMarket, type WorkerMarket } from "@gpu-market/worker"
-import { seedMarket, tempDb } from "./support/adapters"
+import { ADAPTER_LAST_DAY, seedMarket, tempDb } from "./support/adapters"
+import { observations } from "./support/market"
 
 /** What a JavaScript caller might send: the types say it is incomplete, the write path must say so too. */
 const untypedRecord = JSON.parse('{ "vendor": "v-alpha" }') as RentalPriceObservationInput
@@ -135,6 +136,29 @@ describe("worker market with rate limits in the process", () => {
       observer.close()
     }
   })
+})
+
+describe("worker market page caches", () => {
+  it("a page every worker kept is read again after a write by another connection; pageCacheMb is checked before any thread starts", async () => {
+    const db = tempDb("worker-cache")
+    const direct = await createMarket({ storage: sqlite(db) })
+    const worker = await createWorkerMarket({ storage: sqlite(db), poolSize: 2, pageCacheMb: 1 })
+    try {
+      await seedMarket(direct)
+      const product = observations(ADAPTER_LAST_DAY).find((o) => o.vendor === "v-alpha" && o.gpu_canonical_name === "h100-sxm")!
+      const query = { vendor: "v-alpha", base_product_key: baseProductKey({ vendor_sku: null, vendor_region: null, instance_type: null, instance_variant: null, os: null, contract_term: null, ...product }) }
+      const prices = async () => (await worker.rental.prices.latest(query, { token: "all" })).data.map((r) => r.price_usd_per_gpu_hour)
+      // Enough calls that both threads keep the page.
+      for (let i = 0; i < 4; i++) assert.deepStrictEqual(await prices(), [product.price_usd_per_gpu_hour])
+      await direct.ingest.rental([{ ...product, price_usd_per_gpu_hour: 9.75, raw_price: 9.75 * product.gpu_count, extracted_at: new Date(Date.parse(product.extracted_at) + 3_600_000).toISOString() }])
+      for (let i = 0; i < 4; i++) assert.deepStrictEqual(await prices(), [9.75])
+    } finally {
+      await worker.close()
+      await direct.close()
+    }
+    const refused = await createWorkerMarket({ storage: sqlite(db), pageCacheMb: -1 }).then(() => undefined, (e: unknown) => e)
+    assert.instanceOf(refused, RangeError)
+  }, 120_000)
 })
 
 describe("worker market storage", () => {

@@ -12,7 +12,7 @@ import { importCommand } from "./import.js"
 import { makeProgress } from "./progress.js"
 import { storageOptions } from "./options.js"
 import { describeStorage, marketOn, rateLimitModeOf, storageOn } from "./storage.js"
-import { serve } from "./serve.js"
+import { pageCacheMbFromEnvironment, serve } from "./serve.js"
 import { tokensCommand } from "./tokens.js"
 
 /** `gpu-market`: serve the API, seed the demo market, import data, manage tokens and indexes. */
@@ -35,6 +35,10 @@ const serveCommand = Command.make("serve", {
     Options.withDescription("where rate limits are counted: process (this server's memory, no write per request; one server per SQLite file) or shared (in the storage, exact across every server on it); default $GPU_MARKET_RATE_LIMITS, else process on SQLite and shared on Redis"),
     Options.optional
   ),
+  pageCacheMb: Options.integer("page-cache-mb").pipe(
+    Options.withDescription("memory for hot pages in MB, 0 to turn the page cache off; default $GPU_MARKET_PAGE_CACHE_MB or 64"),
+    Options.optional
+  ),
   ...storageOptions
 }, (o) => Effect.gen(function* () {
   const port = Option.getOrElse(o.port, () => Number(process.env.PORT ?? 8787))
@@ -43,7 +47,8 @@ const serveCommand = Command.make("serve", {
   const corsOrigins = o.corsOrigin.length > 0 ? o.corsOrigin : [process.env.GPU_MARKET_CORS_ORIGINS ?? ""]
   const name = yield* describeStorage(o)
   const rateLimits = yield* rateLimitModeOf(o, o.rateLimits)
-  return yield* serve({ storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits })
+  const pageCacheMb = yield* Option.match(o.pageCacheMb, { onNone: () => pageCacheMbFromEnvironment, onSome: Effect.succeed })
+  return yield* serve({ storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb })
 })
 ).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))
 

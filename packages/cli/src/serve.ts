@@ -1,4 +1,5 @@
 import { procurementLayer, type RateLimitMode, simulatedProviderLayer, withRateLimits } from "@gpu-market/core"
+import { pageCacheLayer } from "@gpu-market/core/adapters"
 import * as Demo from "@gpu-market/demo"
 import * as Server from "@gpu-market/http-adapter"
 import * as Effect from "effect/Effect"
@@ -35,7 +36,21 @@ export interface ServeOptions<E> {
   readonly corsOrigins: ReadonlyArray<string>
   /** Where rate limits are counted: this process's memory, or the storage every server on it shares. */
   readonly rateLimits: RateLimitMode
+  /** Memory for hot pages in MiB (0: off); absent: the core's default. */
+  readonly pageCacheMb: number | undefined
 }
+
+/**
+ * `$GPU_MARKET_PAGE_CACHE_MB`, the page cache size `serve` and `npm start` default to: unset is
+ * the core's default, anything but a whole number ≥ 0 fails before the server starts.
+ */
+export const pageCacheMbFromEnvironment: Effect.Effect<number | undefined, Error> = Effect.suspend(() => {
+  const text = process.env.GPU_MARKET_PAGE_CACHE_MB
+  if (text === undefined || text.trim() === "") return Effect.succeed(undefined)
+  return /^\d+$/.test(text.trim())
+    ? Effect.succeed(Number(text.trim()))
+    : Effect.fail(new Error(`GPU_MARKET_PAGE_CACHE_MB is ${JSON.stringify(text)}; expected a whole number of MB (0 turns the page cache off)`))
+})
 
 /** Serves until interrupted; prints one banner once listening. Fails, before opening anything, on an origin no browser sends. */
 export const serve = <E>(options: ServeOptions<E>) => {
@@ -63,5 +78,5 @@ export const serve = <E>(options: ServeOptions<E>) => {
         process.stdout.write(lines.join("\n") + "\n")
       }))
     ))
-  }).pipe(Effect.provide(services), Effect.provide(withRateLimits(options.storage.layer, options.rateLimits))))
+  }).pipe(Effect.provide(services.pipe(Layer.provide(pageCacheLayer(options.pageCacheMb)))), Effect.provide(withRateLimits(options.storage.layer, options.rateLimits))))
 }

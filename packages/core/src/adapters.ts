@@ -7,6 +7,7 @@
 export * from "./adapters/catalogue.js"
 export { admit, makeOperations, OperationError, type Operations, type WriteName, writeNames } from "./adapters/operations.js"
 export { buildMarket, hardwareVocabularyLayer, type MarketTransport, runOperation, toProblemError } from "./adapters/direct.js"
+export { bodyJson, pageCacheLayer } from "./market/page-cache.js"
 export * from "./adapters/problem.js"
 export * from "./query/collection.js"
 export * from "./query/params.js"

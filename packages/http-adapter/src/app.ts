@@ -3,7 +3,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Auth, type MarketError, type Principal, RateLimits } from "@gpu-market/core"
-import { admit, makeReadCalls, type ReadCall, requestOrigin } from "@gpu-market/core/adapters"
+import { admit, bodyJson, makeReadCalls, type ReadCall, requestOrigin } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
@@ -58,7 +58,7 @@ export const makeApp = (options: AppOptions) =>
         if (Either.isLeft(body)) return problemResponse(body.left, requestId, headers)
         headers["x-request-id"] = requestId
         return respond(request, {
-          body: Buffer.from(JSON.stringify(body.right)), contentType: "application/json", headers, caller: admitted.right.principal
+          body: Buffer.from(bodyJson(body.right)), contentType: "application/json", headers, caller: admitted.right.principal
         })
       })
 

@@ -3,7 +3,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import {
   type HardwareVocabularyExtension, marketLayer, type MarketServices, type RateLimitMode, type Storage, type StorageError, withRateLimits
 } from "@gpu-market/core"
-import { hardwareVocabularyLayer, toProblemError } from "@gpu-market/core/adapters"
+import { hardwareVocabularyLayer, pageCacheLayer, toProblemError } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -32,6 +32,8 @@ export interface HandlerOptions {
   readonly cors?: CorsOptions
   /** Where rate limits are counted, as `createMarket` takes it (default `shared`). */
   readonly rateLimits?: RateLimitMode
+  /** Memory for hot pages in MiB, as `createMarket` takes it (default 64; 0 turns the cache off). */
+  readonly pageCacheMb?: number
 }
 
 /**
@@ -43,6 +45,7 @@ const open = async <A>(options: HandlerOptions, toHandler: (app: HttpApp.Default
   if (corsProblem !== undefined) throw new TypeError(corsProblem)
   const runtime = ManagedRuntime.make(marketLayer.pipe(
     Layer.provide(hardwareVocabularyLayer(options.hardwareVocabulary)),
+    Layer.provide(pageCacheLayer(options.pageCacheMb)),
     Layer.provideMerge(withRateLimits(options.storage, options.rateLimits ?? "shared"))
   ))
   // No tracer reports these spans: as in the standalone server, tracing stays off.

@@ -11,6 +11,7 @@ import { cachedByVersion, replies, type Versioned } from "./reads.js"
 import { AFTER_VALUE, encodeValue, memberText } from "./lex.js"
 import { readMark } from "./settings.js"
 import { type Bound, type Bounds, makeTable, type StoredRow, type TableSpec } from "./table.js"
+import { freshVersion, readVersion } from "./data-version.js"
 
 /**
  * A hardware row as stored: the row and the next day its listing was observed on (null on the
@@ -221,7 +222,7 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
       if (was === 0 && now > 0) batch.op("HINCRBY", keys.gpus, gpu, "1")
       if (was > 0 && now === 0) batch.op("HINCRBY", keys.gpus, gpu, "-1")
     })
-    batch.op("INCR", keys.version)
+    batch.op("SET", keys.version, freshVersion())
     if (mark !== undefined) batch.op("HSET", keys.marks, mark.name, mark.value)
     return (await batch.execute(client)) === 0 ? { inserted, replaced } : "retry" as const
   }
@@ -268,6 +269,8 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
           new StorageError({ operation: "hardware_prices.put", cause: "hardware prices kept changing under this write" })),
 
     mark: readMark(client, keys.marks, "hardware_prices.mark"),
+
+    version: readVersion(client, keys.version, "hardware_prices.version"),
 
     page: (plan) => client.run("hardware_prices.page", async () => servedPage(await table.page(plan))),
 

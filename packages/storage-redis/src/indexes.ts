@@ -11,6 +11,7 @@ import { AFTER_VALUE, encodeMember, encodeValue, memberTie } from "./lex.js"
 import { replies } from "./reads.js"
 import { readMark } from "./settings.js"
 import { type Bounds, makeTable, type Table, type TableSpec } from "./table.js"
+import { freshVersion, readVersion } from "./data-version.js"
 
 /** The hash tag of everything the index store keeps: one apply may touch several indexes. */
 const TAG = "indexes"
@@ -82,6 +83,7 @@ export const makeIndexStore = (client: RedisClient): IndexStore["Type"] => {
   const weightsKey = key("weights")
   const idsKey = key("ids")
   const verKey = key("ver")
+  const versionKey = key("version")
   const startKey = (id: string) => key("v", id, "start")
   const answersKey = (id: string) => key("v", id, "answers")
 
@@ -193,6 +195,7 @@ export const makeIndexStore = (client: RedisClient): IndexStore["Type"] => {
       batch.expect(cursorsKey, id, stored)
       batch.op("HSET", cursorsKey, id, to)
     })
+    if (changes.clear.length > 0 || changes.values.length > 0) batch.op("SET", versionKey, freshVersion())
     if (changes.mark !== undefined) batch.op("HSET", marksKey, changes.mark.name, changes.mark.value)
     if (!batch.isEmpty && (await batch.execute(client)) !== 0) return "retry"
   }
@@ -201,8 +204,8 @@ export const makeIndexStore = (client: RedisClient): IndexStore["Type"] => {
     define: (definitions) =>
       client.run("indexes.define", async () => {
         if (definitions.length === 0) return
-        // One HSET: the definitions are stored together; cursors live apart, so they are kept.
-        await redis.hset(defsKey, ...definitions.flatMap((d) => [d.id, encode(d)]))
+        // One MULTI: the definitions are stored together, with a new version; cursors live apart, so they are kept.
+        await replies(redis.multi().hset(defsKey, ...definitions.flatMap((d) => [d.id, encode(d)])).set(versionKey, freshVersion()))
       }),
 
     definitions: client.run("indexes.definitions", async () => {
@@ -240,6 +243,7 @@ export const makeIndexStore = (client: RedisClient): IndexStore["Type"] => {
           const prior = bytes === null ? [] : decode<Array<FleetWeight>>(bytes)
           batch.op("HSET", weightsKey, gpu, encode([...prior, ...list]))
         }
+        if (!batch.isEmpty) batch.op("SET", versionKey, freshVersion())
         if (!batch.isEmpty && (await batch.execute(client)) !== 0) return "retry"
       }, () => new StorageError({ operation: "indexes.putWeights", cause: "fleet weights kept changing under this write" }))
     },
@@ -250,6 +254,8 @@ export const makeIndexStore = (client: RedisClient): IndexStore["Type"] => {
     }),
 
     mark: readMark(client, marksKey, "indexes.mark"),
+
+    version: readVersion(client, versionKey, "indexes.version"),
 
     apply: (changes) =>
       untilApplied(client, "indexes.apply", () => attempt(changes), () =>

@@ -8,6 +8,7 @@ import { cachedByVersion, replies, type Versioned } from "./reads.js"
 import { makeTable } from "./table.js"
 import { readMark } from "./settings.js"
 import { redisTransact, versionTableSpec } from "./versions.js"
+import { readVersion } from "./data-version.js"
 
 /**
  * An LLM token price row as stored: the outlier flag in the text form (`"true"` / `"false"`)
@@ -84,6 +85,8 @@ export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore[
 
   return {
     mark: readMark(client, keys.marks, "llm_token_prices.mark"),
+
+    version: readVersion(client, keys.version, "llm_token_prices.version"),
     transact: redisTransact(client, "llm_token_prices.transact", {
       table,
       keys: llmTokenPriceKeys,

@@ -7,6 +7,7 @@ import { decode, encode } from "./codec.js"
 import { makeTable } from "./table.js"
 import { readMark } from "./settings.js"
 import { redisTransact, versionTableSpec } from "./versions.js"
+import { readVersion } from "./data-version.js"
 
 /**
  * Rental rows as a table (`versionTableSpec`): current rows indexed per vendor and per GPU for
@@ -74,6 +75,8 @@ export const makeRentalPriceStore = (client: RedisClient): RentalPriceStore["Typ
 
   return {
     mark: readMark(client, keys.marks, "rental_prices.mark"),
+
+    version: readVersion(client, keys.version, "rental_prices.version"),
     transact: redisTransact(client, "rental_prices.transact", {
       table,
       keys: rentalPriceKeys,

@@ -14,6 +14,7 @@ import { AFTER_VALUE, decodeText, encodeText, encodeValue } from "./lex.js"
 import { cachedByVersion, replies, type Versioned } from "./reads.js"
 import { readMark } from "./settings.js"
 import { makeTable, type TableSpec } from "./table.js"
+import { freshVersion, readVersion } from "./data-version.js"
 
 /** The dates of the last scope asked about: `inScope` runs per row read, with one scope per page. */
 let lastScope: { readonly scope: Scope; readonly dates: ReturnType<typeof windowDates> } | undefined
@@ -198,7 +199,7 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
       batch.op("HINCRBY", keys.pairs, `${row.gpu_canonical_name}\u0000${row.gpu_model}`, "1")
       batch.op("ZADD", keys["pair-days"], "0", Buffer.concat([pairPrefix(row.gpu_canonical_name, row.gpu_model), encodeText(row.transaction_date)]))
     }
-    if (changes.rows.length > 0) batch.op("INCR", keys.version)
+    if (changes.rows.length > 0) batch.op("SET", keys.version, freshVersion())
     if (changes.mark !== undefined) batch.op("HSET", keys.marks, changes.mark.name, changes.mark.value)
     return (await batch.execute(client)) === 0 ? { result } : "retry"
   }
@@ -256,6 +257,8 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
       client.run("transactions.series", async () => (await seriesOf(ids)).flatMap((s) => (s.state === undefined ? [] : [s.state]))),
 
     mark: readMark(client, keys.marks, "transactions.mark"),
+
+    version: readVersion(client, keys.version, "transactions.version"),
 
     transact: <A, E>(reads: TransactionReads, decide: (view: TransactionView) => Either.Either<Decision<TransactionChanges, A>, E>) =>
       Effect.flatMap(

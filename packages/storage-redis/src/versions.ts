@@ -9,6 +9,7 @@ import { Batch, BATCH_ATTEMPTS, untilApplied } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { CorruptValue, InvalidPlan } from "./errors.js"
 import { type StoredRow, type Table, type TableSpec, versionScopeBounds } from "./table.js"
+import { freshVersion } from "./data-version.js"
 
 /** How one versioned table is kept in Redis, besides its rows and indexes. */
 export interface VersionTable<Row, Stored extends Readonly<Record<string, unknown>>> {
@@ -20,7 +21,7 @@ export interface VersionTable<Row, Stored extends Readonly<Record<string, unknow
   readonly fromStored: (stored: Stored) => Row
   /** Hash: base key → row key of its current row. */
   readonly currentKey: string
-  /** Bumped by every write, so summaries are cached until something changes. */
+  /** The type's data version, set afresh by every write that changes rows (`freshVersion`). */
   readonly versionKey: string
   /** Hash: progress mark name → value, written in the batch of the rows it describes. */
   readonly marksKey: string
@@ -191,7 +192,7 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
       touch(r)
     }
     for (const value of touched) batch.op("HINCRBY", stampsKey, value, "1")
-    if (changesRows) batch.op("INCR", spec.versionKey)
+    if (changesRows) batch.op("SET", spec.versionKey, freshVersion())
     if (changes.mark !== undefined) batch.op("HSET", spec.marksKey, changes.mark.name, changes.mark.value)
     return (await batch.execute(client)) === 0 ? { result } : "retry"
   }

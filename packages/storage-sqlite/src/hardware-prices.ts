@@ -9,6 +9,7 @@ import {
   type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, keysetClause, limitParam, orderBy, type PageSort,
   pinnedValue, placeholders, predicateClauses, predicateFieldsOf, readRows
 } from "./page-sql.js"
+import { dataVersion } from "./data-version.js"
 
 /**
  * Sort fields and the SQL each orders by. A null `condition` orders as "" (the plan contract),
@@ -195,6 +196,7 @@ export const makeHardwarePriceStore = (client: SqliteClient): HardwarePriceStore
     ).all() as Array<HardwareGpuCoverage>
     return { values, gpus: gpus.sort((a, b) => cmp(a.gpu_canonical_name, b.gpu_canonical_name)) }
   }
+  const version = dataVersion(client, "hardware_prices")
   // One read transaction, so both tables come from one snapshot.
   const readSummaryConsistently = db.transaction(readSummary)
 
@@ -252,9 +254,12 @@ export const makeHardwarePriceStore = (client: SqliteClient): HardwarePriceStore
           if (now.n === 0) prepare(DROP_COVERAGE).run(gpu, listing)
           else prepare(SET_COVERAGE).run(gpu, listing, now.first, now.last, now.n)
         }
+        if (batch.length > 0) version.bump()
         if (mark !== undefined) writeMark(client, mark)
         return { inserted, replaced }
       }),
+
+    version: version.version,
 
     page: (plan) =>
       client.run("hardware_prices.page", () => {

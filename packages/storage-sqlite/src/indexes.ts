@@ -9,6 +9,7 @@ import type { Migration } from "./migration.js"
 import {
   type Clauses, columnGuard, type CompiledPage, InvalidPlan, limitParam, pinnedValue, predicateClauses, predicateFieldsOf, readRows
 } from "./page-sql.js"
+import { dataVersion } from "./data-version.js"
 
 /**
  * Index definitions, fleet weights and published values. Values are keyed by `(id, start)`,
@@ -123,12 +124,14 @@ const UPSERT = `INSERT INTO index_values (id, start, answers_from, type, timesta
 export const makeIndexStore = (client: SqliteClient): IndexStore["Type"] => {
   const { prepare } = client
   const parse = (json: string) => JSON.parse(json) as IndexDefinition
+  const version = dataVersion(client, "indexes")
   return {
     define: (definitions) =>
       client.transaction("indexes.define", () => {
         const put = prepare(`INSERT INTO index_definitions (id, definition_json) VALUES (?, ?)
           ON CONFLICT (id) DO UPDATE SET definition_json = excluded.definition_json`)
         for (const d of definitions) put.run(d.id, JSON.stringify(d))
+        version.bump()
       }),
 
     definitions: client.run("indexes.definitions", () =>
@@ -145,6 +148,7 @@ export const makeIndexStore = (client: SqliteClient): IndexStore["Type"] => {
         for (const gpu of new Set(gpus)) remove.run(gpu)
         const insert = prepare("INSERT INTO index_fleet_weights (gpu_canonical_name, valid_from, valid_to, weight) VALUES (?, ?, ?, ?)")
         for (const w of weights) insert.run(w.gpu_canonical_name, w.valid_from, w.valid_to, w.weight)
+        version.bump()
       }),
 
     weights: client.run("indexes.weights", () =>
@@ -161,10 +165,13 @@ export const makeIndexStore = (client: SqliteClient): IndexStore["Type"] => {
         const advance = prepare(`UPDATE index_definitions SET computed_through = ?
           WHERE id = ? AND (computed_through IS NULL OR computed_through < ?)`)
         for (const c of changes.cursors) advance.run(c.through, c.id, c.through)
+        if (changes.clear.length > 0 || changes.values.length > 0) version.bump()
         if (changes.mark !== undefined) writeMark(client, changes.mark)
       }),
 
     mark: readMark(client, "indexes.mark"),
+
+    version: version.version,
 
     page: (plan) =>
       client.run("indexes.page", () => {

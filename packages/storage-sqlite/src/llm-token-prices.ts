@@ -4,6 +4,7 @@ import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migration.js"
 import { cmp, placeholders, readRows } from "./page-sql.js"
 import { summaryCache } from "./summary-cache.js"
+import { dataVersion } from "./data-version.js"
 import { readMark } from "./settings.js"
 import { sqliteTransact, versionPageCompiler } from "./versions.js"
 
@@ -166,6 +167,7 @@ export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore
 
   const rows = (sql: string, params: ReadonlyArray<unknown>): Array<LlmTokenPrice> => readRows(prepare, sql, params, llmRowFromColumns)
 
+  const version = dataVersion(client, "llm_token_prices")
   const summary = summaryCache(client, (): ReadonlyArray<LlmModelSummary> => {
     const models = prepare(
       `SELECT m.model, m.model_family, m.model_creator,
@@ -215,7 +217,12 @@ export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore
           if (value !== null && once(`${kind}\u0000${r.model}\u0000${value}`)) prepare(INSERT_VALUE).run(r.model, kind, value)
         }
       }
-    }, summary.written),
+    }, () => {
+      summary.written()
+      version.bump()
+    }),
+
+    version: version.version,
 
     page: (plan) =>
       client.run("llm_token_prices.page", () => {

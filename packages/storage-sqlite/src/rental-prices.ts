@@ -3,6 +3,7 @@ import { type GpuSpelling, type RentalGpuSummary, rentalPriceKeys, type RentalPr
 import type { SqliteClient } from "./client.js"
 import { cmp, placeholders, readRows } from "./page-sql.js"
 import { summaryCache } from "./summary-cache.js"
+import { dataVersion } from "./data-version.js"
 import { readMark } from "./settings.js"
 import { sqliteTransact, versionPageCompiler } from "./versions.js"
 
@@ -77,6 +78,7 @@ export const ROWS_PER_WRITE = 1_000
 /** The rental price store over one connection; the schema must be migrated. */
 export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Type"] => {
   const { prepare } = client
+  const version = dataVersion(client, "rental_prices")
 
   const rows = (sql: string, params: ReadonlyArray<unknown>): Array<RentalPrice> => readRows(prepare, sql, params, rowFromColumns)
 
@@ -152,7 +154,12 @@ export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Ty
       insert: INSERT,
       columnsOf,
       opened
-    }, summary.written),
+    }, () => {
+      summary.written()
+      version.bump()
+    }),
+
+    version: version.version,
 
     page: (plan) =>
       client.run("rental_prices.page", () => {

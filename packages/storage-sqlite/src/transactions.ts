@@ -11,6 +11,7 @@ import {
   type Clauses, cmp, columnGuard, type CompiledPage, InvalidPlan, KEY_CHUNK, keysetClause, limitParam,
   orderBy, type PageSort, pinnedValue, placeholders, predicateClauses, predicateFieldsOf, readRows
 } from "./page-sql.js"
+import { dataVersion } from "./data-version.js"
 
 /** Row fields that hold text; booleans (`is_rolling`) are stored as 0/1. */
 const TEXT_FIELDS = fieldsOfKind(transactionTable, "text")
@@ -117,6 +118,7 @@ export const makeTransactionStore = (client: SqliteClient): TransactionStore["Ty
     ).map((r): SeriesState => ({ series: r.series, seq: r.seq, last: cohortOf(r) }))
 
   /** Writes a decided change; checked against what was read, inside the same transaction. */
+  const version = dataVersion(client, "transactions")
   const write = (changes: TransactionChanges) => {
     const assign = prepare("UPDATE transaction_deals SET cohort = ? WHERE deal_id = ? AND cohort IS NULL")
     for (const a of changes.assign) {
@@ -166,11 +168,14 @@ export const makeTransactionStore = (client: SqliteClient): TransactionStore["Ty
         const fault = transactionChangeFault(reads, read, seriesRead, changes)
         if (fault !== undefined) throw new InvalidPlan(`transactions.transact: the decision ${fault}`)
         write(changes)
+        if (changes.rows.length > 0) version.bump()
         if (changes.mark !== undefined) writeMark(client, changes.mark)
         return result
       }),
 
     mark: readMark(client, "transactions.mark"),
+
+    version: version.version,
 
     page: (plan) =>
       client.run("transactions.page", () => {

@@ -27,6 +27,8 @@ export interface WorkerConfig {
   readonly bounds: Partial<IngestBoundsConfig>
   /** `process`: the main thread counts every worker's rate-limit hits; `shared`: each worker's storage does. */
   readonly rateLimits: RateLimitMode
+  /** Each worker's page cache, in MiB; absent: the core's default. */
+  readonly pageCacheMb?: number
 }
 
 /** A call from the main thread. `close` asks the worker to release its storage and exit. */

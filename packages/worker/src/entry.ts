@@ -1,5 +1,5 @@
 import { IngestBounds, marketLayer, type Storage, type StorageError } from "@gpu-market/core"
-import { catalogue, hardwareVocabularyLayer, makeOperations, OperationError, requestOrigin, toProblemError } from "@gpu-market/core/adapters"
+import { bodyJson, catalogue, hardwareVocabularyLayer, makeOperations, OperationError, pageCacheLayer, requestOrigin, toProblemError } from "@gpu-market/core/adapters"
 import { type RateLimitHit, RateLimitStore } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -28,7 +28,8 @@ const send = (reply: WorkerReply) => port.postMessage(reply)
 const entries: ReadonlyMap<string, (typeof catalogue)[number]> = new Map(catalogue.map((e) => [e.name, e]))
 const isOperationError = Schema.is(OperationError)
 const encodeError = Schema.encodeSync(OperationError)
-const json = (value: unknown) => JSON.stringify(value) ?? "null"
+// A page whose rows were cached crosses the thread with their text spliced in, not serialised again.
+const json = (value: unknown) => (value === undefined ? "null" : bodyJson(value))
 
 const reply = (id: number, exit: Exit.Exit<unknown, unknown>): WorkerReply => {
   if (Exit.isSuccess(exit)) return { _tag: "Success", id, json: json(exit.value) }
@@ -57,6 +58,7 @@ const mainThreadRateLimits: RateLimitStore["Type"] = {
 
 const runtime = ManagedRuntime.make(marketLayer.pipe(
   Layer.provide(hardwareVocabularyLayer(config.hardwareVocabulary)),
+  Layer.provide(pageCacheLayer(config.pageCacheMb)),
   Layer.provide(IngestBounds.layer(config.bounds)),
   Layer.provideMerge(config.rateLimits === "process"
     ? Layer.merge(storageLayer(config.storage), Layer.succeed(RateLimitStore, mainThreadRateLimits))

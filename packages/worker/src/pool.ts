@@ -1,6 +1,6 @@
 import type { HardwareVocabularyExtension, IngestBoundsConfig, Market, PortableMarketStorage, RateLimitMode } from "@gpu-market/core"
 import { ingestBounds, MarketProblemError } from "@gpu-market/core"
-import { buildMarket, hardwareVocabularyLayer, OperationError, toProblemError } from "@gpu-market/core/adapters"
+import { buildMarket, hardwareVocabularyLayer, OperationError, pageCacheLayer, toProblemError } from "@gpu-market/core/adapters"
 import { makeMemoryRateLimitStore, type RateLimitStore } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -32,6 +32,11 @@ export interface WorkerMarketOptions {
    * storage write per call.
    */
   readonly rateLimits?: RateLimitMode
+  /**
+   * Memory for hot pages in MiB, as in `createMarket`, for each worker: every thread keeps its
+   * own page cache (default 64; 0 turns it off).
+   */
+  readonly pageCacheMb?: number
 }
 
 /** A market answered by worker threads. */
@@ -138,11 +143,13 @@ export const createWorkerMarket = async (options: WorkerMarketOptions): Promise<
   if (storage === undefined) {
     throw new TypeError("createWorkerMarket needs a portable storage (sqlite(file), redis(url), or portableStorage(layer, { module, options })): each worker opens it itself")
   }
-  // Checked here, so a bad vocabulary rejects before any thread starts.
+  // Checked here, so a bad vocabulary or page cache size rejects before any thread starts.
   hardwareVocabularyLayer(options.hardwareVocabulary)
+  pageCacheLayer(options.pageCacheMb)
   const config: WorkerConfig = {
     storage, baseUrl: options.baseUrl ?? "http://localhost", bounds: ingestBounds(options.bounds), rateLimits: options.rateLimits ?? "shared",
-    ...(options.hardwareVocabulary === undefined ? {} : { hardwareVocabulary: options.hardwareVocabulary })
+    ...(options.hardwareVocabulary === undefined ? {} : { hardwareVocabulary: options.hardwareVocabulary }),
+    ...(options.pageCacheMb === undefined ? {} : { pageCacheMb: options.pageCacheMb })
   }
   let closed = false
   // A worker that dies after it was up is replaced; its unanswered calls were rejected.

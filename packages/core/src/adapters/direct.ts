@@ -9,6 +9,7 @@ import * as Schema from "effect/Schema"
 import { randomUUID } from "node:crypto"
 import { type RateLimitMode, withRateLimits } from "../auth/rate-limits.js"
 import { layer as marketLayer } from "../market/layer.js"
+import { pageCacheLayer } from "../market/page-cache.js"
 import { HardwareVocabulary, type HardwareVocabularyExtension, hardwareVocabularyOf } from "../schema/hardware-vocabulary.js"
 import { IngestBounds, ingestBounds, type IngestBoundsConfig } from "../ingest/bounds.js"
 import { requestOrigin } from "../query/collection.js"
@@ -105,6 +106,12 @@ export interface MarketOptions {
    * while this process is the one serving the store.
    */
   readonly rateLimits?: RateLimitMode
+  /**
+   * Memory for hot pages, in MiB (default 64; 0 turns the cache off): pages are kept serialised,
+   * under the data version every write of their type changes, so a read after a write never sees
+   * the rows before it. One that is not a number ≥ 0 rejects `createMarket` with a `RangeError`.
+   */
+  readonly pageCacheMb?: number
 }
 
 /** The in-memory store: a fresh, empty market per `createMarket`; for tests and trials. */
@@ -132,6 +139,7 @@ export const createMarket = async (options: MarketOptions): Promise<Market> => {
   const runtime = ManagedRuntime.make(marketLayer.pipe(
     Layer.provide(hardwareVocabularyLayer(options.hardwareVocabulary)),
     Layer.provide(bounds),
+    Layer.provide(pageCacheLayer(options.pageCacheMb)),
     Layer.provideMerge(withRateLimits(options.storage, options.rateLimits ?? "shared"))
   ))
   const origin = requestOrigin(options.baseUrl ?? "http://localhost")

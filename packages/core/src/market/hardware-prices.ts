@@ -3,6 +3,7 @@ import * as Schema from "effect/Schema"
 import { type ParameterIssue, validationFailed } from "../errors.js"
 import type { CollectionDef, EndpointDef, MarketRequest, Params } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
+import { PageCache } from "./page-cache.js"
 import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
 import type { HardwarePriceMetadata } from "../schema/hardware-metadata.js"
 import type { HardwarePrice } from "../schema/hardware-price.js"
@@ -70,9 +71,10 @@ export class HardwarePrices extends Effect.Service<HardwarePrices>()("Market/Har
   effect: Effect.gen(function* () {
     const store = yield* HardwarePriceStore
     const tokens = yield* PageTokens
+    const cache = yield* PageCache
     const vocabulary = yield* HardwareVocabulary
 
-    const pageOf = pages<HardwarePrice>({ tokens, resolve: inVocabulary(vocabulary), page: store.page })
+    const pageOf = pages<HardwarePrice>({ tokens, resolve: inVocabulary(vocabulary), page: store.page, version: store.version, cache })
 
     return {
       /** Each listing's most recent observation, filtered. */
@@ -91,5 +93,6 @@ export class HardwarePrices extends Effect.Service<HardwarePrices>()("Market/Har
         )
       )
     } as const
-  })
+  }),
+  dependencies: [PageCache.Default]
 }) {}

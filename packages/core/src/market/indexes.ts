@@ -9,6 +9,7 @@ import { IndexComputation } from "../ingest/index-computation.js"
 import { type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, runPage } from "../query/collection.js"
 import { Slug } from "../query/filters.js"
 import { PageTokens } from "../query/page-token.js"
+import { PageCache } from "./page-cache.js"
 import {
   collectQuery, decodeParams, type QueryInput, refuseParameters, withMessage
 } from "../query/params.js"
@@ -84,6 +85,7 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
   effect: Effect.gen(function* () {
     const store = yield* IndexStore
     const tokens = yield* PageTokens
+    const cache = yield* PageCache
     const computation = yield* IndexComputation
 
     /** The definition of an id the principal holds, or the one 404 for both "not held" and "no such index". */
@@ -104,6 +106,15 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
       return (row: IndexValue) => row.timestamp >= (row.type === "daily" ? day : instant)
     }
 
+    const holdsAll = (principal: Principal, plan: PagePlan) => planIds(plan).every((id) => holdsIndex(principal, id))
+
+    /** The floor `aboveFloor` applies, as text: unrestricted, none, or the instant. */
+    const floorKey = (principal: Principal, now: number) => {
+      const grant = principal.grants.gpu_rental_indexes
+      const floor = grant === undefined ? undefined : historyFloor(grant.history, now)
+      return floor === null ? "unrestricted" : floor === undefined ? "none" : formatInstant(floor)
+    }
+
     const pageOf = (endpoint: keyof typeof endpoints, request: MarketRequest) =>
       Effect.gen(function* () {
         yield* computation.ensureCurrent
@@ -118,11 +129,17 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
           resolve: (params) =>
             Effect.as(heldDefinition(request.principal, params.id as string), [{ op: "eq", field: "id", value: params.id as string }] as ReadonlyArray<Predicate>),
           // A page token names the index it was issued for; one no longer held reads nothing.
-          page: (plan) => !planIds(plan).every((id) => holdsIndex(request.principal, id))
+          page: (plan) => !holdsAll(request.principal, plan)
             ? Effect.succeed([])
             : plan.scope._tag === "asOf"
             ? Effect.map(store.page(plan), (rows) => rows.filter(aboveFloor(request.principal, now)))
-            : store.page(plan)
+            : store.page(plan),
+          version: store.version,
+          cache,
+          // What `page` reads of the caller: whether it holds the plan's index, and on as-of its floor.
+          entitled: (plan) => !holdsAll(request.principal, plan)
+            ? "not held"
+            : plan.scope._tag === "asOf" ? `floor ${floorKey(request.principal, now)}` : "held"
         })
       })
 
@@ -255,5 +272,6 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
         return body
       })
     } as const
-  })
+  }),
+  dependencies: [PageCache.Default]
 }) {}

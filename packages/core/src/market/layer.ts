@@ -16,6 +16,7 @@ import { IndexIngest } from "../ingest/indexes.js"
 import { Indexes } from "./indexes.js"
 import { FormatImport } from "../ingest/formats/import.js"
 import { ReferenceDataIngest } from "../ingest/reference-data.js"
+import { PageCache } from "./page-cache.js"
 
 /** Every service of the market. */
 export type MarketServices = RentalPrices | RentalPriceIngest | Auth | RateLimits | PageTokens
@@ -25,11 +26,12 @@ export type MarketServices = RentalPrices | RentalPriceIngest | Auth | RateLimit
   | Indexes | IndexIngest | IndexComputation
   | FormatImport
   | ReferenceDataIngest
+  | PageCache
 
 /**
  * The whole market over a storage backend: read services, write paths (and the public-format
  * imports over them), auth and rate limits, with page tokens signed by the secret kept in that
- * storage.
+ * storage, and one page cache every read service shares (sized by `PageCacheBytes`).
  */
 export const layer: Layer.Layer<MarketServices, StorageError, Storage> = FormatImport.Default.pipe(Layer.provideMerge(Layer.mergeAll(
   RentalPrices.Default,
@@ -48,5 +50,7 @@ export const layer: Layer.Layer<MarketServices, StorageError, Storage> = FormatI
 ).pipe(
   // One computation shared by reads and writes: its lock and its record of what is done are per process.
   Layer.provideMerge(IndexComputation.Default),
-  Layer.provideMerge(PageTokens.layerFromStorage)
+  Layer.provideMerge(PageTokens.layerFromStorage),
+  // The services' own dependency, built once per market and shown, so one budget bounds every type's pages.
+  Layer.provideMerge(PageCache.Default)
 )))

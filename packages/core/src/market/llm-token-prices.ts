@@ -4,6 +4,7 @@ import { searchTooBroad, validationFailed } from "../errors.js"
 import { OUTLIER_GROUP, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO } from "../ingest/llm-token-prices.js"
 import type { CollectionDef, EndpointDef, MarketRequest, Params } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
+import { PageCache, underVersion } from "./page-cache.js"
 import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
 import { CommaList, MAX_LIST_VALUES, normaliseName, Token, withMessage } from "../query/params.js"
 import type { LlmTokenPriceMetadata, LlmOutlierRule } from "../schema/llm-metadata.js"
@@ -76,6 +77,7 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
   effect: Effect.gen(function* () {
     const store = yield* LlmTokenPriceStore
     const tokens = yield* PageTokens
+    const cache = yield* PageCache
 
     /** `exclude_outliers=true` keeps rows not flagged. */
     const outliers = (params: Params): ReadonlyArray<Predicate> =>
@@ -85,14 +87,17 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
      * Resolves `model_search` terms to models: a term matches a model when it is a substring of
      * its slug or of any name a provider ever wrote for it, ignoring case, spaces and punctuation.
      */
-    const resolve = (params: Params) => {
+    // Read once per data version: every write that names a model writes LLM rows.
+    const modelsAt = underVersion(store.models)
+
+    const resolve = (params: Params, version: string | undefined) => {
       const terms = params.model_search as ReadonlyArray<string> | undefined
       if (terms === undefined) return Effect.succeed(outliers(params))
       const normalised = terms.map(normaliseName)
       if (normalised.some((t) => t.length === 0)) {
         return Effect.fail(validationFailed([{ parameter: "model_search", message: "every term needs a letter or digit" }]))
       }
-      return Effect.flatMap(Effect.mapError(store.models, unavailable), (summaries) => {
+      return Effect.flatMap(Effect.mapError(modelsAt(version), unavailable), (summaries) => {
         const models = summaries
           .filter((m) => [m.model, ...m.model_names].some((s) => normalised.some((t) => normaliseName(s).includes(t))))
           .map((m) => m.model)
@@ -104,7 +109,7 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
       })
     }
 
-    const pageOf = pages<LlmTokenPrice>({ tokens, resolve, page: store.page })
+    const pageOf = pages<LlmTokenPrice>({ tokens, resolve, page: store.page, version: store.version, cache })
 
     return {
       /** Prices in force now matching the filters. */
@@ -138,5 +143,6 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
         )
       )
     } as const
-  })
+  }),
+  dependencies: [PageCache.Default]
 }) {}

@@ -5,8 +5,11 @@ import {
 } from "../query/collection.js"
 import { nowMicros } from "./storage.js"
 
-/** Where a type's pages come from: its page tokens, the predicates it resolves itself, its store. */
-export type PageSource<Row> = Pick<PageRun<Row>, "tokens" | "resolve" | "page">
+/**
+ * Where a type's pages come from: its page tokens, the predicates it resolves itself, its store's
+ * pages and data version, and the market's page cache.
+ */
+export type PageSource<Row> = Pick<PageRun<Row>, "tokens" | "resolve" | "page" | "version" | "cache">
 
 /**
  * The paged endpoints of one type, each endpoint's parameter schema built once, here. Given where

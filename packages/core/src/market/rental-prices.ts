@@ -2,6 +2,7 @@ import * as Effect from "effect/Effect"
 import { searchTooBroad, validationFailed } from "../errors.js"
 import type { CollectionDef, EndpointDef, MarketRequest, Params } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
+import { PageCache, underVersion } from "./page-cache.js"
 import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
 import { CommaList, MAX_LIST_VALUES, normaliseName, Token } from "../query/params.js"
 import type { RentalPrice } from "../schema/rental-price.js"
@@ -64,19 +65,23 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
   effect: Effect.gen(function* () {
     const store = yield* RentalPriceStore
     const tokens = yield* PageTokens
+    const cache = yield* PageCache
 
     /**
      * Resolves `gpu_search` terms to catalog GPUs: a term matches a GPU when it is a substring of
      * any spelling the GPU ever had, ignoring case, spaces and punctuation.
      */
-    const resolveSearch = (params: Params) => {
+    // Read once per data version: every write that adds a spelling writes rental rows.
+    const spellingsAt = underVersion(store.spellings)
+
+    const resolveSearch = (params: Params, version: string | undefined) => {
       const terms = params.gpu_search as ReadonlyArray<string> | undefined
       if (terms === undefined) return Effect.succeed<ReadonlyArray<Predicate>>([])
       const normalised = terms.map(normaliseName)
       if (normalised.some((t) => t.length === 0)) {
         return Effect.fail(validationFailed([{ parameter: "gpu_search", message: "every term needs a letter or digit" }]))
       }
-      return Effect.flatMap(Effect.mapError(store.spellings, unavailable), (spellings) => {
+      return Effect.flatMap(Effect.mapError(spellingsAt(version), unavailable), (spellings) => {
         const gpus = gpusMatching(spellings, normalised)
         return gpus.size > MAX_SEARCH_GPUS
           ? Effect.fail(searchTooBroad({ parameter: "gpu_search", matched: gpus.size, what: "GPUs", limit: MAX_SEARCH_GPUS, narrow: "the terms" }))
@@ -84,7 +89,7 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
       })
     }
 
-    const pageOf = pages<RentalPrice>({ tokens, resolve: resolveSearch, page: store.page })
+    const pageOf = pages<RentalPrice>({ tokens, resolve: resolveSearch, page: store.page, version: store.version, cache })
 
     return {
       /** Current rows matching the filters; needs an anchor. */
@@ -109,5 +114,6 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
         )
       )
     } as const
-  })
+  }),
+  dependencies: [PageCache.Default]
 }) {}

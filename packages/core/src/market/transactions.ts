@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import type { CollectionDef, EndpointDef, MarketRequest } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
+import { PageCache } from "./page-cache.js"
 import { bounds, list, Slug } from "../query/filters.js"
 import { type AggregatedTransaction, BlendAxis, type TransactionMetadata } from "../schema/transaction.js"
 import type { Predicate } from "../storage/plan.js"
@@ -42,7 +43,8 @@ export class Transactions extends Effect.Service<Transactions>()("Market/Transac
   effect: Effect.gen(function* () {
     const store = yield* TransactionStore
     const tokens = yield* PageTokens
-    const pageOf = pages<AggregatedTransaction>({ tokens, resolve: noPredicates, page: store.page })
+    const cache = yield* PageCache
+    const pageOf = pages<AggregatedTransaction>({ tokens, resolve: noPredicates, page: store.page, version: store.version, cache })
 
     return {
       /**
@@ -63,5 +65,6 @@ export class Transactions extends Effect.Service<Transactions>()("Market/Transac
         )
       )
     } as const
-  })
+  }),
+  dependencies: [PageCache.Default]
 }) {}

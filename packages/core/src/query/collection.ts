@@ -4,9 +4,10 @@ import * as Schema from "effect/Schema"
 import type { DataType, Principal } from "../auth/principal.js"
 import { reportedHistoryStart, requireGrant, requireHistory } from "../auth/entitlements.js"
 import { type MarketError, MissingAnchor, type ValidationFailed, validationFailed } from "../errors.js"
+import { type PageCache, pageFromJson, withSerialisedData } from "../market/page-cache.js"
 import { unavailable } from "../market/storage.js"
 import type { Page, PageMeta, SortOrder } from "../schema/envelope.js"
-import { type PagePlan, type Predicate, type Scope, sortValue } from "../storage/plan.js"
+import { type PagePlan, type Position, type Predicate, type Scope, sortValue } from "../storage/plan.js"
 import type { StorageError } from "../storage/contract.js"
 
 import type { PageTokens, PageTokenState } from "./page-token.js"
@@ -157,9 +158,25 @@ export interface PageRun<Row> {
   readonly request: MarketRequest
   readonly tokens: PageTokens["Type"]
   readonly now: Micros
-  /** Extra predicates from parameters the type resolves itself. */
-  readonly resolve: (params: Params) => Effect.Effect<ReadonlyArray<Predicate>, MarketError>
+  /**
+   * Extra predicates from parameters the type resolves itself. `version` is the type's data
+   * version when the page cache is on, read before: what the type reads to resolve may be kept
+   * under it (`underVersion`).
+   */
+  readonly resolve: (params: Params, version: string | undefined) => Effect.Effect<ReadonlyArray<Predicate>, MarketError>
   readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<Row>, StorageError>
+  /**
+   * The type's data version (its store's `version`), which every write of the type changes: read
+   * before a page's rows, it is what a cached page is kept under.
+   */
+  readonly version: Effect.Effect<string, StorageError>
+  readonly cache: PageCache
+  /**
+   * What of the caller's entitlements `page` itself reads, beyond the plan (an index's holdings,
+   * its floor on as-of answers): part of the cache key, so callers share entries exactly when
+   * `page` would answer them alike. Absent when `page` reads the plan alone.
+   */
+  readonly entitled?: (plan: PagePlan) => string
 }
 
 const fromEither = <A, E>(e: Either.Either<A, E>): Effect.Effect<A, E> =>
@@ -191,11 +208,10 @@ export const continueFromToken = (
   )
 }
 
-/** What `cutPage` needs besides the rows. */
+/** What a page's `meta` needs besides its rows. */
 export interface PageCut {
   readonly pageSize: number
   readonly state: Omit<PageTokenState, "after">
-  readonly tieBreaker: string
   readonly tokens: PageTokens["Type"]
   readonly principal: string
   /** The path the token is bound to; `meta.next.path` is the origin's prefix and this path. */
@@ -203,23 +219,33 @@ export interface PageCut {
   readonly origin: RequestOrigin
 }
 
-/**
- * Cuts the `pageSize + 1` rows storage returned to one page and builds `meta`, with a signed
- * token for the next page positioned after the last row.
- */
-export const cutPage = <Row extends Readonly<Record<string, unknown>>>(
+/** The `pageSize + 1` rows storage returned cut to one page, and the keyset position after its last row when there are more. */
+export const pageRows = <Row extends Readonly<Record<string, unknown>>>(
   rows: ReadonlyArray<Row>,
-  cut: PageCut
-): { readonly data: ReadonlyArray<Row>; readonly meta: { -readonly [K in keyof PageMeta]: PageMeta[K] } } => {
+  pageSize: number,
+  sortBy: string,
+  tieBreaker: string
+): { readonly data: ReadonlyArray<Row>; readonly last: Position | undefined } => {
+  if (rows.length <= pageSize) return { data: rows, last: undefined }
+  const data = rows.slice(0, pageSize)
+  const last = data[data.length - 1]!
+  return { data, last: { value: sortValue(last, sortBy), tie: last[tieBreaker] as string } }
+}
+
+/**
+ * A page's `meta`: `returned` rows, and when `last` says there are more, a token for the next
+ * page positioned after it, signed for the caller.
+ */
+export const pageMeta = (
+  cut: PageCut,
+  returned: number,
+  last: Position | undefined
+): { -readonly [K in keyof PageMeta]: PageMeta[K] } => {
   const { pageSize, state } = cut
-  const hasMore = rows.length > pageSize
-  const data = hasMore ? rows.slice(0, pageSize) : rows
   let next: PageMeta["next"] = null
-  if (hasMore) {
-    const last = data[data.length - 1]!
+  if (last !== undefined) {
     const token = cut.tokens.sign(cut.principal, cut.endpointPath, {
-      scope: state.scope, predicates: state.predicates, sort: state.sort, clamped: state.clamped,
-      after: { value: sortValue(last, state.sort.by), tie: last[cut.tieBreaker] as string }
+      scope: state.scope, predicates: state.predicates, sort: state.sort, clamped: state.clamped, after: last
     })
     const path = cut.origin.prefix + cut.endpointPath
     const size = String(pageSize)
@@ -229,11 +255,65 @@ export const cutPage = <Row extends Readonly<Record<string, unknown>>>(
       query_params: { page_token: token, page_size: size }
     }
   }
-  return {
-    data,
-    meta: { page_size: pageSize, returned: data.length, has_more: hasMore, next, sort: { by: state.sort.by, order: state.sort.order } }
-  }
+  return { page_size: pageSize, returned, has_more: last !== undefined, next, sort: { by: state.sort.by, order: state.sort.order } }
 }
+
+/**
+ * Cuts the `pageSize + 1` rows storage returned to one page and builds `meta`, with a signed
+ * token for the next page positioned after the last row.
+ */
+export const cutPage = <Row extends Readonly<Record<string, unknown>>>(
+  rows: ReadonlyArray<Row>,
+  cut: PageCut & { readonly tieBreaker: string }
+): { readonly data: ReadonlyArray<Row>; readonly meta: { -readonly [K in keyof PageMeta]: PageMeta[K] } } => {
+  const { data, last } = pageRows(rows, cut.pageSize, cut.state.sort.by, cut.tieBreaker)
+  return { data, meta: pageMeta(cut, data.length, last) }
+}
+
+/** One page's rows as read (or found cached): how many, where the next page starts, and the page around a `meta`. */
+interface PageRead<Row> {
+  readonly returned: number
+  readonly last: Position | undefined
+  readonly page: (meta: PageMeta) => Page<Row>
+}
+
+/**
+ * Whether a plan's scope was resolved from the clock (a default window ending now, an `at` in
+ * the future): such a page is asked once, so it is read and not cached.
+ */
+const resolvedFromNow = (scope: Scope, now: Micros): boolean => {
+  const nowText = formatInstant(now)
+  return scope._tag === "asOf" ? scope.at === nowText : scope._tag === "window" && scope.end === nowText
+}
+
+/**
+ * The rows of a plan: from the page cache when it holds them at `version`, the type's version
+ * read before them (undefined: the cache is off), else from storage (and then cached, serialised
+ * once). An entry is so never older than the version it is kept under, and a write, which changes
+ * the version in the step that changes the rows, retires every entry of its type.
+ */
+const readPage = <Row extends Readonly<Record<string, unknown>>>(
+  run: PageRun<Row>,
+  plan: PagePlan,
+  endpointPath: string,
+  version: string | undefined
+): Effect.Effect<PageRead<Row>, MarketError> =>
+  Effect.gen(function* () {
+    const pageSize = plan.limit - 1
+    const cut = (rows: ReadonlyArray<Row>) => pageRows(rows, pageSize, plan.sort.by, run.collection.tieBreaker)
+    if (anyAbsent(plan.predicates)) return { returned: 0, last: undefined, page: (meta) => ({ data: [], meta }) }
+    if (version === undefined || resolvedFromNow(plan.scope, run.now)) {
+      const { data, last } = cut(yield* Effect.mapError(run.page(plan), unavailable))
+      return { returned: data.length, last, page: (meta) => ({ data, meta }) }
+    }
+    const key = `${endpointPath}\n${run.entitled?.(plan) ?? ""}\n${JSON.stringify(plan)}`
+    const hit = run.cache.get(key, version)
+    if (hit !== undefined) return { returned: hit.returned, last: hit.last, page: (meta) => pageFromJson<Row>(hit.json, meta) }
+    const { data, last } = cut(yield* Effect.mapError(run.page(plan), unavailable))
+    const json = JSON.stringify(data)
+    run.cache.set(key, { version, json, returned: data.length, last })
+    return { returned: data.length, last, page: (meta) => withSerialisedData({ data, meta }, json) }
+  })
 
 /** Runs one page request end to end: validation, entitlements, plan, storage, envelope. */
 export const runPage = <Row extends Readonly<Record<string, unknown>>>(
@@ -246,6 +326,8 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
     yield* fromEither(requireGrant(principal, collection.dataType))
     const floor = endpoint.name === "latest" ? null : yield* fromEither(requireHistory(principal, collection.dataType, now))
     const raw = yield* fromEither(collectQuery(request.query))
+    // Read once, before anything the answer is made of (a search's resolution, the rows).
+    const version = run.cache.enabled ? yield* Effect.mapError(run.version, unavailable) : undefined
 
     let state: Omit<PageTokenState, "after"> & { readonly after: PageTokenState["after"] | undefined }
     let pageSize = DEFAULT_PAGE_SIZE
@@ -262,7 +344,7 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
           anchors: collection.anchors
         }))
       }
-      const extra = yield* run.resolve(params)
+      const extra = yield* run.resolve(params, version)
       const predicates = mergePredicates([...predicatesOf(collection, params), ...extra])
       let scope: Scope = { _tag: "latest" }
       let clamped = false
@@ -287,13 +369,10 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
       }
     }
 
-    const rows = anyAbsent(state.predicates)
-      ? []
-      : yield* run.page({ scope: state.scope, predicates: state.predicates, sort: state.sort, after: state.after, limit: pageSize + 1 })
-        .pipe(Effect.mapError(unavailable))
-    const { data, meta } = cutPage(rows, {
-      pageSize, state, tieBreaker: collection.tieBreaker, tokens: run.tokens, principal: principal.id, endpointPath, origin: request.origin
-    })
+    const read = yield* readPage(run, {
+      scope: state.scope, predicates: state.predicates, sort: state.sort, after: state.after, limit: pageSize + 1
+    }, endpointPath, version)
+    const meta = pageMeta({ pageSize, state, tokens: run.tokens, principal: principal.id, endpointPath, origin: request.origin }, read.returned, read.last)
     if (state.scope._tag === "window") {
       meta.window = {
         start: state.scope.start,
@@ -302,7 +381,7 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
         history_starts_at: reportedHistoryStart(principal, collection.dataType, now)
       }
     } else if (state.scope._tag === "asOf") meta.as_of = state.scope.at
-    return { data, meta }
+    return read.page(meta)
   })
 
 /**

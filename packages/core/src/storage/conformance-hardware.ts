@@ -8,6 +8,7 @@ import { HardwarePriceStore } from "./hardware.js"
 import { evaluateHardwarePlan, summariseHardware } from "./memory-hardware.js"
 import { assertPagesMatchReference } from "./conformance-walk.js"
 import type { PagePlan, Predicate, Scope } from "./plan.js"
+import { followVersion } from "./conformance-data-version.js"
 
 /**
  * The hardware price cases of the storage conformance suite. Each test keeps to GPUs and values
@@ -99,6 +100,22 @@ export const hardwareConformance = (it: Vitest.MethodsNonLive<Storage>) => {
       const twice = [{ ...d2, price_usd: 1 }, { ...d2, price_usd: 2 }]
       assert.deepStrictEqual(yield* s.put(twice), { inserted: 0, replaced: 2 })
       assert.deepStrictEqual(yield* s.page(everyRow([gpu])), [again, { ...d2, price_usd: 2 }])
+    }))
+
+  it.effect("hardware: the data version moves with every put of rows, and only then", () =>
+    Effect.gen(function* () {
+      const s = yield* HardwarePriceStore
+      const ns = namespace("hw-version")
+      const v = yield* followVersion(s.version)
+      const row = hardwareRow({ listing_key: testListingKey(`${ns}/l`), gpu_canonical_name: `${ns}-h100`, observed_date: hardwareDay(1) })
+      yield* s.put([row])
+      yield* v.moved
+      yield* s.page(everyRow([`${ns}-h100`]))
+      yield* s.summary
+      yield* s.put([], { name: `${ns}-through`, value: "1" })
+      yield* v.still
+      yield* s.put([{ ...row, price_usd: row.price_usd + 1 }])
+      yield* v.moved
     }))
 
   it.effect("hardware: a progress mark is written by the put of its rows, even one of no rows", () =>

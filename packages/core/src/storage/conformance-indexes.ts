@@ -9,6 +9,7 @@ import { IndexStore, INTRADAY_MICROS } from "./indexes.js"
 import { evaluateIndexPlan, indexCoverage } from "./memory-indexes.js"
 import { walk } from "./conformance-walk.js"
 import type { PagePlan, Scope } from "./plan.js"
+import { followVersion } from "./conformance-data-version.js"
 
 /**
  * Conformance cases of the index store, registered by `suite` for every backend. Each test keeps
@@ -107,6 +108,29 @@ export const indexConformance = (it: Vitest.MethodsNonLive<Storage>) => {
         sort: { by: "timestamp", order: "asc" }, after: undefined, limit: 100
       })
       assert.deepStrictEqual(intraday, values.filter((v) => v.id === `${ns}-intraday`))
+    }))
+
+  it.effect("indexes: the data version moves with definitions, fleet weights and values written, and only then", () =>
+    Effect.gen(function* () {
+      const s = yield* IndexStore
+      const ns = namespace("version")
+      const v = yield* followVersion(s.version)
+      yield* s.define([indexDefinition(`${ns}-daily`)])
+      yield* v.moved
+      yield* s.putWeights([`${ns}-h100`], [{ gpu_canonical_name: `${ns}-h100`, weight: 1, valid_from: at(T0), valid_to: null }])
+      yield* v.moved
+      const values = market(ns)
+      yield* s.apply({ clear: [], values, cursors: [] })
+      yield* v.moved
+      yield* s.page({
+        scope: { _tag: "latest" }, predicates: [{ op: "eq", field: "id", value: `${ns}-daily` }], sort: { by: "timestamp", order: "asc" }, after: undefined, limit: 10
+      })
+      yield* s.definitions
+      // A cursor or a progress mark alone serves no other value.
+      yield* s.apply({ clear: [], values: [], cursors: [{ id: `${ns}-daily`, through: at(T0 + MICROS_PER_DAY) }], mark: { name: `${ns}-through`, value: "1" } })
+      yield* v.still
+      yield* s.apply({ clear: [{ id: `${ns}-daily`, start: at(T0), end: at(T0 + MICROS_PER_DAY) }], values: [], cursors: [] })
+      yield* v.moved
     }))
 
   it.effect("indexes: a progress mark is written by the apply of its values, even one that changes nothing", () =>

@@ -12,6 +12,7 @@ import type { Predicate, Scope } from "./plan.js"
 import {
   type Cohort, dealPool, type StoredDeal, type TransactionChanges, type TransactionReads, TransactionStore
 } from "./transactions.js"
+import { followVersion } from "./conformance-data-version.js"
 
 /**
  * Conformance cases of the transaction store, registered by `suite` for every backend. Each test
@@ -163,6 +164,26 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
         sort: { by: "transaction_date", order: "asc" }, after: undefined, limit: 10
       })
       assert.deepStrictEqual(page, [r1, r2])
+    }))
+
+  it.effect("transactions: the data version moves with every step that publishes rows, and only then", () =>
+    Effect.gen(function* () {
+      const s = yield* TransactionStore
+      const ns = namespace("version")
+      const v = yield* followVersion(s.version)
+      const pool = dealPool(deal(ns, "x", null))
+      // A deal without a partner is stored privately: no page changes.
+      const lone = deal(ns, "d0", null)
+      yield* write(s, { deals: [lone.deal_id], pools: [pool] }, { ...nothing, deals: [lone] })
+      yield* v.still
+      const [d1, d2] = [deal(ns, "d1", `${ns}-c1`), deal(ns, "d2", `${ns}-c1`)]
+      const c1 = cohort(ns, "c1", `${ns}-s`)
+      yield* write(s, { deals: [d1!.deal_id, d2!.deal_id], pools: [pool] }, {
+        deals: [d1!, d2!], assign: [], cohorts: [c1], rows: [{ row: transactionRow(ns, 1), cohorts: [c1.cohort] }], series: [{ series: `${ns}-s`, seq: 1, last: c1.cohort }]
+      })
+      yield* v.moved
+      yield* s.summary
+      yield* v.still
     }))
 
   it.effect("transactions: a refused decision, or one that breaks the rules, writes nothing, not even its progress mark", () =>

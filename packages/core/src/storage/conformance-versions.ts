@@ -8,6 +8,8 @@ import * as Option from "effect/Option"
 import { formatInstant, MICROS_PER_DAY } from "../query/time.js"
 import { StorageDefect } from "./errors.js"
 import type { ReadMark } from "./marks.js"
+import { followVersion } from "./conformance-data-version.js"
+import type { StorageError } from "./errors.js"
 import type { Scope } from "./plan.js"
 import {
   currentVersions, type PeerRead, putVersions, type TransactVersions, type VersionChanges, type VersionKeys, type Versioned, type VersionPoint,
@@ -32,8 +34,15 @@ export const VERSION_SCOPES: ReadonlyArray<Scope> = [
   { _tag: "window", start: at(10), end: at(30) }
 ]
 
+/** What a versioned store offers that its conformance tests use. */
+type VersionedStore<Row extends Versioned> = {
+  readonly transact: TransactVersions<Row>
+  readonly mark: ReadMark
+  readonly version: Effect.Effect<string, StorageError>
+}
+
 /** What the write conformance of one versioned store needs. */
-export interface VersionedSubject<Row extends Versioned, Id, S extends { readonly transact: TransactVersions<Row>; readonly mark: ReadMark }> {
+export interface VersionedSubject<Row extends Versioned, Id, S extends VersionedStore<Row>> {
   readonly label: string
   readonly tag: Context.Tag<Id, S>
   readonly keys: VersionKeys<Row>
@@ -53,7 +62,7 @@ export interface VersionedSubject<Row extends Versioned, Id, S extends { readonl
  * with peers, what a step reads of them, that it restates them, and that concurrent steps over
  * one set of peers each decide on what the others wrote.
  */
-export const versionConformance = <Row extends Versioned, Id, S extends { readonly transact: TransactVersions<Row>; readonly mark: ReadMark }>(
+export const versionConformance = <Row extends Versioned, Id, S extends VersionedStore<Row>>(
   it: Vitest.MethodsNonLive<Id>,
   subject: VersionedSubject<Row, Id, S>
 ) => {
@@ -90,6 +99,27 @@ export const versionConformance = <Row extends Versioned, Id, S extends { readon
       // from the end of a withdrawn thing's last version on, needs no read.
       assert.deepStrictEqual(seen.points, [{ ...v1, valid_to: at(2) }, v2, undefined, undefined, gone, undefined, undefined])
       assert.deepStrictEqual(yield* currentVersions(transact, [base, keys.base(other), "f".repeat(32)]), [v2])
+    }))
+
+  it.effect(`${label}: the data version moves with every step that opens, closes or withdraws rows, and only then`, () =>
+    Effect.gen(function* () {
+      const { transact, version } = yield* tag
+      const ns = namespace(`${label}-version`)
+      const v = yield* followVersion(version)
+      const v1 = row(ns, 0, 2, at(0))
+      const v2 = row(ns, 0, 3, at(2))
+      const base = keys.base(v1)
+      yield* transact([{ base, at: at(0) }], decided({ close: [], open: [v1] }, undefined))
+      yield* v.moved
+      yield* Effect.either(transact([{ base, at: at(2) }], () => Either.left("no")))
+      yield* currentVersions(transact, [base])
+      yield* transact([{ base, at: at(2) }], decided({ close: [], open: [], mark: { name: `${ns}-through`, value: "1" } }, undefined))
+      yield* v.still
+      yield* transact([{ base, at: at(2) }], decided({ close: [close(v1, at(2))], open: [v2] }, undefined))
+      yield* v.moved
+      // A withdrawal closes the current row and opens none.
+      yield* transact([{ base, at: at(3) }], decided({ close: [close(v2, at(3))], open: [] }, undefined))
+      yield* v.moved
     }))
 
   it.effect(`${label}: a refused decision writes nothing and fails with its reason`, () =>

@@ -55,6 +55,14 @@ export class RentalPriceStore extends Context.Tag("Market/Storage/RentalPriceSto
     readonly rowsPerWrite?: number
     /** A progress mark written by `transact` (`VersionChanges.mark`). */
     readonly mark: ReadMark
+    /**
+     * The type's data version: an opaque value that every write changing the type's rows (opened,
+     * closed or withdrawn) changes in the same atomic step, and that nothing else changes; while it
+     * reads the same, every page reads the same rows. It is one cheap read, since the page cache
+     * (`PageCache`) reads it before every page, and a value once replaced never comes back while a
+     * process that read it runs.
+     */
+    readonly version: Effect.Effect<string, StorageError>
     /** Executes a page plan; the tie-breaker is `product_key`. */
     readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<RentalPrice>, StorageError>
     /** Every `(gpu, spelling)` pair ever ingested, canonical names and models included. */

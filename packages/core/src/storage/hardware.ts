@@ -49,6 +49,14 @@ export class HardwarePriceStore extends Context.Tag("Market/Storage/HardwarePric
     readonly put: (rows: ReadonlyArray<HardwarePrice>, mark?: ProgressMark) => Effect.Effect<HardwarePutSummary, StorageError>
     /** A progress mark written by `put`. */
     readonly mark: ReadMark
+    /**
+     * The type's data version: an opaque value that every write changing the type's rows (put or
+     * replaced) changes in the same atomic step, and that nothing else changes; while it reads the
+     * same, every page reads the same rows. It is one cheap read, since the page cache
+     * (`PageCache`) reads it before every page, and a value once replaced never comes back while a
+     * process that read it runs.
+     */
+    readonly version: Effect.Effect<string, StorageError>
     /** Executes a page plan; the tie-breaker is `observation_id`. */
     readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<HardwarePrice>, StorageError>
     /** Filter values and per-GPU coverage for the metadata endpoint. */

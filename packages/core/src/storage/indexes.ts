@@ -80,6 +80,14 @@ export class IndexStore extends Context.Tag("Market/Storage/IndexStore")<
     /** A progress mark written by `apply` (`IndexValueChanges.mark`). */
     readonly mark: ReadMark
     /**
+     * The type's data version: an opaque value that every write changing the type's rows
+     * (definitions, fleet weights, values put or cleared) changes in the same atomic step, and that
+     * nothing else changes; while it reads the same, every page reads the same rows. It is one
+     * cheap read, since the page cache (`PageCache`) reads it before every page, and a value once
+     * replaced never comes back while a process that read it runs.
+     */
+    readonly version: Effect.Effect<string, StorageError>
+    /**
      * Executes a page plan over values; predicates are on row fields and a plan names one index
      * (`timestamp`, the tie-breaker, is unique within it). Scopes: `latest` is each index's
      * latest value; `asOf` its value with the latest `answersFrom` at or before `at`; `window`

@@ -43,6 +43,14 @@ export class LlmTokenPriceStore extends Context.Tag("Market/Storage/LlmTokenPric
     readonly transact: TransactVersions<LlmTokenPrice>
     /** A progress mark written by `transact` (`VersionChanges.mark`). */
     readonly mark: ReadMark
+    /**
+     * The type's data version: an opaque value that every write changing the type's rows (opened,
+     * closed, withdrawn or re-flagged) changes in the same atomic step, and that nothing else
+     * changes; while it reads the same, every page reads the same rows. It is one cheap read, since
+     * the page cache (`PageCache`) reads it before every page, and a value once replaced never
+     * comes back while a process that read it runs.
+     */
+    readonly version: Effect.Effect<string, StorageError>
     /** Executes a page plan; the tie-breaker is `price_key`. */
     readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<LlmTokenPrice>, StorageError>
     /** Per-model aggregates for the metadata endpoint and `model_search`. */

@@ -6,6 +6,7 @@ import type { PagePlan, Scope } from "./plan.js"
 import { hardwarePriceTable } from "./tables.js"
 import { sortedValues, summarise } from "./summary.js"
 import { memoryMarks } from "./marks.js"
+import { memoryDataVersion } from "./memory-versions.js"
 
 /**
  * The in-memory reference of the hardware price store: the plain statement of what every
@@ -53,6 +54,7 @@ export const summariseHardware = (rows: Iterable<HardwarePrice>): HardwareSummar
 export const makeMemoryHardwarePriceStore = (): HardwarePriceStore["Type"] => {
   const rows = new Map<string, HardwarePrice>()
   const marks = memoryMarks()
+  const version = memoryDataVersion()
   return {
     mark: marks.mark,
     put: (batch, mark) => Effect.sync(() => {
@@ -63,9 +65,11 @@ export const makeMemoryHardwarePriceStore = (): HardwarePriceStore["Type"] => {
         else inserted++
         rows.set(r.observation_id, r)
       }
+      if (batch.length > 0) version.bump()
       if (mark !== undefined) marks.marks.set(mark.name, mark.value)
       return { inserted, replaced }
     }),
+    version: version.version,
     page: (plan) => Effect.sync(() => evaluateHardwarePlan(rows.values(), plan)),
     summary: Effect.sync(() => summariseHardware(rows.values()))
   }

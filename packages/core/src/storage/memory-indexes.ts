@@ -6,6 +6,7 @@ import { cmp, matchesPredicates, orderAndSeek } from "./rules.js"
 import type { PagePlan } from "./plan.js"
 import { indexValueTable } from "./tables.js"
 import { memoryMarks } from "./marks.js"
+import { memoryDataVersion } from "./memory-versions.js"
 
 /**
  * The reference evaluation of an index value plan (see `IndexStore.page`): the scope picks the
@@ -59,6 +60,7 @@ export const makeMemoryIndexStore = (): IndexStore["Type"] => {
     for (const byTimestamp of values.values()) yield* byTimestamp.values()
   }
   const marks = memoryMarks()
+  const version = memoryDataVersion()
 
   return {
     mark: marks.mark,
@@ -66,6 +68,7 @@ export const makeMemoryIndexStore = (): IndexStore["Type"] => {
       for (const definition of defs) {
         definitions.set(definition.id, { definition, computed_through: definitions.get(definition.id)?.computed_through ?? null })
       }
+      version.bump()
     }),
     definitions: Effect.sync(() =>
       [...definitions.values()]
@@ -76,6 +79,7 @@ export const makeMemoryIndexStore = (): IndexStore["Type"] => {
       const replaced = new Set(gpus)
       weights = [...weights.filter((w) => !replaced.has(w.gpu_canonical_name)), ...put]
         .sort((a, b) => cmp(a.gpu_canonical_name, b.gpu_canonical_name) || cmp(a.valid_from, b.valid_from))
+      version.bump()
     }),
     weights: Effect.sync(() => [...weights]),
     apply: (changes) => Effect.sync(() => {
@@ -96,8 +100,10 @@ export const makeMemoryIndexStore = (): IndexStore["Type"] => {
         const d = definitions.get(c.id)
         if (d !== undefined && (d.computed_through === null || c.through > d.computed_through)) d.computed_through = c.through
       }
+      if (changes.clear.length > 0 || changes.values.length > 0) version.bump()
       if (changes.mark !== undefined) marks.marks.set(changes.mark.name, changes.mark.value)
     }),
+    version: version.version,
     page: (plan) => Effect.sync(() => evaluateIndexPlan(all(), plan)),
     coverage: (ids, from) => Effect.sync(() => indexCoverage(all(), ids, from))
   }

@@ -1,6 +1,6 @@
 import * as Effect from "effect/Effect"
 import type { LlmTokenPrice } from "../schema/llm-token-price.js"
-import { memoryTransact } from "./memory-versions.js"
+import { memoryDataVersion, memoryTransact } from "./memory-versions.js"
 import { memoryMarks } from "./marks.js"
 import type { LlmModelSummary, LlmTokenPriceStore } from "./llm-token-prices.js"
 import { inVersionScope, matchesPredicates, orderAndSeek } from "./rules.js"
@@ -44,8 +44,10 @@ export const summariseLlmModels = (rows: Iterable<LlmTokenPrice>): Array<LlmMode
 export const makeMemoryLlmTokenPriceStore = (): LlmTokenPriceStore["Type"] => {
   const rows = new Map<string, LlmTokenPrice>()
   const marks = memoryMarks()
+  const version = memoryDataVersion()
   return {
-    transact: memoryTransact("llm_token_prices.transact", rows, llmTokenPriceKeys, marks.marks),
+    transact: memoryTransact("llm_token_prices.transact", rows, llmTokenPriceKeys, marks.marks, version),
+    version: version.version,
     mark: marks.mark,
     page: (plan) => Effect.sync(() => evaluateLlmTokenPricePlan(rows.values(), plan)),
     models: Effect.sync(() => summariseLlmModels(rows.values()))

@@ -11,6 +11,7 @@ import {
 import { transactionTable } from "./tables.js"
 import { sortedValues, summarise } from "./summary.js"
 import { memoryMarks } from "./marks.js"
+import { memoryDataVersion } from "./memory-versions.js"
 
 /** The reference evaluation of a transaction page plan: window scopes only, tie-breaker `row_key`. */
 export const evaluateTransactionPlan = (rows: Iterable<AggregatedTransaction>, plan: PagePlan): Array<AggregatedTransaction> => {
@@ -47,6 +48,7 @@ export const makeMemoryTransactionStore = (): TransactionStore["Type"] => {
   const series = new Map<string, { seq: number; last: string }>()
   const rows = new Map<string, PublishedRow>()
   const marks = memoryMarks()
+  const version = memoryDataVersion()
 
   const stateOf = (id: string): Array<SeriesState> => {
     const s = series.get(id)
@@ -87,9 +89,11 @@ export const makeMemoryTransactionStore = (): TransactionStore["Type"] => {
       for (const c of changes.cohorts) cohorts.set(c.cohort, c)
       for (const s of changes.series) series.set(s.series, { seq: s.seq, last: s.last })
       for (const r of changes.rows) rows.set(r.row.row_key, r)
+      if (changes.rows.length > 0) version.bump()
       if (changes.mark !== undefined) marks.marks.set(changes.mark.name, changes.mark.value)
       return Effect.succeed(result)
     }),
+    version: version.version,
     page: (plan) => Effect.sync(() => evaluateTransactionPlan([...rows.values()].map((r) => r.row), plan)),
     summary: Effect.sync(() => summariseTransactions([...rows.values()].map((r) => r.row))),
     audit: Effect.sync(() => {

@@ -4,14 +4,28 @@ import { StorageDefect } from "./errors.js"
 import { type PeerRead, readView, type TransactVersions, versionChangeFault, type VersionKeys, type Versioned } from "./versions.js"
 
 /**
+ * A memory store's data version (`…Store.version`): a counter, which never repeats while the
+ * store exists, and the store lives exactly as long as the process that reads it.
+ */
+export const memoryDataVersion = () => {
+  let n = 0
+  return {
+    bump: (): void => void n++,
+    version: Effect.sync(() => String(n))
+  }
+}
+
+/**
  * The reference `transact` of a versioned table held in `rows` (row key → row). A step runs
- * synchronously, so no other write interleaves with it. Progress marks go to `marks`.
+ * synchronously, so no other write interleaves with it. Progress marks go to `marks`; a step
+ * that changes rows bumps `version`.
  */
 export const memoryTransact = <Row extends Versioned>(
   operation: string,
   rows: Map<string, Row>,
   keys: VersionKeys<Row>,
-  marks: Map<string, string>
+  marks: Map<string, string>,
+  version: { readonly bump: () => void }
 ): TransactVersions<Row> => {
   // Versions of each priced thing by row key, so a step reads a handful of rows, not the table.
   const byBase = new Map<string, Set<string>>()
@@ -47,6 +61,7 @@ export const memoryTransact = <Row extends Versioned>(
       for (const r of changes.restate ?? []) put(r)
       for (const c of changes.close) put({ ...rows.get(c.key)!, valid_to: c.valid_to })
       for (const r of changes.open) put(r)
+      if (changes.restate?.length || changes.close.length > 0 || changes.open.length > 0) version.bump()
       if (changes.mark !== undefined) marks.set(changes.mark.name, changes.mark.value)
       return Effect.succeed(result)
     })

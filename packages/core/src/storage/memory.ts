@@ -10,7 +10,7 @@ import {
 } from "./contract.js"
 import { LlmTokenPriceStore } from "./llm-token-prices.js"
 import { makeMemoryLlmTokenPriceStore } from "./memory-llm-token-prices.js"
-import { memoryTransact } from "./memory-versions.js"
+import { memoryDataVersion, memoryTransact } from "./memory-versions.js"
 import { memoryMarks } from "./marks.js"
 import { HardwarePriceStore } from "./hardware.js"
 import { makeMemoryHardwarePriceStore } from "./memory-hardware.js"
@@ -67,9 +67,11 @@ export const make = Effect.sync(() => {
   const tokens = new Map<string, Principal>()
   const settings = new Map<string, string>()
   const rentalMarks = memoryMarks()
+  const rentalVersion = memoryDataVersion()
 
   const rentalStore: RentalPriceStore["Type"] = {
-    transact: memoryTransact("rental_prices.transact", rental, rentalPriceKeys, rentalMarks.marks),
+    transact: memoryTransact("rental_prices.transact", rental, rentalPriceKeys, rentalMarks.marks, rentalVersion),
+    version: rentalVersion.version,
     mark: rentalMarks.mark,
     page: (plan) => Effect.sync(() => evaluateRentalPlan(rental.values(), plan)),
     spellings: Effect.sync(() => summariseGpus(rental.values()).spellings),

@@ -186,6 +186,14 @@ export class TransactionStore extends Context.Tag("Market/Storage/TransactionSto
     ) => Effect.Effect<A, E | StorageError>
     /** A progress mark written by `transact` (`TransactionChanges.mark`). */
     readonly mark: ReadMark
+    /**
+     * The type's data version: an opaque value that every write changing the type's rows (blends
+     * published) changes in the same atomic step, and that nothing else changes; while it reads the
+     * same, every page reads the same rows. It is one cheap read, since the page cache
+     * (`PageCache`) reads it before every page, and a value once replaced never comes back while a
+     * process that read it runs.
+     */
+    readonly version: Effect.Effect<string, StorageError>
     /** Executes a page plan over published rows (window scopes only); the tie-breaker is `row_key`. */
     readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<AggregatedTransaction>, StorageError>
     /** Value sets and per-GPU coverage of the published rows. */

@@ -1,0 +1,158 @@
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { Page } from "../schema/envelope.js"
+import type { Position } from "../storage/plan.js"
+
+/**
+ * Hot pages from memory. One page's rows, serialised once, are kept under what decides them: the
+ * endpoint, the page plan the request resolved to (filters, scope, sort, position and size, after
+ * the caller's entitlements shaped it) and whatever else of the caller's entitlements the type's
+ * `page` reads. An entry answers only while the data version of its type, which every write of
+ * that type changes in the same atomic step as its rows, is the one read before its rows were.
+ * The per-caller parts of a page (`meta`, with the next-page token signed for the caller) are
+ * rebuilt on every request around the cached bytes.
+ */
+
+/** Default budget of the page cache: 64 MiB of serialised rows and keys. */
+export const DEFAULT_PAGE_CACHE_BYTES = 64 * 1024 * 1024
+
+/**
+ * Bytes the page cache may hold, counted as the characters of each entry's serialised rows and
+ * key plus a fixed overhead; 0 turns it off. A market's default is `DEFAULT_PAGE_CACHE_BYTES`;
+ * `createMarket({ pageCacheMb })`, the handlers' same option, `gpu-market serve --page-cache-mb`
+ * and `PageCacheBytes.layer(bytes)` set another.
+ */
+export class PageCacheBytes extends Context.Reference<PageCacheBytes>()("Market/PageCacheBytes", {
+  defaultValue: () => DEFAULT_PAGE_CACHE_BYTES
+}) {
+  /** A budget of `bytes`; one that is not a whole number ≥ 0 throws a `RangeError` here, before any market opens. */
+  static readonly layer = (bytes: number): Layer.Layer<never> => {
+    if (!Number.isSafeInteger(bytes) || bytes < 0) throw new RangeError(`the page cache budget must be a whole number of bytes ≥ 0, got ${bytes}`)
+    return Layer.succeed(PageCacheBytes, bytes)
+  }
+}
+
+/**
+ * The page cache budget of an adapter's `pageCacheMb` option (MiB); none leaves the default. One
+ * that is not a number ≥ 0 throws a `RangeError` here, before any market opens.
+ */
+export const pageCacheLayer = (mb: number | undefined): Layer.Layer<never> => {
+  if (mb === undefined) return Layer.empty
+  if (!(mb >= 0) || !Number.isFinite(mb)) throw new RangeError(`the page cache size must be a number of MB ≥ 0 (0 turns it off), got ${mb}`)
+  return PageCacheBytes.layer(Math.round(mb * 1024 * 1024))
+}
+
+/** One page's rows as cached: their JSON text and what the page's `meta` is built from. */
+export interface CachedRows {
+  /** The data version of the type these rows were read at (read before them). */
+  readonly version: string
+  /** `JSON.stringify` of the page's rows, the `data` of the envelope. */
+  readonly json: string
+  readonly returned: number
+  /** Keyset position of the page's last row, where the next page starts; absent on the last page. */
+  readonly last: Position | undefined
+}
+
+/** What an entry costs besides its text: the Map slot, the entry object and its fields. */
+const ENTRY_OVERHEAD = 200
+
+/**
+ * The pages one market keeps in memory, least recently used first out when over its budget
+ * (`PageCacheBytes`). Shared by every data type's service of the market, so one budget bounds it.
+ */
+export class PageCache extends Effect.Service<PageCache>()("Market/PageCache", {
+  effect: Effect.gen(function* () {
+    const budget = yield* PageCacheBytes
+    // Map order is recency order: a hit moves its entry to the end, eviction takes from the front.
+    const entries = new Map<string, CachedRows>()
+    let bytes = 0
+    const cost = (key: string, rows: CachedRows) => key.length + rows.json.length + ENTRY_OVERHEAD
+
+    return {
+      /** Whether the cache holds anything at all (a budget of 0 turns it off). */
+      enabled: budget > 0,
+      /** The entry under `key` if it was read at `version`; an entry of another version is dropped. */
+      get: (key: string, version: string): CachedRows | undefined => {
+        const hit = entries.get(key)
+        if (hit === undefined) return undefined
+        entries.delete(key)
+        if (hit.version !== version) {
+          bytes -= cost(key, hit)
+          return undefined
+        }
+        entries.set(key, hit)
+        return hit
+      },
+      /** Keeps `rows` under `key`, evicting the least recently used entries past the budget. */
+      set: (key: string, rows: CachedRows): void => {
+        const size = cost(key, rows)
+        if (size > budget) return
+        const old = entries.get(key)
+        if (old !== undefined) {
+          entries.delete(key)
+          bytes -= cost(key, old)
+        }
+        entries.set(key, rows)
+        bytes += size
+        for (const [k, v] of entries) {
+          if (bytes <= budget) break
+          entries.delete(k)
+          bytes -= cost(k, v)
+        }
+      },
+      /** Entries held and their counted bytes, for tests and operators. */
+      stats: (): { readonly entries: number; readonly bytes: number } => ({ entries: entries.size, bytes })
+    } as const
+  })
+}) {}
+
+/**
+ * `read` kept under the data version a request read before it: requests at that version share
+ * one answer (a search's spellings, say), and a request at another reads again. Without a
+ * version (the page cache is off) every request reads. What is read after the version is no
+ * older than it, so a value is never kept under a version it predates.
+ */
+export const underVersion = <A, E>(read: Effect.Effect<A, E>) => {
+  let kept: { readonly version: string; readonly value: A } | undefined
+  return (version: string | undefined): Effect.Effect<A, E> =>
+    version !== undefined && kept?.version === version
+      ? Effect.succeed(kept.value)
+      : Effect.tap(read, (value) => {
+        if (version !== undefined) kept = { version, value }
+      })
+}
+
+/** The JSON text of a page's `data` where the page carries it (`withSerialisedData`). */
+const serialisedData = new WeakMap<object, string>()
+
+/**
+ * A page whose `data` is `json` already serialised: the adapters splice the text (`bodyJson`),
+ * and a caller that reads `data` gets the rows parsed from it, once.
+ */
+export const pageFromJson = <Row>(json: string, meta: Page<Row>["meta"]): Page<Row> => {
+  let rows: ReadonlyArray<Row> | undefined
+  const page: Page<Row> = {
+    get data() {
+      return rows ??= JSON.parse(json) as ReadonlyArray<Row>
+    },
+    meta
+  }
+  serialisedData.set(page, json)
+  return page
+}
+
+/** `page`, recorded as having `json` for its `data` (which it must be the JSON text of). */
+export const withSerialisedData = <Row>(page: Page<Row>, json: string): Page<Row> => {
+  serialisedData.set(page, json)
+  return page
+}
+
+/**
+ * A response body's JSON text, as `JSON.stringify` gives it: a page whose rows were serialised
+ * when cached has that text spliced in, so rows are serialised once however often served.
+ */
+export const bodyJson = (body: unknown): string => {
+  const data = typeof body === "object" && body !== null ? serialisedData.get(body) : undefined
+  return data === undefined ? JSON.stringify(body) : `{"data":${data},"meta":${JSON.stringify((body as Page<unknown>).meta)}}`
+}
