@@ -16,6 +16,7 @@ import { type GpuCatalogRecordInput, ReferenceDataIngest } from "../ingest/refer
 import { RentalPriceIngest } from "../ingest/rental-prices.js"
 import { TransactionIngest } from "../ingest/transactions.js"
 import { unavailable } from "../market/storage.js"
+import { startedTogether } from "../market/together.js"
 import type { RequestOrigin } from "../query/collection.js"
 import type { FxRateInput } from "../schema/fx-rate.js"
 import type { HardwarePriceObservationInput } from "../schema/hardware-price.js"
@@ -53,16 +54,14 @@ export const admit = (
     return Effect.flatMap(auth.authenticate(authorization), (principal) =>
       Effect.map(limits.consume(key(principal), principal.rate_limit_per_minute), admitted(principal)))
   }
-  return Effect.flatMap(
-    Effect.all([auth.authenticate(authorization), limits.count(key(guess))], { concurrency: 2 }),
-    ([principal, counted]) =>
-      Effect.map(
-        principal.id === guess.id
-          ? limits.judge(counted, principal.rate_limit_per_minute)
-          : limits.consume(key(principal), principal.rate_limit_per_minute),
-        admitted(principal)
-      )
-  )
+  // Counted beside the authentication, so a store that pipelines sends both in one round trip.
+  return Effect.flatMap(startedTogether(auth.authenticate(authorization), limits.count(key(guess))), ([principal, counted]) =>
+    Effect.map(
+      principal.id === guess.id
+        ? limits.judge(counted, principal.rate_limit_per_minute)
+        : limits.consume(key(principal), principal.rate_limit_per_minute),
+      admitted(principal)
+    ))
 }
 
 /** Every error an operation ends with; a Schema, so the worker sends them typed. */

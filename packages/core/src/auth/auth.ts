@@ -32,22 +32,23 @@ export class Auth extends Effect.Service<Auth>()("Market/Auth", {
     const cache = new Map<string, StoredToken>()
     let cachedAt: string | undefined
 
-    const lookup = Effect.fn("Auth.lookup")(function* (hash: string) {
-      const version = yield* tokens.version
+    // Every request authenticates, so these are not spans: a span costs more than a cached lookup.
+    const lookup = (hash: string) => Effect.flatMap(tokens.version, (version) => {
       if (version !== cachedAt) {
         cache.clear()
         cachedAt = version
       }
       const cached = cache.get(hash)
-      if (cached !== undefined) return Option.some(cached)
-      const found = yield* tokens.find(hash)
-      // Kept only if no request has seen another version since this one read it: what `find`
-      // read is then no older than the version the cache is kept under.
-      if (Option.isSome(found) && cachedAt === version) {
-        if (cache.size >= CACHED_TOKENS) cache.delete(cache.keys().next().value!)
-        cache.set(hash, found.value)
-      }
-      return found
+      if (cached !== undefined) return Effect.succeed(Option.some(cached))
+      return Effect.map(tokens.find(hash), (found) => {
+        // Kept only if no request has seen another version since this one read it: what `find`
+        // read is then no older than the version the cache is kept under.
+        if (Option.isSome(found) && cachedAt === version) {
+          if (cache.size >= CACHED_TOKENS) cache.delete(cache.keys().next().value!)
+          cache.set(hash, found.value)
+        }
+        return found
+      })
     })
 
     const authenticateToken = (secret: string): Effect.Effect<Principal, Unauthenticated | StorageUnavailable> => {
@@ -70,14 +71,14 @@ export class Auth extends Effect.Service<Auth>()("Market/Auth", {
         return m === null ? undefined : cache.get(hashToken(m[1]!))?.principal
       },
       /** The principal of an `Authorization` header value; 401 when missing, malformed or unknown. */
-      authenticate: Effect.fn("Auth.authenticate")(function* (authorization: string | undefined) {
+      authenticate: (authorization: string | undefined): Effect.Effect<Principal, Unauthenticated | StorageUnavailable> => {
         if (authorization === undefined || authorization.length === 0) {
-          return yield* Effect.fail(new Unauthenticated({ detail: "send Authorization: Bearer <token>" }))
+          return Effect.fail(new Unauthenticated({ detail: "send Authorization: Bearer <token>" }))
         }
         const m = BEARER.exec(authorization)
-        if (m === null) return yield* Effect.fail(new Unauthenticated({ detail: "the Authorization header is not a bearer token" }))
-        return yield* authenticateToken(m[1]!)
-      }),
+        if (m === null) return Effect.fail(new Unauthenticated({ detail: "the Authorization header is not a bearer token" }))
+        return authenticateToken(m[1]!)
+      },
       /** The principal of a bare token secret (direct calls). */
       authenticateToken,
       /** Stores a principal under a new random token and returns the secret, which is not kept. */

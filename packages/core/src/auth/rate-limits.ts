@@ -1,7 +1,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { RateLimited } from "../errors.js"
+import { RateLimited, type StorageUnavailable } from "../errors.js"
 import { unavailable } from "../market/storage.js"
 import { MICROS_PER_MS } from "../query/time.js"
 import { RateLimitStore, type Storage } from "../storage/contract.js"
@@ -45,11 +45,13 @@ export class RateLimits extends Effect.Service<RateLimits>()("Market/RateLimits"
   effect: Effect.gen(function* () {
     const store = yield* RateLimitStore
 
-    const count = Effect.fn("RateLimits.count")(function* (key: string) {
-      const now = (yield* Clock.currentTimeMillis) * MICROS_PER_MS
-      const hit = yield* Effect.mapError(store.hit(key, MINUTE, now), unavailable)
-      return { count: hit.count, resetSeconds: Math.max(1, Math.ceil(hit.resetInMicros / 1_000_000)) } satisfies RateLimitCount
-    })
+    // Every request counts, so this is not a span: a span costs more than a count in memory.
+    const count = (key: string): Effect.Effect<RateLimitCount, StorageUnavailable> =>
+      Effect.flatMap(Clock.currentTimeMillis, (millis) =>
+        Effect.map(Effect.mapError(store.hit(key, MINUTE, millis * MICROS_PER_MS), unavailable), (hit) => ({
+          count: hit.count,
+          resetSeconds: Math.max(1, Math.ceil(hit.resetInMicros / 1_000_000))
+        })))
 
     const judge = ({ count, resetSeconds }: RateLimitCount, limit: number): Effect.Effect<RateLimitStatus, RateLimited> =>
       count > limit

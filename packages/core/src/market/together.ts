@@ -1,0 +1,46 @@
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
+
+/**
+ * `effect` run in a fiber of its own as far as it goes without waiting: its exit when it ended
+ * (a SQLite or in-memory store answers at once), else the fiber, which goes on by itself (a Redis
+ * command was sent and its reply is awaited). Effect's `runSyncExit` hands back such a fiber in
+ * an `AsyncFiberException`; everything else it ends with is the exit.
+ */
+export const runAsFarAsItGoes = <A, E>(runtime: Runtime.Runtime<never>, effect: Effect.Effect<A, E>): Exit.Exit<A, E> | Fiber.RuntimeFiber<A, E> => {
+  const exit = Runtime.runSyncExit(runtime)(effect)
+  if (Exit.isSuccess(exit)) return exit
+  const defect = Cause.dieOption(exit.cause)
+  return Option.isSome(defect) && Runtime.isAsyncFiberException(defect.value)
+    ? defect.value.fiber as Fiber.RuntimeFiber<A, E>
+    : exit
+}
+
+/** The exit of what `runAsFarAsItGoes` started, at once or once its fiber ends. */
+const exitOf = <A, E>(started: Exit.Exit<A, E> | Fiber.RuntimeFiber<A, E>): Effect.Effect<Exit.Exit<A, E>> =>
+  Exit.isExit(started)
+    ? Effect.succeed(started)
+    : Effect.async<Exit.Exit<A, E>>((resume) => started.addObserver((exit) => resume(Effect.succeed(exit))))
+
+/**
+ * `a` and `b` started at once, each in a fiber of its own, and both awaited: a store that
+ * pipelines (Redis) then sends their commands in one round trip. `a` runs as far as it goes
+ * without waiting before `b` starts, so when the stores answer at once (SQLite, memory) both end
+ * right there, with none of the scheduling a fork and its supervision cost (about as much as a
+ * cached page). Both run store calls that end by themselves (bounded by the store's timeouts), so
+ * an interrupted caller stops waiting without them.
+ */
+export const startedTogether = <A, E1, R1, B, E2, R2>(
+  a: Effect.Effect<A, E1, R1>,
+  b: Effect.Effect<B, E2, R2>
+): Effect.Effect<[A, B], E1 | E2, R1 | R2> =>
+  Effect.flatMap(Effect.runtime<R1 | R2>(), (runtime) => {
+    const local = runtime as Runtime.Runtime<never>
+    const first = runAsFarAsItGoes(local, a as Effect.Effect<A, E1>)
+    const second = runAsFarAsItGoes(local, b as Effect.Effect<B, E2>)
+    return Effect.flatMap(exitOf(first), (x) => Effect.flatMap(exitOf(second), (y) => Exit.zip(x, y)))
+  })
