@@ -2,8 +2,8 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Auth, type MarketError, type Principal, RateLimits } from "@gpu-market/core"
-import { admit, bodyJson, makeReadCalls, type ReadCall, requestOrigin } from "@gpu-market/core/adapters"
+import { Auth, type MarketError, PageCacheBytes, type Principal, RateLimits } from "@gpu-market/core"
+import { admit, bodyJson, makeReadCalls, type ReadCall, replayOf, requestOrigin } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
@@ -14,6 +14,7 @@ import { problemResponse } from "./problem.js"
 import { queryOf, rateHeaders } from "./request.js"
 import { makeSupplyRoutes } from "./procurement.js"
 import { dataRoutes } from "./routes.js"
+import { makeReplay, type Replay } from "./replay.js"
 import { respond, withCompression } from "./transfer.js"
 
 /** Options of the HTTP app. */
@@ -26,14 +27,8 @@ export interface AppOptions {
   readonly cors?: CorsOptions
 }
 
-/**
- * Builds the HTTP app over the market's services. Every data request takes one path: bearer
- * auth, the caller's rate limit, the core call, then JSON or a problem, with the rate-limit
- * headers on whatever the caller gets once it is known who they are. A page carries a strong
- * `ETag` (a 304 when `If-None-Match` names it); answers are compressed when the client asks.
- * Options that cannot work (an origin no browser sends) are a defect of the embedding app.
- */
-export const makeApp = (options: AppOptions) =>
+/** The app and its replay; the replay keeps answers only when `replaying` (a Node server in front). */
+const buildApp = (options: AppOptions, replaying: boolean) =>
   Effect.gen(function* () {
     const corsProblem = options.cors === undefined ? undefined : corsOptionsProblem(options.cors)
     if (corsProblem !== undefined) return yield* Effect.die(new TypeError(corsProblem))
@@ -41,12 +36,15 @@ export const makeApp = (options: AppOptions) =>
     const limits = yield* RateLimits
     const readCall = yield* makeReadCalls
     const origin = requestOrigin(options.baseUrl)
+    const admitNow = (authorization: string | undefined) => admit(auth, limits, authorization)
+    // The replay shares the page cache's budget setting; without a server to take requests, it keeps nothing.
+    const replay: Replay = makeReplay(replaying ? yield* PageCacheBytes : 0, admitNow, yield* Effect.runtime<never>())
 
     const data = (run: (principal: Principal, request: HttpServerRequest.HttpServerRequest) => Effect.Effect<unknown, MarketError>) =>
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const requestId = randomUUID()
-        const admitted = yield* Effect.either(admit(auth, limits, request.headers.authorization))
+        const admitted = replay.admissionOf(request) ?? (yield* Effect.either(admitNow(request.headers.authorization)))
         if (Either.isLeft(admitted)) {
           const e = admitted.left
           return problemResponse(e, requestId, e._tag === "RateLimited"
@@ -57,6 +55,8 @@ export const makeApp = (options: AppOptions) =>
         const body = yield* Effect.either(run(admitted.right.principal, request))
         if (Either.isLeft(body)) return problemResponse(body.left, requestId, headers)
         headers["x-request-id"] = requestId
+        const replayable = replayOf(body.right)
+        if (replayable !== undefined) replay.mark(request, replayable, admitted.right.principal)
         return respond(request, {
           body: Buffer.from(bodyJson(body.right)), contentType: "application/json", headers, caller: admitted.right.principal
         })
@@ -112,7 +112,26 @@ export const makeApp = (options: AppOptions) =>
         Effect.as(Effect.logError("request failed", cause), problemResponse({ _tag: "InternalError" }, randomUUID()))
       )
     )
-    // CORS outermost: a preflight is answered before anything else runs.
-    const app: HttpApp.Default<never, Scope.Scope> = withCors(options.cors)(withCompression(answered))
-    return app
+    // CORS around every answer, so a preflight is answered before anything else runs; the
+    // recording outermost, so a replay gives the answer exactly as it was sent.
+    const app: HttpApp.Default<never, Scope.Scope> = replay.recording(withCors(options.cors)(withCompression(answered)))
+    return { app, replay }
   })
+
+/**
+ * Builds the HTTP app over the market's services. Every data request takes one path: bearer
+ * auth, the caller's rate limit, the core call, then JSON or a problem, with the rate-limit
+ * headers on whatever the caller gets once it is known who they are. A page carries a strong
+ * `ETag` (a 304 when `If-None-Match` names it); answers are compressed when the client asks.
+ * Options that cannot work (an origin no browser sends) are a defect of the embedding app.
+ */
+export const makeApp = (options: AppOptions) => Effect.map(makeAppParts(options), ({ app }) => app)
+
+/**
+ * The app and its `Replay`, which a Node server puts in front of it: answers the app marks as
+ * replayable are kept, and the same request again is answered from them (see replay.ts).
+ */
+export const makeAppWithReplay = (options: AppOptions) => buildApp(options, true)
+
+/** The app and a replay that keeps nothing: for hosts that cannot put the replay in front (a `fetch` handler). */
+export const makeAppParts = (options: AppOptions) => buildApp(options, false)

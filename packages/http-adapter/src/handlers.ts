@@ -10,8 +10,9 @@ import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import type * as Scope from "effect/Scope"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { makeApp } from "./app.js"
+import { makeAppParts, makeAppWithReplay } from "./app.js"
 import { type CorsOptions, corsOptionsProblem } from "./cors.js"
+import type { Replay } from "./replay.js"
 
 /**
  * The HTTP API as handlers an existing service mounts: a Node `(req, res)` handler (node:http,
@@ -40,7 +41,11 @@ export interface HandlerOptions {
  * Opens the market and builds the app in one runtime; rejects with a `MarketProblemError` if
  * storage cannot open, and with a `TypeError` before opening anything if the CORS options cannot work.
  */
-const open = async <A>(options: HandlerOptions, toHandler: (app: HttpApp.Default<never, Scope.Scope>) => Effect.Effect<A, never, MarketServices>) => {
+const open = async <A>(
+  options: HandlerOptions,
+  replaying: boolean,
+  toHandler: (app: HttpApp.Default<never, Scope.Scope>, replay: Replay) => Effect.Effect<A, never, MarketServices>
+) => {
   const corsProblem = options.cors === undefined ? undefined : corsOptionsProblem(options.cors)
   if (corsProblem !== undefined) throw new TypeError(corsProblem)
   const runtime = ManagedRuntime.make(marketLayer.pipe(
@@ -50,7 +55,8 @@ const open = async <A>(options: HandlerOptions, toHandler: (app: HttpApp.Default
   ))
   // No tracer reports these spans: as in the standalone server, tracing stays off.
   const built = await runtime.runPromiseExit(
-    Effect.flatMap(makeApp({ baseUrl: options.baseUrl, ...(options.cors === undefined ? {} : { cors: options.cors }) }), (app) => toHandler(app.pipe(Effect.withTracerEnabled(false))))
+    Effect.flatMap((replaying ? makeAppWithReplay : makeAppParts)({ baseUrl: options.baseUrl, ...(options.cors === undefined ? {} : { cors: options.cors }) }), ({ app, replay }) =>
+      toHandler(app.pipe(Effect.withTracerEnabled(false)), replay))
   )
   if (Exit.isFailure(built)) {
     await runtime.dispose()
@@ -64,7 +70,11 @@ export const nodeHandler = async (options: HandlerOptions): Promise<{
   readonly handle: (req: IncomingMessage, res: ServerResponse) => void
   readonly close: () => Promise<void>
 }> => {
-  const { runtime, handler } = await open(options, (app) => NodeHttpServer.makeHandler(app))
+  const { runtime, handler } = await open(options, true, (app, replay) =>
+    Effect.map(NodeHttpServer.makeHandler(app), (handle) => (req: IncomingMessage, res: ServerResponse) => {
+      // Replayed answers first (see replay.ts); the rest, and whatever the replay hands on, to the app.
+      if (!replay.take(req, res, () => handle(req, res))) handle(req, res)
+    }))
   return { handle: handler, close: () => runtime.dispose() }
 }
 
@@ -73,6 +83,6 @@ export const fetchHandler = async (options: HandlerOptions): Promise<{
   readonly fetch: (request: Request) => Promise<Response>
   readonly close: () => Promise<void>
 }> => {
-  const { runtime, handler } = await open(options, (app) => Effect.map(Effect.runtime<never>(), (rt) => HttpApp.toWebHandlerRuntime(rt)(app)))
+  const { runtime, handler } = await open(options, false, (app) => Effect.map(Effect.runtime<never>(), (rt) => HttpApp.toWebHandlerRuntime(rt)(app)))
   return { fetch: (request) => handler(request), close: () => runtime.dispose() }
 }

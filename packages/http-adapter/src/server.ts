@@ -3,9 +3,9 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { createServer } from "node:http"
-import { makeApp } from "./app.js"
+import { makeAppWithReplay } from "./app.js"
 import type { CorsOptions } from "./cors.js"
+import { replayingServer } from "./replaying-server.js"
 
 /** Where and how the standalone server listens. */
 export interface ServerOptions {
@@ -25,10 +25,13 @@ export interface ServerOptions {
  */
 export const layer = (options: ServerOptions) =>
   Layer.unwrapEffect(
-    Effect.map(makeApp({
+    Effect.map(makeAppWithReplay({
       baseUrl: options.baseUrl ?? `http://${options.host}:${options.port}`,
       ...(options.cors === undefined ? {} : { cors: options.cors })
-    }), (app) =>
-      HttpServer.serve(app.pipe(Effect.withTracerEnabled(false))).pipe(HttpMiddleware.withTracerDisabledWhen(() => true))
-    )
-  ).pipe(Layer.provide(NodeHttpServer.layer(createServer, { port: options.port, host: options.host })))
+    }), ({ app, replay }) =>
+      HttpServer.serve(app.pipe(Effect.withTracerEnabled(false))).pipe(
+        HttpMiddleware.withTracerDisabledWhen(() => true),
+        // Replayed answers are taken before the platform sees the request.
+        Layer.provide(NodeHttpServer.layer(() => replayingServer(replay), { port: options.port, host: options.host }))
+      ))
+  )

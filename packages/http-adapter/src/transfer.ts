@@ -84,15 +84,22 @@ const codingFor = (size: number, accept: Record<Coding, number>): Coding => {
 /** The entity tag of a body's variant in `coding`, quoted. */
 const tagOf = (opaque: string, coding: Coding) => `"${opaque}${SUFFIX[coding]}"`
 
+// A principal is read once per token version and then shared by its requests: its audience is too.
+const audiences = new WeakMap<Principal, string>()
+
 /**
  * What a caller may see, as text: the part of a data response's validator that is not its
  * bytes. The same page served to a caller with other grants, floors or indices is another
  * caller's copy, so a browser shared by two tokens never revalidates one's copy for the other.
  * The name, rate limit and procurement flag do not change what a data page holds.
  */
-const audienceOf = (principal: Principal): string => {
-  const grants = (Object.keys(principal.grants) as Array<DataType>).sort().map((type) => [type, principal.grants[type]])
-  return JSON.stringify([principal.id, grants, principal.indices, principal.legacy_custom_index])
+export const audienceOf = (principal: Principal): string => {
+  let audience = audiences.get(principal)
+  if (audience === undefined) {
+    const grants = (Object.keys(principal.grants) as Array<DataType>).sort().map((type) => [type, principal.grants[type]])
+    audiences.set(principal, audience = JSON.stringify([principal.id, grants, principal.indices, principal.legacy_custom_index]))
+  }
+  return audience
 }
 
 /** The opaque part of a body's strong validator: 128 bits of SHA-256 over who it is for and its bytes. */

@@ -2,6 +2,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Page } from "../schema/envelope.js"
+import type { StorageError } from "../storage/contract.js"
 import type { Position } from "../storage/plan.js"
 
 /**
@@ -57,6 +58,64 @@ export interface CachedRows {
 /** What an entry costs besides its text: the Map slot, the entry object and its fields. */
 const ENTRY_OVERHEAD = 200
 
+/** Entries under a version: one read at another version is stale. */
+export interface Versioned {
+  readonly version: string
+}
+
+/**
+ * Values kept under string keys within a budget of `budget` counted units (`cost` of each key and
+ * value, plus a fixed overhead per entry), least recently used first out. A value of another
+ * version than the one asked is dropped when found. The page cache keeps rows in one; the HTTP
+ * adapter keeps whole answers in another.
+ */
+export const boundedCache = <V extends Versioned>(budget: number, cost: (key: string, value: V) => number) => {
+  // Map order is recency order: a hit moves its entry to the end, eviction takes from the front.
+  const entries = new Map<string, V>()
+  let bytes = 0
+  const costOf = (key: string, value: V) => cost(key, value) + ENTRY_OVERHEAD
+  const drop = (key: string, value: V) => {
+    entries.delete(key)
+    bytes -= costOf(key, value)
+  }
+  return {
+    /** The entry under `key` if it was kept at `version`; an entry of another version is dropped. */
+    get: (key: string, version: string): V | undefined => {
+      const hit = entries.get(key)
+      if (hit === undefined) return undefined
+      entries.delete(key)
+      if (hit.version !== version) {
+        bytes -= costOf(key, hit)
+        return undefined
+      }
+      entries.set(key, hit)
+      return hit
+    },
+    /** The entry under `key` whatever its version, without touching its recency. */
+    peek: (key: string): V | undefined => entries.get(key),
+    /** Forgets the entry under `key`. */
+    delete: (key: string): void => {
+      const old = entries.get(key)
+      if (old !== undefined) drop(key, old)
+    },
+    /** Keeps `value` under `key`, evicting the least recently used entries past the budget. */
+    set: (key: string, value: V): void => {
+      const size = costOf(key, value)
+      if (size > budget) return
+      const old = entries.get(key)
+      if (old !== undefined) drop(key, old)
+      entries.set(key, value)
+      bytes += size
+      for (const [k, v] of entries) {
+        if (bytes <= budget) break
+        drop(k, v)
+      }
+    },
+    /** Entries held and their counted bytes, for tests and operators. */
+    stats: (): { readonly entries: number; readonly bytes: number } => ({ entries: entries.size, bytes })
+  } as const
+}
+
 /**
  * The pages one market keeps in memory, least recently used first out when over its budget
  * (`PageCacheBytes`). Shared by every data type's service of the market, so one budget bounds it.
@@ -64,45 +123,16 @@ const ENTRY_OVERHEAD = 200
 export class PageCache extends Effect.Service<PageCache>()("Market/PageCache", {
   effect: Effect.gen(function* () {
     const budget = yield* PageCacheBytes
-    // Map order is recency order: a hit moves its entry to the end, eviction takes from the front.
-    const entries = new Map<string, CachedRows>()
-    let bytes = 0
-    const cost = (key: string, rows: CachedRows) => key.length + rows.json.length + ENTRY_OVERHEAD
-
+    const cache = boundedCache<CachedRows>(budget, (key, rows) => key.length + rows.json.length)
     return {
       /** Whether the cache holds anything at all (a budget of 0 turns it off). */
       enabled: budget > 0,
       /** The entry under `key` if it was read at `version`; an entry of another version is dropped. */
-      get: (key: string, version: string): CachedRows | undefined => {
-        const hit = entries.get(key)
-        if (hit === undefined) return undefined
-        entries.delete(key)
-        if (hit.version !== version) {
-          bytes -= cost(key, hit)
-          return undefined
-        }
-        entries.set(key, hit)
-        return hit
-      },
+      get: cache.get,
       /** Keeps `rows` under `key`, evicting the least recently used entries past the budget. */
-      set: (key: string, rows: CachedRows): void => {
-        const size = cost(key, rows)
-        if (size > budget) return
-        const old = entries.get(key)
-        if (old !== undefined) {
-          entries.delete(key)
-          bytes -= cost(key, old)
-        }
-        entries.set(key, rows)
-        bytes += size
-        for (const [k, v] of entries) {
-          if (bytes <= budget) break
-          entries.delete(k)
-          bytes -= cost(k, v)
-        }
-      },
+      set: cache.set,
       /** Entries held and their counted bytes, for tests and operators. */
-      stats: (): { readonly entries: number; readonly bytes: number } => ({ entries: entries.size, bytes })
+      stats: cache.stats
     } as const
   })
 }) {}
@@ -123,14 +153,30 @@ export const underVersion = <A, E>(read: Effect.Effect<A, E>) => {
       })
 }
 
-/** The JSON text of a page's `data` where the page carries it (`withSerialisedData`). */
-const serialisedData = new WeakMap<object, string>()
+/**
+ * What lets an answer built from a page be given again without building it: the data version the
+ * page was read at, and how to read the version now. A page is replayable when everything in it
+ * follows from the request, the caller and the rows (a `/latest` page: no window or floor that
+ * moves with the clock), so while the version holds, the same request by the same caller gets the
+ * same bytes.
+ */
+export interface Replayable extends Versioned {
+  readonly current: Effect.Effect<string, StorageError>
+}
+
+/** What a page carries besides its rows: their JSON text, and whether the answer may be replayed. */
+interface Serialised {
+  readonly json: string
+  readonly replay: Replayable | undefined
+}
+
+const serialised = new WeakMap<object, Serialised>()
 
 /**
  * A page whose `data` is `json` already serialised: the adapters splice the text (`bodyJson`),
  * and a caller that reads `data` gets the rows parsed from it, once.
  */
-export const pageFromJson = <Row>(json: string, meta: Page<Row>["meta"]): Page<Row> => {
+export const pageFromJson = <Row>(json: string, meta: Page<Row>["meta"], replay?: Replayable): Page<Row> => {
   let rows: ReadonlyArray<Row> | undefined
   const page: Page<Row> = {
     get data() {
@@ -138,21 +184,25 @@ export const pageFromJson = <Row>(json: string, meta: Page<Row>["meta"]): Page<R
     },
     meta
   }
-  serialisedData.set(page, json)
+  serialised.set(page, { json, replay })
   return page
 }
 
 /** `page`, recorded as having `json` for its `data` (which it must be the JSON text of). */
-export const withSerialisedData = <Row>(page: Page<Row>, json: string): Page<Row> => {
-  serialisedData.set(page, json)
+export const withSerialisedData = <Row>(page: Page<Row>, json: string, replay?: Replayable): Page<Row> => {
+  serialised.set(page, { json, replay })
   return page
 }
+
+/** Whether an answer built from `body` may be replayed, and under which version (`Replayable`). */
+export const replayOf = (body: unknown): Replayable | undefined =>
+  typeof body === "object" && body !== null ? serialised.get(body)?.replay : undefined
 
 /**
  * A response body's JSON text, as `JSON.stringify` gives it: a page whose rows were serialised
  * when cached has that text spliced in, so rows are serialised once however often served.
  */
 export const bodyJson = (body: unknown): string => {
-  const data = typeof body === "object" && body !== null ? serialisedData.get(body) : undefined
+  const data = typeof body === "object" && body !== null ? serialised.get(body)?.json : undefined
   return data === undefined ? JSON.stringify(body) : `{"data":${data},"meta":${JSON.stringify((body as Page<unknown>).meta)}}`
 }

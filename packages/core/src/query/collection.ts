@@ -307,12 +307,14 @@ const readPage = <Row extends Readonly<Record<string, unknown>>>(
       return { returned: data.length, last, page: (meta) => ({ data, meta }) }
     }
     const key = `${endpointPath}\n${run.entitled?.(plan) ?? ""}\n${JSON.stringify(plan)}`
+    // Only a page of current rows has nothing in it that moves with the clock (a window, a floor).
+    const replay = plan.scope._tag === "latest" ? { version, current: run.version } : undefined
     const hit = run.cache.get(key, version)
-    if (hit !== undefined) return { returned: hit.returned, last: hit.last, page: (meta) => pageFromJson<Row>(hit.json, meta) }
+    if (hit !== undefined) return { returned: hit.returned, last: hit.last, page: (meta) => pageFromJson<Row>(hit.json, meta, replay) }
     const { data, last } = cut(yield* Effect.mapError(run.page(plan), unavailable))
     const json = JSON.stringify(data)
     run.cache.set(key, { version, json, returned: data.length, last })
-    return { returned: data.length, last, page: (meta) => withSerialisedData({ data, meta }, json) }
+    return { returned: data.length, last, page: (meta) => withSerialisedData({ data, meta }, json, replay) }
   })
 
 /** Runs one page request end to end: validation, entitlements, plan, storage, envelope. */

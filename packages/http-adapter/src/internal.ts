@@ -1,0 +1,7 @@
+/**
+ * Internals of the adapter for its own tests and the benchmarks: not part of the package's
+ * exports (its public surface is `index.ts`).
+ */
+export { makeAppWithReplay } from "./app.js"
+export { makeReplay, type Replay } from "./replay.js"
+export { replayingServer } from "./replaying-server.js"

@@ -1,0 +1,144 @@
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import type * as HttpApp from "@effect/platform/HttpApp"
+import type { MarketError, Principal, RateLimitStatus, StorageError } from "@gpu-market/core"
+import { boundedCache, type Replayable, runAsFarAsItGoes, startedTogether } from "@gpu-market/core/adapters"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import type * as Runtime from "effect/Runtime"
+import { randomUUID } from "node:crypto"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { rateHeaders } from "./request.js"
+import { audienceOf } from "./transfer.js"
+
+/**
+ * Replayed answers: the hot path of a Node server. A `/latest` answer (`Replayable`: nothing in
+ * it moves with the clock) is kept whole, compressed and with every header, under what its bytes
+ * follow from: the request target, the `Authorization`, `Accept-Encoding` and `Origin` headers.
+ * The same request again is admitted as any other (the token authenticated under the token
+ * store's version, the rate limit counted) while the data version of the page's type is read
+ * beside it, in one round trip where the store pipelines; when the caller still sees what the
+ * answer was made for and the version still holds, the kept bytes go out with this request's
+ * rate-limit headers and request id, and nothing else runs. Anything else (another principal or
+ * entitlements, a write since, a refusal, a conditional request) goes to the app, with the
+ * admission already made, so a request is counted once.
+ */
+
+/** Who a request was admitted as, with their rate-limit budget charged. */
+export interface Admission {
+  readonly principal: Principal
+  readonly status: RateLimitStatus
+}
+
+/** An answer kept to be replayed. */
+interface Recorded {
+  readonly version: string
+  readonly replay: Replayable
+  /** `audienceOf` the caller it was made for. */
+  readonly audience: string
+  /** Its headers, less those of one request (rate limit, request id). */
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: Uint8Array
+}
+
+/** What a replay checks: the request's admission, and the data version of the page's type now. */
+type Checked = readonly [Either.Either<Admission, MarketError>, Either.Either<string, StorageError>]
+
+/** Headers that belong to one request and are set afresh on every replay. */
+const PER_REQUEST = new Set(["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-request-id", "date"])
+
+/** What a header counts for in the budget besides its text. */
+const HEADER_OVERHEAD = 32
+
+type HeaderValue = string | ReadonlyArray<string> | undefined
+
+/** The key of a request's answer: everything its bytes follow from that the replay does not check itself. */
+const keyOf = (url: string, headers: Readonly<Record<string, HeaderValue>>): string =>
+  `${url}\n${String(headers["authorization"] ?? "")}\n${String(headers["accept-encoding"] ?? "")}\n${String(headers["origin"] ?? "")}`
+
+/** The replay of one app: what the server's request handler and the app's data routes share. */
+export interface Replay {
+  /**
+   * Takes a request it holds an answer for and returns true: it then answers it, or hands it on
+   * to `next` with its admission noted. Returns false, having done nothing, for any other request.
+   */
+  readonly take: (req: IncomingMessage, res: ServerResponse, next: () => void) => boolean
+  /** The admission a request handed on already carries (by the request's `source`). */
+  readonly admissionOf: (request: HttpServerRequest.HttpServerRequest) => Either.Either<Admission, MarketError> | undefined
+  /** Notes that the answer the app is building for `request` may be replayed, for the caller `principal`. */
+  readonly mark: (request: HttpServerRequest.HttpServerRequest, replay: Replayable, principal: Principal) => void
+  /** Answers kept and their counted bytes; requests replayed, and those taken but handed on to the app. */
+  readonly stats: () => { readonly entries: number; readonly bytes: number; readonly replayed: number; readonly handedOn: number }
+  /** The app, keeping every marked answer it gives with status 200 and bytes in hand. */
+  readonly recording: <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest>
+}
+
+/**
+ * A replay within `budget` bytes (0: off), admitting requests with `admit` in `runtime`.
+ */
+export const makeReplay = (
+  budget: number,
+  admit: (authorization: string | undefined) => Effect.Effect<Admission, MarketError>,
+  runtime: Runtime.Runtime<never>
+): Replay => {
+  const kept = boundedCache<Recorded>(budget, (key, r) => {
+    let size = key.length + r.body.length
+    for (const name in r.headers) size += name.length + r.headers[name]!.length + HEADER_OVERHEAD
+    return size
+  })
+  const admissions = new WeakMap<object, Either.Either<Admission, MarketError>>()
+  const marks = new WeakMap<object, { readonly replay: Replayable; readonly audience: string }>()
+  let replayed = 0
+  let handedOn = 0
+
+  const take = (req: IncomingMessage, res: ServerResponse, next: () => void): boolean => {
+    if (budget === 0 || req.method !== "GET" || req.headers["if-none-match"] !== undefined) return false
+    const key = keyOf(req.url ?? "", req.headers)
+    const entry = kept.peek(key)
+    if (entry === undefined) return false
+    const handOn = () => {
+      handedOn++
+      next()
+    }
+    // Started together, so a store that pipelines sends the version read with the admission's reads.
+    const check = startedTogether(Effect.either(admit(req.headers.authorization)), Effect.either(entry.replay.current))
+    const settle = (exit: Exit.Exit<Checked>) => {
+      if (Exit.isFailure(exit)) return handOn()
+      const [admission, version] = exit.value
+      if (Either.isRight(admission) && Either.isRight(version) && version.right === entry.version &&
+        audienceOf(admission.right.principal) === entry.audience && kept.get(key, entry.version) !== undefined) {
+        res.writeHead(200, { ...entry.headers, ...rateHeaders(admission.right.status), "x-request-id": randomUUID() })
+        res.end(entry.body)
+        replayed++
+        return
+      }
+      if (Either.isRight(version) && version.right !== entry.version) kept.delete(key)
+      admissions.set(req, admission)
+      handOn()
+    }
+    // Settled right here when every store answers at once (SQLite, memory), else when the reads come back.
+    const started = runAsFarAsItGoes(runtime, check)
+    if (Exit.isExit(started)) settle(started)
+    else started.addObserver(settle)
+    return true
+  }
+
+  return {
+    take,
+    stats: () => ({ ...kept.stats(), replayed, handedOn }),
+    admissionOf: (request) => admissions.get(request.source as object),
+    mark: (request, replay, principal) => {
+      if (budget > 0) marks.set(request.source as object, { replay, audience: audienceOf(principal) })
+    },
+    recording: (app) =>
+      Effect.flatMap(app, (response) => Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+        const mark = marks.get(request.source as object)
+        const body = response.body
+        if (mark === undefined || response.status !== 200 || body._tag !== "Uint8Array") return response
+        const headers: Record<string, string> = { "content-type": body.contentType, "content-length": String(body.body.length) }
+        for (const name in response.headers) if (!PER_REQUEST.has(name)) headers[name] = response.headers[name]!
+        kept.set(keyOf(request.url, request.headers), { version: mark.replay.version, replay: mark.replay, audience: mark.audience, headers, body: body.body })
+        return response
+      }))
+  }
+}

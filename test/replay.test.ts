@@ -1,0 +1,197 @@
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { createMarket, type Market, marketLayer, type Storage, type StorageError } from "@gpu-market/core"
+import { redis } from "@gpu-market/storage-redis"
+import * as RedisStorage from "@gpu-market/storage-redis"
+import { sqlite } from "@gpu-market/storage-sqlite"
+import * as SqliteStorage from "@gpu-market/storage-sqlite"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import type { Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { gunzipSync } from "node:zlib"
+import { makeAppWithReplay, type Replay, replayingServer } from "../packages/http-adapter/src/internal"
+import { seedMarket, tempDb } from "./support/adapters"
+import { dayIso, observations, TOKENS } from "./support/market"
+import { type RedisServer, startRedis, uniquePrefix } from "./support/redis"
+
+/**
+ * Replayed answers, as the standalone server and the Node handler run them: a `/latest` answer
+ * is given again from memory only while the caller and the data are what it was made for. The
+ * server reads through its own connection while writes come through another (a second
+ * connection to the SQLite file, or a second client of the Redis), as a writer process would.
+ */
+
+const PAGE = "/v2/gpu/rental/prices/latest?gpu_canonical_name=h100-sxm&sort_by=price_usd_per_gpu_hour&page_size=5"
+
+interface Host {
+  readonly origin: string
+  readonly replay: Replay
+  readonly close: () => Promise<void>
+}
+
+/** The app behind its replay on a free port, over `storage`, as `Server.layer` puts them together. */
+const startReplayingHost = async (storage: Layer.Layer<Storage, StorageError>): Promise<Host> => {
+  const runtime = ManagedRuntime.make(marketLayer.pipe(Layer.provideMerge(storage)))
+  let server: Server | undefined
+  try {
+    const built = await runtime.runPromise(Effect.gen(function* () {
+      const parts = yield* makeAppWithReplay({ baseUrl: "http://replay.test" })
+      return { replay: parts.replay, handle: yield* NodeHttpServer.makeHandler(parts.app) }
+    }))
+    server = replayingServer(built.replay)
+    server.on("request", built.handle)
+    await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve))
+    const listening = server
+    return {
+      origin: `http://127.0.0.1:${(listening.address() as AddressInfo).port}`,
+      replay: built.replay,
+      close: async () => {
+        listening.closeAllConnections()
+        await new Promise<void>((resolve) => listening.close(() => resolve()))
+        await runtime.dispose()
+      }
+    }
+  } catch (e) {
+    server?.close()
+    await runtime.dispose()
+    throw e
+  }
+}
+
+const get = async (url: string, token: string, headers: Record<string, string> = {}) => {
+  const res = await fetch(url, { headers: { authorization: `Bearer ${token}`, ...headers } })
+  return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) }
+}
+
+const backends: ReadonlyArray<{
+  readonly name: string
+  readonly open: () => Promise<{ readonly reader: Layer.Layer<Storage, StorageError>; readonly writer: Layer.Layer<Storage, StorageError>; readonly close: () => Promise<void> }>
+}> = [
+  {
+    name: "sqlite",
+    open: async () => {
+      const db = tempDb("replay")
+      return { reader: SqliteStorage.layer({ filename: db }), writer: sqlite(db), close: async () => {} }
+    }
+  },
+  {
+    name: "redis",
+    open: async () => {
+      const server: RedisServer = await startRedis()
+      const prefix = uniquePrefix("replay")
+      return { reader: RedisStorage.layer({ url: server.url, prefix }), writer: redis(server.url, prefix), close: () => server.stop() }
+    }
+  }
+]
+
+for (const backend of backends) {
+  describe(`replayed answers (${backend.name})`, () => {
+    let writer: Market
+    let host: Host
+    let closeBackend = async () => {}
+    beforeAll(async () => {
+      const opened = await backend.open()
+      closeBackend = opened.close
+      writer = await createMarket({ storage: opened.writer })
+      await seedMarket(writer)
+      host = await startReplayingHost(opened.reader)
+    }, 120_000)
+    afterAll(async () => {
+      await host?.close()
+      await writer?.close()
+      await closeBackend()
+    })
+
+    it("the same request again gets the same bytes from memory, counted against the caller's limit once", async () => {
+      const before = host.replay.stats().replayed
+      const first = await get(host.origin + PAGE, "all")
+      const second = await get(host.origin + PAGE, "all")
+      assert.strictEqual(first.status, 200)
+      assert.strictEqual(second.status, 200)
+      assert.strictEqual(host.replay.stats().replayed, before + 1)
+      assert.isTrue(second.bytes.equals(first.bytes))
+      assert.strictEqual(second.headers.get("etag"), first.headers.get("etag"))
+      assert.strictEqual(second.headers.get("content-type"), "application/json")
+      assert.notStrictEqual(second.headers.get("x-request-id"), first.headers.get("x-request-id"))
+      const remaining = [first, second].map((r) => Number(r.headers.get("x-ratelimit-remaining")))
+      const limit = TOKENS.all.rate_limit_per_minute
+      // One less each time, unless the minute's window turned between the two.
+      assert.isTrue(remaining[1] === remaining[0]! - 1 || remaining[1] === limit - 1, `remaining ${remaining.join(" → ")}`)
+    })
+
+    it("a write of the type retires the answer: the next read has the new rows", async () => {
+      await get(host.origin + PAGE, "all")
+      const stale = await get(host.origin + PAGE, "all")
+      const cheaper = observations(11).filter((o) => o.gpu_canonical_name === "h100-sxm").map((o) => ({
+        ...o, price_usd_per_gpu_hour: 0.01, raw_price: 0.01 * (o.gpu_count ?? 1), extracted_at: dayIso(11)
+      }))
+      await writer.ingest.rental(cheaper)
+      const handedOn = host.replay.stats().handedOn
+      const fresh = await get(host.origin + PAGE, "all")
+      assert.strictEqual(fresh.status, 200)
+      assert.strictEqual(host.replay.stats().handedOn, handedOn + 1)
+      assert.isFalse(fresh.bytes.equals(stale.bytes))
+      const expected = await writer.rental.prices.latest({ gpu_canonical_name: "h100-sxm", sort_by: "price_usd_per_gpu_hour", page_size: 5 }, { token: "all" })
+      assert.deepStrictEqual(JSON.parse(fresh.bytes.toString()).data, expected.data)
+      assert.isTrue(expected.data.every((r) => r.price_usd_per_gpu_hour === 0.01))
+    })
+
+    it("a revoked token gets 401 at once, and a token whose grants changed gets what the new grants allow", async () => {
+      await writer.tokens.create({ ...TOKENS.all, id: "t-replay-revoked" }, "replay-revoked")
+      await writer.tokens.create({ ...TOKENS.all, id: "t-replay-flip" }, "replay-flip")
+      for (const token of ["replay-revoked", "replay-flip"]) {
+        await get(host.origin + PAGE, token)
+        assert.strictEqual((await get(host.origin + PAGE, token)).status, 200)
+      }
+      await writer.tokens.revoke("t-replay-revoked")
+      const revoked = await get(host.origin + PAGE, "replay-revoked")
+      assert.strictEqual(revoked.status, 401)
+      assert.strictEqual(revoked.headers.get("content-type"), "application/problem+json")
+      await writer.tokens.create({ ...TOKENS.hardwareOnly, id: "t-replay-flip" }, "replay-flip")
+      assert.strictEqual((await get(host.origin + PAGE, "replay-flip")).status, 403)
+    })
+
+    it("past the rate limit a replayable request gets 429, with the limit's headers", async () => {
+      await writer.tokens.create({ ...TOKENS.limited, id: "t-replay-limited" }, "replay-limited")
+      const answers = []
+      for (let i = 0; i < 4; i++) answers.push(await get(host.origin + PAGE, "replay-limited"))
+      assert.deepStrictEqual(answers.slice(0, 3).map((a) => a.status), [200, 200, 200])
+      const last = answers[3]!
+      // 429, unless the minute's window turned during the four requests (then a new window's first).
+      assert.isTrue(last.status === 429 || last.headers.get("x-ratelimit-remaining") === "2", `${last.status}`)
+      if (last.status === 429) {
+        assert.strictEqual(last.headers.get("x-ratelimit-remaining"), "0")
+        assert.isNotNull(last.headers.get("retry-after"))
+      }
+    })
+
+    it("a compressed answer is replayed compressed, and decodes to the identity bytes; a conditional request gets 304", async () => {
+      const identity = await get(host.origin + PAGE, "other")
+      await get(host.origin + PAGE, "other", { "accept-encoding": "gzip" })
+      const before = host.replay.stats().replayed
+      const gzipped = await fetch(host.origin + PAGE, { headers: { authorization: "Bearer other", "accept-encoding": "gzip" } })
+      // fetch decodes for its caller; the raw bytes are checked through the header and a decode of our own.
+      assert.strictEqual(gzipped.headers.get("content-encoding"), "gzip")
+      assert.strictEqual(host.replay.stats().replayed, before + 1)
+      assert.isTrue(Buffer.from(await gzipped.arrayBuffer()).equals(identity.bytes))
+      const raw = await rawGet(host.origin + PAGE, { authorization: "Bearer other", "accept-encoding": "gzip" })
+      assert.isTrue(gunzipSync(raw).equals(identity.bytes))
+      const conditional = await get(host.origin + PAGE, "other", { "if-none-match": identity.headers.get("etag")! })
+      assert.strictEqual(conditional.status, 304)
+      assert.isNotNull(conditional.headers.get("x-ratelimit-remaining"))
+    })
+  })
+}
+
+/** The body as sent, not decoded (fetch always decodes). */
+const rawGet = async (url: string, headers: Record<string, string>): Promise<Buffer> => {
+  const { request } = await import("node:http")
+  return new Promise((resolve, reject) => {
+    request(url, { headers }, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (c: Buffer) => chunks.push(c))
+      res.on("end", () => resolve(Buffer.concat(chunks)))
+      res.on("error", reject)
+    }).on("error", reject).end()
+  })
+}
