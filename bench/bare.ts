@@ -6,13 +6,22 @@ import Database from "better-sqlite3"
  * is an independent reference for what the core returns.
  */
 
-export const BARE_SQL = `SELECT vendor, vendor_gpu_name, vendor_sku, vendor_region, region, gpu_canonical_name,
+const BARE_COLUMNS = `vendor, vendor_gpu_name, vendor_sku, vendor_region, region, gpu_canonical_name,
   gpu_manufacturer, gpu_model, gpu_count, gpu_memory_gb, vcpu, ram_gb, os, form_factor, interconnect,
   instance_type, instance_variant, contract_type, contract_term, contract_details, availability,
   price_usd_per_gpu_hour, raw_price, raw_price_unit, valid_from, valid_to, extracted_at, base_product_key,
-  product_key
+  product_key`
+
+export const BARE_SQL = `SELECT ${BARE_COLUMNS}
 FROM rental_prices
 WHERE gpu_canonical_name = ? AND valid_to IS NULL
+ORDER BY price_usd_per_gpu_hour, product_key
+LIMIT 101`
+
+/** The same page with an upper bound on the price, as the cold-page load asks it. */
+export const BARE_SQL_MAX_PRICE = `SELECT ${BARE_COLUMNS}
+FROM rental_prices
+WHERE gpu_canonical_name = ? AND valid_to IS NULL AND price_usd_per_gpu_hour <= ?
 ORDER BY price_usd_per_gpu_hour, product_key
 LIMIT 101`
 

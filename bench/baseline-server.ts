@@ -1,9 +1,9 @@
 import { createServer } from "node:http"
-import { BARE_SQL, openBare, type Row } from "./bare"
+import { BARE_SQL, BARE_SQL_MAX_PRICE, openBare, type Row } from "./bare"
 
 /**
  * Child process: the hand-written baseline. `node:http` and the bare statement on its own
- * connection, answering the `/latest` query with the same envelope the library sends: `data`
+ * connection, answering the `/latest` query (with or without `max_price_usd_per_gpu_hour`) with the same envelope the library sends: `data`
  * and a `meta` of the same fields and size. It authenticates nothing and signs nothing; its
  * next-page token is a stand-in of the real token's length.
  */
@@ -12,7 +12,9 @@ const filename = process.env.BENCH_DB
 const tokenLength = Number(process.env.BENCH_TOKEN_LENGTH ?? "0")
 if (!Number.isInteger(port) || filename === undefined) throw new Error("BENCH_PORT and BENCH_DB are required")
 
-const statement = openBare(filename).prepare(BARE_SQL)
+const db = openBare(filename)
+const statement = db.prepare(BARE_SQL)
+const underPrice = db.prepare(BARE_SQL_MAX_PRICE)
 const origin = `http://127.0.0.1:${port}`
 
 const standInToken = (last: Row): string =>
@@ -33,7 +35,8 @@ const server = createServer((req, res) => {
     res.writeHead(400, { "content-type": "application/json" }).end('{"error":"only the benchmark query is served"}')
     return
   }
-  const rows = statement.all(gpu) as Array<Row>
+  const maxPrice = params.get("max_price_usd_per_gpu_hour")
+  const rows = (maxPrice === null ? statement.all(gpu) : underPrice.all(gpu, Number(maxPrice))) as Array<Row>
   const hasMore = rows.length > pageSize
   const data = hasMore ? rows.slice(0, pageSize) : rows
   const size = String(pageSize)

@@ -14,7 +14,6 @@ import { median } from "./stats"
  */
 
 const PATH = `/v2/gpu/rental/prices/latest?gpu_canonical_name=${POPULAR_GPU}&sort_by=${SORT_BY}&page_size=100`
-const AUTOCANNON = path.join(REPO_ROOT, "node_modules", "autocannon", "autocannon.js")
 const AUTHORIZATION = `Bearer ${BENCH_TOKEN}`
 
 export interface Server {
@@ -72,7 +71,7 @@ export const get = async (url: string) => {
   return { status: response.status, contentType: response.headers.get("content-type") ?? "", text }
 }
 
-export const startServer = async (name: string, script: string, env: Record<string, string>): Promise<Server> => {
+export const startServer = async (name: string, script: string, env: Record<string, string>, pathAndQuery = PATH): Promise<Server> => {
   const port = await freePort()
   const child = spawn(process.execPath, ["--import", "tsx", path.join(BENCH_DIR, script)], {
     cwd: REPO_ROOT,
@@ -81,7 +80,7 @@ export const startServer = async (name: string, script: string, env: Record<stri
   })
   const server: Server = {
     name,
-    url: `http://127.0.0.1:${port}${PATH}`,
+    url: `http://127.0.0.1:${port}${pathAndQuery}`,
     cpuSeconds: () => processCpuSeconds(child.pid),
     stop: () => stopChild(child)
   }
@@ -111,12 +110,17 @@ interface AutocannonResult {
   readonly "2xx": number
 }
 
-export const load = async (server: Server, seconds: number, connections: number): Promise<LoadRun> => {
+const CANNON = path.join(BENCH_DIR, "cannon.mjs")
+
+/**
+ * `connections` clients loading `server` for `seconds`, from a child process of their own. With
+ * `vary`, every request is a query no request asked before (see cannon.mjs).
+ */
+export const load = async (server: Server, seconds: number, connections: number, vary = false): Promise<LoadRun> => {
   const cpuBefore = server.cpuSeconds()
   const child = spawn(process.execPath, [
-    AUTOCANNON, "-c", String(connections), "-p", "1", "-d", String(seconds), "-j", "-n",
-    "-H", `authorization=${AUTHORIZATION}`, server.url
-  ], { stdio: ["ignore", "pipe", "pipe"] })
+    CANNON, JSON.stringify({ url: server.url, connections, seconds, authorization: AUTHORIZATION, vary })
+  ], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] })
   let out = ""
   let err = ""
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()))

@@ -9,6 +9,7 @@ import { importConfig, importMarkdown, runImportBench } from "./import"
 import { runIndexBench } from "./indexes"
 import { runHttpBench } from "./http-bench"
 import { runRedisBench } from "./redis"
+import { runServingBench, servingLines, servingMarkdown } from "./serving"
 import { runStartupBench } from "./startup"
 import { ensureMarket } from "./market"
 import { consoleTable, importLine, lines, machine, markdown } from "./report"
@@ -17,7 +18,7 @@ import { consoleTable, importLine, lines, machine, markdown } from "./report"
  * `npm run bench`: builds or reuses the market, runs the three benchmarks, prints the table and
  * rewrites BENCHMARKS.md. `BENCH_QUICK=1` is a smoke run on a small market whose report goes to
  * bench/.data instead, so it never replaces real figures. `BENCH_STRICT=1` exits 1 when a
- * target is missed. `BENCH_ONLY=k` runs (k) alone and writes its section to bench/.data, leaving
+ * target is missed. `BENCH_ONLY=k` (or `l`) runs that section alone and writes it to bench/.data, leaving
  * BENCHMARKS.md alone; the other sections run alone as `npx tsx bench/<section>.ts`.
  */
 
@@ -45,6 +46,18 @@ const sourceFingerprint = (): { readonly hash: string; readonly files: number } 
   return { hash: hash.digest("hex").slice(0, 12), files: files.length }
 }
 
+/** (l) alone: its lines on the console, its section in bench/.data. */
+const servingOnly = async (quick: boolean) => {
+  const result = await runServingBench(quick, log)
+  const ls = servingLines(result)
+  log("")
+  log(consoleTable(ls))
+  const out = path.join(DATA_DIR, `BENCHMARKS.l${quick ? ".quick" : ""}.md`)
+  fs.writeFileSync(out, servingMarkdown(result))
+  log(`\nWrote ${path.relative(REPO_ROOT, out)}.`)
+  if (process.env.BENCH_STRICT === "1" && ls.some((l) => !l.pass)) process.exitCode = 1
+}
+
 /** (k) alone: its line on the console, its section in bench/.data. */
 const importOnly = async (quick: boolean) => {
   const result = await runImportBench(importConfig(quick), log)
@@ -64,8 +77,9 @@ const main = async () => {
   log(`gpu-market benchmarks${config.quick ? " (quick mode)" : ""}: ${m.cpu}, ${m.cores} cores, ${m.memory}, Node ${m.node}`)
   const only = process.env.BENCH_ONLY
   if (only !== undefined && only !== "") {
-    if (only !== "k") throw new Error(`BENCH_ONLY supports k; run another section alone with npx tsx bench/<section>.ts`)
-    return importOnly(config.quick)
+    if (only === "k") return importOnly(config.quick)
+    if (only === "l") return servingOnly(config.quick)
+    throw new Error(`BENCH_ONLY supports k and l; run another section alone with npx tsx bench/<section>.ts`)
   }
 
   const loadBefore = os.loadavg()[0]!
@@ -89,6 +103,8 @@ const main = async () => {
   const loadBeforeHttp = os.loadavg()[0]!
   log("(c): HTTP load ...")
   const http = await runHttpBench(config, market.file, core.pageTokenLength, log)
+  log("(l): serving speed, hot and cold pages ...")
+  const serving = await runServingBench(config.quick, log)
   log("(d): hardware /history paging ...")
   const hardware = await runHardwareBench(hardwareConfig(config.quick), log)
   log("(e): index computation from scratch ...")
@@ -101,7 +117,7 @@ const main = async () => {
   const importResults = await runImportBench(importConfig(config.quick), log)
 
   const results = {
-    config, market, core, http, hardware, indexes, redis, startup, import: importResults,
+    config, market, core, http, serving, hardware, indexes, redis, startup, import: importResults,
     date: new Date(),
     wallSeconds: (performance.now() - started) / 1000,
     load: { start: loadBefore, beforeHttp: loadBeforeHttp },
