@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { HardwarePriceObservation, RentalPriceObservation } from "@gpu-market/core"
 import { Either, ParseResult, Schema } from "effect"
 import fc from "fast-check"
-import { recordDecoder } from "../src/ingest/record-decoder"
+import { hasFastPath, recordDecoder } from "../src/ingest/record-decoder"
 
 /**
  * `recordDecoder` answers as the parser does for every input: the same value for a valid record
@@ -39,6 +39,12 @@ const fieldValue = fc.oneof(
 )
 
 describe("recordDecoder", () => {
+  it("judges rental observations by its compiled checks, which the import's speed rests on", () => {
+    assert.isTrue(hasFastPath(RentalPriceObservation))
+    // A schema with a node the checks do not cover goes to the parser.
+    assert.isFalse(hasFastPath(Schema.Struct({ at: Schema.DateFromString })))
+  })
+
   it("answers as the parser for rental observations, valid or not", () => {
     const check = sameAsParser(RentalPriceObservation)
     const fields = Object.keys(RENTAL)

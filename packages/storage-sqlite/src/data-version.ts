@@ -9,6 +9,8 @@ export interface DataVersion {
   readonly bump: () => void
   /** The current version: one read of the row by primary key (empty before the type's first write). */
   readonly version: Effect.Effect<string, StorageError>
+  /** `version` read as it is, for code already inside one of the connection's transactions. */
+  readonly current: () => string
 }
 
 /**
@@ -19,12 +21,14 @@ export interface DataVersion {
  */
 export const dataVersion = (client: SqliteClient, type: string): DataVersion => {
   const name = `data_version.${type}`
+  const current = () =>
+    (client.prepare("SELECT value AS version FROM settings WHERE name = ?").get(name) as { version: string } | undefined)?.version ?? ""
   return {
     bump: () => {
       client.prepare("INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value")
         .run(name, randomBytes(8).toString("hex"))
     },
-    version: client.run(`${type}.version`, () =>
-      (client.prepare("SELECT value AS version FROM settings WHERE name = ?").get(name) as { version: string } | undefined)?.version ?? "")
+    version: client.run(`${type}.version`, current),
+    current
   }
 }

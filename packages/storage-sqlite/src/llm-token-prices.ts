@@ -168,7 +168,7 @@ export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore
   const rows = (sql: string, params: ReadonlyArray<unknown>): Array<LlmTokenPrice> => readRows(prepare, sql, params, llmRowFromColumns)
 
   const version = dataVersion(client, "llm_token_prices")
-  const summary = summaryCache(client, (): ReadonlyArray<LlmModelSummary> => {
+  const summary = summaryCache(client, version, (): ReadonlyArray<LlmModelSummary> => {
     const models = prepare(
       `SELECT m.model, m.model_family, m.model_creator,
          EXISTS (SELECT 1 FROM llm_token_prices p WHERE p.model = m.model AND p.valid_to IS NULL) AS listed
@@ -218,7 +218,6 @@ export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore
         }
       }
     }, () => {
-      summary.written()
       version.bump()
     }),
 

@@ -83,7 +83,7 @@ export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Ty
   const rows = (sql: string, params: ReadonlyArray<unknown>): Array<RentalPrice> => readRows(prepare, sql, params, rowFromColumns)
 
   // Spellings and summaries are read on every `gpu_search` and metadata request.
-  const summary = summaryCache(client, (): Summary => {
+  const summary = summaryCache(client, version, (): Summary => {
     const gpuRows = prepare(
       `SELECT g.gpu_canonical_name, g.gpu_manufacturer,
          EXISTS (SELECT 1 FROM rental_prices p WHERE p.gpu_canonical_name = g.gpu_canonical_name AND p.valid_to IS NULL) AS listed
@@ -155,7 +155,6 @@ export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Ty
       columnsOf,
       opened
     }, () => {
-      summary.written()
       version.bump()
     }),
 

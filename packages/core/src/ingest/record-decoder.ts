@@ -165,6 +165,13 @@ const fastPath = (ast: SchemaAST.AST): ((u: unknown) => Record<string, unknown> 
 }
 
 /**
+ * Whether `recordDecoder` judges valid records of `schema` by its compiled checks; when not, every
+ * record goes through the parser, correct and as slow as before. A write path whose speed rests on
+ * it holds its schema to this in a test, so a schema change that falls off the fast path is seen.
+ */
+export const hasFastPath = (schema: Schema.Schema.Any): boolean => fastPath(schema.ast) !== undefined
+
+/**
  * `Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })`, with the
  * same answer for every input, faster for valid records of a struct schema.
  */
