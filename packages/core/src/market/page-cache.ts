@@ -1,6 +1,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { countNow, pageCacheLookups } from "../metrics.js"
 import type { Page } from "../schema/envelope.js"
 import type { Position } from "../storage/plan.js"
 
@@ -57,6 +58,15 @@ export interface CachedRows {
 /** What an entry costs besides its text: the Map slot, the entry object and its fields. */
 const ENTRY_OVERHEAD = 200
 
+const HIT = { result: "hit" } as const
+const MISS = { result: "miss" } as const
+
+/** A lookup that found nothing to use, counted. */
+const miss = (): undefined => {
+  countNow(pageCacheLookups, MISS)
+  return undefined
+}
+
 /**
  * The pages one market keeps in memory, least recently used first out when over its budget
  * (`PageCacheBytes`). Shared by every data type's service of the market, so one budget bounds it.
@@ -75,13 +85,14 @@ export class PageCache extends Effect.Service<PageCache>()("Market/PageCache", {
       /** The entry under `key` if it was read at `version`; an entry of another version is dropped. */
       get: (key: string, version: string): CachedRows | undefined => {
         const hit = entries.get(key)
-        if (hit === undefined) return undefined
+        if (hit === undefined) return miss()
         entries.delete(key)
         if (hit.version !== version) {
           bytes -= cost(key, hit)
-          return undefined
+          return miss()
         }
         entries.set(key, hit)
+        countNow(pageCacheLookups, HIT)
         return hit
       },
       /** Keeps `rows` under `key`, evicting the least recently used entries past the budget. */
