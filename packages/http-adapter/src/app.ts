@@ -6,10 +6,13 @@ import { Auth, type MarketError, type Principal, RateLimits } from "@gpu-market/
 import { admit, bodyJson, makeReadCalls, type ReadCall, requestOrigin } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as FiberRef from "effect/FiberRef"
 import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
 import { type CorsOptions, corsOptionsProblem, withCors } from "./cors.js"
 import { docsPage, makeAssetRoutes } from "./docs.js"
+import { makeHealthRoutes } from "./health.js"
+import { currentPrincipal, routedAs } from "./observe.js"
 import { problemResponse } from "./problem.js"
 import { queryOf, rateHeaders } from "./request.js"
 import { makeSupplyRoutes } from "./procurement.js"
@@ -24,6 +27,8 @@ export interface AppOptions {
   readonly supplyPrefix?: `/${string}`
   /** Browser origins allowed to call the API (CORS); off when absent. */
   readonly cors?: CorsOptions
+  /** Serve `GET /metrics`, every metric of the process in Prometheus text, public; default off. */
+  readonly metrics?: boolean
 }
 
 /**
@@ -31,6 +36,7 @@ export interface AppOptions {
  * auth, the caller's rate limit, the core call, then JSON or a problem, with the rate-limit
  * headers on whatever the caller gets once it is known who they are. A page carries a strong
  * `ETag` (a 304 when `If-None-Match` names it); answers are compressed when the client asks.
+ * `/healthz` and `/readyz` answer probes, and `/metrics` scrapes when asked for; all three public.
  * Options that cannot work (an origin no browser sends) are a defect of the embedding app.
  */
 export const makeApp = (options: AppOptions) =>
@@ -53,6 +59,7 @@ export const makeApp = (options: AppOptions) =>
             ? rateHeaders({ limit: e.limit, remaining: 0, resetSeconds: e.retry_after_seconds })
             : {})
         }
+        yield* FiberRef.set(currentPrincipal, admitted.right.principal.id)
         const headers = rateHeaders(admitted.right.status)
         const body = yield* Effect.either(run(admitted.right.principal, request))
         if (Either.isLeft(body)) return problemResponse(body.left, requestId, headers)
@@ -72,20 +79,22 @@ export const makeApp = (options: AppOptions) =>
     // documents procurement exactly when it is mounted. Built, and its module loaded, on first
     // request: an app is made per embedding and per test, most never serve it, and the JSON
     // Schema machinery would add to every start.
+    const metrics = options.metrics === true
     const openApi = yield* Effect.cached(Effect.map(Effect.promise(() => import("./openapi.js")), ({ openApiDocument }) =>
-      Buffer.from(JSON.stringify(openApiDocument({ baseUrl: options.baseUrl, ...(supply.length > 0 ? { supplyPrefix } : {}) })))))
+      Buffer.from(JSON.stringify(openApiDocument({ baseUrl: options.baseUrl, ...(supply.length > 0 ? { supplyPrefix } : {}), metrics })))))
     const docs: ReadonlyArray<Route> = [
       ["/openapi.json", Effect.zipWith(HttpServerRequest.HttpServerRequest, openApi, (request, doc) =>
         respond(request, { body: doc, contentType: "application/json" }))],
       ["/docs", Effect.succeed(HttpServerResponse.html(docsPage(origin.prefix)))],
-      ...yield* makeAssetRoutes
+      ...yield* makeAssetRoutes,
+      ...yield* makeHealthRoutes({ metrics })
     ]
 
     const routes: ReadonlyArray<Route> = [...dataRoutes.map((route): Route => [route.path, page(readCall(route.entry))]), ...docs]
     const known = new Set<string>(routes.map(([path]) => path))
     const routed = yield* HttpRouter.toHttpApp(supply.reduce(
-      (r, [path, handler]) => HttpRouter.all(r, path, handler),
-      routes.reduce((r, [path, handler]) => HttpRouter.get(r, path, handler), HttpRouter.empty)
+      (r, [path, handler]) => HttpRouter.all(r, path, routedAs(path, handler)),
+      routes.reduce((r, [path, handler]) => HttpRouter.get(r, path, routedAs(path, handler)), HttpRouter.empty)
     ))
 
     const unrouted = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
