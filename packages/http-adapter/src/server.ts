@@ -3,7 +3,6 @@ import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { makeApp } from "./app.js"
 import type { CorsOptions } from "./cors.js"
@@ -71,8 +70,15 @@ const listen = (
     yield* Effect.logInfo("closing the server: no new connections; answering the requests in flight").pipe(
       Effect.annotateLogs({ in_flight: inFlight.size, timeout_ms: options.timeoutMs })
     )
-    const done = yield* Effect.promise(() => closed).pipe(Effect.timeout(`${options.timeoutMs} millis`), Effect.option)
-    if (Option.isNone(done)) {
+    // A finalizer cannot be interrupted, so no `Effect.timeout` here: the timer races the close itself.
+    const done = yield* Effect.promise(() => new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), options.timeoutMs)
+      void closed.then(() => {
+        clearTimeout(timer)
+        resolve(true)
+      })
+    }))
+    if (!done) {
       const cut = inFlight.size
       server.closeAllConnections()
       yield* Effect.logWarning("requests cut at the shutdown timeout").pipe(Effect.annotateLogs({ cut }))
