@@ -25,7 +25,7 @@ let secret: string
 beforeAll(() => {
   db = join(mkdtempSync(join(tmpdir(), "gpu-market-shutdown-")), "market.db")
   secret = execFileSync("node", [BIN, "tokens", "create", "--db", db, "--name", "shutdown", "--grant", "rental:all", "--procurement"], {
-    encoding: "utf8"
+    encoding: "utf8", stdio: ["ignore", "pipe", "pipe"]
   }).split("\n")[0]!.trim()
 })
 

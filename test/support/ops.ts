@@ -31,6 +31,8 @@ export interface HeldRequest {
   readonly finish: () => Promise<RawReply | undefined>
   /** Resolves with what the connection received once it closes, however it closes. */
   readonly closed: Promise<string>
+  /** Leaves without the rest of the body, as a client that gives up does. */
+  readonly abandon: () => void
 }
 
 /**
@@ -54,7 +56,8 @@ export const holdRequest = (port: number, path: string, headers: Readonly<Record
             socket.end(body.slice(1))
             return finalReply(await closed)
           },
-          closed
+          closed,
+          abandon: () => socket.destroy()
         })
       }
     })
@@ -144,8 +147,10 @@ export const parsePrometheus = (text: string): Array<Sample> => {
     const m = SAMPLE.exec(line)
     assert.isNotNull(m, `not a sample line: ${line}`)
     const [, name, labelText = "", valueText] = m!
-    const value = valueText === "+Inf" ? Infinity : valueText === "-Inf" ? -Infinity : Number(valueText)
-    assert.isFalse(Number.isNaN(value) && valueText !== "NaN", `not a value: ${line}`)
+    // As Prometheus reads them (Go's ParseFloat): NaN and Inf in any case, which prom-client writes `Nan`.
+    const special = /^([+-]?)(inf|nan)$/i.exec(valueText!)
+    const value = special === null ? Number(valueText) : special[2]!.toLowerCase() === "nan" ? NaN : special[1] === "-" ? -Infinity : Infinity
+    assert.isFalse(special === null && Number.isNaN(value), `not a value: ${line}`)
     const family = name!.replace(/_(bucket|sum|count)$/, "")
     assert.isTrue(typed.has(name!) || typed.has(family), `${name} has no TYPE`)
     const labels = Object.fromEntries([...labelText.matchAll(LABEL)].map((l) => [l[1]!, l[2]!]))

@@ -1,5 +1,7 @@
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as FiberRef from "effect/FiberRef"
 import * as HashMap from "effect/HashMap"
 import * as HashSet from "effect/HashSet"
@@ -8,10 +10,11 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 
 /**
- * Where the command's log lines go and which: stderr (stdout carries what a command prints for
- * its reader: the server's banner, a token's secret, an import's report), at the level of
- * `--log-level` or `$GPU_MARKET_LOG_LEVEL` (default `info`), as one JSON object per line or for
- * a person to read, per `$GPU_MARKET_LOG_FORMAT` (default: pretty on a terminal, JSON otherwise).
+ * Which log lines a command writes (`--log-level` or `$GPU_MARKET_LOG_LEVEL`, default `info`)
+ * and, for the server, how: to stderr (stdout carries the banner), as one JSON object per line or
+ * for a person to read, per `$GPU_MARKET_LOG_FORMAT` (default: pretty on a terminal, JSON
+ * otherwise). Other commands keep the runtime's own logger: what they log is for a person, and
+ * so is the one line a failure ends with.
  */
 
 /** The levels `--log-level` and `$GPU_MARKET_LOG_LEVEL` take, as @effect/cli's own option lists them (and `warn`). */
@@ -49,6 +52,30 @@ export const takeLogLevel = (argv: ReadonlyArray<string>): LogLevelArgument => {
   return { argv: rest, level }
 }
 
+/** How a command logs. */
+export interface Logging {
+  /** The minimum level, for every command. */
+  readonly level: Layer.Layer<never>
+  /** The server's logger, replacing the runtime's, at that level. */
+  readonly server: Layer.Layer<never>
+}
+
+/** The server's logging, as the command it runs under provides it. */
+export class ServerLogging extends Context.Tag("@gpu-market/cli/ServerLogging")<ServerLogging, Layer.Layer<never>>() {}
+
+/**
+ * Runs `main` with the logging the `flag` and the environment ask for, or prints why they cannot
+ * be had, one line on stderr, and exits 1 before anything starts.
+ */
+export const withLogging = (flag: string | undefined, main: (logging: Logging) => void): void =>
+  Either.match(loggingOf(flag), {
+    onLeft: (problem) => {
+      process.stderr.write(`gpu-market: ${problem}\n`)
+      process.exitCode = 1
+    },
+    onRight: main
+  })
+
 /** Renders a log message: its parts as text, joined by spaces. */
 const text = (message: unknown): string =>
   (Array.isArray(message) ? message : [message]).map((part) => (typeof part === "string" ? part : JSON.stringify(part))).join(" ")
@@ -62,22 +89,23 @@ const jsonLines = Logger.make(({ annotations, cause, date, logLevel, message }) 
 })
 
 /**
- * The logger and minimum level of `level` (`--log-level`, else `$GPU_MARKET_LOG_LEVEL`) and
- * `$GPU_MARKET_LOG_FORMAT`; an error that names the setting when either is not one it takes.
+ * The logging of `flag` (`--log-level`, else `$GPU_MARKET_LOG_LEVEL`) and `$GPU_MARKET_LOG_FORMAT`,
+ * or a line that names the setting when either is not one it takes.
  */
-export const loggingLayer = (flag: string | undefined): Layer.Layer<never, Error> => {
+const loggingOf = (flag: string | undefined): Either.Either<Logging, string> => {
   const fromEnv = process.env.GPU_MARKET_LOG_LEVEL
   const [source, name] = flag !== undefined ? ["--log-level", flag] : ["GPU_MARKET_LOG_LEVEL", fromEnv === undefined || fromEnv === "" ? "info" : fromEnv]
   const level = LEVELS[name.toLowerCase()]
-  if (level === undefined) return Layer.fail(new Error(`${source} is ${JSON.stringify(name)}; expected one of ${Object.keys(LEVELS).join(", ")}`))
+  if (level === undefined) return Either.left(`${source} is ${JSON.stringify(name)}; expected one of ${Object.keys(LEVELS).join(", ")}`)
   const format = process.env.GPU_MARKET_LOG_FORMAT ?? ""
   if (format !== "" && !(FORMATS as ReadonlyArray<string>).includes(format)) {
-    return Layer.fail(new Error(`GPU_MARKET_LOG_FORMAT is ${JSON.stringify(format)}; expected ${FORMATS.join(" or ")}`))
+    return Either.left(`GPU_MARKET_LOG_FORMAT is ${JSON.stringify(format)}; expected ${FORMATS.join(" or ")}`)
   }
   const pretty = format === "pretty" || (format === "" && process.stderr.isTTY === true)
   const logger = pretty ? Logger.prettyLogger({ stderr: true }) : jsonLines
   // In place of Effect's default logger and of the pretty one `runMain` puts there.
   const loggers = Layer.scopedDiscard(Effect.locallyScopedWith(FiberRef.currentLoggers, (set) =>
     HashSet.add(HashSet.remove(HashSet.remove(set, Logger.defaultLogger), Logger.prettyLoggerDefault), logger)))
-  return Layer.merge(loggers, Logger.minimumLogLevel(level))
+  const minimum = Logger.minimumLogLevel(level)
+  return Either.right({ level: minimum, server: Layer.merge(loggers, minimum) })
 }

@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { createRequire } from "node:module"
 import { importCommand } from "./import.js"
-import { loggingLayer, takeLogLevel } from "./logging.js"
+import { ServerLogging, takeLogLevel, withLogging } from "./logging.js"
 import { makeProgress } from "./progress.js"
 import { storageOptions } from "./options.js"
 import { describeStorage, marketOn, rateLimitModeOf, storageOn } from "./storage.js"
@@ -63,7 +63,7 @@ const serveCommand = Command.make("serve", {
   })
   return yield* serve({
     storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb, metrics, shutdownTimeoutMs: shutdownTimeout
-  })
+  }).pipe(Effect.provide(yield* ServerLogging))
 })
 ).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))
 
@@ -133,4 +133,10 @@ const { version } = createRequire(import.meta.url)("../package.json") as { reado
 const cli = Command.run(root, { name: "gpu-market", version })
 
 const { argv, level } = takeLogLevel(process.argv)
-cli(argv).pipe(Effect.provide(loggingLayer(level)), Effect.provide(NodeContext.layer), NodeRuntime.runMain)
+withLogging(level, (logging) =>
+  cli(argv).pipe(
+    Effect.provideService(ServerLogging, logging.server),
+    Effect.provide(logging.level),
+    Effect.provide(NodeContext.layer),
+    NodeRuntime.runMain
+  ))

@@ -4,6 +4,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Auth, type MarketError, type Principal, RateLimits } from "@gpu-market/core"
 import { admit, bodyJson, makeReadCalls, type ReadCall, requestOrigin } from "@gpu-market/core/adapters"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FiberRef from "effect/FiberRef"
@@ -18,6 +19,9 @@ import { queryOf, rateHeaders } from "./request.js"
 import { makeSupplyRoutes } from "./procurement.js"
 import { dataRoutes } from "./routes.js"
 import { respond, withCompression } from "./transfer.js"
+
+/** The status of a request whose client left before its answer (nginx's 499): never sent, only recorded. */
+const CLIENT_CLOSED_REQUEST = 499
 
 /** Options of the HTTP app. */
 export interface AppOptions {
@@ -116,9 +120,13 @@ export const makeApp = (options: AppOptions) =>
     const answered = unprefixed.pipe(
       Effect.catchTag("RouteNotFound", () => unrouted),
       Effect.catchAllCause((cause) =>
-        // The cause, not its text: loggers then render the errors a defect wraps as well (a
-        // backend's StorageDefect wraps the invalid plan or the record that did not decode).
-        Effect.as(Effect.logError("request failed", cause), problemResponse({ _tag: "InternalError" }, randomUUID()))
+        // Interrupted only: the connection went away (the client left, or was cut), so there is
+        // no one to answer and nothing wrong; 499, as proxies count it, is what gets recorded.
+        Cause.isInterruptedOnly(cause)
+          ? Effect.succeed(HttpServerResponse.empty({ status: CLIENT_CLOSED_REQUEST }))
+          // The cause, not its text: loggers then render the errors a defect wraps as well (a
+          // backend's StorageDefect wraps the invalid plan or the record that did not decode).
+          : Effect.as(Effect.logError("request failed", cause), problemResponse({ _tag: "InternalError" }, randomUUID()))
       )
     )
     // CORS outermost: a preflight is answered before anything else runs.
