@@ -80,10 +80,13 @@ export const withLogging = (flag: string | undefined, main: (logging: Logging) =
 const text = (message: unknown): string =>
   (Array.isArray(message) ? message : [message]).map((part) => (typeof part === "string" ? part : JSON.stringify(part))).join(" ")
 
-/** One JSON object per line: `time`, `level`, `msg`, the log's annotations, and `error` when a cause came with it. */
+/**
+ * One JSON object per line: `time`, `level`, `msg`, the log's annotations in name order (the same
+ * order on every line), and `error` when a cause came with it.
+ */
 const jsonLines = Logger.make(({ annotations, cause, date, logLevel, message }) => {
   const line: Record<string, unknown> = { time: date.toISOString(), level: logLevel.label.toLowerCase(), msg: text(message) }
-  for (const [key, value] of HashMap.toEntries(annotations)) line[key] = value
+  for (const [key, value] of HashMap.toEntries(annotations).sort(([a], [b]) => (a < b ? -1 : 1))) line[key] = value
   if (!Cause.isEmpty(cause)) line.error = Cause.pretty(cause, { renderErrorCause: true })
   process.stderr.write(`${JSON.stringify(line)}\n`)
 })
