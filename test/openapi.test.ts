@@ -87,6 +87,8 @@ const CANDIDATES = [
   "/v1/custom-index/current", "/v1/info-index/available", "/v1/custom-index/available", "/v2/gpu/reference-price/latest",
   "/supply/offers", "/supply/get-offers", "/supply/storage_options", "/supply/resources/{resource_id}/status", "/v2/supply/gpus"
 ]
+/** The probes: public, and documented as such. `/metrics` is served, and documented, only when asked for. */
+const OPERATIONS_PATHS = ["/healthz", "/readyz"]
 /** The procurement service's paths, as the spec names them. */
 const SUPPLY_PATHS = [
   "/supply/gpus", "/supply/vendors", "/supply/regions", "/supply/contracts", "/supply/storage-options", "/supply/get_offers",
@@ -129,8 +131,10 @@ describe("OpenAPI 3.1 at /openapi.json", () => {
         yield* atNow
         const doc = yield* fetchDoc
         const documented = Object.keys(doc.paths)
-        assert.strictEqual(documented.length, 20 + SUPPLY_PATHS.length)
+        assert.strictEqual(documented.length, 20 + OPERATIONS_PATHS.length + SUPPLY_PATHS.length)
         assert.deepStrictEqual(documented.filter((p) => p.startsWith("/supply/")), SUPPLY_PATHS)
+        assert.deepStrictEqual(documented.filter((p) => !p.startsWith("/v") && !p.startsWith("/supply/")), OPERATIONS_PATHS)
+        for (const path of OPERATIONS_PATHS) assert.deepStrictEqual((doc.paths[path]!.get as any).security, [], `${path} needs no token`)
         assert.deepStrictEqual(Object.keys(doc.paths["/supply/resources/{resource_id}"]!), ["get", "delete"])
         for (const path of new Set([...documented, ...CANDIDATES])) {
           const url = `/api${path.replace(/\{\w+\}/g, "x")}`
@@ -218,6 +222,11 @@ describe("OpenAPI 3.1 at /openapi.json", () => {
         const unauthenticated = yield* http("/api/v2/gpu/rental/prices/latest?vendor=v-alpha")
         check("Problem", unauthenticated.body)
         assert.strictEqual(doc.components.responses["429"].headers["Retry-After"].schema.type, "integer")
+        // The probes answer without a token, as documented.
+        for (const path of OPERATIONS_PATHS) {
+          const r = conforms(doc, check, "GET", path, yield* http(`/api${path}`))
+          assert.strictEqual(r.status, 200, r.text)
+        }
       }))
 
     it.effect("procurement responses validate against the documented schemas: offers, procurements, resources, problems", () =>

@@ -6,10 +6,10 @@ import * as RedisStorage from "@gpu-market/storage-redis"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Layer, ManagedRuntime } from "effect"
-import type { Server } from "node:http"
+import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { gunzipSync } from "node:zlib"
-import { makeAppWithReplay, type Replay, replayingServer } from "../packages/http-adapter/src/internal"
+import { makeAppWithReplay, type Replay, replayOrHandle } from "../packages/http-adapter/src/internal"
 import { seedMarket, tempDb } from "./support/adapters"
 import { dayIso, observations, TOKENS } from "./support/market"
 import { type RedisServer, startRedis, uniquePrefix } from "./support/redis"
@@ -29,7 +29,7 @@ interface Host {
   readonly close: () => Promise<void>
 }
 
-/** The app behind its replay on a free port, over `storage`, as `Server.layer` puts them together. */
+/** The app behind its replay on a free port, over `storage`, as the server's `layer` puts them together. */
 const startReplayingHost = async (storage: Layer.Layer<Storage, StorageError>): Promise<Host> => {
   const runtime = ManagedRuntime.make(marketLayer.pipe(Layer.provideMerge(storage)))
   let server: Server | undefined
@@ -38,8 +38,7 @@ const startReplayingHost = async (storage: Layer.Layer<Storage, StorageError>): 
       const parts = yield* makeAppWithReplay({ baseUrl: "http://replay.test" })
       return { replay: parts.replay, handle: yield* NodeHttpServer.makeHandler(parts.app) }
     }))
-    server = replayingServer(built.replay)
-    server.on("request", built.handle)
+    server = createServer(replayOrHandle(built.replay, built.handle))
     await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve))
     const listening = server
     return {

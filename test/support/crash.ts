@@ -14,6 +14,8 @@ import { existsSync } from "node:fs"
 export interface Tree {
   readonly child: ChildProcess
   readonly output: () => string
+  /** What it wrote to stderr alone (the server's log lines). */
+  readonly stderr: () => string
   readonly running: () => boolean
   /** Resolves with the leader's exit code, or its signal. */
   readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
@@ -36,8 +38,12 @@ export const spawnTree = (
 ): Tree => {
   const child = spawn(command, [...args], { cwd: options.cwd, env: options.env, stdio: [options.stdin ?? "ignore", "pipe", "pipe"], detached: true })
   let output = ""
+  let stderr = ""
   child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()))
-  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr!.on("data", (chunk: Buffer) => {
+    output += chunk.toString()
+    stderr += chunk.toString()
+  })
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.once("exit", (code, signal) => resolve({ code, signal }))
     child.once("error", (e) => {
@@ -57,6 +63,7 @@ export const spawnTree = (
   const tree: Tree = {
     child,
     output: () => output,
+    stderr: () => stderr,
     running,
     exited,
     signal,

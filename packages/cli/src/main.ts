@@ -9,10 +9,11 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { createRequire } from "node:module"
 import { importCommand } from "./import.js"
+import { ServerLogging, takeLogLevel, withLogging } from "./logging.js"
 import { makeProgress } from "./progress.js"
 import { storageOptions } from "./options.js"
 import { describeStorage, marketOn, rateLimitModeOf, storageOn } from "./storage.js"
-import { pageCacheMbFromEnvironment, serve } from "./serve.js"
+import { metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment, shutdownTimeoutMs } from "./serve.js"
 import { tokensCommand } from "./tokens.js"
 
 /** `gpu-market`: serve the API, seed the demo market, import data, manage tokens and indexes. */
@@ -39,6 +40,13 @@ const serveCommand = Command.make("serve", {
     Options.withDescription("memory for hot pages in MB, 0 to turn the page cache off; default $GPU_MARKET_PAGE_CACHE_MB or 64"),
     Options.optional
   ),
+  metrics: Options.boolean("metrics").pipe(
+    Options.withDescription("serve GET /metrics (Prometheus text, no token); default $GPU_MARKET_METRICS=1, else off")
+  ),
+  shutdownTimeout: Options.float("shutdown-timeout").pipe(
+    Options.withDescription("seconds a shutdown (SIGTERM, SIGINT) waits for requests in flight before cutting them; default $GPU_MARKET_SHUTDOWN_TIMEOUT or 10"),
+    Options.optional
+  ),
   ...storageOptions
 }, (o) => Effect.gen(function* () {
   const port = Option.getOrElse(o.port, () => Number(process.env.PORT ?? 8787))
@@ -48,7 +56,14 @@ const serveCommand = Command.make("serve", {
   const name = yield* describeStorage(o)
   const rateLimits = yield* rateLimitModeOf(o, o.rateLimits)
   const pageCacheMb = yield* Option.match(o.pageCacheMb, { onNone: () => pageCacheMbFromEnvironment, onSome: Effect.succeed })
-  return yield* serve({ storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb })
+  const metrics = o.metrics || (yield* metricsFromEnvironment)
+  const shutdownTimeout = yield* Option.match(o.shutdownTimeout, {
+    onNone: () => shutdownTimeoutFromEnvironment,
+    onSome: (seconds) => shutdownTimeoutMs(seconds, "--shutdown-timeout")
+  })
+  return yield* serve({
+    storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb, metrics, shutdownTimeoutMs: shutdownTimeout
+  }).pipe(Effect.provide(yield* ServerLogging))
 })
 ).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))
 
@@ -117,4 +132,11 @@ const root = Command.make("gpu-market").pipe(
 const { version } = createRequire(import.meta.url)("../package.json") as { readonly version: string }
 const cli = Command.run(root, { name: "gpu-market", version })
 
-cli(process.argv).pipe(Effect.provide(NodeContext.layer), NodeRuntime.runMain)
+const { argv, level } = takeLogLevel(process.argv)
+withLogging(level, (logging) =>
+  cli(argv).pipe(
+    Effect.provideService(ServerLogging, logging.server),
+    Effect.provide(logging.level),
+    Effect.provide(NodeContext.layer),
+    NodeRuntime.runMain
+  ))

@@ -1,5 +1,6 @@
 import { procurementLayer, type RateLimitMode, simulatedProviderLayer, withRateLimits } from "@gpu-market/core"
 import { pageCacheLayer } from "@gpu-market/core/adapters"
+import { guardStorage } from "@gpu-market/core/storage"
 import * as Demo from "@gpu-market/demo"
 import * as Server from "@gpu-market/http-adapter"
 import * as Effect from "effect/Effect"
@@ -10,7 +11,10 @@ import { configuredMarket } from "./storage.js"
 /**
  * The standalone server as `npm start` and `gpu-market serve` run it: the market and the
  * procurement service (selling the market's current rental products through the simulated
- * provider) over a storage, with the demo market seeded or its tokens revoked, and one banner.
+ * provider) over a storage behind a circuit breaker, with the demo market seeded or its tokens
+ * revoked, one banner on stdout, and its start, requests and stop logged. Interrupted (SIGTERM,
+ * SIGINT), it stops accepting, answers what is in flight within the shutdown timeout, closes
+ * storage and returns.
  */
 
 // Procurement sells the market's current rental products through the simulated provider.
@@ -38,6 +42,10 @@ export interface ServeOptions<E> {
   readonly rateLimits: RateLimitMode
   /** Memory for hot pages in MiB (0: off); absent: the core's default. */
   readonly pageCacheMb: number | undefined
+  /** Serve `/metrics` (Prometheus text, no token). */
+  readonly metrics: boolean
+  /** How long shutdown waits for requests in flight, in ms; absent: the server's default. */
+  readonly shutdownTimeoutMs: number | undefined
 }
 
 /**
@@ -52,6 +60,48 @@ export const pageCacheMbFromEnvironment: Effect.Effect<number | undefined, Error
     : Effect.fail(new Error(`GPU_MARKET_PAGE_CACHE_MB is ${JSON.stringify(text)}; expected a whole number of MB (0 turns the page cache off)`))
 })
 
+/** `$GPU_MARKET_METRICS`: `1` or `true` serves `/metrics`; unset, empty, `0` or `false` does not. */
+export const metricsFromEnvironment: Effect.Effect<boolean, Error> = Effect.suspend(() => {
+  const text = (process.env.GPU_MARKET_METRICS ?? "").trim().toLowerCase()
+  if (text === "" || text === "0" || text === "false") return Effect.succeed(false)
+  return text === "1" || text === "true"
+    ? Effect.succeed(true)
+    : Effect.fail(new Error(`GPU_MARKET_METRICS is ${JSON.stringify(process.env.GPU_MARKET_METRICS)}; expected 1 (serve /metrics) or 0`))
+})
+
+/** Seconds as the shutdown timeout's milliseconds, or why they are not (a number ≥ 0). */
+export const shutdownTimeoutMs = (seconds: number, source: string): Effect.Effect<number, Error> =>
+  Number.isFinite(seconds) && seconds >= 0
+    ? Effect.succeed(Math.round(seconds * 1000))
+    : Effect.fail(new Error(`${source} is ${seconds}; expected seconds ≥ 0`))
+
+/** `$GPU_MARKET_SHUTDOWN_TIMEOUT`, seconds shutdown waits for requests in flight; unset: the server's default. */
+export const shutdownTimeoutFromEnvironment: Effect.Effect<number | undefined, Error> = Effect.suspend(() => {
+  const text = (process.env.GPU_MARKET_SHUTDOWN_TIMEOUT ?? "").trim()
+  if (text === "") return Effect.succeed(undefined)
+  return /^\d+(\.\d+)?$/.test(text)
+    ? shutdownTimeoutMs(Number(text), "GPU_MARKET_SHUTDOWN_TIMEOUT")
+    : Effect.fail(new Error(`GPU_MARKET_SHUTDOWN_TIMEOUT is ${JSON.stringify(text)}; expected seconds, e.g. 10 or 2.5`))
+})
+
+/**
+ * While the server closes, a second SIGINT or SIGTERM (a terminal's Ctrl-C reaches npm and node
+ * both, and npm passes its own on) must not kill it: the first one started the shutdown, which the
+ * timeout bounds. The runtime's own handler, which starts it, leaves after the first signal.
+ */
+const holdSignals = Effect.acquireRelease(
+  Effect.sync(() => {
+    const ignore = () => {}
+    process.on("SIGINT", ignore)
+    process.on("SIGTERM", ignore)
+    return ignore
+  }),
+  (ignore) => Effect.sync(() => {
+    process.off("SIGINT", ignore)
+    process.off("SIGTERM", ignore)
+  })
+)
+
 /** Serves until interrupted; prints one banner once listening. Fails, before opening anything, on an origin no browser sends. */
 export const serve = <E>(options: ServeOptions<E>) => {
   const { baseUrl, demo } = options
@@ -65,7 +115,14 @@ export const serve = <E>(options: ServeOptions<E>) => {
     } else {
       yield* Demo.revokeDemoTokens
     }
-    return yield* Layer.launch(Server.layer({ port: options.port, host: options.host, baseUrl, cors: { origins } }).pipe(
+    const server = Server.layer({
+      port: options.port, host: options.host, baseUrl, cors: { origins }, metrics: options.metrics,
+      ...(options.shutdownTimeoutMs === undefined ? {} : { shutdownTimeoutMs: options.shutdownTimeoutMs })
+    })
+    return yield* Layer.launch(server.pipe(
+      Layer.tap(() => Effect.logInfo("listening").pipe(Effect.annotateLogs({
+        url: baseUrl, storage: options.storage.name, rate_limits: options.rateLimits, metrics: options.metrics, pid: process.pid
+      }))),
       Layer.tap(() => Effect.sync(() => {
         const lines = [`gpu-market listening on ${baseUrl} (storage: ${options.storage.name}; rate limits: ${options.rateLimits})`]
         if (origins.length > 0) lines.push(`CORS allowed for: ${origins.join(", ")}`)
@@ -78,5 +135,12 @@ export const serve = <E>(options: ServeOptions<E>) => {
         process.stdout.write(lines.join("\n") + "\n")
       }))
     ))
-  }).pipe(Effect.provide(services.pipe(Layer.provide(pageCacheLayer(options.pageCacheMb)))), Effect.provide(withRateLimits(options.storage.layer, options.rateLimits))))
+  }).pipe(
+    Effect.provide(services.pipe(Layer.provide(pageCacheLayer(options.pageCacheMb)))),
+    Effect.provide(withRateLimits(guardStorage(options.storage.layer), options.rateLimits)),
+    // After the server and the storage have closed.
+    Effect.onInterrupt(() => Effect.logInfo("stopped")),
+    (served) => Effect.zipRight(holdSignals, served),
+    Effect.scoped
+  ))
 }

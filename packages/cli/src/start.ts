@@ -1,7 +1,8 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { pageCacheMbFromEnvironment, serve } from "./serve.js"
+import { withLogging } from "./logging.js"
+import { metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment } from "./serve.js"
 import { describeStorage, fromEnvironment, rateLimitModeOf, storageOn } from "./storage.js"
 
 /**
@@ -10,7 +11,9 @@ import { describeStorage, fromEnvironment, rateLimitModeOf, storageOn } from "./
  * market is seeded on first run, extended to today on later runs, and the demo tokens work.
  * $GPU_MARKET_CORS_ORIGINS (a comma list) lets those browser origins call the API.
  * Rate limits are this process's own on SQLite and shared on Redis; $GPU_MARKET_RATE_LIMITS
- * (`process` or `shared`) says otherwise.
+ * (`process` or `shared`) says otherwise. $GPU_MARKET_METRICS=1 serves /metrics;
+ * $GPU_MARKET_SHUTDOWN_TIMEOUT is the seconds a SIGTERM or SIGINT waits for requests in flight;
+ * $GPU_MARKET_LOG_LEVEL and $GPU_MARKET_LOG_FORMAT say what is logged on stderr, and how.
  */
 const port = Number(process.env.PORT ?? 8787)
 const host = process.env.HOST ?? "127.0.0.1"
@@ -19,9 +22,13 @@ const demo = process.env.GPU_MARKET_DEMO !== "0"
 const corsOrigins = [process.env.GPU_MARKET_CORS_ORIGINS ?? ""]
 // GPU_MARKET_REDIS_URL switches to Redis (keys under GPU_MARKET_REDIS_PREFIX); SQLite otherwise.
 // GPU_MARKET_PAGE_CACHE_MB sizes the page cache (0 turns it off).
-NodeRuntime.runMain(Effect.gen(function* () {
+withLogging(undefined, (logging) => NodeRuntime.runMain(Effect.gen(function* () {
   const name = yield* describeStorage(fromEnvironment)
   const rateLimits = yield* rateLimitModeOf(fromEnvironment, Option.none())
   const pageCacheMb = yield* pageCacheMbFromEnvironment
-  return yield* serve({ storage: { layer: storageOn(fromEnvironment), name }, port, host, baseUrl, demo, corsOrigins, rateLimits, pageCacheMb })
-}))
+  const metrics = yield* metricsFromEnvironment
+  const shutdownTimeoutMs = yield* shutdownTimeoutFromEnvironment
+  return yield* serve({
+    storage: { layer: storageOn(fromEnvironment), name }, port, host, baseUrl, demo, corsOrigins, rateLimits, pageCacheMb, metrics, shutdownTimeoutMs
+  }).pipe(Effect.provide(logging.server))
+}).pipe(Effect.provide(logging.level))))

@@ -4,18 +4,25 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Auth, type MarketError, PageCacheBytes, type Principal, RateLimits } from "@gpu-market/core"
 import { admit, bodyJson, makeReadCalls, type ReadCall, replayOf, requestOrigin } from "@gpu-market/core/adapters"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as FiberRef from "effect/FiberRef"
 import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
 import { type CorsOptions, corsOptionsProblem, withCors } from "./cors.js"
 import { docsPage, makeAssetRoutes } from "./docs.js"
+import { makeHealthRoutes } from "./health.js"
+import { currentPrincipal, routedAs } from "./observe.js"
 import { problemResponse } from "./problem.js"
 import { queryOf, rateHeaders } from "./request.js"
 import { makeSupplyRoutes } from "./procurement.js"
 import { dataRoutes } from "./routes.js"
 import { makeReplay, type Replay } from "./replay.js"
 import { respond, withCompression } from "./transfer.js"
+
+/** The status of a request whose client left before its answer (nginx's 499): never sent, only recorded. */
+const CLIENT_CLOSED_REQUEST = 499
 
 /** Options of the HTTP app. */
 export interface AppOptions {
@@ -25,6 +32,8 @@ export interface AppOptions {
   readonly supplyPrefix?: `/${string}`
   /** Browser origins allowed to call the API (CORS); off when absent. */
   readonly cors?: CorsOptions
+  /** Serve `GET /metrics`, every metric of the process in Prometheus text, public; default off. */
+  readonly metrics?: boolean
 }
 
 /** The app and its replay; the replay keeps answers only when `replaying` (a Node server in front). */
@@ -51,6 +60,7 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
             ? rateHeaders({ limit: e.limit, remaining: 0, resetSeconds: e.retry_after_seconds })
             : {})
         }
+        yield* FiberRef.set(currentPrincipal, admitted.right.principal.id)
         const headers = rateHeaders(admitted.right.status)
         const body = yield* Effect.either(run(admitted.right.principal, request))
         if (Either.isLeft(body)) return problemResponse(body.left, requestId, headers)
@@ -72,20 +82,22 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
     // documents procurement exactly when it is mounted. Built, and its module loaded, on first
     // request: an app is made per embedding and per test, most never serve it, and the JSON
     // Schema machinery would add to every start.
+    const metrics = options.metrics === true
     const openApi = yield* Effect.cached(Effect.map(Effect.promise(() => import("./openapi.js")), ({ openApiDocument }) =>
-      Buffer.from(JSON.stringify(openApiDocument({ baseUrl: options.baseUrl, ...(supply.length > 0 ? { supplyPrefix } : {}) })))))
+      Buffer.from(JSON.stringify(openApiDocument({ baseUrl: options.baseUrl, ...(supply.length > 0 ? { supplyPrefix } : {}), metrics })))))
     const docs: ReadonlyArray<Route> = [
       ["/openapi.json", Effect.zipWith(HttpServerRequest.HttpServerRequest, openApi, (request, doc) =>
         respond(request, { body: doc, contentType: "application/json" }))],
       ["/docs", Effect.succeed(HttpServerResponse.html(docsPage(origin.prefix)))],
-      ...yield* makeAssetRoutes
+      ...yield* makeAssetRoutes,
+      ...yield* makeHealthRoutes({ metrics })
     ]
 
     const routes: ReadonlyArray<Route> = [...dataRoutes.map((route): Route => [route.path, page(readCall(route.entry))]), ...docs]
     const known = new Set<string>(routes.map(([path]) => path))
     const routed = yield* HttpRouter.toHttpApp(supply.reduce(
-      (r, [path, handler]) => HttpRouter.all(r, path, handler),
-      routes.reduce((r, [path, handler]) => HttpRouter.get(r, path, handler), HttpRouter.empty)
+      (r, [path, handler]) => HttpRouter.all(r, path, routedAs(path, handler)),
+      routes.reduce((r, [path, handler]) => HttpRouter.get(r, path, routedAs(path, handler)), HttpRouter.empty)
     ))
 
     const unrouted = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
@@ -107,9 +119,13 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
     const answered = unprefixed.pipe(
       Effect.catchTag("RouteNotFound", () => unrouted),
       Effect.catchAllCause((cause) =>
-        // The cause, not its text: loggers then render the errors a defect wraps as well (a
-        // backend's StorageDefect wraps the invalid plan or the record that did not decode).
-        Effect.as(Effect.logError("request failed", cause), problemResponse({ _tag: "InternalError" }, randomUUID()))
+        // Interrupted only: the connection went away (the client left, or was cut), so there is
+        // no one to answer and nothing wrong; 499, as proxies count it, is what gets recorded.
+        Cause.isInterruptedOnly(cause)
+          ? Effect.succeed(HttpServerResponse.empty({ status: CLIENT_CLOSED_REQUEST }))
+          // The cause, not its text: loggers then render the errors a defect wraps as well (a
+          // backend's StorageDefect wraps the invalid plan or the record that did not decode).
+          : Effect.as(Effect.logError("request failed", cause), problemResponse({ _tag: "InternalError" }, randomUUID()))
       )
     )
     // CORS around every answer, so a preflight is answered before anything else runs; the
@@ -123,6 +139,7 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
  * auth, the caller's rate limit, the core call, then JSON or a problem, with the rate-limit
  * headers on whatever the caller gets once it is known who they are. A page carries a strong
  * `ETag` (a 304 when `If-None-Match` names it); answers are compressed when the client asks.
+ * `/healthz` and `/readyz` answer probes, and `/metrics` scrapes when asked for; all three public.
  * Options that cannot work (an origin no browser sends) are a defect of the embedding app.
  */
 export const makeApp = (options: AppOptions) => Effect.map(makeAppParts(options), ({ app }) => app)

@@ -12,7 +12,7 @@ import type * as Scope from "effect/Scope"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { makeAppParts, makeAppWithReplay } from "./app.js"
 import { type CorsOptions, corsOptionsProblem } from "./cors.js"
-import type { Replay } from "./replay.js"
+import { type Replay, replayOrHandle } from "./replay.js"
 
 /**
  * The HTTP API as handlers an existing service mounts: a Node `(req, res)` handler (node:http,
@@ -71,10 +71,8 @@ export const nodeHandler = async (options: HandlerOptions): Promise<{
   readonly close: () => Promise<void>
 }> => {
   const { runtime, handler } = await open(options, true, (app, replay) =>
-    Effect.map(NodeHttpServer.makeHandler(app), (handle) => (req: IncomingMessage, res: ServerResponse) => {
-      // Replayed answers first (see replay.ts); the rest, and whatever the replay hands on, to the app.
-      if (!replay.take(req, res, () => handle(req, res))) handle(req, res)
-    }))
+    // Replayed answers first (see replay.ts); the rest, and whatever the replay hands on, to the app.
+    Effect.map(NodeHttpServer.makeHandler(app), (handle) => replayOrHandle(replay, handle)))
   return { handle: handler, close: () => runtime.dispose() }
 }
 

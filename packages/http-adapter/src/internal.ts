@@ -3,5 +3,4 @@
  * exports (its public surface is `index.ts`).
  */
 export { makeAppWithReplay } from "./app.js"
-export { makeReplay, type Replay } from "./replay.js"
-export { replayingServer } from "./replaying-server.js"
+export { makeReplay, type Replay, replayOrHandle } from "./replay.js"

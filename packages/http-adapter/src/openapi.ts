@@ -4,6 +4,7 @@ import * as JSONSchema from "effect/JSONSchema"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
+import { Health, READINESS_TIMEOUT_MS, Readiness } from "./health.js"
 import { type DataRoute, dataRoutes, type NamedSchema } from "./routes.js"
 import { type SupplyEndpoint, supplyEndpoints, type SupplyParameter } from "./supply-routes.js"
 
@@ -26,6 +27,8 @@ export interface OpenApiOptions {
   readonly routes?: ReadonlyArray<DataRoute>
   /** Where the app mounts the procurement service, if it does: its endpoints are documented under it. */
   readonly supplyPrefix?: `/${string}`
+  /** Whether the app serves `/metrics`: documented when it does. */
+  readonly metrics?: boolean
 }
 
 const SCHEMAS = "#/components/schemas/"
@@ -251,6 +254,37 @@ const supplyOperationOf = (registry: ReturnType<typeof makeSchemaRegistry>, endp
   }
 }
 
+const OPERATIONS_TAG = "Operations"
+
+/** The probe and scrape paths: public (`security: []`), answered whatever the storage does. */
+const operationsPaths = (registry: ReturnType<typeof makeSchemaRegistry>, metrics: boolean): Record<string, Record<string, OpenApiObject>> => {
+  const probe = (operationId: string, summary: string, description: string, body: NamedSchema, responses: Record<string, OpenApiObject> = {}) => ({
+    get: {
+      operationId, tags: [OPERATIONS_TAG], summary, description, security: [],
+      responses: { "200": { description: body.name, content: { "application/json": { schema: registry.named(body) } } }, ...responses }
+    }
+  })
+  return {
+    "/healthz": probe("healthz", "Liveness: the process answers",
+      "No token needed, and no storage read: a 200 says the process is up. A liveness probe restarts the process when it stops answering.",
+      { name: "Health", schema: Health }),
+    "/readyz": probe("readyz", "Readiness: storage answers",
+      `No token needed. Reads the tokens version, as every request does: 200 when storage answers within ${READINESS_TIMEOUT_MS} ms, else 503 \`storage_unavailable\` (at once while storage is known to be down, until a probe reaches it). A readiness probe takes the server out of rotation while it is 503.`,
+      { name: "Readiness", schema: Readiness },
+      { "503": problemResponse(`\`storage_unavailable\`: storage did not answer within ${READINESS_TIMEOUT_MS} ms, or is known to be down.`) }),
+    ...(metrics ? {
+      "/metrics": {
+        get: {
+          operationId: "metrics", tags: [OPERATIONS_TAG], summary: "Prometheus metrics",
+          description: "No token needed. Every metric of the process in Prometheus text format 0.0.4: requests by route and status, latencies, storage calls and errors, rate-limit rejections, page-cache lookups, ingested rows, procurement statuses, and the process's CPU, memory and event loop.",
+          security: [],
+          responses: { "200": { description: "Prometheus text", content: { "text/plain": { schema: { type: "string" } } } } }
+        }
+      }
+    } : {})
+  }
+}
+
 /** Builds the OpenAPI 3.1 document of the routes, served at `baseUrl`. */
 export const openApiDocument = (options: OpenApiOptions): OpenApiObject => {
   const registry = makeSchemaRegistry()
@@ -263,7 +297,8 @@ export const openApiDocument = (options: OpenApiOptions): OpenApiObject => {
     const path = `${options.supplyPrefix}${openApiPath(endpoint.path)}`
     paths[path] = { ...paths[path], [endpoint.method.toLowerCase()]: supplyOperationOf(registry, endpoint) }
   }
-  const tags = [...new Set([...routes, ...supply].map((r) => r.tag))].map((name) => ({ name }))
+  Object.assign(paths, operationsPaths(registry, options.metrics === true))
+  const tags = [...new Set([...routes, ...supply].map((r) => r.tag)), OPERATIONS_TAG].map((name) => ({ name }))
   return {
     openapi: "3.1.0",
     info: {
@@ -271,7 +306,7 @@ export const openApiDocument = (options: OpenApiOptions): OpenApiObject => {
       version: "2.0.0",
       description: "GPU market data: rental prices, hardware prices, aggregated rental transactions, price indexes and LLM token prices." +
         (options.supplyPrefix === undefined ? "" : ` GPU procurement under \`${options.supplyPrefix}\`: discover supply, get offers, provision them, manage the resources.`) +
-        " Every endpoint needs `Authorization: Bearer <token>`; errors are RFC 9457 `application/problem+json`."
+        " Every data and procurement endpoint needs `Authorization: Bearer <token>` (the probes under Operations do not); errors are RFC 9457 `application/problem+json`."
     },
     servers: [{ url: options.baseUrl }],
     security: [{ bearerAuth: [] }],

@@ -5,9 +5,11 @@ import { boundedCache, type Replayable, runAsFarAsItGoes, startedTogether } from
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
 import type * as Runtime from "effect/Runtime"
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
+import { type Answered, currentRoute } from "./observe.js"
 import { rateHeaders } from "./request.js"
 import { audienceOf } from "./transfer.js"
 
@@ -33,6 +35,8 @@ export interface Admission {
 /** An answer kept to be replayed. */
 interface Recorded {
   readonly version: string
+  /** The route template the app routed it by, for the request log and metrics. */
+  readonly route: string
   readonly replay: Replayable
   /** `audienceOf` the caller it was made for. */
   readonly audience: string
@@ -59,10 +63,11 @@ const keyOf = (url: string, headers: Readonly<Record<string, HeaderValue>>): str
 /** The replay of one app: what the server's request handler and the app's data routes share. */
 export interface Replay {
   /**
-   * Takes a request it holds an answer for and returns true: it then answers it, or hands it on
-   * to `next` with its admission noted. Returns false, having done nothing, for any other request.
+   * Takes a request it holds an answer for and returns true: it then answers it (and tells
+   * `replayed`), or hands it on to `next` with its admission noted. Returns false, having done
+   * nothing, for any other request.
    */
-  readonly take: (req: IncomingMessage, res: ServerResponse, next: () => void) => boolean
+  readonly take: (req: IncomingMessage, res: ServerResponse, next: () => void, replayed?: (answered: Answered) => void) => boolean
   /** The admission a request handed on already carries (by the request's `source`). */
   readonly admissionOf: (request: HttpServerRequest.HttpServerRequest) => Either.Either<Admission, MarketError> | undefined
   /** Notes that the answer the app is building for `request` may be replayed, for the caller `principal`. */
@@ -88,14 +93,15 @@ export const makeReplay = (
   })
   const admissions = new WeakMap<object, Either.Either<Admission, MarketError>>()
   const marks = new WeakMap<object, { readonly replay: Replayable; readonly audience: string }>()
-  let replayed = 0
+  let replays = 0
   let handedOn = 0
 
-  const take = (req: IncomingMessage, res: ServerResponse, next: () => void): boolean => {
+  const take = (req: IncomingMessage, res: ServerResponse, next: () => void, replayed?: (answered: Answered) => void): boolean => {
     if (budget === 0 || req.method !== "GET" || req.headers["if-none-match"] !== undefined) return false
     const key = keyOf(req.url ?? "", req.headers)
     const entry = kept.peek(key)
     if (entry === undefined) return false
+    const arrived = performance.now()
     const handOn = () => {
       handedOn++
       next()
@@ -107,9 +113,14 @@ export const makeReplay = (
       const [admission, version] = exit.value
       if (Either.isRight(admission) && Either.isRight(version) && version.right === entry.version &&
         audienceOf(admission.right.principal) === entry.audience && kept.get(key, entry.version) !== undefined) {
-        res.writeHead(200, { ...entry.headers, ...rateHeaders(admission.right.status), "x-request-id": randomUUID() })
+        const requestId = randomUUID()
+        res.writeHead(200, { ...entry.headers, ...rateHeaders(admission.right.status), "x-request-id": requestId })
         res.end(entry.body)
-        replayed++
+        replays++
+        replayed?.({
+          method: "GET", route: entry.route, status: 200, requestId, principalId: admission.right.principal.id,
+          seconds: (performance.now() - arrived) / 1000
+        })
         return
       }
       if (Either.isRight(version) && version.right !== entry.version) kept.delete(key)
@@ -125,20 +136,36 @@ export const makeReplay = (
 
   return {
     take,
-    stats: () => ({ ...kept.stats(), replayed, handedOn }),
+    stats: () => ({ ...kept.stats(), replayed: replays, handedOn }),
     admissionOf: (request) => admissions.get(request.source as object),
     mark: (request, replay, principal) => {
       if (budget > 0) marks.set(request.source as object, { replay, audience: audienceOf(principal) })
     },
     recording: (app) =>
-      Effect.flatMap(app, (response) => Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+      Effect.flatMap(app, (response) => Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
         const mark = marks.get(request.source as object)
         const body = response.body
-        if (mark === undefined || response.status !== 200 || body._tag !== "Uint8Array") return response
-        const headers: Record<string, string> = { "content-type": body.contentType, "content-length": String(body.body.length) }
-        for (const name in response.headers) if (!PER_REQUEST.has(name)) headers[name] = response.headers[name]!
-        kept.set(keyOf(request.url, request.headers), { version: mark.replay.version, replay: mark.replay, audience: mark.audience, headers, body: body.body })
-        return response
+        if (mark === undefined || response.status !== 200 || body._tag !== "Uint8Array") return Effect.succeed(response)
+        return Effect.map(FiberRef.get(currentRoute), (route) => {
+          const headers: Record<string, string> = { "content-type": body.contentType, "content-length": String(body.body.length) }
+          for (const name in response.headers) if (!PER_REQUEST.has(name)) headers[name] = response.headers[name]!
+          kept.set(keyOf(request.url, request.headers), {
+            version: mark.replay.version, route: route ?? "unmatched", replay: mark.replay, audience: mark.audience, headers, body: body.body
+          })
+          return response
+        })
       }))
   }
+}
+
+/**
+ * A Node request handler: the replay first, and `handle` (the app's handler) for whatever it does
+ * not take or hands on. `replayed` hears of each answer replayed.
+ */
+export const replayOrHandle = (
+  replay: Replay,
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+  replayed?: (answered: Answered) => void
+) => (req: IncomingMessage, res: ServerResponse): void => {
+  if (!replay.take(req, res, () => handle(req, res), replayed)) handle(req, res)
 }

@@ -1,11 +1,14 @@
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Runtime from "effect/Runtime"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { makeAppWithReplay } from "./app.js"
 import type { CorsOptions } from "./cors.js"
-import { replayingServer } from "./replaying-server.js"
+import { observed, recordReplayed } from "./observe.js"
+import { replayOrHandle } from "./replay.js"
 
 /** Where and how the standalone server listens. */
 export interface ServerOptions {
@@ -15,23 +18,99 @@ export interface ServerOptions {
   readonly baseUrl?: string
   /** Browser origins allowed to call the API (CORS); off when absent. */
   readonly cors?: CorsOptions
+  /** Serve `GET /metrics` in Prometheus text (public); default off. */
+  readonly metrics?: boolean
+  /**
+   * How long closing the server waits for requests in flight before it cuts their connections,
+   * in ms; default `DEFAULT_SHUTDOWN_TIMEOUT_MS`.
+   */
+  readonly shutdownTimeoutMs?: number
+}
+
+/** How long closing the server waits for requests in flight: 10 s, inside the 30 s most supervisors allow. */
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000
+
+/**
+ * Listens with `handle` for the life of the scope. Closing stops accepting connections at once,
+ * closes idle keep-alive connections, answers what is in flight (with `Connection: close`, and a
+ * request that arrives meanwhile on an open connection is answered too), and cuts whatever is
+ * still running after `timeoutMs`.
+ */
+const listen = (
+  handle: (request: IncomingMessage, response: ServerResponse) => void,
+  options: { readonly port: number; readonly host: string; readonly timeoutMs: number }
+) => {
+  const inFlight = new Set<ServerResponse>()
+  let draining = false
+  const server = createServer((request, response) => {
+    inFlight.add(response)
+    if (draining) response.setHeader("connection", "close")
+    response.once("close", () => {
+      inFlight.delete(response)
+      if (draining) server.closeIdleConnections()
+    })
+    handle(request, response)
+  })
+
+  const open = Effect.async<Server, HttpServerError.ServeError>((resume) => {
+    const failed = (cause: Error) => resume(Effect.fail(new HttpServerError.ServeError({ cause })))
+    server.once("error", failed)
+    server.listen(options.port, options.host, () => {
+      server.off("error", failed)
+      resume(Effect.succeed(server))
+    })
+  })
+
+  const close = Effect.gen(function* () {
+    const closed = yield* Effect.sync(() => {
+      draining = true
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+      server.closeIdleConnections()
+      for (const response of inFlight) if (!response.headersSent) response.setHeader("connection", "close")
+      return closed
+    })
+    yield* Effect.logInfo("closing the server: no new connections; answering the requests in flight").pipe(
+      Effect.annotateLogs({ in_flight: inFlight.size, timeout_ms: options.timeoutMs })
+    )
+    // A finalizer cannot be interrupted, so no `Effect.timeout` here: the timer races the close itself.
+    const done = yield* Effect.promise(() => new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), options.timeoutMs)
+      void closed.then(() => {
+        clearTimeout(timer)
+        resolve(true)
+      })
+    }))
+    if (!done) {
+      const cut = inFlight.size
+      server.closeAllConnections()
+      yield* Effect.logWarning("requests cut at the shutdown timeout").pipe(Effect.annotateLogs({ cut }))
+      yield* Effect.promise(() => closed)
+    }
+    yield* Effect.logInfo("server closed")
+  })
+
+  return Effect.acquireRelease(open, () => close)
 }
 
 /**
- * The standalone HTTP server: the market's HTTP app on a Node `http.Server`. It has no tracer to
+ * The standalone HTTP server: the market's HTTP app on a Node `http.Server` behind its replay of
+ * hot answers, each request logged and counted (`observed`), closed gracefully with its scope
+ * (`listen`). It has no tracer to
  * report to, so tracing is off for its requests: the request span and the service spans
  * (`RentalPrices.latest`, …) would cost more than the rest of a cached page and be read by no
  * one. An app that wants them mounts `makeApp` in a runtime with its own tracer.
  */
 export const layer = (options: ServerOptions) =>
-  Layer.unwrapEffect(
-    Effect.map(makeAppWithReplay({
+  Layer.scopedDiscard(Effect.gen(function* () {
+    const { app, replay } = yield* makeAppWithReplay({
       baseUrl: options.baseUrl ?? `http://${options.host}:${options.port}`,
-      ...(options.cors === undefined ? {} : { cors: options.cors })
-    }), ({ app, replay }) =>
-      HttpServer.serve(app.pipe(Effect.withTracerEnabled(false))).pipe(
-        HttpMiddleware.withTracerDisabledWhen(() => true),
-        // Replayed answers are taken before the platform sees the request.
-        Layer.provide(NodeHttpServer.layer(() => replayingServer(replay), { port: options.port, host: options.host }))
-      ))
-  )
+      ...(options.cors === undefined ? {} : { cors: options.cors }),
+      metrics: options.metrics ?? false
+    })
+    const handle = yield* NodeHttpServer.makeHandler(observed(app).pipe(Effect.withTracerEnabled(false))).pipe(
+      Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true)
+    )
+    const runtime = yield* Effect.runtime<never>()
+    // Replayed answers are taken before the platform sees the request, and logged and counted as the app's are.
+    yield* listen(replayOrHandle(replay, handle, (answer) => Runtime.runFork(runtime)(recordReplayed(answer))), { port: options.port, host: options.host, timeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS })
+  }))

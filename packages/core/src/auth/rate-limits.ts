@@ -3,6 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { RateLimited, type StorageUnavailable } from "../errors.js"
 import { unavailable } from "../market/storage.js"
+import { countNow, rateLimitRejections } from "../metrics.js"
 import { MICROS_PER_MS } from "../query/time.js"
 import { RateLimitStore, type Storage } from "../storage/contract.js"
 import { makeMemoryRateLimitStore } from "../storage/memory-rate-limits.js"
@@ -55,11 +56,14 @@ export class RateLimits extends Effect.Service<RateLimits>()("Market/RateLimits"
 
     const judge = ({ count, resetSeconds }: RateLimitCount, limit: number): Effect.Effect<RateLimitStatus, RateLimited> =>
       count > limit
-        ? Effect.fail(new RateLimited({
-            detail: `rate limit of ${limit} requests per minute exceeded; retry in ${resetSeconds} s`,
-            limit,
-            retry_after_seconds: resetSeconds
-          }))
+        ? Effect.suspend(() => {
+            countNow(rateLimitRejections, {})
+            return Effect.fail(new RateLimited({
+              detail: `rate limit of ${limit} requests per minute exceeded; retry in ${resetSeconds} s`,
+              limit,
+              retry_after_seconds: resetSeconds
+            }))
+          })
         : Effect.succeed({ limit, remaining: limit - count, resetSeconds })
 
     return {

@@ -3,6 +3,7 @@ import * as Either from "effect/Either"
 import type * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import { InvalidRecords, type RecordIssue, type StorageUnavailable } from "../errors.js"
+import { countNow, ingestRows } from "../metrics.js"
 import { unavailable, unavailableWrite } from "../market/storage.js"
 import { formatInstant, parseDateTime } from "../query/time.js"
 import { MAX_ROWS_PER_WRITE, StorageError } from "../storage/contract.js"
@@ -13,6 +14,21 @@ export const invalidRecords = (errors: ReadonlyArray<RecordIssue>): InvalidRecor
   new InvalidRecords({
     detail: `${errors.length} problem(s); nothing was stored. First: record ${errors[0]!.index}: ${errors[0]!.message}`,
     errors
+  })
+
+/**
+ * A write path's call counted in `gpu_market_ingest_rows_total` under `type`, as a pipeable of
+ * `Effect.fn` (it gets the call's records): every record accepted when the call succeeds, the
+ * records a refusal names rejected when it is refused. Storage trouble counts neither way.
+ */
+export const countedIngest = (type: string) =>
+<A, E, R>(write: Effect.Effect<A, E, R>, records: ReadonlyArray<unknown>): Effect.Effect<A, E, R> =>
+  Effect.tapBoth(write, {
+    onSuccess: () => Effect.sync(() => countNow(ingestRows, { type, outcome: "accepted" }, records.length)),
+    onFailure: (e) =>
+      e instanceof InvalidRecords
+        ? Effect.sync(() => countNow(ingestRows, { type, outcome: "rejected" }, new Set(e.errors.map((i) => i.index)).size))
+        : Effect.void
   })
 
 /** Refuses a batch with `issues` (in record order), if it has any. */

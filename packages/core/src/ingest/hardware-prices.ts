@@ -12,7 +12,7 @@ import { SettingsStore } from "../storage/contract.js"
 import { HardwarePriceStore } from "../storage/hardware.js"
 import { ReferenceDataStore } from "../storage/reference.js"
 import type { MarkedWrite } from "../storage/marks.js"
-import { chunksOf, invalidRecords, markedChunks, markReader } from "./batch.js"
+import { chunksOf, countedIngest, invalidRecords, markedChunks, markReader } from "./batch.js"
 import { scrubFreeText } from "./scrub.js"
 import { IngestBounds } from "./bounds.js"
 import { type HardwarePricing, hardwareFxNeeds, hardwarePriceUsd } from "./hardware-price-usd.js"
@@ -179,7 +179,7 @@ export class HardwarePriceIngest extends Effect.Service<HardwarePriceIngest>()("
         }
         const summary: HardwareIngestSummary = { received: observations.length, inserted, replaced }
         return summary
-      }),
+      }, countedIngest("hardware")),
       /** The `listing_key` this deployment derives from a source's listing reference. */
       listingKey,
       /** A progress mark written by `ingest`. */

@@ -6,7 +6,7 @@ import { formatInstant, isBareDate, MICROS_PER_MS, parseDate, parseDateTime } fr
 import { AdministeredValue, FleetWeight, IndexDefinition, type IndexValue } from "../schema/indexes.js"
 import { IndexStore } from "../storage/indexes.js"
 import { type MarkedWrite, withMark } from "../storage/marks.js"
-import { chunksOf, decodeRecords, INDEX_VALUES_PER_WRITE, invalidRecords, markedChunks, markReader } from "./batch.js"
+import { chunksOf, countedIngest, decodeRecords, INDEX_VALUES_PER_WRITE, invalidRecords, markedChunks, markReader } from "./batch.js"
 import { IndexComputation, type IndexComputationSummary } from "./index-computation.js"
 import { intervalMicros } from "./index-method.js"
 
@@ -144,7 +144,7 @@ export class IndexIngest extends Effect.Service<IndexIngest>()("Market/IndexInge
         yield* Effect.mapError(store.apply({ clear: [], values, cursors: [], ...withMark(mark) }), unavailableWrite)
       }
       return rows.length
-    })
+    }, countedIngest("indexes"))
 
     /** A progress mark written with a write of this type (`options.mark`). */
     return { define, setFleetWeights, publish, mark: markReader(store.mark) } as const

@@ -8,7 +8,7 @@ import { LlmTokenPriceStore } from "../storage/llm-token-prices.js"
 import type { MarkedWrite } from "../storage/marks.js"
 import type { VersionChanges, VersionView } from "../storage/versions.js"
 import { llmTokenPriceKeys } from "../storage/tables.js"
-import { decodeTimed, markReader, refuseIf, type Timed } from "./batch.js"
+import { countedIngest, decodeTimed, markReader, refuseIf, type Timed } from "./batch.js"
 import { boundIssues, IngestBounds } from "./bounds.js"
 import { conflictingPrices, type IngestSummary, type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
 
@@ -205,7 +205,7 @@ export class LlmTokenPriceIngest extends Effect.Service<LlmTokenPriceIngest>()("
       const { summary, opened, restated } = yield* writeVersions(store.transact, decoded, rules, { judge: judgeOutliers, mark: options.mark })
       const result: LlmIngestSummary = { ...summary, ...flagCounts(opened, restated) }
       return result
-    })
+    }, countedIngest("llm"))
 
     /**
      * Marks prices as no longer published from `at`: their current rows close, and the rows of

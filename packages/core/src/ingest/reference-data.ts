@@ -9,7 +9,7 @@ import { omittableNulls } from "../schema/fields.js"
 import { FxRate } from "../schema/fx-rate.js"
 import type { MarkedWrite, ProgressMark } from "../storage/marks.js"
 import { ReferenceDataStore, type ReferencePutSummary } from "../storage/reference.js"
-import { chunksOf, decodeRecords, invalidRecords, markedChunks, markReader } from "./batch.js"
+import { chunksOf, countedIngest, decodeRecords, invalidRecords, markedChunks, markReader } from "./batch.js"
 import { fxTable, type UsdPerUnit } from "./fx.js"
 
 /**
@@ -65,14 +65,14 @@ export class ReferenceDataIngest extends Effect.Service<ReferenceDataIngest>()("
        * Invalid records refuse the whole batch; `options.mark` is written with the last chunk.
        */
       fxRates: Effect.fn("ReferenceDataIngest.fxRates")((records: ReadonlyArray<unknown>, options: MarkedWrite = {}) =>
-        putValidated(records, decodeFx, (r) => r, store.putFxRates, options.mark)),
+        putValidated(records, decodeFx, (r) => r, store.putFxRates, options.mark), countedIngest("fx")),
       /**
        * Stores GPU catalog entries (`GpuCatalogRecord`), added to the shipped catalog: an entry
        * with a stored or shipped slug replaces it, spellings included. Invalid records refuse the
        * whole batch; `options.mark` is written with the last chunk.
        */
       gpus: Effect.fn("ReferenceDataIngest.gpus")((records: ReadonlyArray<unknown>, options: MarkedWrite = {}) =>
-        putValidated(records, decodeGpu, encodeGpu, store.putGpus, options.mark)),
+        putValidated(records, decodeGpu, encodeGpu, store.putGpus, options.mark), countedIngest("gpus")),
       /** A progress mark written by `fxRates` or `gpus`. */
       mark: markReader(store.mark)
     } as const

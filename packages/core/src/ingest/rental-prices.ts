@@ -8,7 +8,7 @@ import { RentalPriceStore } from "../storage/contract.js"
 import type { MarkedWrite } from "../storage/marks.js"
 import { ReferenceDataStore } from "../storage/reference.js"
 import { rentalPriceKeys } from "../storage/tables.js"
-import { decodeRecords, instantOf, markReader, refuseIf, type Timed } from "./batch.js"
+import { countedIngest, decodeRecords, instantOf, markReader, refuseIf, type Timed } from "./batch.js"
 import { type Bound, IngestBounds } from "./bounds.js"
 import { recordDecoder } from "./record-decoder.js"
 import { type ReferenceReader, referenceReader } from "./reference-data.js"
@@ -104,7 +104,7 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
      */
     const ingest = Effect.fn("RentalPriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>, options: MarkedWrite = {}) {
       return (yield* writeVersions(store.transact, yield* decodeObservations(observations, reference, bounds.rental), rules, { mark: options.mark, rowsPerWrite: store.rowsPerWrite })).summary
-    })
+    }, countedIngest("rental"))
 
     /**
      * Marks products as no longer listed from `at`: their current rows close. Unknown keys are

@@ -10,7 +10,7 @@ import {
   TransactionStore, type TransactionView
 } from "../storage/transactions.js"
 import { type MarkedWrite, withMark } from "../storage/marks.js"
-import { decodeRecords, invalidRecords, markReader, refuseIf, writeFailure } from "./batch.js"
+import { countedIngest, decodeRecords, invalidRecords, markReader, refuseIf, writeFailure } from "./batch.js"
 import { boundIssues, IngestBounds } from "./bounds.js"
 
 /**
@@ -360,7 +360,7 @@ export class TransactionIngest extends Effect.Service<TransactionIngest>()("Mark
         }
         return Either.right({ changes: { ...changes, ...withMark(options.mark) }, result: summary })
       }).pipe(writeFailure)
-    })
+    }, countedIngest("transactions"))
 
     /**
      * Publishes every blend the pending deals can form. `record` already does so, so this

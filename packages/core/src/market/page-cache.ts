@@ -1,6 +1,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { countNow, pageCacheLookups } from "../metrics.js"
 import type { Page } from "../schema/envelope.js"
 import type { StorageError } from "../storage/contract.js"
 import type { Position } from "../storage/plan.js"
@@ -116,6 +117,9 @@ export const boundedCache = <V extends Versioned>(budget: number, cost: (key: st
   } as const
 }
 
+const HIT = { result: "hit" } as const
+const MISS = { result: "miss" } as const
+
 /**
  * The pages one market keeps in memory, least recently used first out when over its budget
  * (`PageCacheBytes`). Shared by every data type's service of the market, so one budget bounds it.
@@ -128,7 +132,11 @@ export class PageCache extends Effect.Service<PageCache>()("Market/PageCache", {
       /** Whether the cache holds anything at all (a budget of 0 turns it off). */
       enabled: budget > 0,
       /** The entry under `key` if it was read at `version`; an entry of another version is dropped. */
-      get: cache.get,
+      get: (key: string, version: string): CachedRows | undefined => {
+        const hit = cache.get(key, version)
+        countNow(pageCacheLookups, hit === undefined ? MISS : HIT)
+        return hit
+      },
       /** Keeps `rows` under `key`, evicting the least recently used entries past the budget. */
       set: cache.set,
       /** Entries held and their counted bytes, for tests and operators. */

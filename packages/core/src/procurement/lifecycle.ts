@@ -5,6 +5,7 @@ import { formatInstant, parseDateTime } from "../query/time.js"
 import type { ProcurementStatus, ResourceId, ResourceStatus } from "../schema/procurement.js"
 import type { StorageError } from "../storage/contract.js"
 import { ProcurementStore, type ProcurementRecord, type ResourceRecord } from "../storage/procurement.js"
+import { countNow, procurementStatus } from "../metrics.js"
 import { newId } from "./access.js"
 import { providerUnavailable } from "./offers.js"
 import { SupplyProvider } from "./provider.js"
@@ -33,6 +34,9 @@ export const RESOURCE_TRANSITIONS: Readonly<Record<ResourceStatus, ReadonlyArray
   deleted: []
 }
 
+/** A procurement entered `status`, counted once: by the process whose write put it there. */
+export const countStatus = (status: ProcurementStatus): Effect.Effect<void> => Effect.sync(() => countNow(procurementStatus, { status }))
+
 /** Moves procurements and resources along as their provider operations complete. */
 export class Lifecycle extends Effect.Service<Lifecycle>()("Procurement/Lifecycle", {
   effect: Effect.gen(function* () {
@@ -49,7 +53,8 @@ export class Lifecycle extends Effect.Service<Lifecycle>()("Procurement/Lifecycl
       resources: ReadonlyArray<ResourceRecord> = []
     ): Effect.Effect<ProcurementRecord, StorageError> =>
       PROCUREMENT_TRANSITIONS[r.procurement.status].includes(next.procurement.status)
-        ? Effect.flatMap(store.transitionProcurement(r.procurement.status, next, resources), (won) => (won ? Effect.succeed(next) : reread(r)))
+        ? Effect.flatMap(store.transitionProcurement(r.procurement.status, next, resources), (won) =>
+          won ? Effect.as(countStatus(next.procurement.status), next) : reread(r))
         : Effect.dieMessage(`procurement cannot move from ${r.procurement.status} to ${next.procurement.status}`)
 
     /** Takes one step if the provider has news; a provider that cannot answer leaves the record as it is. */

@@ -9,7 +9,7 @@ import { formatInstant } from "../query/time.js"
 import { type Procurement, ProcurementId, ProcurementRequest, OfferId } from "../schema/procurement.js"
 import { ProcurementStore, type ProcurementRecord } from "../storage/procurement.js"
 import { newId, ownRecord, requireProcurement } from "./access.js"
-import { Lifecycle } from "./lifecycle.js"
+import { countStatus, Lifecycle } from "./lifecycle.js"
 import { isExpired } from "./offers.js"
 
 /** An `Idempotency-Key`: 1 to 255 visible ASCII characters. */
@@ -98,6 +98,7 @@ export class Procurements extends Effect.Service<Procurements>()("Procurement/Pr
         }
         const outcome = yield* Effect.mapError(store.createProcurement(record), unavailable)
         if (!outcome.created) return yield* replay(outcome.record, offerId)
+        yield* countStatus(outcome.record.procurement.status)
         const advanced = yield* lifecycle.advanceProcurement(outcome.record)
         return { procurement: advanced.procurement, created: true } satisfies ProcurementResult
       }),

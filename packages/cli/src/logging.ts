@@ -1,0 +1,114 @@
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as FiberRef from "effect/FiberRef"
+import * as HashMap from "effect/HashMap"
+import * as HashSet from "effect/HashSet"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+
+/**
+ * Which log lines a command writes (`--log-level` or `$GPU_MARKET_LOG_LEVEL`, default `info`)
+ * and, for the server, how: to stderr (stdout carries the banner), as one JSON object per line or
+ * for a person to read, per `$GPU_MARKET_LOG_FORMAT` (default: pretty on a terminal, JSON
+ * otherwise). Other commands keep the runtime's own logger: what they log is for a person, and
+ * so is the one line a failure ends with.
+ */
+
+/** The levels `--log-level` and `$GPU_MARKET_LOG_LEVEL` take, as @effect/cli's own option lists them (and `warn`). */
+const LEVELS: Readonly<Record<string, LogLevel.LogLevel>> = {
+  ...Object.fromEntries(LogLevel.allLevels.map((level) => [level._tag.toLowerCase(), level])),
+  warn: LogLevel.Warning
+}
+
+const FORMATS = ["json", "pretty"] as const
+
+/** The command line without `--log-level`, and the level it named, wherever it stood. */
+export interface LogLevelArgument {
+  readonly argv: ReadonlyArray<string>
+  readonly level: string | undefined
+}
+
+/**
+ * Takes `--log-level <level>` (or `--log-level=<level>`) out of `argv`, before or after the
+ * subcommand and among its options: @effect/cli reads its built-in option only right after a
+ * command's name, and calls it an unknown argument anywhere else. Nothing after `--` is touched.
+ */
+export const takeLogLevel = (argv: ReadonlyArray<string>): LogLevelArgument => {
+  const rest: Array<string> = []
+  let level: string | undefined
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (arg === "--") {
+      rest.push(...argv.slice(i))
+      break
+    }
+    if (arg === "--log-level") level = argv[++i] ?? ""
+    else if (arg.startsWith("--log-level=")) level = arg.slice("--log-level=".length)
+    else rest.push(arg)
+  }
+  return { argv: rest, level }
+}
+
+/** How a command logs. */
+export interface Logging {
+  /** The minimum level, for every command. */
+  readonly level: Layer.Layer<never>
+  /** The server's logger, replacing the runtime's, at that level. */
+  readonly server: Layer.Layer<never>
+}
+
+/** The server's logging, as the command it runs under provides it. */
+export class ServerLogging extends Context.Tag("@gpu-market/cli/ServerLogging")<ServerLogging, Layer.Layer<never>>() {}
+
+/**
+ * Runs `main` with the logging the `flag` and the environment ask for, or prints why they cannot
+ * be had, one line on stderr, and exits 1 before anything starts.
+ */
+export const withLogging = (flag: string | undefined, main: (logging: Logging) => void): void =>
+  Either.match(loggingOf(flag), {
+    onLeft: (problem) => {
+      process.stderr.write(`gpu-market: ${problem}\n`)
+      process.exitCode = 1
+    },
+    onRight: main
+  })
+
+/** Renders a log message: its parts as text, joined by spaces. */
+const text = (message: unknown): string =>
+  (Array.isArray(message) ? message : [message]).map((part) => (typeof part === "string" ? part : JSON.stringify(part))).join(" ")
+
+/**
+ * One JSON object per line: `time`, `level`, `msg`, the log's annotations in name order (the same
+ * order on every line), and `error` when a cause came with it.
+ */
+const jsonLines = Logger.make(({ annotations, cause, date, logLevel, message }) => {
+  const line: Record<string, unknown> = { time: date.toISOString(), level: logLevel.label.toLowerCase(), msg: text(message) }
+  for (const [key, value] of HashMap.toEntries(annotations).sort(([a], [b]) => (a < b ? -1 : 1))) line[key] = value
+  if (!Cause.isEmpty(cause)) line.error = Cause.pretty(cause, { renderErrorCause: true })
+  process.stderr.write(`${JSON.stringify(line)}\n`)
+})
+
+/**
+ * The logging of `flag` (`--log-level`, else `$GPU_MARKET_LOG_LEVEL`) and `$GPU_MARKET_LOG_FORMAT`,
+ * or a line that names the setting when either is not one it takes.
+ */
+const loggingOf = (flag: string | undefined): Either.Either<Logging, string> => {
+  const fromEnv = process.env.GPU_MARKET_LOG_LEVEL
+  const [source, name] = flag !== undefined ? ["--log-level", flag] : ["GPU_MARKET_LOG_LEVEL", fromEnv === undefined || fromEnv === "" ? "info" : fromEnv]
+  const level = LEVELS[name.toLowerCase()]
+  if (level === undefined) return Either.left(`${source} is ${JSON.stringify(name)}; expected one of ${Object.keys(LEVELS).join(", ")}`)
+  const format = process.env.GPU_MARKET_LOG_FORMAT ?? ""
+  if (format !== "" && !(FORMATS as ReadonlyArray<string>).includes(format)) {
+    return Either.left(`GPU_MARKET_LOG_FORMAT is ${JSON.stringify(format)}; expected ${FORMATS.join(" or ")}`)
+  }
+  const pretty = format === "pretty" || (format === "" && process.stderr.isTTY === true)
+  const logger = pretty ? Logger.prettyLogger({ stderr: true }) : jsonLines
+  // In place of Effect's default logger and of the pretty one `runMain` puts there.
+  const loggers = Layer.scopedDiscard(Effect.locallyScopedWith(FiberRef.currentLoggers, (set) =>
+    HashSet.add(HashSet.remove(HashSet.remove(set, Logger.defaultLogger), Logger.prettyLoggerDefault), logger)))
+  const minimum = Logger.minimumLogLevel(level)
+  return Either.right({ level: minimum, server: Layer.merge(loggers, minimum) })
+}

@@ -1,0 +1,142 @@
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as MetricLabel from "effect/MetricLabel"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import { countNow, storageCallSeconds, storageErrors, storageShortCircuits, storageUp } from "../metrics.js"
+import { RateLimitStore, RentalPriceStore, SettingsStore, type Storage, StorageError, TokenStore } from "./contract.js"
+import { HardwarePriceStore } from "./hardware.js"
+import { IndexStore } from "./indexes.js"
+import { LlmTokenPriceStore } from "./llm-token-prices.js"
+import { ProcurementStore } from "./procurement.js"
+import { ReferenceDataStore } from "./reference.js"
+import { storageContext, type Stores } from "./stores.js"
+import { TransactionStore } from "./transactions.js"
+
+/**
+ * A circuit breaker around a storage, and its metrics. A storage that stalls (a frozen Redis)
+ * fails each call only when the backend's own timeout runs out, so every request would wait
+ * that long for its 503. After `failureThreshold` calls in a row fail with storage trouble the
+ * breaker opens: every call fails at once with a `StorageError` and never reaches the backend,
+ * while one probe (the token store's version, one cheap read) tries it every `probeIntervalMs`;
+ * the first probe that succeeds closes the breaker. Opening and closing are logged. Every call
+ * that reaches the backend is timed by operation (`Store.method`), and storage trouble counted.
+ */
+
+/** When the breaker opens, and how often it probes while open. */
+export interface BreakerOptions {
+  /** Calls in a row that fail with storage trouble before calls fail fast; default 3. */
+  readonly failureThreshold?: number
+  /** Wait between probes while open, in ms; default 1000. */
+  readonly probeIntervalMs?: number
+}
+
+/** A store's every effect, and every effect its functions return, passed through `guard(operation)`. */
+const guardStore = <S extends object>(
+  name: string,
+  store: S,
+  guard: (operation: string) => <A, E, R>(call: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StorageError, R>
+): S => {
+  const guarded: Record<string, unknown> = {}
+  for (const [key, member] of Object.entries(store)) {
+    const through = guard(`${name}.${key}`)
+    guarded[key] = Effect.isEffect(member)
+      ? through(member)
+      : typeof member === "function"
+        ? (...args: Array<unknown>) => {
+          const out: unknown = member.apply(store, args)
+          return Effect.isEffect(out) ? through(out) : out
+        }
+        : member
+  }
+  // Each member keeps its type: an effect stays an effect of the same success and error.
+  return guarded as S
+}
+
+/** The text of a failure's cause, for a log line. */
+const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+/**
+ * `storage` behind a circuit breaker (see above). The breaker and its probe live as long as the
+ * layer; the stores it provides are the backend's, each call guarded.
+ */
+export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options: BreakerOptions = {}): Layer.Layer<Storage, E, R> => {
+  const threshold = options.failureThreshold ?? 3
+  const interval = options.probeIntervalMs ?? 1000
+  const notTried = `not tried: storage failed ${threshold} times in a row, and is probed every ${interval} ms until it answers`
+  return Layer.scopedContext(Effect.gen(function* () {
+    const context = yield* Effect.context<Storage>()
+    const scope = yield* Effect.scope
+    let failures = 0
+    let open = false
+    storageUp.unsafeUpdate(1, [])
+
+    const probe = Context.get(context, TokenStore).version.pipe(
+      Effect.delay(`${interval} millis`),
+      Effect.retry(Schedule.spaced(`${interval} millis`)),
+      Effect.zipRight(Effect.sync(() => {
+        open = false
+        failures = 0
+        storageUp.unsafeUpdate(1, [])
+      })),
+      Effect.zipRight(Effect.logInfo("storage is reachable again; calls go through"))
+    )
+
+    /** A call failed with storage trouble: the breaker opens on the `threshold`th in a row. */
+    const failed = (operation: string, error: StorageError): Effect.Effect<void> => {
+      failures++
+      countNow(storageErrors, { operation })
+      if (open || failures < threshold) return Effect.void
+      open = true
+      storageUp.unsafeUpdate(0, [])
+      return Effect.logWarning("storage is unavailable; calls fail at once until a probe reaches it").pipe(
+        Effect.annotateLogs({ operation, error: describe(error.cause), failures }),
+        Effect.zipRight(Effect.forkIn(probe, scope))
+      )
+    }
+
+    const guard = (operation: string) => {
+      const tags = [MetricLabel.make("operation", operation)]
+      return <A, E2, R2>(call: Effect.Effect<A, E2, R2>): Effect.Effect<A, E2 | StorageError, R2> =>
+        Effect.suspend((): Effect.Effect<A, E2 | StorageError, R2> => {
+          if (open) {
+            countNow(storageShortCircuits, {})
+            return Effect.fail(new StorageError({ operation: notTried, cause: undefined }))
+          }
+          const start = performance.now()
+          return Effect.onExit(call, (exit) => {
+            storageCallSeconds.unsafeUpdate((performance.now() - start) / 1000, tags)
+            if (Exit.isSuccess(exit)) {
+              failures = 0
+              return Effect.void
+            }
+            const error = Cause.failureOption(exit.cause)
+            if (Option.isNone(error)) return Effect.void
+            if (error.value instanceof StorageError) return failed(operation, error.value)
+            // Any other failure is the store's answer (a write its `decide` refused): storage is up.
+            failures = 0
+            return Effect.void
+          })
+        })
+    }
+
+    const guarded = <I extends Storage, S extends object>(tag: Context.Tag<I, S>): S =>
+      guardStore(tag.key.split("/").pop()!, Context.get(context, tag), guard)
+    const stores: Stores = {
+      rentalStore: guarded(RentalPriceStore),
+      tokenStore: guarded(TokenStore),
+      rateLimitStore: guarded(RateLimitStore),
+      settingsStore: guarded(SettingsStore),
+      hardwarePriceStore: guarded(HardwarePriceStore),
+      llmTokenPriceStore: guarded(LlmTokenPriceStore),
+      transactionStore: guarded(TransactionStore),
+      indexStore: guarded(IndexStore),
+      procurementStore: guarded(ProcurementStore),
+      referenceDataStore: guarded(ReferenceDataStore)
+    }
+    return storageContext(stores)
+  })).pipe(Layer.provide(storage))
+}
