@@ -71,12 +71,25 @@ export const get = async (url: string) => {
   return { status: response.status, contentType: response.headers.get("content-type") ?? "", text }
 }
 
-export const startServer = async (name: string, script: string, env: Record<string, string>, pathAndQuery = PATH): Promise<Server> => {
+export const startServer = async (name: string, script: string, env: Record<string, string>, pathAndQuery = PATH): Promise<Server> =>
+  startProcess(name, (port) => ({ args: ["--import", "tsx", path.join(BENCH_DIR, script)], env: { ...env, BENCH_PORT: String(port) } }), pathAndQuery)
+
+/**
+ * A server process on a free port, once it answers `pathAndQuery`. Its stdout is the bench's;
+ * its stderr is kept, the last few KiB of it, for the error if it never answers (a server's
+ * request log would flood the bench's output, and writing it is part of what is measured).
+ */
+export const startProcess = async (
+  name: string,
+  spec: (port: number) => { readonly args: ReadonlyArray<string>; readonly env: Record<string, string> },
+  pathAndQuery = PATH
+): Promise<Server> => {
   const port = await freePort()
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(BENCH_DIR, script)], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...env, BENCH_PORT: String(port) },
-    stdio: ["ignore", "inherit", "inherit"]
+  const { args, env } = spec(port)
+  const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "pipe"] })
+  let stderr = ""
+  child.stderr!.on("data", (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4096)
   })
   const server: Server = {
     name,
@@ -86,14 +99,14 @@ export const startServer = async (name: string, script: string, env: Record<stri
   }
   const deadline = Date.now() + 60_000
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`${name} server exited with code ${child.exitCode} before it answered`)
+    if (child.exitCode !== null) throw new Error(`${name} server exited with code ${child.exitCode} before it answered:\n${stderr}`)
     try {
       await get(server.url)
       return server
     } catch (e) {
       if (Date.now() > deadline) {
         await server.stop()
-        throw new Error(`${name} server did not answer within 60 s: ${String(e)}`)
+        throw new Error(`${name} server did not answer within 60 s: ${String(e)}\n${stderr}`)
       }
       await sleep(100)
     }

@@ -8,24 +8,35 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { startRedis } from "../test/support/redis"
-import { BENCH_TOKEN, configFromEnv, DATA_DIR } from "./config"
+import { BENCH_TOKEN, configFromEnv, DATA_DIR, REPO_ROOT } from "./config"
 import { benchPrincipal, issueBenchToken, openMarket } from "./core-bench"
-import { get, load, type LoadRun, type Server, startServer } from "./http-bench"
+import { get, load, type LoadRun, type Server, startProcess, startServer } from "./http-bench"
 import { ensureMarket, type MarketInfo, productRows } from "./market"
 import { median } from "./stats"
 
 /**
  * (l) Serving speed, on SQLite and on Redis, each pair loaded in turn by autocannon at
  * `CONNECTIONS` connections from a process of its own:
- * - hot: the same `/latest` page of 100 asked again and again, the real server (page cache on,
- *   as `gpu-market serve` runs) against a bare `node:http` server answering that page's bytes
- *   from memory, the machine's ceiling;
+ * - hot: the same `/latest` page of 100 asked again and again, `gpu-market serve` itself (its
+ *   request log, breaker and rate limits as deployed) against a bare `node:http` server
+ *   answering that page's bytes from memory, the machine's ceiling;
  * - cold: every request a query no request asked before, so no cache can answer it, the real
  *   server against the hand-written node:http + better-sqlite3 baseline running the same query.
  * The Redis server holds the quick market (a million rows take too long to load); its cold
  * baseline reads the quick market's SQLite file, the same rows. Runs inside `npm run bench`, or
  * alone: `BENCH_ONLY=l npm run bench`.
  */
+
+/** The command line's entry point: the server measured is `gpu-market serve` itself. */
+const CLI = path.join(REPO_ROOT, "packages", "cli", "dist", "main.js")
+
+/**
+ * `gpu-market serve` as a deployment runs it over `storage` (its `--db` or `--redis` options):
+ * without demo seeding, which would write demo rows into the market being measured, with its
+ * defaults otherwise (rate limits, page cache, request log at info on stderr, circuit breaker).
+ */
+const startServe = (storage: ReadonlyArray<string>) =>
+  startProcess("gpu-market", (port) => ({ args: [CLI, "serve", ...storage, "--port", String(port)], env: { GPU_MARKET_LOG_FORMAT: "json" } }))
 
 /** The real server's hot page against the ceiling: at least this share of what the machine can do. */
 export const HOT_TARGET = 0.5
@@ -163,7 +174,7 @@ export const runServingBench = async (quick: boolean, log: (line: string) => voi
     await tokens.dispose()
   }
   try {
-    const adapter = await startServer("gpu-market", "serve-adapter.ts", { BENCH_DB: market.file })
+    const adapter = await startServe(["--db", market.file])
     servers.push(adapter)
     const sqlite = await hotAndCold(adapter, market.file, "sqlite", plan, log, servers)
     await stopAll()
@@ -179,7 +190,7 @@ export const runServingBench = async (quick: boolean, log: (line: string) => voi
         await auth.dispose()
       }
       log(`  loaded in ${loadSeconds.toFixed(1)} s`)
-      const onRedis = await startServer("gpu-market", "serve-adapter.ts", { BENCH_REDIS_URL: redisServer.url, BENCH_REDIS_PREFIX: "bench" })
+      const onRedis = await startServe(["--redis", redisServer.url, "--redis-prefix", "bench"])
       servers.push(onRedis)
       const redis = await hotAndCold(onRedis, quickMarket.file, "redis", plan, log, servers)
       await stopAll()
@@ -241,7 +252,7 @@ export const servingMarkdown = (r: ServingResults): string => {
 
 Each server in a child process of its own, loaded in turn by autocannon in a third (${r.connections} connections, no pipelining), ${r.runs} × ${r.seconds} s runs per server after a warm-up, alternating; figures are medians over runs. The served page is \`/v2/gpu/rental/prices/latest?gpu_canonical_name=h100-sxm&sort_by=price_usd_per_gpu_hour&page_size=100\` (${n0(r.bodyBytes)} bytes).
 
-- **Hot**: that page again and again, as \`gpu-market serve\` runs it (rate limits in the process on SQLite, shared on Redis; page cache on), against a bare \`node:http\` server answering the same bytes from memory with no routing, auth or rate limit: the machine's ceiling.
+- **Hot**: that page again and again, \`gpu-market serve\` itself (rate limits in the process on SQLite, shared on Redis; page cache and replayed answers on; its JSON request log at info, one line per request to a pipe), against a bare \`node:http\` server answering the same bytes from memory with no routing, auth or rate limit: the machine's ceiling.
 - **Cold**: every request a query no request asked before (\`max_price_usd_per_gpu_hour\` above every price, a new value each time: the same 100 rows, nothing any cache can answer), against the hand-written \`node:http\` + better-sqlite3 server running the same query with object rows and \`JSON.stringify\` (no auth, no rate limit, no signing). Both answer the first cold query with the same rows (checked).
 - **Redis**: the server over a redis-server started by the bench and loaded with the quick market (${n0(r.redis.market.rows)} rows, loaded in ${r.redis.loadSeconds.toFixed(0)} s; a million rows take too long to load), against the same ceiling and a baseline over the quick market's SQLite file (the same rows).
 
