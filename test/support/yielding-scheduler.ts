@@ -14,4 +14,6 @@ import * as Scheduler from "effect/Scheduler"
  * stretch without a turn is one call that does not return (the demo's hardware prices, one SQLite
  * transaction: 8 s on an idle machine), not a whole seed.
  */
-;(Scheduler.defaultScheduler as { maxNextTickBeforeTimer: number }).maxNextTickBeforeTimer = 1
+const scheduler = Scheduler.defaultScheduler
+if (!(scheduler instanceof Scheduler.MixedScheduler)) throw new Error("Effect's default scheduler is no MixedScheduler any more: revisit test/support/yielding-scheduler.ts")
+;(scheduler as { maxNextTickBeforeTimer: number }).maxNextTickBeforeTimer = 1

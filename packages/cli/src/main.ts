@@ -39,6 +39,18 @@ const serveCommand = Command.make("serve", {
     Options.withDescription("memory for hot pages in MB, 0 to turn the page cache off; default $GPU_MARKET_PAGE_CACHE_MB or 64"),
     Options.optional
   ),
+  headersTimeoutMs: Options.integer("headers-timeout-ms").pipe(
+    Options.withDescription("milliseconds a client may take to send a request's head (line and headers) before it gets a 408; default $GPU_MARKET_HEADERS_TIMEOUT_MS or 10000"),
+    Options.optional
+  ),
+  requestTimeoutMs: Options.integer("request-timeout-ms").pipe(
+    Options.withDescription("milliseconds a client may take to send a whole request, body included, before it gets a 408; default $GPU_MARKET_REQUEST_TIMEOUT_MS or 30000"),
+    Options.optional
+  ),
+  keepAliveTimeoutMs: Options.integer("keep-alive-timeout-ms").pipe(
+    Options.withDescription("milliseconds an idle keep-alive connection stays open (behind a proxy, above its idle timeout); default $GPU_MARKET_KEEP_ALIVE_TIMEOUT_MS or 5000"),
+    Options.optional
+  ),
   ...storageOptions
 }, (o) => Effect.gen(function* () {
   const port = Option.getOrElse(o.port, () => Number(process.env.PORT ?? 8787))
@@ -48,7 +60,12 @@ const serveCommand = Command.make("serve", {
   const name = yield* describeStorage(o)
   const rateLimits = yield* rateLimitModeOf(o, o.rateLimits)
   const pageCacheMb = yield* Option.match(o.pageCacheMb, { onNone: () => pageCacheMbFromEnvironment, onSome: Effect.succeed })
-  return yield* serve({ storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb })
+  const timeouts = {
+    headersMs: Option.getOrUndefined(o.headersTimeoutMs),
+    requestMs: Option.getOrUndefined(o.requestTimeoutMs),
+    keepAliveMs: Option.getOrUndefined(o.keepAliveTimeoutMs)
+  }
+  return yield* serve({ storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb, timeouts })
 })
 ).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))
 
