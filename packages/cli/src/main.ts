@@ -1,14 +1,14 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { IndexComputation, RATE_LIMIT_MODES } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import { createRequire } from "node:module"
 import { importCommand } from "./import.js"
+import { runMain, standardConsole, UsageError } from "./output.js"
 import { makeProgress } from "./progress.js"
 import { storageOptions } from "./options.js"
 import { describeStorage, marketOn, rateLimitModeOf, storageOn } from "./storage.js"
@@ -112,10 +112,15 @@ const compute = Command.make("compute", {
   Effect.gen(function* () {
     const computation = yield* IndexComputation
     const summary = Option.isSome(o.from) && Option.isSome(o.to)
-      ? yield* computation.computeRange(o.from.value, o.to.value)
+      ? yield* computation.computeRange(o.from.value, o.to.value).pipe(
+        // The range's bounds are the flags' values: a bound that does not parse is the command line's fault.
+        Effect.catchTag("ValidationFailed", (e) => new UsageError({
+          message: e.errors.map((i) => `${i.parameter === "start" ? "--from" : i.parameter === "end" ? "--to" : i.parameter}: ${i.message}`).join("; ")
+        }))
+      )
       : Option.isNone(o.from) && Option.isNone(o.to)
         ? yield* computation.computeDue()
-        : yield* Effect.fail("give both --from and --to, or neither (everything due now)")
+        : yield* new UsageError({ message: "give both --from and --to, or neither (everything due now)" })
     yield* Console.log(`computed ${summary.values} values over ${summary.intervals} intervals of ${summary.indices} indices`)
   }).pipe(Effect.provide(marketOn(o)))
 ).pipe(Command.withDescription("Compute index values: everything due now, or a range again with --from/--to."))
@@ -126,12 +131,15 @@ const indexes = Command.make("indexes").pipe(
 )
 
 const root = Command.make("gpu-market").pipe(
-  Command.withDescription("The GPU market data API and its data: serve, seed, import, tokens, indexes."),
-  Command.withSubcommands([serveCommand, seed, importCommand, tokensCommand, indexes])
+  Command.withDescription(`The GPU market data API and its data: serve, seed, import, tokens, indexes. An error is one line on stderr (exit 2 for a command line that cannot work, 1 otherwise); add --verbose anywhere to see its cause.`),
+  Command.withSubcommands([serveCommand, seed, importCommand, tokensCommand, indexes]),
+  // @effect/cli itself writes through a console of its own (./output.js); the commands write through the process's.
+  (command) => Command.transformHandler(command, (effect) => Effect.withConsole(effect, standardConsole))
 )
+
+/** Every command's name, for errors and usage lines to name the command run. */
+const names = new Set([Command.getSubcommands(root), Command.getSubcommands(tokensCommand), Command.getSubcommands(indexes)].flatMap((m) => [...HashMap.keys(m)]))
 
 // The version the package was installed at: package.json sits one folder above dist/.
 const { version } = createRequire(import.meta.url)("../package.json") as { readonly version: string }
-const cli = Command.run(root, { name: "gpu-market", version })
-
-cli(process.argv).pipe(Effect.provide(NodeContext.layer), NodeRuntime.runMain)
+runMain(Command.run(root, { name: "gpu-market", version }), process.argv, names)

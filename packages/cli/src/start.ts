@@ -1,6 +1,6 @@
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { runMain } from "./output.js"
 import { pageCacheMbFromEnvironment, serve } from "./serve.js"
 import { describeStorage, fromEnvironment, rateLimitModeOf, storageOn } from "./storage.js"
 
@@ -19,9 +19,9 @@ const demo = process.env.GPU_MARKET_DEMO !== "0"
 const corsOrigins = [process.env.GPU_MARKET_CORS_ORIGINS ?? ""]
 // GPU_MARKET_REDIS_URL switches to Redis (keys under GPU_MARKET_REDIS_PREFIX); SQLite otherwise.
 // GPU_MARKET_PAGE_CACHE_MB sizes the page cache (0 turns it off).
-NodeRuntime.runMain(Effect.gen(function* () {
+runMain(() => Effect.gen(function* () {
   const name = yield* describeStorage(fromEnvironment)
   const rateLimits = yield* rateLimitModeOf(fromEnvironment, Option.none())
   const pageCacheMb = yield* pageCacheMbFromEnvironment
   return yield* serve({ storage: { layer: storageOn(fromEnvironment), name }, port, host, baseUrl, demo, corsOrigins, rateLimits, pageCacheMb })
-}))
+}), process.argv)
