@@ -95,9 +95,11 @@ describe("gpu-market CLI", () => {
   }, 120_000)
 
   it("help names the whole command in its usage line, and has no colour off a terminal", async () => {
-    for (const command of [["tokens", "create"], ["indexes", "compute"], ["serve"]]) {
-      // NO_COLOR empty counts as unset: only the pipe keeps the colour out.
-      const r = await runWith({ NO_COLOR: "" }, ...command, "--help")
+    const commands = [["tokens", "create"], ["indexes", "compute"], ["serve"]]
+    // NO_COLOR empty counts as unset: only the pipe keeps the colour out.
+    const helps = await Promise.all(commands.map((command) => runWith({ NO_COLOR: "" }, ...command, "--help")))
+    for (const [i, command] of commands.entries()) {
+      const r = helps[i]!
       assert.strictEqual(r.code, 0, r.stderr)
       assert.match(r.stdout, new RegExp(`^gpu-market ${command.join(" ")} \\[?--`, "m"))
       assert.notMatch(r.stdout, /^\$ /m)
@@ -113,32 +115,41 @@ describe("gpu-market CLI", () => {
       assert.match(r.stderr.trim(), line)
       assert.notMatch(r.stderr, /ERROR|_tag|\{|file:\/\/|\bat \S+ \(/)
     }
-    oneLine(await run("seed", "--size", "tiny", "--db", DB), 2, /^gpu-market seed: .*small, medium, large.*\(see gpu-market seed --help\)$/)
-    oneLine(await run("tokens", "create", "--db", DB), 2, /^gpu-market tokens create: .*'--name'/)
-    oneLine(await run("frob"), 2, /^gpu-market: .*'serve', 'seed', 'import', 'tokens', 'indexes'/)
     const compute = ["indexes", "compute", "--from", "yesterday", "--to", "today", "--db", DB]
-    oneLine(await run(...compute), 2, /^gpu-market indexes compute: --from: expected an ISO 8601 datetime or a YYYY-MM-DD date \(see gpu-market indexes compute --help\)$/)
-    oneLine(await runWith({ GPU_MARKET_PAGE_CACHE_MB: "lots" }, "serve", "--db", DB), 1, /^gpu-market serve: GPU_MARKET_PAGE_CACHE_MB is "lots"; expected a whole number of MB/)
-    const verbose = await run(...compute, "--verbose")
-    assert.strictEqual(verbose.code, 2)
-    const [first, ...cause] = verbose.stderr.trim().split("\n")
-    assert.strictEqual(`${first}\n`, (await run(...compute)).stderr)
+    const [size, name, command, from, cacheSize, verbose] = await Promise.all([
+      run("seed", "--size", "tiny", "--db", DB),
+      run("tokens", "create", "--db", DB),
+      run("frob"),
+      run(...compute),
+      runWith({ GPU_MARKET_PAGE_CACHE_MB: "lots" }, "serve", "--db", DB),
+      run(...compute, "--verbose")
+    ])
+    oneLine(size!, 2, /^gpu-market seed: .*small, medium, large.*\(see gpu-market seed --help\)$/)
+    oneLine(name!, 2, /^gpu-market tokens create: .*'--name'/)
+    oneLine(command!, 2, /^gpu-market: .*'serve', 'seed', 'import', 'tokens', 'indexes'/)
+    oneLine(from!, 2, /^gpu-market indexes compute: --from: expected an ISO 8601 datetime or a YYYY-MM-DD date \(see gpu-market indexes compute --help\)$/)
+    oneLine(cacheSize!, 1, /^gpu-market serve: GPU_MARKET_PAGE_CACHE_MB is "lots"; expected a whole number of MB/)
+    assert.strictEqual(verbose!.code, 2)
+    const [first, ...cause] = verbose!.stderr.trim().split("\n")
+    assert.strictEqual(`${first}\n`, from!.stderr)
     assert.isAbove(cause.length, 0)
     assert.include(cause.join("\n"), "UsageError")
   }, 120_000)
 
   it("tokens create refuses a token that reads nothing, and --indices or --legacy without the indexes grant", async () => {
-    for (const [args, says] of [
+    const refusals = [
       [[], "a token with no --grant can read nothing"],
       [["--grant", "rental", "--indices", "gpu-h100-sxm-na-daily"], "--indices needs --grant indexes"],
       [["--grant", "rental:all", "--legacy"], "--legacy needs --grant indexes"],
       [["--grant", "rentals"], "--grant rentals: expected <type>[:<history>]"]
-    ] as const) {
-      const r = await run("tokens", "create", "--name", "Useless", "--id", "useless", ...args, "--db", DB)
+    ] as const
+    const refused = await Promise.all(refusals.map(([args]) => run("tokens", "create", "--name", "Useless", "--id", "useless", ...args, "--db", DB)))
+    refusals.forEach(([, says], i) => {
+      const r = refused[i]!
       assert.strictEqual(r.code, 2, r.stderr)
       assert.include(r.stderr, says)
       assert.strictEqual(r.stdout, "", "no secret printed")
-    }
+    })
     assert.notInclude((await run("tokens", "list", "--db", DB)).stdout, "useless")
     const procurementOnly = await run("tokens", "create", "--name", "Buyer only", "--id", "buyer-only", "--procurement", "--db", DB)
     assert.strictEqual(procurementOnly.code, 0, procurementOnly.stderr)

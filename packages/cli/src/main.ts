@@ -8,7 +8,7 @@ import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import { createRequire } from "node:module"
 import { importCommand } from "./import.js"
-import { runMain, standardConsole, UsageError } from "./output.js"
+import { type CommandTree, runMain, standardConsole, UsageError } from "./output.js"
 import { makeProgress } from "./progress.js"
 import { storageOptions } from "./options.js"
 import { describeStorage, marketOn, rateLimitModeOf, storageOn } from "./storage.js"
@@ -137,9 +137,11 @@ const root = Command.make("gpu-market").pipe(
   (command) => Command.transformHandler(command, (effect) => Effect.withConsole(effect, standardConsole))
 )
 
-/** Every command's name, for errors and usage lines to name the command run. */
-const names = new Set([Command.getSubcommands(root), Command.getSubcommands(tokensCommand), Command.getSubcommands(indexes)].flatMap((m) => [...HashMap.keys(m)]))
+/** The commands by name, for errors and usage lines to name the command run. */
+const namesOf = (subcommands: HashMap.HashMap<string, unknown>) => [...HashMap.keys(subcommands)]
+const groups: Record<string, ReadonlyArray<string>> = { tokens: namesOf(Command.getSubcommands(tokensCommand)), indexes: namesOf(Command.getSubcommands(indexes)) }
+const tree: CommandTree = Object.fromEntries(namesOf(Command.getSubcommands(root)).map((name) => [name, Object.fromEntries((groups[name] ?? []).map((sub) => [sub, {}]))]))
 
 // The version the package was installed at: package.json sits one folder above dist/.
 const { version } = createRequire(import.meta.url)("../package.json") as { readonly version: string }
-runMain(Command.run(root, { name: "gpu-market", version }), process.argv, names)
+runMain(Command.run(root, { name: "gpu-market", version }), process.argv, tree)

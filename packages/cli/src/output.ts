@@ -35,11 +35,22 @@ const colour = () => process.stdout.isTTY === true && (process.env.NO_COLOR ?? "
 /** Text as one line of plain words. */
 const oneLine = (text: string) => text.replace(ANSI, "").replace(/\s+/g, " ").trim()
 
-/** The words of `args` that name commands, down to the one named last: `["tokens", "create"]`. */
-const commandPath = (args: ReadonlyArray<string>, names: ReadonlySet<string>, last?: string): ReadonlyArray<string> => {
-  const words = args.filter((a) => names.has(a))
-  const end = last === undefined ? words.length - 1 : words.indexOf(last)
-  return words.slice(0, end + 1)
+/** Commands by name, each with its own subcommands. */
+export interface CommandTree {
+  readonly [name: string]: CommandTree
+}
+
+/** The words of `args` that name a command and then its subcommands, down to the one named `last`: `["tokens", "create"]`. */
+const commandPath = (args: ReadonlyArray<string>, tree: CommandTree, last?: string): ReadonlyArray<string> => {
+  const path: Array<string> = []
+  let level = tree
+  for (const arg of args) {
+    if (last !== undefined && path.at(-1) === last) break
+    if (!Object.hasOwn(level, arg)) continue
+    path.push(arg)
+    level = level[arg]!
+  }
+  return last === undefined || path.includes(last) ? path : []
 }
 
 /**
@@ -47,10 +58,10 @@ const commandPath = (args: ReadonlyArray<string>, names: ReadonlySet<string>, la
  * should be none and with usage lines in full, and none of its own error printing, which the
  * one-line report replaces. Commands run with the standard console (`standardConsole`).
  */
-const cliConsole = (args: ReadonlyArray<string>, names: ReadonlySet<string>): Console.Console => {
+const cliConsole = (args: ReadonlyArray<string>, tree: CommandTree): Console.Console => {
   const shown = (text: unknown) => {
     if (typeof text !== "string") return text
-    const full = text.replace(/^\$ (\S+)/gm, (_, leaf: string) => [COMMAND, ...commandPath(args, names, leaf)].join(" "))
+    const full = text.replace(/^\$ (\S+)/gm, (_, leaf: string) => [COMMAND, ...commandPath(args, tree, leaf)].join(" "))
     return colour() ? full : full.replace(ANSI, "")
   }
   return { ...standardConsole, log: (...texts) => standardConsole.log(...texts.map(shown)), error: () => Effect.void }
@@ -89,21 +100,20 @@ const reportOf = (cause: Cause.Cause<unknown>, where: string): { readonly line: 
 
 /**
  * Runs a program for the command line `argv` (`process.argv`) to its end, as `NodeRuntime.runMain`
- * does, reporting a failure as one line and setting the exit code; `names` are every command's
- * name, for the errors and usage lines to name the command run. Interruption (Ctrl-C) is left
- * to the runtime.
+ * does, reporting a failure as one line and setting the exit code; `tree` holds the commands, for
+ * the errors and usage lines to name the command run. Interruption (Ctrl-C) is left to the runtime.
  */
 export const runMain = (
   program: (args: ReadonlyArray<string>) => Effect.Effect<void, unknown, NodeContext.NodeContext>,
   argv: ReadonlyArray<string>,
-  names: ReadonlySet<string> = new Set()
+  tree: CommandTree = {}
 ): void => {
   const dashes = argv.indexOf("--")
   const verbose = argv.some((a, i) => a === VERBOSE && (dashes < 0 || i < dashes))
   const args = argv.filter((a, i) => a !== VERBOSE || (dashes >= 0 && i > dashes))
-  const where = [COMMAND, ...commandPath(args.slice(2), names)].join(" ")
+  const where = [COMMAND, ...commandPath(args.slice(2), tree)].join(" ")
   program(args).pipe(
-    Effect.withConsole(cliConsole(args.slice(2), names)),
+    Effect.withConsole(cliConsole(args.slice(2), tree)),
     Effect.catchAllCause((cause) => {
       if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
       const report = reportOf(cause, where)
