@@ -18,7 +18,7 @@ import * as Option from "effect/Option"
  */
 
 /** The command's own name, as the usage lines and errors give it. */
-export const COMMAND = "gpu-market"
+const COMMAND = "gpu-market"
 
 /** A command line a command finds cannot work: reported as @effect/cli's own usage errors are. */
 export class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
