@@ -73,7 +73,10 @@ describe("gpu-market CLI", () => {
   it("--help of every command exits 0 and names its options", async () => {
     const cases: ReadonlyArray<readonly [ReadonlyArray<string>, ReadonlyArray<string>]> = [
       [[], ["serve", "seed", "import", "tokens", "indexes"]],
-      [["serve"], ["--db", "--redis", "--redis-prefix", "--port", "--host", "--base-url", "--demo", "--cors-origin", "--rate-limits", "process", "shared", "--page-cache-mb"]],
+      [["serve"], [
+        "--db", "--redis", "--redis-prefix", "--port", "--host", "--base-url", "--demo", "--cors-origin", "--rate-limits", "process", "shared", "--page-cache-mb",
+        "--headers-timeout-ms", "--request-timeout-ms", "--keep-alive-timeout-ms"
+      ]],
       [["seed"], ["--size", "--days", "--vendors", "--gpus", "--db"]],
       [["import"], ["--type", "--format", "--db", "rental", "csv"]],
       [["tokens"], ["create", "list", "revoke"]],
@@ -89,6 +92,70 @@ describe("gpu-market CLI", () => {
       assert.strictEqual(r.code, 0, `${command.join(" ")}: ${r.stderr}`)
       for (const n of names) assert.include(r.stdout, n, `${command.join(" ")} --help names ${n}`)
     })
+  }, 120_000)
+
+  it("help names the whole command in its usage line, and has no colour off a terminal", async () => {
+    const commands = [["tokens", "create"], ["indexes", "compute"], ["serve"]]
+    // NO_COLOR empty counts as unset: only the pipe keeps the colour out.
+    const helps = await Promise.all(commands.map((command) => runWith({ NO_COLOR: "" }, ...command, "--help")))
+    for (const [i, command] of commands.entries()) {
+      const r = helps[i]!
+      assert.strictEqual(r.code, 0, r.stderr)
+      assert.match(r.stdout, new RegExp(`^gpu-market ${command.join(" ")} \\[?--`, "m"))
+      assert.notMatch(r.stdout, /^\$ /m)
+      assert.notInclude(r.stdout, "\u001b[")
+    }
+  }, 120_000)
+
+  it("an error is one line on stderr, without a stack: exit 2 for a command line that cannot work, 1 otherwise; --verbose adds the cause", async () => {
+    const oneLine = (r: Run, code: number, line: RegExp) => {
+      assert.strictEqual(r.code, code, r.stderr)
+      assert.strictEqual(r.stdout, "")
+      assert.match(r.stderr, /^[^\n]+\n$/, r.stderr)
+      assert.match(r.stderr.trim(), line)
+      assert.notMatch(r.stderr, /ERROR|_tag|\{|file:\/\/|\bat \S+ \(/)
+    }
+    const compute = ["indexes", "compute", "--from", "yesterday", "--to", "today", "--db", DB]
+    const [size, name, command, from, cacheSize, verbose] = await Promise.all([
+      run("seed", "--size", "tiny", "--db", DB),
+      run("tokens", "create", "--db", DB),
+      run("frob"),
+      run(...compute),
+      runWith({ GPU_MARKET_PAGE_CACHE_MB: "lots" }, "serve", "--db", DB),
+      run(...compute, "--verbose")
+    ])
+    oneLine(size!, 2, /^gpu-market seed: .*small, medium, large.*\(see gpu-market seed --help\)$/)
+    oneLine(name!, 2, /^gpu-market tokens create: .*'--name'/)
+    oneLine(command!, 2, /^gpu-market: .*'serve', 'seed', 'import', 'tokens', 'indexes'/)
+    oneLine(from!, 2, /^gpu-market indexes compute: --from: expected an ISO 8601 datetime or a YYYY-MM-DD date \(see gpu-market indexes compute --help\)$/)
+    oneLine(cacheSize!, 1, /^gpu-market serve: GPU_MARKET_PAGE_CACHE_MB is "lots"; expected a whole number of MB/)
+    assert.strictEqual(verbose!.code, 2)
+    const [first, ...cause] = verbose!.stderr.trim().split("\n")
+    assert.strictEqual(`${first}\n`, from!.stderr)
+    assert.isAbove(cause.length, 0)
+    assert.include(cause.join("\n"), "UsageError")
+  }, 120_000)
+
+  it("tokens create refuses a token that reads nothing, and --indices or --legacy without the indexes grant", async () => {
+    const refusals = [
+      [[], "a token with no --grant can read nothing"],
+      [["--grant", "rental", "--indices", "gpu-h100-sxm-na-daily"], "--indices needs --grant indexes"],
+      [["--grant", "rental:all", "--legacy"], "--legacy needs --grant indexes"],
+      [["--grant", "rentals"], "--grant rentals: expected <type>[:<history>]"]
+    ] as const
+    const refused = await Promise.all(refusals.map(([args]) => run("tokens", "create", "--name", "Useless", "--id", "useless", ...args, "--db", DB)))
+    refusals.forEach(([, says], i) => {
+      const r = refused[i]!
+      assert.strictEqual(r.code, 2, r.stderr)
+      assert.include(r.stderr, says)
+      assert.strictEqual(r.stdout, "", "no secret printed")
+    })
+    assert.notInclude((await run("tokens", "list", "--db", DB)).stdout, "useless")
+    const procurementOnly = await run("tokens", "create", "--name", "Buyer only", "--id", "buyer-only", "--procurement", "--db", DB)
+    assert.strictEqual(procurementOnly.code, 0, procurementOnly.stderr)
+    const indices = await run("tokens", "create", "--name", "Index reader", "--id", "index-reader", "--grant", "indexes", "--indices", "gpu-h100-sxm-na-daily", "--legacy", "--db", DB)
+    assert.strictEqual(indices.code, 0, indices.stderr)
+    assert.match((await run("tokens", "list", "--db", DB)).stdout, /^index-reader {2}Index reader {2}indexes \(current\) {2}indices: gpu-h100-sxm-na-daily .* legacy$/m)
   }, 120_000)
 
   it("tokens create prints a secret once that serve accepts; revoke makes it 401", async () => {
@@ -320,7 +387,10 @@ describe("gpu-market with an extended hardware vocabulary", () => {
     }
     for (const [env, args, says] of [
       [{ GPU_MARKET_PAGE_CACHE_MB: "lots" }, [], 'GPU_MARKET_PAGE_CACHE_MB is "lots"'],
-      [{}, ["--page-cache-mb", "-1"], "page cache"]
+      [{}, ["--page-cache-mb", "-1"], "page cache"],
+      // Client timeouts that cannot work stop serve too.
+      [{ GPU_MARKET_HEADERS_TIMEOUT_MS: "40000" }, [], "the headers timeout (40000 ms) is longer than the request timeout (30000 ms)"],
+      [{}, ["--keep-alive-timeout-ms", "0"], "the keep-alive timeout is 0 ms"]
     ] as const) {
       const refused = await runWith(env, "serve", "--db", db, "--port", String(await freePort()), ...args)
       assert.notStrictEqual(refused.code, 0)

@@ -1,5 +1,5 @@
 import { assert, describe, it, layer } from "@effect/vitest"
-import { MAX_OFFER_REQUEST_BYTES, parseOfferRequest } from "@gpu-market/core/adapters"
+import { MAX_BODY_DEPTH, MAX_OFFER_REQUEST_BYTES, parseOfferRequest } from "@gpu-market/core/adapters"
 import { Effect, Either } from "effect"
 import fc from "fast-check"
 import { stringify } from "yaml"
@@ -59,6 +59,32 @@ describe("procurement: hostile YAML is a 422, never a crash", () => {
       if (Either.isLeft(result)) assert.include(["ValidationFailed", "PayloadTooLarge"], result.left._tag)
       else assert.isAtLeast(result.right.gpu_count, 1)
     }), { numRuns: 400 })
+  })
+
+  it(`nesting past ${MAX_BODY_DEPTH} levels is refused in plain words, whatever form it takes`, () => {
+    const issuesOf = (yaml: string) => {
+      const result = parseOfferRequest(yaml)
+      assert.isTrue(Either.isLeft(result) && result.left._tag === "ValidationFailed", yaml.slice(0, 80))
+      return Either.isLeft(result) && result.left._tag === "ValidationFailed" ? result.left.errors : []
+    }
+    const tooDeep = [{ parameter: "body", message: `nested more than ${MAX_BODY_DEPTH} levels deep` }]
+    const flow = (depth: number) => "[".repeat(depth) + "]".repeat(depth)
+    // The mapping of the request is the first level.
+    const block = (depth: number) => Array.from({ length: depth }, (_, i) => `${" ".repeat(i)}k${i}:`).join("\n") + " x\n"
+    for (const deep of [
+      `gpu: ${flow(MAX_BODY_DEPTH)}\n`,
+      `gpu: ${flow(3000)}\n`,
+      `gpu: ${"{a: ".repeat(3000)}1${"}".repeat(3000)}\n`,
+      block(MAX_BODY_DEPTH + 1),
+      `gpu:\n${Array.from({ length: MAX_BODY_DEPTH }, (_, i) => `${" ".repeat(2 * i)}- `).join("\n")}x\n`,
+      `? ${flow(MAX_BODY_DEPTH)}\n: 1\n`,
+      // Each alias nests the value it names one level deeper: the text nests 41 levels, the value 81.
+      `a: &a ${flow(40)}\nb: &b [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[*a]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\ngpu: h100\ngpu_count: 1\n`
+    ]) assert.deepStrictEqual(issuesOf(deep), tooDeep, deep.slice(0, 80))
+    // At the bound, nesting is not what is wrong.
+    for (const within of [`gpu: ${flow(MAX_BODY_DEPTH - 1)}\n`, block(MAX_BODY_DEPTH)]) {
+      assert.notDeepEqual(issuesOf(within), tooDeep, within.slice(0, 80))
+    }
   })
 
   it("the byte cap is checked before parsing", () => {

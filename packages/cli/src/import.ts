@@ -11,6 +11,7 @@ import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import type { ProgressMark } from "@gpu-market/core/storage"
 import { formatOptions, importFormat, isPublicFormat, PUBLIC_FORMATS } from "./formats.js"
+import { UsageError } from "./output.js"
 import { makeProgress } from "./progress.js"
 import { csvRows, jsonLines, scanFile } from "./read.js"
 import { storageOptions } from "./options.js"
@@ -174,7 +175,7 @@ export const importCommand = Command.make("import", {
   Effect.gen(function* () {
     const format = Option.getOrUndefined(o.format)
     if (format !== undefined && isPublicFormat(format)) return yield* importFormat(o.file, format, o)
-    const type = yield* Option.match(o.type, { onNone: () => Effect.fail("--type is required, unless --format is skypilot or litellm"), onSome: Effect.succeed })
+    const type = yield* Option.match(o.type, { onNone: () => new UsageError({ message: "--type is required, unless --format is skypilot or litellm" }), onSome: Effect.succeed })
     const result = yield* importFile(o.file, type, formatOf(o.file, Option.filter(o.format, isRowFormat)))
     const lines = [`accepted ${result.accepted}, duplicate ${result.duplicates}, rejected ${result.rejected.length}`]
     if (result.resumedAfter !== null) {

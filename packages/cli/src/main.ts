@@ -1,15 +1,15 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { IndexComputation, RATE_LIMIT_MODES } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import { createRequire } from "node:module"
 import { importCommand } from "./import.js"
 import { ServerLogging, takeLogLevel, withLogging } from "./logging.js"
+import { type CommandTree, runMain, standardConsole, UsageError } from "./output.js"
 import { makeProgress } from "./progress.js"
 import { storageOptions } from "./options.js"
 import { describeStorage, marketOn, rateLimitModeOf, storageOn } from "./storage.js"
@@ -47,6 +47,18 @@ const serveCommand = Command.make("serve", {
     Options.withDescription("seconds a shutdown (SIGTERM, SIGINT) waits for requests in flight before cutting them; default $GPU_MARKET_SHUTDOWN_TIMEOUT or 10"),
     Options.optional
   ),
+  headersTimeoutMs: Options.integer("headers-timeout-ms").pipe(
+    Options.withDescription("milliseconds a client may take to send a request's head (line and headers) before it gets a 408; default $GPU_MARKET_HEADERS_TIMEOUT_MS or 10000"),
+    Options.optional
+  ),
+  requestTimeoutMs: Options.integer("request-timeout-ms").pipe(
+    Options.withDescription("milliseconds a client may take to send a whole request, body included, before it gets a 408; default $GPU_MARKET_REQUEST_TIMEOUT_MS or 30000"),
+    Options.optional
+  ),
+  keepAliveTimeoutMs: Options.integer("keep-alive-timeout-ms").pipe(
+    Options.withDescription("milliseconds an idle keep-alive connection stays open (behind a proxy, above its idle timeout); default $GPU_MARKET_KEEP_ALIVE_TIMEOUT_MS or 5000"),
+    Options.optional
+  ),
   ...storageOptions
 }, (o) => Effect.gen(function* () {
   const port = Option.getOrElse(o.port, () => Number(process.env.PORT ?? 8787))
@@ -61,8 +73,14 @@ const serveCommand = Command.make("serve", {
     onNone: () => shutdownTimeoutFromEnvironment,
     onSome: (seconds) => shutdownTimeoutMs(seconds, "--shutdown-timeout")
   })
+  const timeouts = {
+    headersMs: Option.getOrUndefined(o.headersTimeoutMs),
+    requestMs: Option.getOrUndefined(o.requestTimeoutMs),
+    keepAliveMs: Option.getOrUndefined(o.keepAliveTimeoutMs)
+  }
   return yield* serve({
-    storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb, metrics, shutdownTimeoutMs: shutdownTimeout
+    storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb, metrics,
+    shutdownTimeoutMs: shutdownTimeout, timeouts
   }).pipe(Effect.provide(yield* ServerLogging))
 })
 ).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))
@@ -110,10 +128,15 @@ const compute = Command.make("compute", {
   Effect.gen(function* () {
     const computation = yield* IndexComputation
     const summary = Option.isSome(o.from) && Option.isSome(o.to)
-      ? yield* computation.computeRange(o.from.value, o.to.value)
+      ? yield* computation.computeRange(o.from.value, o.to.value).pipe(
+        // The range's bounds are the flags' values: a bound that does not parse is the command line's fault.
+        Effect.catchTag("ValidationFailed", (e) => new UsageError({
+          message: e.errors.map((i) => `${i.parameter === "start" ? "--from" : i.parameter === "end" ? "--to" : i.parameter}: ${i.message}`).join("; ")
+        }))
+      )
       : Option.isNone(o.from) && Option.isNone(o.to)
         ? yield* computation.computeDue()
-        : yield* Effect.fail("give both --from and --to, or neither (everything due now)")
+        : yield* new UsageError({ message: "give both --from and --to, or neither (everything due now)" })
     yield* Console.log(`computed ${summary.values} values over ${summary.intervals} intervals of ${summary.indices} indices`)
   }).pipe(Effect.provide(marketOn(o)))
 ).pipe(Command.withDescription("Compute index values: everything due now, or a range again with --from/--to."))
@@ -124,9 +147,16 @@ const indexes = Command.make("indexes").pipe(
 )
 
 const root = Command.make("gpu-market").pipe(
-  Command.withDescription("The GPU market data API and its data: serve, seed, import, tokens, indexes."),
-  Command.withSubcommands([serveCommand, seed, importCommand, tokensCommand, indexes])
+  Command.withDescription(`The GPU market data API and its data: serve, seed, import, tokens, indexes. An error is one line on stderr (exit 2 for a command line that cannot work, 1 otherwise); add --verbose anywhere to see its cause.`),
+  Command.withSubcommands([serveCommand, seed, importCommand, tokensCommand, indexes]),
+  // @effect/cli itself writes through a console of its own (./output.js); the commands write through the process's.
+  (command) => Command.transformHandler(command, (effect) => Effect.withConsole(effect, standardConsole))
 )
+
+/** The commands by name, for errors and usage lines to name the command run. */
+const namesOf = (subcommands: HashMap.HashMap<string, unknown>) => [...HashMap.keys(subcommands)]
+const groups: Record<string, ReadonlyArray<string>> = { tokens: namesOf(Command.getSubcommands(tokensCommand)), indexes: namesOf(Command.getSubcommands(indexes)) }
+const tree: CommandTree = Object.fromEntries(namesOf(Command.getSubcommands(root)).map((name) => [name, Object.fromEntries((groups[name] ?? []).map((sub) => [sub, {}]))]))
 
 // The version the package was installed at: package.json sits one folder above dist/.
 const { version } = createRequire(import.meta.url)("../package.json") as { readonly version: string }
@@ -134,9 +164,4 @@ const cli = Command.run(root, { name: "gpu-market", version })
 
 const { argv, level } = takeLogLevel(process.argv)
 withLogging(level, (logging) =>
-  cli(argv).pipe(
-    Effect.provideService(ServerLogging, logging.server),
-    Effect.provide(logging.level),
-    Effect.provide(NodeContext.layer),
-    NodeRuntime.runMain
-  ))
+  runMain((args) => cli(args).pipe(Effect.provideService(ServerLogging, logging.server), Effect.provide(logging.level)), argv, tree))

@@ -46,18 +46,17 @@ export interface ServeOptions<E> {
   readonly metrics: boolean
   /** How long shutdown waits for requests in flight, in ms; absent: the server's default. */
   readonly shutdownTimeoutMs: number | undefined
+  /** Client timeouts given on the command line; the environment, then the server's defaults, fill the rest. */
+  readonly timeouts?: GivenTimeouts
 }
 
-/**
- * `$GPU_MARKET_PAGE_CACHE_MB`, the page cache size `serve` and `npm start` default to: unset is
- * the core's default, anything but a whole number ≥ 0 fails before the server starts.
- */
-export const pageCacheMbFromEnvironment: Effect.Effect<number | undefined, Error> = Effect.suspend(() => {
-  const text = process.env.GPU_MARKET_PAGE_CACHE_MB
+/** `$name` as a whole number ≥ 0; unset is undefined, anything else fails before the server starts, saying it expected `expected`. */
+const wholeNumberFromEnvironment = (name: string, expected: string): Effect.Effect<number | undefined, Error> => Effect.suspend(() => {
+  const text = process.env[name]
   if (text === undefined || text.trim() === "") return Effect.succeed(undefined)
   return /^\d+$/.test(text.trim())
     ? Effect.succeed(Number(text.trim()))
-    : Effect.fail(new Error(`GPU_MARKET_PAGE_CACHE_MB is ${JSON.stringify(text)}; expected a whole number of MB (0 turns the page cache off)`))
+    : Effect.fail(new Error(`${name} is ${JSON.stringify(text)}; expected ${expected}`))
 })
 
 /** `$GPU_MARKET_METRICS`: `1` or `true` serves `/metrics`; unset, empty, `0` or `false` does not. */
@@ -102,11 +101,37 @@ const holdSignals = Effect.acquireRelease(
   })
 )
 
+/** `$GPU_MARKET_PAGE_CACHE_MB`, the page cache size `serve` and `npm start` default to: unset is the core's default. */
+export const pageCacheMbFromEnvironment = wholeNumberFromEnvironment("GPU_MARKET_PAGE_CACHE_MB", "a whole number of MB (0 turns the page cache off)")
+
+/** Client timeouts as flags give them: any may be absent. */
+export type GivenTimeouts = { readonly [K in keyof Server.ServerTimeouts]?: number | undefined }
+
+/** The variable that sets each client timeout of `serve` and `npm start`. */
+const TIMEOUT_VARIABLES: Record<keyof Server.ServerTimeouts, string> = {
+  headersMs: "GPU_MARKET_HEADERS_TIMEOUT_MS",
+  requestMs: "GPU_MARKET_REQUEST_TIMEOUT_MS",
+  keepAliveMs: "GPU_MARKET_KEEP_ALIVE_TIMEOUT_MS"
+}
+
+/** The client timeouts: each `given`, else its variable, else the server's default; timeouts that cannot work fail before the server starts. */
+const timeoutsOf = (given: GivenTimeouts): Effect.Effect<Server.ServerTimeouts, Error> =>
+  Effect.gen(function* () {
+    const timeouts = { ...Server.DEFAULT_TIMEOUTS }
+    for (const [key, name] of Object.entries(TIMEOUT_VARIABLES) as Array<[keyof Server.ServerTimeouts, string]>) {
+      const ms = given[key] ?? (yield* wholeNumberFromEnvironment(name, "a whole number of milliseconds"))
+      if (ms !== undefined) timeouts[key] = ms
+    }
+    const problem = Server.timeoutsProblem(timeouts)
+    return problem === undefined ? timeouts : yield* Effect.fail(new Error(problem))
+  })
+
 /** Serves until interrupted; prints one banner once listening. Fails, before opening anything, on an origin no browser sends. */
 export const serve = <E>(options: ServeOptions<E>) => {
   const { baseUrl, demo } = options
   const cors = Either.mapLeft(Server.parseCorsOrigins(options.corsOrigins), (problem) => `CORS: ${problem}`)
   return Effect.flatMap(cors, (origins) => Effect.gen(function* () {
+    const timeouts = yield* timeoutsOf(options.timeouts ?? {})
     if (demo) {
       const report = yield* Demo.seedDemo()
       yield* Effect.sync(() => console.log(report.days > 0
@@ -116,7 +141,7 @@ export const serve = <E>(options: ServeOptions<E>) => {
       yield* Demo.revokeDemoTokens
     }
     const server = Server.layer({
-      port: options.port, host: options.host, baseUrl, cors: { origins }, metrics: options.metrics,
+      port: options.port, host: options.host, baseUrl, cors: { origins }, metrics: options.metrics, timeouts,
       ...(options.shutdownTimeoutMs === undefined ? {} : { shutdownTimeoutMs: options.shutdownTimeoutMs })
     })
     return yield* Layer.launch(server.pipe(

@@ -1,7 +1,7 @@
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { withLogging } from "./logging.js"
+import { runMain } from "./output.js"
 import { metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment } from "./serve.js"
 import { describeStorage, fromEnvironment, rateLimitModeOf, storageOn } from "./storage.js"
 
@@ -22,7 +22,7 @@ const demo = process.env.GPU_MARKET_DEMO !== "0"
 const corsOrigins = [process.env.GPU_MARKET_CORS_ORIGINS ?? ""]
 // GPU_MARKET_REDIS_URL switches to Redis (keys under GPU_MARKET_REDIS_PREFIX); SQLite otherwise.
 // GPU_MARKET_PAGE_CACHE_MB sizes the page cache (0 turns it off).
-withLogging(undefined, (logging) => NodeRuntime.runMain(Effect.gen(function* () {
+withLogging(undefined, (logging) => runMain(() => Effect.gen(function* () {
   const name = yield* describeStorage(fromEnvironment)
   const rateLimits = yield* rateLimitModeOf(fromEnvironment, Option.none())
   const pageCacheMb = yield* pageCacheMbFromEnvironment
@@ -31,4 +31,4 @@ withLogging(undefined, (logging) => NodeRuntime.runMain(Effect.gen(function* () 
   return yield* serve({
     storage: { layer: storageOn(fromEnvironment), name }, port, host, baseUrl, demo, corsOrigins, rateLimits, pageCacheMb, metrics, shutdownTimeoutMs
   }).pipe(Effect.provide(logging.server))
-}).pipe(Effect.provide(logging.level))))
+}).pipe(Effect.provide(logging.level)), process.argv))

@@ -9,6 +9,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { randomBytes } from "node:crypto"
 import { storageOptions } from "./options.js"
+import { UsageError } from "./output.js"
 import { marketOn } from "./storage.js"
 
 /**
@@ -65,6 +66,23 @@ export const describePrincipal = (p: Principal): string => {
   ].join("  ")
 }
 
+/**
+ * Why a token would be given options it cannot use, or undefined: no grant and no procurement
+ * reads nothing, and indices or the legacy endpoint without the indexes grant are never read.
+ */
+const uselessOptions = (
+  grants: Partial<Record<DataType, Grant>>,
+  o: { readonly indices: Option.Option<string>; readonly legacy: boolean; readonly procurement: boolean }
+): string | undefined => {
+  if (Object.keys(grants).length === 0 && !o.procurement) {
+    return `a token with no --grant can read nothing: give --grant <type>[:<history>] (types: ${Object.keys(TYPE_NAMES).join(", ")}), or --procurement for the procurement service alone`
+  }
+  if (grants.gpu_rental_indexes !== undefined) return undefined
+  if (Option.isSome(o.indices)) return "--indices needs --grant indexes[:<history>]: without it the token reads no index"
+  if (o.legacy) return "--legacy needs --grant indexes[:<history>]: the legacy endpoint serves an index"
+  return undefined
+}
+
 const create = Command.make("create", {
   name: Options.text("name").pipe(Options.withDescription("who the token is for (shown by tokens list)")),
   id: Options.text("id").pipe(
@@ -72,29 +90,32 @@ const create = Command.make("create", {
     Options.optional
   ),
   grant: Options.text("grant").pipe(
-    Options.withDescription(`a data type the token may read, as <type>[:<history>]; repeat for several. Types: ${Object.keys(TYPE_NAMES).join(", ")}; history: ${HISTORY_FORMS}`),
+    Options.withDescription(`a data type the token may read, as <type>[:<history>]; repeat for several; at least one unless --procurement. Types: ${Object.keys(TYPE_NAMES).join(", ")}; history: ${HISTORY_FORMS}`),
     Options.repeated
   ),
   indices: Options.text("indices").pipe(
-    Options.withDescription("index ids the token holds, comma-separated, or all"),
-    Options.withDefault("all")
+    Options.withDescription("index ids the token holds, comma-separated, or all (the default); needs --grant indexes"),
+    Options.optional
   ),
-  legacy: Options.boolean("legacy").pipe(Options.withDescription("allow the legacy /v1/custom-index/current endpoint")),
-  procurement: Options.boolean("procurement").pipe(Options.withDescription("allow the procurement service")),
+  legacy: Options.boolean("legacy").pipe(Options.withDescription("allow the legacy /v1/custom-index/current endpoint; needs --grant indexes")),
+  procurement: Options.boolean("procurement").pipe(Options.withDescription("allow the procurement service (a token may have it alone)")),
   rateLimit: Options.integer("rate-limit").pipe(Options.withDescription("data requests per minute"), Options.withDefault(600)),
   ...storageOptions
 }, (o) =>
   Effect.gen(function* () {
     const grants: Partial<Record<DataType, Grant>> = {}
     for (const text of o.grant) {
-      const [type, grant] = yield* Either.match(parseGrant(text), { onLeft: (e) => Effect.fail(e), onRight: Effect.succeed })
+      const [type, grant] = yield* Either.match(parseGrant(text), { onLeft: (message) => new UsageError({ message }), onRight: Effect.succeed })
       grants[type] = grant
     }
+    const refusal = uselessOptions(grants, o)
+    if (refusal !== undefined) return yield* new UsageError({ message: refusal })
+    const indices = Option.getOrElse(o.indices, () => "all")
     const principal: Principal = {
       id: Option.getOrElse(o.id, () => `tok-${randomBytes(6).toString("hex")}`) as Principal["id"],
       name: o.name,
       grants,
-      indices: o.indices === "all" ? "all" : o.indices.split(",").map((s) => s.trim()).filter((s) => s !== ""),
+      indices: indices === "all" ? "all" : indices.split(",").map((s) => s.trim()).filter((s) => s !== ""),
       legacy_custom_index: o.legacy,
       procurement: o.procurement,
       rate_limit_per_minute: o.rateLimit

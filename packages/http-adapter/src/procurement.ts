@@ -1,9 +1,8 @@
-import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import {
-  Auth, Discovery, type DiscoveryRequest, Offers, PayloadTooLarge, type Principal, type ProcurementError, Procurements, Resources, UnsupportedMediaType, validationFailed
+  Auth, Discovery, type DiscoveryRequest, Offers, type Principal, type ProcurementError, Procurements, Resources, UnsupportedMediaType, validationFailed
 } from "@gpu-market/core"
 import { refuseParameters, type RequestOrigin, requireProcurement } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
@@ -12,6 +11,7 @@ import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
 import { currentPrincipal } from "./observe.js"
+import { readBody } from "./body.js"
 import { problemResponse } from "./problem.js"
 import { queryOf, rateHeaders } from "./request.js"
 import { type SupplyOperationId, supplyEndpoints } from "./supply-routes.js"
@@ -56,18 +56,6 @@ const requireMediaType = (request: HttpServerRequest.HttpServerRequest, type: st
         detail: `send the body as Content-Type: ${type}${header === "" ? "" : ` (got ${JSON.stringify(header.slice(0, 100))})`}`,
         accept: type
       }))
-}
-
-/** The body's bytes, refusing more than `limit` before reading when `Content-Length` says so, and while reading otherwise. */
-const readBody = (request: HttpServerRequest.HttpServerRequest, limit: number): Effect.Effect<Uint8Array, PayloadTooLarge> => {
-  const tooLarge = new PayloadTooLarge({ detail: `the body is larger than ${limit} bytes`, limit_bytes: limit })
-  const declared = Number(request.headers["content-length"] ?? "0")
-  if (declared > limit) return Effect.fail(tooLarge)
-  return request.arrayBuffer.pipe(
-    HttpIncomingMessage.withMaxBodySize(Option.some(limit)),
-    Effect.mapError(() => tooLarge),
-    Effect.flatMap((buffer) => (buffer.byteLength > limit ? Effect.fail(tooLarge) : Effect.succeed(new Uint8Array(buffer))))
-  )
 }
 
 /**

@@ -4,10 +4,11 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import type { IncomingMessage, Server, ServerResponse } from "node:http"
 import { makeAppWithReplay } from "./app.js"
+import { createHttpServer, DEFAULT_TIMEOUTS, type ServerTimeouts, timeoutsProblem } from "./connections.js"
 import type { CorsOptions } from "./cors.js"
-import { observed, recordReplayed } from "./observe.js"
+import { type Answered, observed, recordReplayed } from "./observe.js"
 import { replayOrHandle } from "./replay.js"
 
 /** Where and how the standalone server listens. */
@@ -25,6 +26,8 @@ export interface ServerOptions {
    * in ms; default `DEFAULT_SHUTDOWN_TIMEOUT_MS`.
    */
   readonly shutdownTimeoutMs?: number
+  /** How long clients may take to send a request, and idle connections stay open; `DEFAULT_TIMEOUTS` fills the rest. */
+  readonly timeouts?: Partial<ServerTimeouts>
 }
 
 /** How long closing the server waits for requests in flight: 10 s, inside the 30 s most supervisors allow. */
@@ -38,11 +41,12 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000
  */
 const listen = (
   handle: (request: IncomingMessage, response: ServerResponse) => void,
-  options: { readonly port: number; readonly host: string; readonly timeoutMs: number }
+  options: { readonly port: number; readonly host: string; readonly timeoutMs: number; readonly timeouts: ServerTimeouts }
 ) => {
   const inFlight = new Set<ServerResponse>()
   let draining = false
-  const server = createServer((request, response) => {
+  const server = createHttpServer(options.timeouts)
+  server.on("request", (request: IncomingMessage, response: ServerResponse) => {
     inFlight.add(response)
     if (draining) response.setHeader("connection", "close")
     response.once("close", () => {
@@ -98,10 +102,14 @@ const listen = (
  * (`listen`). It has no tracer to
  * report to, so tracing is off for its requests: the request span and the service spans
  * (`RentalPrices.latest`, …) would cost more than the rest of a cached page and be read by no
- * one. An app that wants them mounts `makeApp` in a runtime with its own tracer.
+ * one. An app that wants them mounts `makeApp` in a runtime with its own tracer. Timeouts that
+ * cannot work are a defect of the embedding app, as CORS options that cannot are.
  */
-export const layer = (options: ServerOptions) =>
-  Layer.scopedDiscard(Effect.gen(function* () {
+export const layer = (options: ServerOptions) => {
+  const timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts }
+  const problem = timeoutsProblem(timeouts)
+  if (problem !== undefined) return Layer.die(new TypeError(problem))
+  return Layer.scopedDiscard(Effect.gen(function* () {
     const { app, replay } = yield* makeAppWithReplay({
       baseUrl: options.baseUrl ?? `http://${options.host}:${options.port}`,
       ...(options.cors === undefined ? {} : { cors: options.cors }),
@@ -112,5 +120,9 @@ export const layer = (options: ServerOptions) =>
     )
     const runtime = yield* Effect.runtime<never>()
     // Replayed answers are taken before the platform sees the request, and logged and counted as the app's are.
-    yield* listen(replayOrHandle(replay, handle, (answer) => Runtime.runFork(runtime)(recordReplayed(answer))), { port: options.port, host: options.host, timeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS })
+    const replayed = (answer: Answered) => Runtime.runFork(runtime)(recordReplayed(answer))
+    yield* listen(replayOrHandle(replay, handle, replayed), {
+      port: options.port, host: options.host, timeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, timeouts
+    })
   }))
+}

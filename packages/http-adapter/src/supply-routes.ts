@@ -1,7 +1,7 @@
 import {
   DiscoveryList, Envelope, IdempotencyKey, Offer, OfferId, OfferList, OfferRequest, Procurement, ProcurementId, ProcurementRequest, Resource, ResourceId, SupplyContract, SupplyGpu, SupplyRegion, SupplyStorageOption, SupplyVendor
 } from "@gpu-market/core"
-import { type EndpointParameter, optionalParameters, type ProblemError, ResourceListParams } from "@gpu-market/core/adapters"
+import { type EndpointParameter, MAX_BODY_DEPTH, optionalParameters, type ProblemError, ResourceListParams } from "@gpu-market/core/adapters"
 import type * as Schema from "effect/Schema"
 import type { NamedSchema } from "./routes.js"
 
@@ -100,7 +100,7 @@ export const supplyEndpoints = [
     path: "/get_offers",
     tag: ORDERS,
     summary: "Offers for a YAML request: prices held for 30 minutes",
-    description: "The body is YAML (`Content-Type: application/yaml`, at most 16 KiB; else 415 or 413); unknown keys are refused (422). Each caller may ask 5 times a minute (429 with `Retry-After`); a refused body counts too. Every offer is held for the caller alone until `expires_at`.",
+    description: `The body is YAML (\`Content-Type: application/yaml\`, at most 16 KiB, nested at most ${MAX_BODY_DEPTH} levels; else 415, 413 or 422); unknown keys are refused (422). Each caller may ask 5 times a minute (429 with \`Retry-After\`); a refused body counts too. Every offer is held for the caller alone until \`expires_at\`.`,
     parameters: [],
     paged: false,
     requestBody: { mediaType: "application/yaml", schema: named("OfferRequest", OfferRequest) },
@@ -118,7 +118,7 @@ export const supplyEndpoints = [
     path: "/procurements",
     tag: ORDERS,
     summary: "Provision an offer, exactly once per Idempotency-Key",
-    description: "The body is JSON (`Content-Type: application/json`, at most 16 KiB). A new key answers 201 with `Location`; the same key again answers 200 with the one procurement it made (even after the offer expired), and the same key for another offer is 422 `idempotency_conflict`. An offer past `expires_at` is 410.",
+    description: `The body is JSON (\`Content-Type: application/json\`, at most 16 KiB, nested at most ${MAX_BODY_DEPTH} levels; else 415, 413 or 422). A new key answers 201 with \`Location\`; the same key again answers 200 with the one procurement it made (even after the offer expired), and the same key for another offer is 422 \`idempotency_conflict\`. An offer past \`expires_at\` is 410.`,
     parameters: [{ name: "Idempotency-Key", in: "header", schema: IdempotencyKey, required: true }],
     paged: false,
     requestBody: { mediaType: "application/json", schema: named("ProcurementRequest", ProcurementRequest) },

@@ -12,6 +12,10 @@ export type AdapterError =
   | { readonly _tag: "RouteNotFound"; readonly path: string }
   | { readonly _tag: "MethodNotAllowed"; readonly method: string; readonly allow: string }
   | { readonly _tag: "InternalError" }
+  // Refusals of requests that never reached the app: HTTP/1.1 Node's parser could not read, or too slowly sent.
+  | { readonly _tag: "MalformedRequest"; readonly detail: string }
+  | { readonly _tag: "RequestTimeout"; readonly detail: string }
+  | { readonly _tag: "HeaderFieldsTooLarge"; readonly detail: string }
 
 /** Everything that can become a problem. */
 export type ProblemError = MarketError | ProcurementError | InvalidRecords | AdapterError
@@ -33,7 +37,10 @@ const STATUS = {
   UnsupportedMediaType: [415, "unsupported_media_type", "Unsupported Media Type"],
   IdempotencyConflict: [422, "idempotency_conflict", "Unprocessable Content"],
   ProviderUnavailable: [503, "provider_unavailable", "Service Unavailable"],
-  InternalError: [500, "internal_error", "Internal Server Error"]
+  InternalError: [500, "internal_error", "Internal Server Error"],
+  MalformedRequest: [400, "malformed_request", "Bad Request"],
+  RequestTimeout: [408, "request_timeout", "Request Timeout"],
+  HeaderFieldsTooLarge: [431, "header_fields_too_large", "Request Header Fields Too Large"]
 } as const satisfies Record<ProblemError["_tag"], readonly [number, string, string]>
 
 /** The status and `code` of the problem an error becomes, by its tag (for documentation). */

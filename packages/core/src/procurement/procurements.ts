@@ -10,6 +10,7 @@ import { type Procurement, ProcurementId, ProcurementRequest, OfferId } from "..
 import { ProcurementStore, type ProcurementRecord } from "../storage/procurement.js"
 import { newId, ownRecord, requireProcurement } from "./access.js"
 import { countStatus, Lifecycle } from "./lifecycle.js"
+import { tooDeep, valueTooDeep } from "./nesting.js"
 import { isExpired } from "./offers.js"
 
 /** An `Idempotency-Key`: 1 to 255 visible ASCII characters. */
@@ -55,6 +56,8 @@ export class Procurements extends Effect.Service<Procurements>()("Procurement/Pr
         else if (!Schema.is(IdempotencyKey)(input.idempotencyKey)) {
           issues.push({ parameter: "Idempotency-Key", message: "expected 1 to 255 visible ASCII characters" })
         }
+        // Decoding and its error messages recurse per level: a body nested too deep is refused first.
+        if (valueTooDeep(input.body)) return yield* Effect.fail(validationFailed([...issues, tooDeep]))
         const decoded = decodeRequest(input.body)
         if (decoded._tag === "Left") {
           for (const i of ParseResult.ArrayFormatter.formatErrorSync(decoded.left)) {

@@ -4,11 +4,13 @@ import * as Schema from "effect/Schema"
 import { LineCounter, parseDocument } from "yaml"
 import { type ParameterIssue, PayloadTooLarge, type ValidationFailed, validationFailed } from "../errors.js"
 import { OfferRequest } from "../schema/procurement.js"
+import { tooDeep, valueTooDeep, yamlTooDeep } from "./nesting.js"
 
 /**
  * The YAML body of `POST /get_offers`, parsed defensively: a byte cap before the parser sees
- * anything, the YAML 1.2 core schema with no custom tags, unique keys, one document, and a cap
- * on alias expansion (a "billion laughs" body is refused, not expanded). Every failure is a
+ * anything, nesting bounded before the parser's recursive part sees it (and again after aliases
+ * are expanded), the YAML 1.2 core schema with no custom tags, unique keys, one document, and a
+ * cap on alias expansion (a "billion laughs" body is refused, not expanded). Every failure is a
  * `ValidationFailed` naming where: the field path, or the YAML line and column.
  */
 
@@ -41,6 +43,7 @@ export const parseOfferRequest = (body: string | Uint8Array): Either.Either<Offe
   } catch {
     return Either.left(bodyIssue("not valid UTF-8"))
   }
+  if (yamlTooDeep(text)) return Either.left(validationFailed([tooDeep]))
   const lines = new LineCounter()
   let value: unknown
   let doc: ReturnType<typeof parseDocument>
@@ -58,11 +61,11 @@ export const parseOfferRequest = (body: string | Uint8Array): Either.Either<Offe
     }
     value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT })
   } catch (e) {
-    // The parser throws for excessive alias expansion and runs out of stack on absurd nesting.
-    return Either.left(bodyIssue(
-      e instanceof RangeError ? "nested too deeply" : `refused: ${e instanceof Error ? e.message.split("\n", 1)[0] : "unreadable YAML"}`
-    ))
+    // The parser throws for excessive alias expansion.
+    return Either.left(bodyIssue(`refused: ${e instanceof Error ? e.message.split("\n", 1)[0] : "unreadable YAML"}`))
   }
+  // Aliases nest what they name inside whatever holds them: the text's depth does not bound the value's.
+  if (valueTooDeep(value)) return Either.left(validationFailed([tooDeep]))
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     return Either.left(bodyIssue("expected a YAML mapping of the request's fields (gpu, gpu_count, …)"))
   }
