@@ -9,7 +9,7 @@ export { admit, makeOperations, OperationError, type Operations, type WriteName,
 export { buildMarket, hardwareVocabularyLayer, type MarketTransport, runOperation, toProblemError } from "./adapters/direct.js"
 export { bodyJson, boundedCache, pageCacheLayer, type Replayable, replayOf } from "./market/page-cache.js"
 export { runAsFarAsItGoes, startedTogether } from "./market/together.js"
-export { LATENCY_BUCKETS_SECONDS } from "./metrics.js"
+export { labelsOf, LATENCY_BUCKETS_SECONDS } from "./metrics.js"
 export * from "./adapters/problem.js"
 export * from "./query/collection.js"
 export * from "./query/params.js"

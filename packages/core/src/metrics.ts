@@ -62,6 +62,22 @@ export const storageUp = Metric.gauge("gpu_market_storage_up", {
   description: "1 while storage is taken to be reachable, 0 while calls fail fast until a probe reaches it."
 })
 
+/**
+ * Label arrays by their text. Effect finds a metric's series by the identity of the array of
+ * labels it is given, and hashes the labels again for every new array: the same array each time
+ * makes an update a map lookup.
+ */
+const labelArrays = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
+
+/** The one array of labels for `tags`; series are few (operations, routes, statuses), so the map stays small. */
+export const labelsOf = (tags: Readonly<Record<string, string>>): ReadonlyArray<MetricLabel.MetricLabel> => {
+  let text = ""
+  for (const key in tags) text += `${key}=${tags[key]}\n`
+  let labels = labelArrays.get(text)
+  if (labels === undefined) labelArrays.set(text, labels = Object.entries(tags).map(([key, value]) => MetricLabel.make(key, value)))
+  return labels
+}
+
 /** Counts one (or `by`) on `counter` under `tags`, from code that is not an effect. */
 export const countNow = (counter: Metric.Metric.Counter<number>, tags: Readonly<Record<string, string>>, by = 1): void =>
-  counter.unsafeUpdate(by, Object.entries(tags).map(([key, value]) => MetricLabel.make(key, value)))
+  counter.unsafeUpdate(by, labelsOf(tags))

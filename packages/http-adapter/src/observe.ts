@@ -1,11 +1,10 @@
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { LATENCY_BUCKETS_SECONDS } from "@gpu-market/core/adapters"
+import { LATENCY_BUCKETS_SECONDS, labelsOf } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Metric from "effect/Metric"
-import * as MetricLabel from "effect/MetricLabel"
 import { randomUUID } from "node:crypto"
 
 /**
@@ -55,9 +54,8 @@ export interface Answered {
 /** Logs and counts one answered request. */
 const recordAnswered = (answered: Answered) => {
   const { method, route, status, seconds } = answered
-  const labels = [MetricLabel.make("method", method), MetricLabel.make("route", route)]
-  durations.unsafeUpdate(seconds, labels)
-  requests.unsafeUpdate(1, [...labels, MetricLabel.make("status", String(status))])
+  durations.unsafeUpdate(seconds, labelsOf({ method, route }))
+  requests.unsafeUpdate(1, labelsOf({ method, route, status: String(status) }))
   const line = {
     method,
     route,
@@ -77,7 +75,7 @@ const replays = Metric.counter("gpu_market_http_replayed_total", {
 
 /** Logs and counts a request the server answered with a replayed answer, without the app. */
 export const recordReplayed = (answered: Answered): Effect.Effect<void> => {
-  replays.unsafeUpdate(1, [MetricLabel.make("route", answered.route)])
+  replays.unsafeUpdate(1, labelsOf({ route: answered.route }))
   return recordAnswered(answered)
 }
 
