@@ -48,8 +48,8 @@ const hasBody = (req: IncomingMessage): boolean =>
  * in full (a 413, a 401 before the body was read, any answer to a GET carrying a body), and
  * reads no more of that body: Node would otherwise read all of it, however large, to keep the
  * connection for the next request, or discard it as fast as it comes until the connection
- * closes. (`read(0)` marks the body as being read, which keeps Node from draining it; the
- * connection, paused, takes no more than its buffers hold.) A request framed without a body is
+ * closes. (Marked as being read, the body is not drained by Node; the connection, paused, takes
+ * no more than its buffers hold.) A request framed without a body is
  * never cut short: an answer made within its `request` event (a replay, a page read from SQLite,
  * which waits for nothing) comes before Node has marked even such a request complete.
  */
@@ -57,7 +57,11 @@ class BodyAwareResponse<Request extends IncomingMessage = IncomingMessage> exten
   override writeHead(statusCode: number, ...rest: Array<string | OutgoingHttpHeaders | Array<OutgoingHttpHeader> | undefined>): this {
     if (!this.req.complete && hasBody(this.req)) {
       this.shouldKeepAlive = false
-      this.req.pause().read(0)
+      this.req.pause()
+      // Marks the body as being read, so Node does not dump it (read it all and drop it) once the
+      // answer is sent. `read(0)` set the same mark only while the stream's buffer had room: a
+      // body that filled it before a slower answer (a Redis read under load) was dumped, 100 MB.
+      ;(this.req as unknown as { _consuming: boolean })._consuming = true
       this.req.socket.pause()
     }
     // Node takes `(status, headers)` and `(status, message, headers)`: the arguments go on as they came.
