@@ -25,12 +25,11 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Lets a worker's event loop turn during long in-process computations, so it reads vitest's RPC replies in time.
     setupFiles: ["test/support/yielding-scheduler.ts"],
-    // Two cores: one worker per core keeps SQLite files and servers from starving each other. A
-    // worker keeps its modules from file to file (isolate: false): loading Effect and the packages
-    // again for each of 100 files cost 160 s of the run; every file builds its own markets, servers
-    // and temporary stores, so none reads another's state.
+    // Two cores: one worker per core keeps SQLite files and servers from starving each other.
+    // Files stay isolated: with modules shared between a worker's files, rental-demo's TestClock
+    // failed after some orders of files (setTime is not a function).
     pool: "forks",
-    poolOptions: { forks: { maxForks: 2, minForks: 1, isolate: false } },
+    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
     sequence: { sequencer: SlowestFirst }
   }
 })

@@ -3,4 +3,4 @@
  * exports (its public surface is `index.ts`).
  */
 export { makeAppWithReplay } from "./app.js"
-export { makeReplay, type Replay, replayOrHandle } from "./replay.js"
+export { type Replay, replayOrHandle } from "./replay.js"

@@ -32,12 +32,10 @@ export interface Admission {
   readonly status: RateLimitStatus
 }
 
-/** An answer kept to be replayed. */
-interface Recorded {
-  readonly version: string
+/** An answer kept to be replayed, under the data version its page was read at (`Replayable`). */
+interface Recorded extends Replayable {
   /** The route template the app routed it by, for the request log and metrics. */
   readonly route: string
-  readonly replay: Replayable
   /** `audienceOf` the caller it was made for. */
   readonly audience: string
   /** Its headers, less those of one request (rate limit, request id). */
@@ -107,7 +105,7 @@ export const makeReplay = (
       next()
     }
     // Started together, so a store that pipelines sends the version read with the admission's reads.
-    const check = startedTogether(Effect.either(admit(req.headers.authorization)), Effect.either(entry.replay.current))
+    const check = startedTogether(Effect.either(admit(req.headers.authorization)), Effect.either(entry.current))
     const settle = (exit: Exit.Exit<Checked>) => {
       if (Exit.isFailure(exit)) return handOn()
       const [admission, version] = exit.value
@@ -150,7 +148,7 @@ export const makeReplay = (
           const headers: Record<string, string> = { "content-type": body.contentType, "content-length": String(body.body.length) }
           for (const name in response.headers) if (!PER_REQUEST.has(name)) headers[name] = response.headers[name]!
           kept.set(keyOf(request.url, request.headers), {
-            version: mark.replay.version, route: route ?? "unmatched", replay: mark.replay, audience: mark.audience, headers, body: body.body
+            ...mark.replay, route: route ?? "unmatched", audience: mark.audience, headers, body: body.body
           })
           return response
         })
