@@ -23,13 +23,16 @@ export default defineConfig({
     include: ["packages/*/test/**/*.test.ts", "test/**/*.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
-    // Lets a worker's event loop turn during long in-process computations, so it reads vitest's RPC replies in time.
-    setupFiles: ["test/support/yielding-scheduler.ts"],
-    // Two cores: one worker per core keeps SQLite files and servers from starving each other.
-    // Files stay isolated: with modules shared between a worker's files, rental-demo's TestClock
-    // failed after some orders of files (setTime is not a function).
+    // The first lets a worker's event loop turn during long in-process computations, so it reads
+    // vitest's RPC replies in time; the second gives each file @effect/vitest's own `it`.
+    setupFiles: ["test/support/yielding-scheduler.ts", "test/support/effect-vitest-reset.ts"],
+    // Two cores: one worker per core keeps SQLite files and servers from starving each other. A
+    // worker keeps its modules from file to file (isolate: false): loading Effect and the packages
+    // again for each of 100 files cost 160 s of the run; every file builds its own markets, servers
+    // and temporary stores, so none reads another's state (and effect-vitest-reset.ts undoes the
+    // one module that kept a file's state).
     pool: "forks",
-    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    poolOptions: { forks: { maxForks: 2, minForks: 1, isolate: false } },
     sequence: { sequencer: SlowestFirst }
   }
 })
