@@ -2,7 +2,7 @@ import { procurementLayer, type RateLimitMode, simulatedProviderLayer, withRateL
 import { pageCacheLayer } from "@gpu-market/core/adapters"
 import { guardStorage } from "@gpu-market/core/storage"
 import * as Demo from "@gpu-market/demo"
-import * as Server from "@gpu-market/http-adapter"
+import type * as Server from "@gpu-market/http-adapter"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -16,6 +16,12 @@ import { configuredMarket } from "./storage.js"
  * SIGINT), it stops accepting, answers what is in flight within the shutdown timeout, closes
  * storage and returns.
  */
+
+/**
+ * The HTTP adapter, loaded when a server starts: the other commands (`import`, `tokens`, `seed`,
+ * …) never need it, and loading it took about half a second of every CLI start.
+ */
+const httpAdapter = Effect.promise(() => import("@gpu-market/http-adapter"))
 
 // Procurement sells the market's current rental products through the simulated provider.
 const services = procurementLayer.pipe(Layer.provide(simulatedProviderLayer()), Layer.provideMerge(configuredMarket))
@@ -115,7 +121,7 @@ const TIMEOUT_VARIABLES: Record<keyof Server.ServerTimeouts, string> = {
 }
 
 /** The client timeouts: each `given`, else its variable, else the server's default; timeouts that cannot work fail before the server starts. */
-const timeoutsOf = (given: GivenTimeouts): Effect.Effect<Server.ServerTimeouts, Error> =>
+const timeoutsOf = (Server: typeof import("@gpu-market/http-adapter"), given: GivenTimeouts): Effect.Effect<Server.ServerTimeouts, Error> =>
   Effect.gen(function* () {
     const timeouts = { ...Server.DEFAULT_TIMEOUTS }
     for (const [key, name] of Object.entries(TIMEOUT_VARIABLES) as Array<[keyof Server.ServerTimeouts, string]>) {
@@ -127,11 +133,11 @@ const timeoutsOf = (given: GivenTimeouts): Effect.Effect<Server.ServerTimeouts, 
   })
 
 /** Serves until interrupted; prints one banner once listening. Fails, before opening anything, on an origin no browser sends. */
-export const serve = <E>(options: ServeOptions<E>) => {
+export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter, (Server) => {
   const { baseUrl, demo } = options
   const cors = Either.mapLeft(Server.parseCorsOrigins(options.corsOrigins), (problem) => `CORS: ${problem}`)
   return Effect.flatMap(cors, (origins) => Effect.gen(function* () {
-    const timeouts = yield* timeoutsOf(options.timeouts ?? {})
+    const timeouts = yield* timeoutsOf(Server, options.timeouts ?? {})
     if (demo) {
       const report = yield* Demo.seedDemo()
       yield* Effect.sync(() => console.log(report.days > 0
@@ -168,4 +174,4 @@ export const serve = <E>(options: ServeOptions<E>) => {
     (served) => Effect.zipRight(holdSignals, served),
     Effect.scoped
   ))
-}
+})
