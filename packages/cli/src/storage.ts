@@ -6,39 +6,60 @@ import * as Option from "effect/Option"
 
 /**
  * Where a command's market lives: a SQLite file (`--db`, default `$GPU_MARKET_DB` or
- * `./data/market.db`, as `npm start`) or a Redis server (`--redis`, default
- * `$GPU_MARKET_REDIS_URL`, keys under `--redis-prefix` or `$GPU_MARKET_REDIS_PREFIX`). Redis wins
- * when both are given. The Redis backend is loaded only when it is chosen, so a SQLite start
- * never loads the Redis client.
+ * `./data/market.db`, as `npm start`) or Redis: one server (`--redis`, default
+ * `$GPU_MARKET_REDIS_URL`), a Redis Cluster (`--redis-cluster`, default
+ * `$GPU_MARKET_REDIS_CLUSTER_NODES`) or a Sentinel-watched primary (`--redis-sentinels` and
+ * `--redis-sentinel-name`, default `$GPU_MARKET_REDIS_SENTINELS`, `$GPU_MARKET_REDIS_SENTINEL_NAME`),
+ * keys under `--redis-prefix` or `$GPU_MARKET_REDIS_PREFIX`. A topology given on the command line
+ * replaces the environment's; the rest of the Redis settings come from the environment
+ * (`environmentOptions` of the Redis backend). Redis wins when both are given. The Redis backend
+ * is loaded only when it is chosen, so a SQLite start never loads the Redis client.
  */
 
 /** Parsed storage options (`./options.js`); none given means the environment decides. */
 export interface StorageChoice {
   readonly db: Option.Option<string>
   readonly redis: Option.Option<string>
+  readonly redisCluster: Option.Option<string>
+  readonly redisSentinels: Option.Option<string>
+  readonly redisSentinelName: Option.Option<string>
   readonly redisPrefix: Option.Option<string>
 }
 
 /** The choice the environment alone makes, as `npm start` reads it. */
-export const fromEnvironment: StorageChoice = { db: Option.none(), redis: Option.none(), redisPrefix: Option.none() }
+export const fromEnvironment: StorageChoice = {
+  db: Option.none(), redis: Option.none(), redisCluster: Option.none(), redisSentinels: Option.none(), redisSentinelName: Option.none(), redisPrefix: Option.none()
+}
 
 type Resolved =
   | { readonly _tag: "sqlite"; readonly filename: string }
-  | { readonly _tag: "redis"; readonly url: string; readonly prefix: Option.Option<string> }
+  | { readonly _tag: "redis"; readonly env: Readonly<Record<string, string | undefined>> }
 
+const TOPOLOGY = ["GPU_MARKET_REDIS_URL", "GPU_MARKET_REDIS_CLUSTER_NODES", "GPU_MARKET_REDIS_SENTINELS"] as const
+
+/** The environment with the command line's Redis options written over it, if it names Redis. */
 const resolve = (choice: StorageChoice): Resolved => {
-  const url = Option.getOrElse(choice.redis, () => process.env.GPU_MARKET_REDIS_URL)
-  return url !== undefined && url !== ""
-    ? { _tag: "redis", url, prefix: Option.orElse(choice.redisPrefix, () => Option.fromNullable(process.env.GPU_MARKET_REDIS_PREFIX)) }
+  const given = [choice.redis, choice.redisCluster, choice.redisSentinels]
+  const env: Record<string, string | undefined> = { ...process.env }
+  // A topology on the command line replaces the environment's, whichever that was.
+  if (given.some(Option.isSome)) given.forEach((o, i) => (env[TOPOLOGY[i]!] = Option.getOrUndefined(o)))
+  for (const [name, o] of [["GPU_MARKET_REDIS_SENTINEL_NAME", choice.redisSentinelName], ["GPU_MARKET_REDIS_PREFIX", choice.redisPrefix]] as const) {
+    if (Option.isSome(o)) env[name] = o.value
+  }
+  return TOPOLOGY.some((name) => (env[name] ?? "") !== "")
+    ? { _tag: "redis", env }
     : { _tag: "sqlite", filename: Option.getOrElse(choice.db, () => process.env.GPU_MARKET_DB ?? "./data/market.db") }
 }
 
-const redisBackend = Effect.promise(() => import("@gpu-market/storage-redis"))
+/** The Redis backend, loaded, and the options the environment and command line give it. */
+const redisBackend = (env: Resolved & { readonly _tag: "redis" }) =>
+  Effect.flatMap(Effect.promise(() => import("@gpu-market/storage-redis")), (R) =>
+    Effect.try({ try: () => ({ R, options: R.environmentOptions(env.env)! }), catch: (e) => e as Error }))
 
-/** Where the market is, for messages: the file, or the Redis URL without its credentials. */
-export const describeStorage = (choice: StorageChoice): Effect.Effect<string> => {
+/** Where the market is, for messages: the file, or the Redis URL without its credentials, or the nodes. */
+export const describeStorage = (choice: StorageChoice): Effect.Effect<string, Error> => {
   const where = resolve(choice)
-  return where._tag === "sqlite" ? Effect.succeed(where.filename) : Effect.map(redisBackend, (R) => `redis ${R.redactUrl(where.url)}`)
+  return where._tag === "sqlite" ? Effect.succeed(where.filename) : Effect.map(redisBackend(where), ({ R, options }) => R.describeRedis(options))
 }
 
 /** How a command uses its storage: `bulk` loads many rows (an import). */
@@ -72,8 +93,7 @@ export const storageOn = (choice: StorageChoice, use: StorageUse = {}) => {
   const where = resolve(choice)
   return where._tag === "sqlite"
     ? SqliteStorage.layer(use.bulk === true ? { filename: where.filename, checkpointPages: BULK_CHECKPOINT_PAGES } : { filename: where.filename })
-    : Layer.unwrapEffect(Effect.map(redisBackend, (R) =>
-        R.layer(Option.match(where.prefix, { onNone: () => ({ url: where.url }), onSome: (prefix) => ({ url: where.url, prefix }) }))))
+    : Layer.unwrapEffect(Effect.map(redisBackend(where), ({ R, options }) => R.layer(options)))
 }
 
 /**

@@ -33,7 +33,7 @@ while i <= n do
   i = i + 3 + argc
 end
 return 0
-`)
+`, { replicated: true })
 
 /** The write commands a batch may hold, each on one key. */
 type Op = "HSET" | "HSETNX" | "HDEL" | "HINCRBY" | "ZADD" | "ZREM" | "SADD" | "SREM" | "INCR" | "SET" | "DEL"

@@ -2,14 +2,41 @@ import { StorageError } from "@gpu-market/core"
 import { StorageDefect } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import { Redis } from "ioredis"
+import { Cluster, Redis } from "ioredis"
 import { isOwnFailure } from "./errors.js"
 import { type Keys, makeKeys } from "./keys.js"
 
-/** Where the Redis server is and how long a request may wait for it. */
+/**
+ * Where Redis is and how long a request may wait for it. Give exactly one topology: `url` (one
+ * server), `cluster` (seed nodes of a Redis Cluster) or `sentinels` (a primary found and followed
+ * through Redis Sentinel).
+ */
 export interface RedisOptions {
-  /** `redis://[user:password@]host:port[/db]`, or `rediss://` for TLS. */
-  readonly url: string
+  /** One server: `redis://[user:password@]host:port[/db]`, or `rediss://` for TLS. */
+  readonly url?: string
+  /** Redis Cluster: a few nodes (`host:port`) to learn the cluster from; the client finds the rest. */
+  readonly cluster?: ReadonlyArray<string>
+  /** Redis Sentinel: the sentinels (`host:port`) that name the current primary of `sentinelName`. */
+  readonly sentinels?: ReadonlyArray<string>
+  /** The master name the sentinels monitor. Default `mymaster`. */
+  readonly sentinelName?: string
+  /** Credentials of the data nodes for `cluster` and `sentinels` (a `url` carries its own). */
+  readonly username?: string
+  readonly password?: string
+  /**
+   * With `sentinels`: serve the reads that may be stale (metadata summaries and index pages) from
+   * a replica over a second connection. Every other read and every write goes to the primary.
+   * Default false.
+   */
+  readonly readFromReplicas?: boolean
+  /**
+   * After every write batch, `WAIT` until this many replicas hold it, and fail the write with a
+   * `StorageError` (503) when fewer did within `replicaAckTimeoutMs`: an acknowledged write then
+   * survives a failover. Default 0 (acknowledged once the primary applied it).
+   */
+  readonly replicasToAck?: number
+  /** How long a write waits for `replicasToAck` replicas. Default 1000 ms. */
+  readonly replicaAckTimeoutMs?: number
   /** The namespace every key lives under; several markets can share one server. Default `gpu-market`. */
   readonly prefix?: string
   /** How long one command may take before it fails with a `StorageError`. Default 2000 ms. */
@@ -22,6 +49,8 @@ export interface RedisOptions {
 export interface Script {
   readonly name: string
   readonly lua: string
+  /** A write that must reach `replicasToAck` replicas before it is acknowledged. */
+  readonly replicated: boolean
 }
 
 /**
@@ -30,11 +59,15 @@ export interface Script {
  * after a Redis restart empties the script cache. Every key it touches must be passed in `keys`
  * (Redis Cluster routes by them) and share one hash tag.
  */
-export const script = (name: string, lua: string): Script => ({ name, lua })
+export const script = (name: string, lua: string, options: { readonly replicated?: boolean } = {}): Script =>
+  ({ name, lua, replicated: options.replicated ?? false })
+
+/** A connection: to one server (alone or a Sentinel primary or replica), or to a whole Redis Cluster. */
+export type Connection = Redis | Cluster
 
 /** One ioredis connection, the key layout, and the runners every store goes through. */
 export interface RedisClient {
-  readonly redis: Redis
+  readonly redis: Connection
   readonly keys: Keys
   /**
    * Runs `body` against the connection, and is where its failures are told apart, here and
@@ -42,17 +75,38 @@ export interface RedisClient {
    * retryable 503; this package's own (`isOwnFailure`) a `StorageDefect` the effect dies with, a
    * 500 that is logged and never retried. Values `body` returns pass through unchanged.
    */
-  readonly run: <A>(operation: string, body: (redis: Redis) => Promise<A>) => Effect.Effect<A, StorageError>
-  /** Runs `lua` with `keys` and `args` (as buffers when `buffers`), inside a `run` body. */
+  readonly run: <A>(operation: string, body: (redis: Connection) => Promise<A>) => Effect.Effect<A, StorageError>
+  /**
+   * Runs `lua` with `keys` and `args` (as buffers when `buffers`), inside a `run` body. With
+   * `replicasToAck`, a write script then waits for that many replicas (`acknowledged`).
+   */
   readonly evalScript: (
     lua: Script,
     keys: ReadonlyArray<string>,
     args: ReadonlyArray<string | Buffer | number>
   ) => Promise<unknown>
+  /**
+   * Resolves once `replicasToAck` replicas hold every write this connection sent to the node of
+   * `key`; rejects when fewer did within the timeout. At once when `replicasToAck` is 0.
+   */
+  readonly acknowledged: (key: string) => Promise<void>
+  /**
+   * The client whose reads may lag the primary by the replication delay: a replica's, with
+   * `readFromReplicas`, else this client itself.
+   */
+  readonly stale: RedisClient
 }
 
-/** The connection options that make every request fail fast while Redis is away. */
-const connectionOptions = (options: RedisOptions) => ({
+/** What `fromRedis` needs beyond the connection. */
+export interface ClientSettings {
+  readonly replicasToAck?: number
+  readonly replicaAckTimeoutMs?: number
+  /** The connection stale-tolerant reads use; the main one when absent. */
+  readonly replica?: Redis
+}
+
+/** The options every node connection shares: every request fails fast while Redis is away. */
+const nodeOptions = (options: RedisOptions) => ({
   lazyConnect: true,
   // A command while disconnected fails at once instead of waiting in a queue for a reconnect
   // that may never come; the HTTP layer turns the failure into a 503.
@@ -65,55 +119,159 @@ const connectionOptions = (options: RedisOptions) => ({
   // Reconnects forever in the background, quickly at first and then every second, so the
   // service recovers by itself when Redis comes back.
   retryStrategy: (attempt: number) => Math.min(50 * 2 ** Math.min(attempt, 5), 1000),
-  autoResubscribe: false
+  autoResubscribe: false,
+  ...(options.username === undefined ? {} : { username: options.username }),
+  ...(options.password === undefined ? {} : { password: options.password })
 })
 
-const defined = new WeakMap<Redis, Set<string>>()
+/** `host:port` as ioredis takes it; an IPv6 host is written in brackets (`[::1]:7000`). */
+export const parseNode = (node: string): { readonly host: string; readonly port: number } => {
+  const m = /^\[?([^\]]*?)\]?:(\d+)$/.exec(node.trim())
+  if (m === null || m[1] === "") throw new Error(`not a host:port: ${JSON.stringify(node)}`)
+  return { host: m[1]!, port: Number(m[2]) }
+}
+
+/** The topology `options` name, checked: exactly one of `url`, `cluster`, `sentinels`. */
+const topologyOf = (options: RedisOptions) => {
+  const given = [options.url !== undefined, options.cluster !== undefined, options.sentinels !== undefined].filter(Boolean).length
+  if (given !== 1) throw new Error(`Redis options name ${given === 0 ? "no" : "more than one"} topology: give exactly one of url, cluster, sentinels`)
+  if (options.readFromReplicas === true && options.sentinels === undefined) throw new Error("readFromReplicas needs sentinels")
+  if (options.cluster !== undefined) {
+    if (options.cluster.length === 0) throw new Error("cluster names no node")
+    return { _tag: "cluster" as const, nodes: options.cluster.map(parseNode) }
+  }
+  if (options.sentinels !== undefined) {
+    if (options.sentinels.length === 0) throw new Error("sentinels names no sentinel")
+    return { _tag: "sentinel" as const, sentinels: options.sentinels.map(parseNode), name: options.sentinelName ?? "mymaster" }
+  }
+  return { _tag: "url" as const, url: options.url! }
+}
+
+/** Opens the connections `options` name: the main one, and a replica's for stale reads. */
+const connections = (options: RedisOptions): { readonly main: Connection; readonly replica?: Redis } => {
+  const topology = topologyOf(options)
+  switch (topology._tag) {
+    case "url":
+      return { main: new Redis(topology.url, nodeOptions(options)) }
+    case "cluster":
+      return {
+        main: new Cluster(topology.nodes.map((n) => ({ ...n })), {
+          lazyConnect: true,
+          enableOfflineQueue: false,
+          // A command whose connection closed may have run: it fails rather than being sent
+          // again. MOVED, ASK, TRYAGAIN and CLUSTERDOWN are followed (the command did not run).
+          retryDelayOnFailover: 0,
+          scaleReads: "master",
+          slotsRefreshTimeout: options.connectTimeoutMs ?? 2000,
+          clusterRetryStrategy: (attempt: number) => Math.min(50 * 2 ** Math.min(attempt, 5), 1000),
+          redisOptions: nodeOptions(options)
+        })
+      }
+    case "sentinel": {
+      const node = (role: "master" | "slave") =>
+        new Redis({
+          ...nodeOptions(options),
+          sentinels: topology.sentinels.map((n) => ({ ...n })),
+          name: topology.name,
+          role,
+          // Subscribes to the sentinels' switch-master, so a failover is followed at once
+          // rather than when the old primary's connection times out.
+          failoverDetector: role === "master",
+          sentinelCommandTimeout: options.connectTimeoutMs ?? 2000,
+          sentinelRetryStrategy: (attempt: number) => Math.min(50 * 2 ** Math.min(attempt, 5), 1000)
+        })
+      return options.readFromReplicas === true ? { main: node("master"), replica: node("slave") } : { main: node("master") }
+    }
+  }
+}
+
+const defined = new WeakMap<Connection, Set<string>>()
 
 /** Wraps an ioredis connection. The caller owns connecting and closing it. */
-export const fromRedis = (redis: Redis, prefix: string): RedisClient => ({
-  redis,
-  keys: makeKeys(prefix),
-  run: (operation, body) =>
-    Effect.catchAll(Effect.tryPromise({ try: () => body(redis), catch: (cause) => cause }), (cause) =>
-      isOwnFailure(cause) ? Effect.die(new StorageDefect({ operation, cause })) : Effect.fail(new StorageError({ operation, cause }))),
-  evalScript: (lua, keys, args) => {
-    let names = defined.get(redis)
-    if (names === undefined) defined.set(redis, names = new Set())
-    if (!names.has(lua.name)) {
-      redis.defineCommand(lua.name, { lua: lua.lua })
-      names.add(lua.name)
-    }
-    const command = (redis as unknown as Record<string, (args: Array<unknown>) => Promise<unknown>>)[lua.name]!
-    // One array argument (ioredis flattens it): a batch can hold more values than a call's
-    // spread arguments may.
-    return command.call(redis, [keys.length, ...keys, ...args])
+export const fromRedis = (redis: Connection, prefix: string, settings: ClientSettings = {}): RedisClient => {
+  const keys = makeKeys(prefix)
+  const want = settings.replicasToAck ?? 0
+  const timeout = settings.replicaAckTimeoutMs ?? 1000
+  const acknowledged = async (key: string): Promise<void> => {
+    if (want === 0) return
+    // On a Cluster the key routes WAIT to the node that took the write.
+    const [, [error, held]] = (await redis.pipeline().exists(key).call("WAIT", String(want), String(timeout)).exec()) as [unknown, [Error | null, number]]
+    if (error !== null) throw error
+    if (held < want) throw new Error(`the write reached ${held} of ${want} replicas within ${timeout} ms; it may be applied`)
   }
-})
+  const client: RedisClient = {
+    redis,
+    keys,
+    run: (operation, body) =>
+      Effect.catchAll(Effect.tryPromise({ try: () => body(redis), catch: (cause) => cause }), (cause) =>
+        isOwnFailure(cause) ? Effect.die(new StorageDefect({ operation, cause })) : Effect.fail(new StorageError({ operation, cause }))),
+    evalScript: async (lua, keys, args) => {
+      let names = defined.get(redis)
+      if (names === undefined) defined.set(redis, names = new Set())
+      if (!names.has(lua.name)) {
+        redis.defineCommand(lua.name, { lua: lua.lua })
+        names.add(lua.name)
+      }
+      const command = (redis as unknown as Record<string, (args: Array<unknown>) => Promise<unknown>>)[lua.name]!
+      // One array argument (ioredis flattens it): a batch can hold more values than a call's
+      // spread arguments may.
+      const result = await command.call(redis, [keys.length, ...keys, ...args])
+      if (lua.replicated && keys.length > 0) await acknowledged(keys[0]!)
+      return result
+    },
+    acknowledged,
+    get stale() {
+      return stale
+    }
+  }
+  const stale = settings.replica === undefined ? client : fromRedis(settings.replica, prefix)
+  return client
+}
+
+/** Opens `redis`, or fails with a `StorageError` (operation `connect`) and closes it. */
+const open = (redis: Connection) =>
+  Effect.tryPromise({
+    try: () => redis.connect(),
+    catch: (cause) => {
+      redis.disconnect()
+      return new StorageError({ operation: "connect", cause })
+    }
+  })
+
+const close = (redis: Connection) =>
+  Effect.promise(() => redis.quit().then(() => undefined, () => undefined).finally(() => redis.disconnect()))
 
 /**
  * Connects for the life of the scope and quits after. Opening waits for the first connection:
  * if Redis cannot be reached within the connect timeout, it fails with a `StorageError`
  * (operation `connect`) rather than starting a service whose every request would fail. Once
- * open, a lost connection is retried in the background for as long as the scope lives.
+ * open, a lost connection is retried in the background for as long as the scope lives; on
+ * Sentinel that includes finding the new primary after a failover, and on a Cluster the slots
+ * are learnt again when they move.
  */
 export const makeClient = (options: RedisOptions): Effect.Effect<RedisClient, StorageError, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.flatMap(Effect.try({ try: () => makeKeys(options.prefix ?? "gpu-market"), catch: (cause) => new StorageError({ operation: "connect", cause }) }), (keys) => {
-      const redis = new Redis(options.url, connectionOptions(options))
-      // Failures reach callers through their commands; the event only needs a listener so
-      // ioredis does not print every reconnect attempt.
-      redis.on("error", () => {})
-      return Effect.tryPromise({
-        try: () => redis.connect(),
-        catch: (cause) => {
-          redis.disconnect()
-          return new StorageError({ operation: "connect", cause })
-        }
-      }).pipe(Effect.as(fromRedis(redis, keys.prefix)))
-    }),
-    ({ redis }) =>
-      Effect.promise(() =>
-        redis.quit().then(() => undefined, () => undefined).finally(() => redis.disconnect())
-      )
-  )
+  Effect.gen(function* () {
+    const prefix = (options.prefix ?? "gpu-market")
+    const { main, replica } = yield* Effect.try({
+      try: () => (makeKeys(prefix), connections(options)),
+      catch: (cause) => new StorageError({ operation: "connect", cause })
+    })
+    const opened = [main, ...(replica === undefined ? [] : [replica])]
+    // Failures reach callers through their commands; the event only needs a listener so
+    // ioredis does not print every reconnect attempt.
+    for (const c of opened) c.on("error", () => {})
+    yield* Effect.acquireRelease(
+      open(main).pipe(
+        // A Cluster keeps retrying its seeds by itself: opening gives up after the connect timeout.
+        Effect.timeoutFail({ duration: (options.connectTimeoutMs ?? 2000) * 2, onTimeout: () => new StorageError({ operation: "connect", cause: "Redis did not become ready in time" }) }),
+        Effect.tapError(() => Effect.sync(() => opened.forEach((c) => c.disconnect())))
+      ),
+      () => Effect.forEach(opened, close, { discard: true })
+    )
+    if (replica !== undefined) yield* open(replica)
+    return fromRedis(main, prefix, {
+      ...(options.replicasToAck === undefined ? {} : { replicasToAck: options.replicasToAck }),
+      ...(options.replicaAckTimeoutMs === undefined ? {} : { replicaAckTimeoutMs: options.replicaAckTimeoutMs }),
+      ...(replica === undefined ? {} : { replica })
+    })
+  })

@@ -228,12 +228,14 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
   }
 
   /** The summary from the maintained counts and the GPUs' day indexes, both at one version. */
+  // Metadata may lag the primary: it is read where `client.stale` reads, version and all.
+  const reader = client.stale.redis
   const readSummary = async (): Promise<Versioned<HardwareSummary> | "retry"> => {
-    const [counted, listed, version] = (await replies(redis.multi().hgetall(keys.values).hgetall(keys.gpus).get(keys.version))) as [
+    const [counted, listed, version] = (await replies(reader.multi().hgetall(keys.values).hgetall(keys.gpus).get(keys.version))) as [
       Record<string, string>, Record<string, string>, string | null
     ]
     const names = Object.keys(listed).filter((g) => Number(listed[g]) > 0).sort(cmp)
-    const second = redis.multi()
+    const second = reader.multi()
     for (const gpu of names) {
       second.callBuffer("ZRANGE", dayIndex(gpu), "-", "+", "BYLEX", "LIMIT", "0", "1")
       second.callBuffer("ZRANGE", dayIndex(gpu), "+", "-", "BYLEX", "REV", "LIMIT", "0", "1")
@@ -264,7 +266,11 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
       rows.length === 0
         ? mark === undefined
           ? Effect.succeed({ inserted: 0, replaced: 0 })
-          : client.run("hardware_prices.put", async (redis) => (await redis.hset(keys.marks, mark.name, mark.value), { inserted: 0, replaced: 0 }))
+          : client.run("hardware_prices.put", async (redis) => {
+            await redis.hset(keys.marks, mark.name, mark.value)
+            await client.acknowledged(keys.marks)
+            return { inserted: 0, replaced: 0 }
+          })
         : untilApplied(client, "hardware_prices.put", () => attempt(rows, mark), () =>
           new StorageError({ operation: "hardware_prices.put", cause: "hardware prices kept changing under this write" })),
 
@@ -274,6 +280,6 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
 
     page: (plan) => client.run("hardware_prices.page", async () => servedPage(await table.page(plan))),
 
-    summary: cachedByVersion(client, "hardware_prices.summary", keys.version, readSummary)
+    summary: cachedByVersion(client.stale, "hardware_prices.summary", keys.version, readSummary)
   }
 }

@@ -75,6 +75,15 @@ const planIds = (plan: PagePlan): ReadonlyArray<string> | undefined => {
  * sets, member `lex(interval start or answersFrom) ++ lex(timestamp)`).
  */
 export const makeIndexStore = (client: RedisClient): IndexStore["Type"] => {
+  const store = storeOn(client)
+  if (client.stale === client) return store
+  // Index pages and their version may lag the primary: both are read from the replica, so a
+  // page is cached under the version it was read at.
+  const stale = storeOn(client.stale)
+  return { ...store, page: stale.page, version: stale.version }
+}
+
+const storeOn = (client: RedisClient): IndexStore["Type"] => {
   const { redis } = client
   const key = (...parts: ReadonlyArray<string>) => client.keys.key(TAG, ...parts)
   const defsKey = key("defs")
@@ -206,6 +215,7 @@ export const makeIndexStore = (client: RedisClient): IndexStore["Type"] => {
         if (definitions.length === 0) return
         // One MULTI: the definitions are stored together, with a new version; cursors live apart, so they are kept.
         await replies(redis.multi().hset(defsKey, ...definitions.flatMap((d) => [d.id, encode(d)])).set(versionKey, freshVersion()))
+        await client.acknowledged(defsKey)
       }),
 
     definitions: client.run("indexes.definitions", async () => {

@@ -17,11 +17,16 @@ export const makeSettingsStore = (client: RedisClient): SettingsStore["Type"] =>
   const key = client.keys.key("settings", "values")
   return {
     get: (name) => client.run("settings.get", async (redis) => Option.fromNullable(await redis.hget(key, name))),
-    set: (name, value) => client.run("settings.set", async (redis) => void (await redis.hset(key, name, value))),
+    set: (name, value) =>
+      client.run("settings.set", async (redis) => {
+        await redis.hset(key, name, value)
+        await client.acknowledged(key)
+      }),
     getOrSet: (name, value) =>
       client.run("settings.getOrSet", async (redis) => {
         const replies = (await redis.multi().hsetnx(key, name, value).hget(key, name).exec()) ?? []
         for (const [error] of replies) if (error !== null) throw error
+        await client.acknowledged(key)
         return replies[1]![1] as string
       })
   }

@@ -205,15 +205,17 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
   }
 
   /** The summary from the maintained sets and counts, and each pair's first and last date, at one version. */
+  // Metadata may lag the primary: it is read where `client.stale` reads, version and all.
+  const reader = client.stale.redis
   const readSummary = async (): Promise<Versioned<TransactionSummary> | "retry"> => {
     const [regions, contracts, tenors, pairs, version] = (await replies(
-      redis.multi().smembers(keys.regions).smembers(keys.contracts).smembers(keys.tenors).hgetall(keys.pairs).get(keys.version)
+      reader.multi().smembers(keys.regions).smembers(keys.contracts).smembers(keys.tenors).hgetall(keys.pairs).get(keys.version)
     )) as [Array<string>, Array<string>, Array<string>, Record<string, string>, string | null]
     const names = Object.keys(pairs).map((k) => {
       const cut = k.indexOf("\u0000")
       return { gpu: k.slice(0, cut), model: k.slice(cut + 1), rows: Number(pairs[k]) }
     }).sort((a, b) => cmp(a.gpu, b.gpu) || cmp(a.model, b.model))
-    const second = redis.multi()
+    const second = reader.multi()
     for (const { gpu, model } of names) {
       const prefix = pairPrefix(gpu, model)
       const from = Buffer.concat([Buffer.from("["), prefix])
@@ -270,7 +272,7 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
     page: (plan) =>
       windowDates(plan.scope) === undefined ? Effect.succeed([]) : client.run("transactions.page", () => table.page(plan)),
 
-    summary: cachedByVersion(client, "transactions.summary", keys.version, readSummary),
+    summary: cachedByVersion(client.stale, "transactions.summary", keys.version, readSummary),
 
     // The private audit covers every published row, so it reads them all: rows' cohorts and the
     // blended deals, from one moment.
