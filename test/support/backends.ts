@@ -25,10 +25,12 @@ const SECRET = "backends-test-page-token-secret-0123456789abcdef"
 const sharedSecret = Layer.effectDiscard(Effect.flatMap(SettingsStore, (s) =>
   Effect.zipRight(s.getOrSet("page_token_secret", SECRET), s.getOrSet("hardware_listing_key_secret", SECRET))))
 
-const seeded = <E1, R1, E2, R2>(storage: Layer.Layer<Storage, E1, R1>, seed: Effect.Effect<void, E2, R2 | MarketServices>) =>
+/** The market over `storage` (its secrets shared with the other backends), seeded by `seed`. */
+export const seeded = <E1, R1, E2, R2>(storage: Layer.Layer<Storage, E1, R1>, seed: Effect.Effect<void, E2, R2 | MarketServices>) =>
   Layer.effectDiscard(seed).pipe(Layer.provideMerge(marketLayer), Layer.provideMerge(Layer.provideMerge(sharedSecret, storage)))
 
-const sqliteStorage = Layer.unwrapScoped(Effect.map(
+/** SQLite storage in a fresh temporary file, removed with the scope. */
+export const sqliteStorage = Layer.unwrapScoped(Effect.map(
   Effect.acquireRelease(Effect.sync(() => mkdtempSync(join(tmpdir(), "gpu-market-backends-"))), (dir) =>
     Effect.sync(() => rmSync(dir, { recursive: true, force: true }))),
   (dir) => SqliteStorage.layer({ filename: join(dir, "market.db") })

@@ -47,3 +47,12 @@ export const startUntil = (command: string, args: ReadonlyArray<string>, options
       reject(new Error(`exited with ${code} before ready:\n${output}`))
     })
   })
+
+/** Waits until `check` holds (a rejection counts as not yet), polling every 25 ms; fails after `timeoutMs` naming `what`. */
+export const until = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs: number) => {
+  const deadline = Date.now() + timeoutMs
+  while (!(await Promise.resolve().then(check).catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 25))
+  }
+}

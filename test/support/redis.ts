@@ -41,7 +41,7 @@ const NOT_FOUND = "redis-server not found: install it (apt-get install redis-ser
 const binary = () => process.env.REDIS_SERVER ?? "redis-server"
 
 /** Resolves once the server at `port` answers PING; rejects after `timeoutMs`. */
-const awaitPing = (port: number, child: ChildProcess, timeoutMs: number): Promise<void> =>
+export const awaitPing = (port: number, child: ChildProcess, timeoutMs: number): Promise<void> =>
   new Promise((resolve, reject) => {
     const deadline = Date.now() + timeoutMs
     const attempt = () => {
@@ -66,19 +66,34 @@ const awaitPing = (port: number, child: ChildProcess, timeoutMs: number): Promis
     attempt()
   })
 
-const launch = (port: number, dir: string, persistent: boolean): Promise<ChildProcess> =>
+/**
+ * Spawns `redis-server` with `args` (its own process group, so `killGroup` ends it and any
+ * child it forked) and waits until the server on `port` answers PING.
+ */
+export const spawnRedis = (port: number, args: ReadonlyArray<string>): Promise<ChildProcess> =>
   new Promise((resolve, reject) => {
-    const args = [
-      "--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
-      "--appendonly", persistent ? "yes" : "no", "--appendfsync", "always", "--daemonize", "no", "--loglevel", "warning"
-    ]
-    const child = spawn(binary(), args, { stdio: "ignore" })
+    const child = spawn(binary(), args, { stdio: "ignore", detached: true })
     child.once("error", (e: NodeJS.ErrnoException) => reject(e.code === "ENOENT" ? new Error(NOT_FOUND) : e))
     child.once("spawn", () => awaitPing(port, child, 10_000).then(() => resolve(child), (e) => {
-      child.kill("SIGKILL")
+      killGroup(child, "SIGKILL")
       reject(e)
     }))
   })
+
+/** Sends `signal` to the process group of `child`, a server `spawnRedis` started. */
+export const killGroup = (child: ChildProcess, signal: NodeJS.Signals) => {
+  try {
+    process.kill(-child.pid!, signal)
+  } catch {
+    // Already gone.
+  }
+}
+
+const launch = (port: number, dir: string, persistent: boolean): Promise<ChildProcess> =>
+  spawnRedis(port, [
+    "--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
+    "--appendonly", persistent ? "yes" : "no", "--appendfsync", "always", "--daemonize", "no", "--loglevel", "warning"
+  ])
 
 const exited = (child: ChildProcess, signal: NodeJS.Signals): Promise<void> =>
   new Promise((resolve) => {

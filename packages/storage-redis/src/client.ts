@@ -124,6 +124,25 @@ const nodeOptions = (options: RedisOptions) => ({
   ...(options.password === undefined ? {} : { password: options.password })
 })
 
+/** The options of a Cluster's node connections: `nodeOptions` less what the Cluster decides itself. */
+const clusterNodeOptions = (options: RedisOptions) => {
+  const { enableOfflineQueue: _queue, retryStrategy: _retry, lazyConnect: _lazy, ...rest } = nodeOptions(options)
+  return rest
+}
+
+/**
+ * Connects every node connection a Cluster opens as soon as it opens it: the Cluster refuses a
+ * command for a node whose connection is still connecting (no offline queue), so one connected
+ * on first use would fail the commands that came with it.
+ */
+const connectNodesEagerly = (cluster: Cluster) => {
+  const connect = (node: Redis) => {
+    if (node.status === "wait") node.connect().catch(() => {})
+  }
+  cluster.on("+node", connect)
+  return Promise.all(cluster.nodes("all").map((node) => node.status === "wait" ? node.connect().catch(() => {}) : undefined))
+}
+
 /** `host:port` as ioredis takes it; an IPv6 host is written in brackets (`[::1]:7000`). */
 export const parseNode = (node: string): { readonly host: string; readonly port: number } => {
   const m = /^\[?([^\]]*?)\]?:(\d+)$/.exec(node.trim())
@@ -164,7 +183,10 @@ const connections = (options: RedisOptions): { readonly main: Connection; readon
           scaleReads: "master",
           slotsRefreshTimeout: options.connectTimeoutMs ?? 2000,
           clusterRetryStrategy: (attempt: number) => Math.min(50 * 2 ** Math.min(attempt, 5), 1000),
-          redisOptions: nodeOptions(options)
+          // Node connections keep ioredis' cluster defaults for what happens while one connects
+          // (its first commands wait for it) and when one is lost (no reconnect: the slots are
+          // learnt again), and fail fast like every other connection.
+          redisOptions: clusterNodeOptions(options)
         })
       }
     case "sentinel": {
@@ -231,7 +253,7 @@ export const fromRedis = (redis: Connection, prefix: string, settings: ClientSet
 /** Opens `redis`, or fails with a `StorageError` (operation `connect`) and closes it. */
 const open = (redis: Connection) =>
   Effect.tryPromise({
-    try: () => redis.connect(),
+    try: () => redis.connect().then(() => redis instanceof Cluster ? connectNodesEagerly(redis) : undefined),
     catch: (cause) => {
       redis.disconnect()
       return new StorageError({ operation: "connect", cause })
