@@ -1,0 +1,99 @@
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { makeClient } from "../packages/storage-redis/src/internal"
+import type { Started } from "./support/process"
+import { uniquePrefix } from "./support/redis"
+import { type Answer, assertFeedKept, get, issue, LATEST, principal, startFeed, startServer, until } from "./support/redis-serving"
+import { type SentinelGroup, startSentinelGroup } from "./support/redis-topologies"
+
+/**
+ * The Redis backend through Sentinel, on a real primary with two replicas and three sentinels
+ * (loopback, started once for the file): an `npm start` process reads the stale-tolerant data
+ * from a replica, and when the primary is killed under a steady write and read load it answers
+ * 503 only until the sentinels promote a replica, then serves again by itself; with writes
+ * acknowledged by a replica (`GPU_MARKET_REDIS_REPLICAS_TO_ACK=1`), none acknowledged is lost.
+ */
+
+const VENDOR = "v-failover"
+const BATCH_SIZE = 40
+
+let group: SentinelGroup
+let server: Started & { readonly base: string }
+const prefix = uniquePrefix("sentinel")
+const env = () => ({
+  GPU_MARKET_REDIS_SENTINELS: group.sentinels.join(","), GPU_MARKET_REDIS_SENTINEL_NAME: group.name, GPU_MARKET_REDIS_PREFIX: prefix,
+  GPU_MARKET_REDIS_READ_FROM_REPLICAS: "1", GPU_MARKET_REDIS_REPLICAS_TO_ACK: "1"
+})
+const options = () => ({ sentinels: group.sentinels, sentinelName: group.name, prefix, replicasToAck: 1 })
+
+/** The role (`master` / `slave`) and port of what the backend's connections reach. */
+const roles = () => Effect.runPromise(Effect.scoped(Effect.gen(function* () {
+  const client = yield* makeClient({ ...options(), readFromReplicas: true })
+  const roleOf = (redis: typeof client.redis) => Effect.promise(async () => ({
+    role: ((await redis.call("ROLE")) as Array<unknown>)[0] as string,
+    port: Number(/tcp_port:(\d+)/.exec(await redis.info("server"))![1])
+  }))
+  return { primary: yield* roleOf(client.redis), replica: yield* roleOf(client.stale.redis) }
+})))
+
+describe("Sentinel: a primary, two replicas, three sentinels", () => {
+  beforeAll(async () => {
+    group = await startSentinelGroup(2, 3, "market")
+    await issue(options(), [["reader", principal("t-reader", 1_000_000)]])
+    server = await startServer(env())
+  }, 240_000)
+  afterAll(async () => {
+    await server?.stop()
+    await group?.stop()
+  }, 60_000)
+
+  it("writes go to the primary the sentinels name, stale-tolerant reads to a replica", async () => {
+    const { primary, replica } = await roles()
+    assert.deepStrictEqual(primary, { role: "master", port: group.primary.port })
+    assert.strictEqual(replica.role, "slave")
+    assert.include(group.replicas.map((r) => r.port), replica.port)
+  })
+
+  it("primary killed under load: 503 only until a replica is promoted, then served again; no acknowledged write lost", { timeout: 120_000 }, async () => {
+    const feed = startFeed(env(), VENDOR, BATCH_SIZE)
+    try {
+      await until("the writer's first batches", () => feed.acked().length >= 10, 60_000)
+      const answers: Array<Answer & { readonly at: number }> = []
+      let reading = true
+      const reader = (async () => {
+        while (reading) answers.push({ ...(await get(server.base + LATEST, "reader")), at: Date.now() })
+      })()
+      await until("reads served", () => answers.filter((a) => a.status === 200).length >= 10, 10_000)
+
+      group.primary.kill()
+      const killedAt = Date.now()
+      await until("a replica promoted", async () => (await group.currentPrimary()) !== group.primary.address, 30_000)
+      const promotedAt = Date.now()
+      await until("served again", () => answers.some((a) => a.at > promotedAt && a.status === 200), 30_000)
+      const ackedAfterFailover = feed.acked().length
+      await until("the writer writes again", () => feed.acked().length >= ackedAfterFailover + 10, 30_000)
+      reading = false
+      await reader
+
+      const after = answers.filter((a) => a.at > killedAt)
+      const failed = after.filter((a) => a.status !== 200)
+      assert.isTrue(failed.every((a) => a.status === 503 && a.code === "storage_unavailable"), JSON.stringify(failed.find((a) => a.status !== 503)?.body))
+      assert.isAbove(failed.length, 0, "the outage was seen")
+      // The gap: from the kill to the first page served after the last 503.
+      const lastFailure = Math.max(...failed.map((a) => a.at))
+      const gap = after.find((a) => a.at > lastFailure)!.at - killedAt
+      console.log(`failover: promoted after ${promotedAt - killedAt} ms; 503s for ${gap} ms; ${failed.length} of ${after.length} reads failed`)
+      // Sentinel calls the primary down after 1 s and promotes within a few more.
+      assert.isBelow(gap, 10_000)
+      // No hang while the primary was gone: every answer within the command timeout and a margin.
+      assert.isBelow(Math.max(...failed.map((a) => a.ms)), 3000)
+      assert.strictEqual(await feed.finish(), 0, feed.log())
+    } finally {
+      feed.kill()
+    }
+    await assertFeedKept(server.base, "reader", VENDOR, BATCH_SIZE, feed.acked())
+    const { primary } = await roles()
+    assert.strictEqual(primary.role, "master")
+    assert.notStrictEqual(primary.port, group.primary.port, "the service follows the new primary")
+  })
+})
