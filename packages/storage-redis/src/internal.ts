@@ -20,5 +20,5 @@ export { llmTokenPriceSpec, makeLlmTokenPriceStore, type StoredLlmTokenPrice } f
 export { indexValueSpec, makeIndexStore } from "./indexes.js"
 export { hardwareTable, makeHardwarePriceStore, type StoredHardwarePrice } from "./hardware-prices.js"
 export { makeTransactionStore, transactionSpec } from "./transactions.js"
-export { makeProcurementStore, OFFER_RETENTION_MILLIS, resourceTable, type StoredResource } from "./procurement.js"
+export { makeProcurementStore, OFFER_RETENTION_MILLIS, ownerTag, resourceTable, type StoredResource } from "./procurement.js"
 export * from "./index.js"

@@ -31,8 +31,8 @@ const JOINED = [["status", "owner_status"], ["vendor", "owner_vendor"], ["gpu_ca
 const joined = (owner: string, value: string) => `${owner.length}:${owner}:${value}`
 
 /**
- * Resources as a table under the procurement hash tag, so a transition writes its procurement
- * and the resources it creates in one slot. Every resource is indexed by `created_at` per owner
+ * Resources as a table under the owner's procurement hash tag (`ownerTag`), so a transition
+ * writes its procurement and the resources it creates in one slot. Every resource is indexed by `created_at` per owner
  * and per owner and status, vendor or GPU; the joined anchors come first, so a plan filtering
  * any of them walks the narrower index.
  */
@@ -107,44 +107,75 @@ const owned = <R extends { readonly owner: string }>(record: R | undefined, owne
 const isOpen = (r: ProcurementRecord) => r.procurement.status === "pending" || r.procurement.status === "provisioning"
 
 /**
- * The procurement store. Every key is under the hash tag `{procurement}`, so each method's one
- * script runs in one Cluster slot:
+ * The hash tag of one owner's procurement keys: `procurement:<owner>`, with `%`, `{` and `}`
+ * escaped so that any owner id names its own keys and the tag ends where it should. Every method
+ * of the store acts for one owner, so each of its scripts runs in one Cluster slot, and owners
+ * spread over the slots (and the masters) of a Cluster.
+ */
+export const ownerTag = (owner: string): string =>
+  `procurement:${owner.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`
+
+/** How many owners' tables a store keeps built; the least recently used is dropped past it. */
+const KEPT_OWNERS = 1000
+
+/**
+ * The procurement store. Every key of an owner is under the hash tag `{procurement:<owner>}`
+ * (`ownerTag`), so each method's one script runs in one Cluster slot:
  * - `offer:<offer_id>`: msgpack offer record, expiring a day after the offer does.
  * - `procurements`: hash procurement id → msgpack record.
  * - `idempotency`: hash `<owner length>:<owner>:<key>` → procurement id, set with the record by
  *   one checked batch that requires the field absent (insert-if-absent).
- * - `open:<owner>`: set of the owner's pending and provisioning procurement ids.
- * - `deleting:<owner>`: set of the owner's deleting resource ids.
+ * - `open`: set of the owner's pending and provisioning procurement ids.
+ * - `deleting`: set of the owner's deleting resource ids.
  * - `rows` and `ix:resources:created_at:<anchor>=<value>`: the resource table (`resourceTable`).
  * Transitions are compare-and-set: a batch checks the record still holds the bytes whose status
  * was compared, and writes the new record, the created resources and the sets together.
  */
 export const makeProcurementStore = (client: RedisClient): ProcurementStore["Type"] => {
-  const table = makeTable(client, resourceTable)
   const { redis } = client
-  const offerKey = (id: string) => table.key("offer", id)
-  const procurementsKey = table.key("procurements")
-  const idempotencyKey = table.key("idempotency")
-  const openKey = (owner: string) => table.key("open", owner)
-  const deletingKey = (owner: string) => table.key("deleting", owner)
 
-  const readProcurement = async (id: string): Promise<ProcurementRecord | undefined> => {
-    const bytes = await redis.hgetBuffer(procurementsKey, id)
+  /** One owner's keys: the resource table and the records around it. */
+  const owners = new Map<string, ReturnType<typeof ownerKeys>>()
+  const ownerKeys = (owner: string) => {
+    const table = makeTable(client, { ...resourceTable, tag: ownerTag(owner) })
+    return {
+      table,
+      offer: (id: string) => table.key("offer", id),
+      procurements: table.key("procurements"),
+      idempotency: table.key("idempotency"),
+      open: table.key("open"),
+      deleting: table.key("deleting")
+    }
+  }
+  const of = (owner: string) => {
+    let keys = owners.get(owner)
+    if (keys !== undefined) owners.delete(owner)
+    else {
+      keys = ownerKeys(owner)
+      if (owners.size >= KEPT_OWNERS) owners.delete(owners.keys().next().value!)
+    }
+    owners.set(owner, keys)
+    return keys
+  }
+
+  const readProcurement = async (owner: string, id: string): Promise<ProcurementRecord | undefined> => {
+    const bytes = await redis.hgetBuffer(of(owner).procurements, id)
     return bytes === null ? undefined : decode<ProcurementRecord>(bytes)
   }
 
   const readByKey = async (owner: string, key: string): Promise<ProcurementRecord | undefined> => {
-    const id = await redis.hget(idempotencyKey, joined(owner, key))
-    return id === null ? undefined : readProcurement(id)
+    const id = await redis.hget(of(owner).idempotency, joined(owner, key))
+    return id === null ? undefined : readProcurement(owner, id)
   }
 
   /** Adds to `batch` the check that `before` is unchanged and the writes that replace it with `after`. */
   const writeResource = (batch: Batch, before: StoredRow<StoredResource> | undefined, after: ResourceRecord) => {
     const id = after.resource.resource_id
-    batch.expect(table.rowsKey, id, before?.bytes ?? null)
-    if (before?.row.status === "deleting") batch.op("SREM", deletingKey(before.row.owner), id)
-    table.write(batch, before, stored(after))
-    if (after.resource.status === "deleting") batch.op("SADD", deletingKey(after.owner), id)
+    const keys = of(after.owner)
+    batch.expect(keys.table.rowsKey, id, before?.bytes ?? null)
+    if (before?.row.status === "deleting") batch.op("SREM", keys.deleting, id)
+    keys.table.write(batch, before, stored(after))
+    if (after.resource.status === "deleting") batch.op("SADD", keys.deleting, id)
   }
 
   const kept = (operation: string) => () => new StorageError({ operation, cause: "procurement state kept changing under this write" })
@@ -152,14 +183,19 @@ export const makeProcurementStore = (client: RedisClient): ProcurementStore["Typ
   return {
     putOffers: (records) =>
       client.run("procurement.putOffers", async () => {
-        const batch = new Batch()
-        for (const r of records) batch.op("SET", offerKey(r.offer.offer_id), encode(r), "PX", String(retentionMillis(r.offer)))
-        if (!batch.isEmpty) await batch.execute(client)
+        // One batch per owner, each in its owner's slot (a quote's offers are all its caller's).
+        const byOwner = new Map<string, Batch>()
+        for (const r of records) {
+          let batch = byOwner.get(r.owner)
+          if (batch === undefined) byOwner.set(r.owner, batch = new Batch())
+          batch.op("SET", of(r.owner).offer(r.offer.offer_id), encode(r), "PX", String(retentionMillis(r.offer)))
+        }
+        for (const batch of byOwner.values()) await batch.execute(client)
       }),
 
     offer: (owner, id) =>
       client.run("procurement.offer", async () => {
-        const bytes = await redis.getBuffer(offerKey(id))
+        const bytes = await redis.getBuffer(of(owner).offer(id))
         return owned(bytes === null ? undefined : decode<OfferRecord>(bytes), owner)
       }),
 
@@ -167,10 +203,11 @@ export const makeProcurementStore = (client: RedisClient): ProcurementStore["Typ
       client.run("procurement.create", async () => {
         const id = record.procurement.procurement_id
         const field = joined(record.owner, record.idempotency_key)
-        const batch = new Batch().expect(idempotencyKey, field, null)
-          .op("HSET", idempotencyKey, field, id)
-          .op("HSET", procurementsKey, id, encode(record))
-        if (isOpen(record)) batch.op("SADD", openKey(record.owner), id)
+        const keys = of(record.owner)
+        const batch = new Batch().expect(keys.idempotency, field, null)
+          .op("HSET", keys.idempotency, field, id)
+          .op("HSET", keys.procurements, id, encode(record))
+        if (isOpen(record)) batch.op("SADD", keys.open, id)
         if ((await batch.execute(client)) === 0) return { created: true, record }
         // The key is taken; keys are never removed, so its procurement is there to read.
         const existing = await readByKey(record.owner, record.idempotency_key)
@@ -182,36 +219,38 @@ export const makeProcurementStore = (client: RedisClient): ProcurementStore["Typ
       client.run("procurement.byKey", async () => Option.fromNullable(await readByKey(owner, key))),
 
     procurement: (owner, id) =>
-      client.run("procurement.get", async () => owned(await readProcurement(id), owner)),
+      client.run("procurement.get", async () => owned(await readProcurement(owner, id), owner)),
 
     transitionProcurement: (from, next, resources) =>
       untilApplied(client, "procurement.transition", async () => {
         const id = next.procurement.procurement_id
         // Of two resources with one id, the later stands, as in the reference.
         const created = [...new Map(resources.map((r) => [r.resource.resource_id, r])).values()]
+        // A procurement and the resources it creates are one owner's, in one slot.
+        const keys = of(next.owner)
         const [bytes, before] = await Promise.all([
-          redis.hgetBuffer(procurementsKey, id),
-          table.fetch(created.map((r) => r.resource.resource_id))
+          redis.hgetBuffer(keys.procurements, id),
+          keys.table.fetch(created.map((r) => r.resource.resource_id))
         ])
         if (bytes === null) return false
         const current = decode<ProcurementRecord>(bytes)
         if (current.procurement.status !== from) return false
-        const batch = new Batch().expect(procurementsKey, id, bytes).op("HSET", procurementsKey, id, encode(next))
-        if (isOpen(current)) batch.op("SREM", openKey(current.owner), id)
-        if (isOpen(next)) batch.op("SADD", openKey(next.owner), id)
+        const batch = new Batch().expect(keys.procurements, id, bytes).op("HSET", keys.procurements, id, encode(next))
+        if (isOpen(current)) batch.op("SREM", keys.open, id)
+        if (isOpen(next)) batch.op("SADD", keys.open, id)
         created.forEach((r, i) => writeResource(batch, before[i], r))
         return (await batch.execute(client)) === 0 || "retry"
       }, kept("procurement.transition")),
 
     resource: (owner, id) =>
       client.run("procurement.resource", async () => {
-        const [found] = await table.fetch([id])
+        const [found] = await of(owner).table.fetch([id])
         return Option.map(owned(found?.row, owner), recordOf)
       }),
 
     transitionResource: (from, next) =>
       untilApplied(client, "procurement.transitionResource", async () => {
-        const [before] = await table.fetch([next.resource.resource_id])
+        const [before] = await of(next.owner).table.fetch([next.resource.resource_id])
         if (before === undefined || before.row.status !== from) return false
         const batch = new Batch()
         writeResource(batch, before, next)
@@ -219,16 +258,17 @@ export const makeProcurementStore = (client: RedisClient): ProcurementStore["Typ
       }, kept("procurement.transitionResource")),
 
     resources: (owner, plan) =>
-      client.run("procurement.resources", async () => (await table.page(ownPlan(owner, plan))).map(served)),
+      client.run("procurement.resources", async () => (await of(owner).table.page(ownPlan(owner, plan))).map(served)),
 
     unsettled: (owner) =>
       client.run("procurement.unsettled", async () => {
-        const [open, deleting] = (await replies(redis.multi().smembers(openKey(owner)).smembers(deletingKey(owner)))) as [
+        const keys = of(owner)
+        const [open, deleting] = (await replies(redis.multi().smembers(keys.open).smembers(keys.deleting))) as [
           Array<string>,
           Array<string>
         ]
-        const procurementBytes = open.length === 0 ? [] : await redis.hmgetBuffer(procurementsKey, ...open.sort(cmp))
-        const resourceRows = await table.fetch(deleting.sort(cmp))
+        const procurementBytes = open.length === 0 ? [] : await redis.hmgetBuffer(keys.procurements, ...open.sort(cmp))
+        const resourceRows = await keys.table.fetch(deleting.sort(cmp))
         // A record moved on between the two reads is left out, as it would be had it moved first.
         return {
           procurements: procurementBytes.flatMap((b) => (b === null ? [] : [decode<ProcurementRecord>(b)]))

@@ -1,11 +1,11 @@
-import { assert, layer } from "@effect/vitest"
+import { assert, describe, it, layer } from "@effect/vitest"
 import type { Offer, OfferId, ProcurementId, ResourceId, ResourceStatus } from "@gpu-market/core"
 import type { OfferRecord, PagePlan, ProcurementRecord, ResourceRecord } from "@gpu-market/core/storage"
 import { Effect, Option } from "effect"
 import { Redis } from "ioredis"
 import { randomBytes } from "node:crypto"
 import { TestRedis, testRedisLayer, uniquePrefix } from "../../../test/support/redis"
-import { make, OFFER_RETENTION_MILLIS } from "../src/internal"
+import { make, OFFER_RETENTION_MILLIS, ownerTag } from "../src/internal"
 
 /**
  * The Redis procurement store across connections, as separate service instances share it:
@@ -132,7 +132,7 @@ layer(testRedisLayer(), { timeout: "30 seconds" })("procurement on Redis", (it) 
       const ttl = yield* Effect.promise(async () => {
         const admin = new Redis(url)
         try {
-          return await admin.pttl(`${prefix}:{procurement}:offer:${offer.offer_id}`)
+          return await admin.pttl(`${prefix}:{procurement:buyer}:offer:${offer.offer_id}`)
         } finally {
           await admin.quit()
         }
@@ -141,4 +141,14 @@ layer(testRedisLayer(), { timeout: "30 seconds" })("procurement on Redis", (it) 
       assert.isAbove(ttl, held - 60_000)
       assert.isAtMost(ttl, held)
     }).pipe(Effect.scoped))
+})
+
+describe("procurement keys", () => {
+  it("each owner has a hash tag of its own, whatever braces or escapes its id holds", () => {
+    const owners = ["buyer", "a}b", "a%7Db", "a{b", "a%7Bb", "{}", "%", "%25"]
+    const tags = owners.map(ownerTag)
+    assert.strictEqual(new Set(tags).size, owners.length)
+    // A brace inside the tag would end it early (or open another), and owners could share keys.
+    for (const tag of tags) assert.notMatch(tag, /[{}]/)
+  })
 })
