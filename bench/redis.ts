@@ -73,15 +73,20 @@ export interface RedisBenchResults {
   }
 }
 
-const principal: Principal = {
+/** The principal every Redis bench reads as: all grants, hardware history unrestricted. */
+export const principal: Principal = {
   ...benchPrincipal,
   grants: { ...benchPrincipal.grants, gpu_hardware_prices: { history: { _tag: "unrestricted" } } }
 }
-const origin = requestOrigin("http://127.0.0.1:8787")
+export const origin = requestOrigin("http://127.0.0.1:8787")
 
-type Runtime = ManagedRuntime.ManagedRuntime<MarketServices | Storage, StorageError>
-const runtimeOver = (storage: Layer.Layer<Storage, StorageError>): Runtime =>
+export type Runtime = ManagedRuntime.ManagedRuntime<MarketServices | Storage, StorageError>
+/** The market's services over `storage`, as a runtime the bench calls. */
+export const runtimeOver = (storage: Layer.Layer<Storage, StorageError>): Runtime =>
   ManagedRuntime.make(marketLayer.pipe(Layer.provideMerge(storage)))
+
+/** Issues the bench's token in `runtime`'s storage. */
+export const issueOn = (runtime: Runtime) => runtime.runPromise(Effect.flatMap(Auth, (auth) => auth.issue(principal, "bench-redis-token")))
 
 const seconds = async (f: () => Promise<void>) => {
   const started = performance.now()
@@ -114,9 +119,7 @@ export const runRedisBench = async (quick: boolean, log: (line: string) => void)
   const sqliteRental = runtimeOver(SqliteStorage.layer({ filename: rentalMarket.file }))
   const sqliteHardware = runtimeOver(SqliteStorage.layer({ filename: hardwareMarket.file }))
   try {
-    for (const runtime of [redis, sqliteRental, sqliteHardware]) {
-      await runtime.runPromise(Effect.flatMap(Auth, (auth) => auth.issue(principal, "bench-redis-token")))
-    }
+    for (const runtime of [redis, sqliteRental, sqliteHardware]) await issueOn(runtime)
 
     log(`  loading ${rentalMarket.rows.toLocaleString("en-US")} rental rows into Redis ...`)
     const rentalLoad = await seconds(() => redis.runPromise(Effect.gen(function* () {

@@ -8,6 +8,7 @@ import { type IndexBenchResults, indexMarkdown } from "./indexes"
 import type { MarketInfo } from "./market"
 import { LONGEST_COMMAND_TARGET_MS, REDIS_TARGET, type RedisBenchResults, redisMarkdown } from "./redis"
 import { servingLines, servingMarkdown, type ServingResults } from "./serving"
+import { type TopologyBenchResults, topologyLines, topologyMarkdown } from "./topologies"
 import { STARTUP_TARGET_SECONDS, type StartupResults, startupMarkdown } from "./startup"
 
 /** The run's figures as a console table and as the whole of BENCHMARKS.md. */
@@ -21,6 +22,7 @@ export interface RunResults {
   readonly hardware: HardwareResults
   readonly indexes: IndexBenchResults
   readonly redis: RedisBenchResults
+  readonly topologies: TopologyBenchResults
   readonly startup: StartupResults
   readonly import: ImportBenchResults
   readonly date: Date
@@ -72,6 +74,7 @@ export const lines = (r: RunResults): ReadonlyArray<Line> => {
     { name: "(f) rental /latest page of 100, Redis vs SQLite", figure: us(r.redis.rental.redis.medianUs), baseline: us(r.redis.rental.sqlite.medianUs), ratio: r.redis.rental.ratio, target: `≤ ${REDIS_TARGET.toFixed(2)}×`, pass: r.redis.rental.ratio <= REDIS_TARGET },
     { name: "(g) hardware /history scan, SQLite rows/s over Redis rows/s", figure: `${r.redis.hardware.redisMedian.toFixed(0)} rows/s`, baseline: `${r.redis.hardware.sqliteMedian.toFixed(0)} rows/s`, ratio: r.redis.hardware.ratio, target: `≤ ${REDIS_TARGET.toFixed(2)}×`, pass: r.redis.hardware.ratio <= REDIS_TARGET },
     { name: `(j) longest Redis command while loading ${r.redis.longest.rows.toLocaleString("en-US")} rows`, figure: `${(r.redis.longest.micros / 1000).toFixed(1)} ms`, baseline: `${LONGEST_COMMAND_TARGET_MS} ms`, ratio: r.redis.longest.micros / 1000 / LONGEST_COMMAND_TARGET_MS, target: `≤ ${LONGEST_COMMAND_TARGET_MS} ms`, pass: r.redis.longest.micros <= LONGEST_COMMAND_TARGET_MS * 1000 },
+    ...topologyLines(r.topologies),
     { name: "(h) npm start, existing database: spawn to listening, vs bare node:http", figure: seconds(server.medianMs), baseline: seconds(bareServer.medianMs), ratio: server.medianMs / bareServer.medianMs, target: startupTarget, pass: server.medianMs <= STARTUP_TARGET_SECONDS * 1000 },
     { name: "(i) worker pool of 2: createWorkerMarket to first answer, vs 2 bare Workers online", figure: seconds(poolAnswer.medianMs), baseline: seconds(bareWorkers.medianMs), ratio: poolAnswer.medianMs / bareWorkers.medianMs, target: startupTarget, pass: poolAnswer.medianMs <= STARTUP_TARGET_SECONDS * 1000 },
     importLine(r.import)
@@ -177,6 +180,7 @@ ${servingMarkdown(r.serving)}
 ${hardwareMarkdown(r.hardware)}
 ${indexMarkdown(r.indexes)}
 ${redisMarkdown(r.redis)}
+${topologyMarkdown(r.topologies)}
 ${startupMarkdown(r.startup)}
 ${importMarkdown(r.import)}`
 }
