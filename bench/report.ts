@@ -8,7 +8,7 @@ import { type IndexBenchResults, indexMarkdown } from "./indexes"
 import type { MarketInfo } from "./market"
 import { LONGEST_COMMAND_TARGET_MS, REDIS_TARGET, type RedisBenchResults, redisMarkdown } from "./redis"
 import { servingLines, servingMarkdown, type ServingResults } from "./serving"
-import { type TopologyBenchResults, topologyLines, topologyMarkdown } from "./topologies"
+import { apiCostOf, type TopologyBenchResults, topologyLines, topologyMarkdown } from "./topologies"
 import { STARTUP_TARGET_SECONDS, type StartupResults, startupMarkdown } from "./startup"
 
 /** The run's figures as a console table and as the whole of BENCHMARKS.md. */
@@ -180,7 +180,7 @@ ${servingMarkdown(r.serving)}
 ${hardwareMarkdown(r.hardware)}
 ${indexMarkdown(r.indexes)}
 ${redisMarkdown(r.redis)}
-${topologyMarkdown(r.topologies)}
+${topologyMarkdown(r.topologies, apiCostOf(r.topologies, r.serving))}
 ${startupMarkdown(r.startup)}
 ${importMarkdown(r.import)}`
 }

@@ -67,6 +67,8 @@ const topologiesOnly = async (quick: boolean) => {
   log(consoleTable(ls))
   const out = path.join(DATA_DIR, `BENCHMARKS.m${quick ? ".quick" : ""}.md`)
   fs.writeFileSync(out, topologyMarkdown(result))
+  // The raw figures, so the section can be written again with another run's API costs.
+  fs.writeFileSync(out.replace(/\.md$/, ".json"), JSON.stringify(result, null, 2))
   log(`\nWrote ${path.relative(REPO_ROOT, out)}.`)
   if (process.env.BENCH_STRICT === "1" && ls.some((l) => !l.pass)) process.exitCode = 1
 }

@@ -15,6 +15,7 @@ import { type Timing, timing } from "./core-bench"
 import { hardwareConfig, hardwareDays } from "./hardware"
 import { productRows } from "./market"
 import { issueOn, origin, principal, type Runtime, runtimeOver } from "./redis"
+import type { ServingResults } from "./serving"
 import { interleavedAsync, median } from "./stats"
 
 /**
@@ -233,8 +234,65 @@ export const topologyLines = (r: TopologyBenchResults) => [
   { name: "(m) Sentinel failover: primary killed to first page served, vs replica promoted", figure: `${(r.failover.gapMs / 1000).toFixed(2)} s`, baseline: `${(r.failover.promotedMs / 1000).toFixed(2)} s`, ratio: r.failover.gapMs / r.failover.promotedMs, target: `≤ ${(FAILOVER_TARGET_MS / 1000).toFixed(1)} s`, pass: r.failover.gapMs <= FAILOVER_TARGET_MS }
 ]
 
-/** (m) as its BENCHMARKS.md section. */
-export const topologyMarkdown = (r: TopologyBenchResults): string => {
+/** What one request costs the API process, in CPU µs: served from the page cache, and read from Redis. */
+export interface ApiCost {
+  readonly hotUs: number
+  readonly coldUs: number
+  /** Where the figures come from, for the text. */
+  readonly source: string
+}
+
+/** The API cost of (l)'s Redis server when (l) ran, else the core's alone from (m). */
+export const apiCostOf = (r: TopologyBenchResults, serving?: ServingResults): ApiCost => {
+  const hot = serving?.redis.hot.subject.cpuUsPerRequest
+  const cold = serving?.redis.cold.subject.cpuUsPerRequest
+  return hot !== undefined && cold !== undefined
+    ? { hotUs: hot, coldUs: cold, source: "the `gpu-market serve` process on Redis of (l), HTTP included" }
+    : { hotUs: r.cost.hot.processCpuUs, coldUs: r.cost.cold.processCpuUs, source: "the core alone (above; HTTP admission, serialisation and logging come on top, as (l) measures)" }
+}
+
+/** Share of one core a process is planned at, leaving room for bursts and GC. */
+const PLANNED_LOAD = 0.7
+
+/**
+ * The capacity sketch: API processes and Redis topology for 10k and 100k requests/s, all hot and
+ * all cold, from the per-request costs measured in this run.
+ */
+const capacityMarkdown = (r: TopologyBenchResults, api: ApiCost): string => {
+  const n = (x: number) => Math.round(x).toLocaleString("en-US")
+  const get = r.cost.hot.redisCpuUs
+  const page = r.cost.cold.redisCpuUs
+  const rows = [10_000, 100_000].flatMap((rate) => (["hot", "cold"] as const).map((kind) => {
+    const processes = Math.ceil((rate * (kind === "hot" ? api.hotUs : api.coldUs)) / 1e6 / PLANNED_LOAD)
+    // Per request: the token version (on {tokens}), the rate-limit hit (spread by client key), the
+    // type's version (on the type's master) and, cold, the page's reads (the same master).
+    const tokens = (rate * get) / 1e6
+    const type = (rate * (get + (kind === "cold" ? page : 0))) / 1e6
+    const limits = (rate * get) / 1e6
+    const total = tokens + type + limits
+    const topology = total <= PLANNED_LOAD
+      ? "one server (or Sentinel)"
+      : Math.max(tokens, type) <= PLANNED_LOAD
+      ? `Cluster of ${Math.max(3, Math.ceil(total / PLANNED_LOAD))} masters, \`{tokens}\` and the type on different masters`
+      : `none as built: one master would need ${Math.max(tokens, type).toFixed(1)} cores for ${type >= tokens ? "the type's slot" : "`{tokens}`"}`
+    return `| ${n(rate)} | ${kind} | ${n(processes)} | ${tokens.toFixed(2)} | ${type.toFixed(2)} | ${limits.toFixed(2)} | ${topology} |`
+  }))
+  const typeLimit = (PLANNED_LOAD * 1e6) / (get + page)
+  const keyLimit = (PLANNED_LOAD * 1e6) / get
+  return `### (m) On paper: 10k and 100k requests/s
+
+From the costs measured above, per request: the API process ${n(api.hotUs)} µs of CPU served from the page cache, ${n(api.coldUs)} µs read from Redis (${api.source}); Redis ${n(get)} µs of CPU per simple command (the hot page's one GET) and ${n(page)} µs for a cold page's reads. A request over HTTP in \`shared\` mode sends Redis the token version GET (slot \`{tokens}\`), one rate-limit script (slot \`{rl:<client>}\`, spread over every master; costed as a GET), the type's version GET (the type's slot) and, on a miss, the page's reads (the type's slot). Processes and masters are planned at ${PLANNED_LOAD * 100}% of a core; Redis runs commands on one thread per server. All requests to one data type (rental \`/latest\`), all hot or all cold:
+
+| req/s | pages | API processes | \`{tokens}\` master (cores) | type's master (cores) | rate limits, spread (cores) | Redis topology |
+| ---: | --- | ---: | ---: | ---: | ---: | --- |
+${rows.join("\n")}
+
+Where it breaks first: one data type lives in one slot, so cold pages of one type are served by one master at about ${n(typeLimit)} pages/s, and the two GETs every request makes on single keys (\`{tokens}:version\`, the type's \`version\`) cap every request of the service at about ${n(keyLimit)}/s per key, whatever the number of masters. 10k requests/s of hot pages fit a 3-master Cluster; 100k do not fit this design at these costs: it would need those per-request version reads off Redis (a short-lived copy in each process, or invalidation by pub/sub), pages of one type read from replicas, or types split over several slots. These Redis costs are from this shared 2-core machine over loopback, one command per round trip; a dedicated Redis core serves simple commands several times faster, which moves the limits but not where they are.
+`
+}
+
+/** (m) as its BENCHMARKS.md section; the capacity sketch from `api` (default: the core's own cost, from (m)). */
+export const topologyMarkdown = (r: TopologyBenchResults, api: ApiCost = apiCostOf(r)): string => {
   const n = (x: number) => Math.round(x).toLocaleString("en-US")
   const us = (t: Timing) => `${n(t.medianUs)} µs (p10 ${n(t.p10Us)}, p90 ${n(t.p90Us)})`
   return `## (m) Redis topologies: Cluster vs one server, per-request cost, Sentinel failover
@@ -248,7 +306,8 @@ A 3-master Redis Cluster (\`redis-cli --cluster create\`, no replicas) and one r
 (m) Cost of one such page on one server, over ${n(r.cost.cold.requests)} calls each, read from Redis (page cache off, as the two lines above): ${r.cost.cold.commands.toFixed(1)} Redis commands, ${n(r.cost.cold.redisCpuUs)} µs of Redis CPU, ${n(r.cost.cold.processCpuUs)} µs of the calling process's CPU (the core without HTTP); served from the page cache after its version check: ${r.cost.hot.commands.toFixed(1)} commands, ${n(r.cost.hot.redisCpuUs)} µs of Redis CPU, ${n(r.cost.hot.processCpuUs)} µs of process CPU. The capacity sketch below starts from these.
 
 (m) Sentinel failover: a primary, two replicas and three sentinels (quorum 2, \`down-after-milliseconds\` 1000, \`failover-timeout\` 3000), writes acknowledged by a replica (\`replicasToAck: 1\`). The primary was killed (SIGKILL) while one reader asked for a page every 20 ms through the core: the sentinels named a new primary after ${(r.failover.promotedMs / 1000).toFixed(2)} s, and the first page was served again ${(r.failover.gapMs / 1000).toFixed(2)} s after the kill (${n(r.failover.failedReads)} reads answered \`StorageError\`, a 503 over HTTP; target ≤ ${(FAILOVER_TARGET_MS / 1000).toFixed(1)} s). Behind \`serve\`'s circuit breaker, which probes once a second while open, add up to a second.
-`
+
+${capacityMarkdown(r, api)}`
 }
 
 const isMain = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href

@@ -74,7 +74,7 @@ describe("gpu-market CLI", () => {
     const cases: ReadonlyArray<readonly [ReadonlyArray<string>, ReadonlyArray<string>]> = [
       [[], ["serve", "seed", "import", "tokens", "indexes"]],
       [["serve"], [
-        "--db", "--redis", "--redis-prefix", "--port", "--host", "--base-url", "--demo", "--cors-origin", "--rate-limits", "process", "shared", "--page-cache-mb",
+        "--db", "--redis", "--redis-cluster", "--redis-sentinels", "--redis-sentinel-name", "--redis-prefix", "--port", "--host", "--base-url", "--demo", "--cors-origin", "--rate-limits", "process", "shared", "--page-cache-mb",
         "--headers-timeout-ms", "--request-timeout-ms", "--keep-alive-timeout-ms"
       ]],
       [["seed"], ["--size", "--days", "--vendors", "--gpus", "--db"]],
