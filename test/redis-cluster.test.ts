@@ -2,12 +2,15 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { suite } from "@gpu-market/core/test"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import { Effect, Layer, TestClock } from "effect"
+import { execFile } from "node:child_process"
+import { resolve } from "node:path"
+import { promisify } from "node:util"
 import { assertSameEverywhere, seeded, sqliteStorage } from "./support/backends"
 import { NOW_MS, seed } from "./support/market"
 import type { Started } from "./support/process"
 import { uniquePrefix } from "./support/redis"
 import {
-  type Answer, assertExactRateLimit, assertFeedKept, get, issue, LATEST, principal, startFeed, startServer, until
+  type Answer, assertExactRateLimit, assertFeedKept, get, issue, LATEST, principal, ROOT, startFeed, startServer, until
 } from "./support/redis-serving"
 import { type RedisCluster, redisCli, startCluster } from "./support/redis-topologies"
 
@@ -77,6 +80,13 @@ describe("two processes on a Cluster", () => {
 
   it("rate limits hold exactly across both processes under a concurrent burst", { timeout: 120_000 }, () =>
     assertExactRateLimit(servers.map((s) => s.base), "burst", LIMIT))
+
+  it("the CLI's --redis-cluster reads the same market, replacing the environment's Redis", { timeout: 60_000 }, async () => {
+    const { stdout } = await promisify(execFile)(resolve(ROOT, "node_modules/.bin/gpu-market"), [
+      "tokens", "list", "--redis-cluster", cluster.seeds.join(","), "--redis-prefix", options.prefix!
+    ], { env: { ...process.env, GPU_MARKET_REDIS_URL: "redis://127.0.0.1:1" }, encoding: "utf8", timeout: 60_000 })
+    assert.deepStrictEqual(stdout.split("\n").filter((l) => l !== "").map((l) => l.split(" ")[0]).sort(), ["t-burst", "t-reader"])
+  })
 
   it("slots resharded under load: every request succeeds, every acknowledged batch is there once", { timeout: 120_000 }, async () => {
     const slot = Number(await redisCli(["-p", String(cluster.masters[0]!.port), "cluster", "keyslot", `${options.prefix}:{rental}:rows`]))

@@ -7,7 +7,7 @@ import fc from "fast-check"
 import { Redis } from "ioredis"
 import { freePort } from "../../../test/support/process"
 import { redisStorageLayer, TestRedis, testRedisLayer } from "../../../test/support/redis"
-import { Batch, encodeMember, fromRedis, make, memberTie, redactUrl } from "../src/internal"
+import { Batch, describeRedis, encodeMember, environmentOptions, fromRedis, make, memberTie, redactUrl } from "../src/internal"
 
 const sign = (n: number) => (n < 0 ? -1 : n > 0 ? 1 : 0)
 
@@ -132,5 +132,45 @@ describe("redactUrl", () => {
     assert.strictEqual(redactUrl("rediss://user:ab%2Fcd@cache.internal"), "rediss://cache.internal")
     assert.strictEqual(redactUrl("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379")
     assert.notInclude(redactUrl("not a url with secret"), "secret")
+  })
+})
+
+describe("topology options", () => {
+  it("the environment names one topology and its settings, or none", () => {
+    assert.isUndefined(environmentOptions({}))
+    assert.deepStrictEqual(environmentOptions({ GPU_MARKET_REDIS_URL: "redis://h:1", GPU_MARKET_REDIS_PREFIX: "m" }), { url: "redis://h:1", prefix: "m" })
+    assert.deepStrictEqual(environmentOptions({ GPU_MARKET_REDIS_CLUSTER_NODES: " a:1, b:2 ,", GPU_MARKET_REDIS_PASSWORD: "pw" }), { cluster: ["a:1", "b:2"], password: "pw" })
+    assert.deepStrictEqual(environmentOptions({
+      GPU_MARKET_REDIS_SENTINELS: "s:26379", GPU_MARKET_REDIS_SENTINEL_NAME: "market", GPU_MARKET_REDIS_READ_FROM_REPLICAS: "1", GPU_MARKET_REDIS_REPLICAS_TO_ACK: "2"
+    }), { sentinels: ["s:26379"], sentinelName: "market", replicasToAck: 2, readFromReplicas: true })
+  })
+
+  it("two topologies, or a value that cannot be used, is an error naming the variable", () => {
+    assert.throws(() => environmentOptions({ GPU_MARKET_REDIS_URL: "redis://h:1", GPU_MARKET_REDIS_SENTINELS: "s:1" }), /GPU_MARKET_REDIS_URL and GPU_MARKET_REDIS_SENTINELS are both set/)
+    assert.throws(() => environmentOptions({ GPU_MARKET_REDIS_URL: "redis://h:1", GPU_MARKET_REDIS_REPLICAS_TO_ACK: "one" }), /GPU_MARKET_REDIS_REPLICAS_TO_ACK is "one"/)
+    assert.throws(() => environmentOptions({ GPU_MARKET_REDIS_URL: "redis://h:1", GPU_MARKET_REDIS_READ_FROM_REPLICAS: "yes" }), /GPU_MARKET_REDIS_READ_FROM_REPLICAS is "yes"/)
+  })
+
+  it.effect("options naming no topology, two, or a node that is not host:port fail the layer with a StorageError at connect", () =>
+    Effect.gen(function* () {
+      for (const [options, message] of [
+        [{}, /no topology/],
+        [{ url: "redis://127.0.0.1:1", cluster: ["127.0.0.1:2"] }, /more than one topology/],
+        [{ cluster: ["no-port"] }, /not a host:port: "no-port"/],
+        [{ url: "redis://127.0.0.1:1", readFromReplicas: true }, /readFromReplicas needs sentinels/]
+      ] as const) {
+        const exit = yield* Effect.exit(Effect.scoped(make(options)))
+        assert.isTrue(Exit.isFailure(exit))
+        const error = Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
+        assert.instanceOf(error, StorageError)
+        assert.strictEqual(error?.operation, "connect")
+        assert.match(String((error?.cause as Error).message), message)
+      }
+    }))
+
+  it("where the options connect is printed without credentials", () => {
+    assert.strictEqual(describeRedis({ url: "redis://u:secret@h:6379" }), "redis redis://h:6379")
+    assert.strictEqual(describeRedis({ cluster: ["a:1", "b:2"], password: "secret" }), "redis cluster a:1,b:2")
+    assert.strictEqual(describeRedis({ sentinels: ["s:1"], sentinelName: "market" }), "redis sentinel market via s:1")
   })
 })
