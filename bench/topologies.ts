@@ -270,11 +270,17 @@ const capacityMarkdown = (r: TopologyBenchResults, api: ApiCost): string => {
     const type = (rate * (get + (kind === "cold" ? page : 0))) / 1e6
     const limits = (rate * get) / 1e6
     const total = tokens + type + limits
-    const topology = total <= PLANNED_LOAD
+    // The rate-limit keys hash evenly over the masters, the two fixed slots' too.
+    const masters = Array.from({ length: 30 }, (_, i) => i + 1).find((m) =>
+      m === 1 ? total <= PLANNED_LOAD : Math.max(tokens, type) + limits / m <= PLANNED_LOAD)
+    const over = [tokens > PLANNED_LOAD ? "`{tokens}`" : undefined, type > PLANNED_LOAD ? "the type's slot" : undefined].filter((x) => x !== undefined)
+    const topology = masters === 1
       ? "one server (or Sentinel)"
-      : Math.max(tokens, type) <= PLANNED_LOAD
-      ? `Cluster of ${Math.max(3, Math.ceil(total / PLANNED_LOAD))} masters, \`{tokens}\` and the type on different masters`
-      : `none as built: one master would need ${Math.max(tokens, type).toFixed(1)} cores for ${type >= tokens ? "the type's slot" : "`{tokens}`"}`
+      : masters !== undefined
+      ? `Cluster of ${Math.max(3, masters)} masters, \`{tokens}\` and the type on different masters`
+      : over.length > 0
+      ? `none as built: ${over.join(" and ")} alone would need ${Math.max(tokens, type).toFixed(1)} cores of one master`
+      : "none as built: the fixed slots and the rate limits they share a master with exceed it"
     return `| ${n(rate)} | ${kind} | ${n(processes)} | ${tokens.toFixed(2)} | ${type.toFixed(2)} | ${limits.toFixed(2)} | ${topology} |`
   }))
   const typeLimit = (PLANNED_LOAD * 1e6) / (get + page)
@@ -287,7 +293,7 @@ From the costs measured above, per request: the API process ${n(api.hotUs)} µs 
 | ---: | --- | ---: | ---: | ---: | ---: | --- |
 ${rows.join("\n")}
 
-Where it breaks first: one data type lives in one slot, so cold pages of one type are served by one master at about ${n(typeLimit)} pages/s, and the two GETs every request makes on single keys (\`{tokens}:version\`, the type's \`version\`) cap every request of the service at about ${n(keyLimit)}/s per key, whatever the number of masters. 10k requests/s of hot pages fit a 3-master Cluster; 100k do not fit this design at these costs: it would need those per-request version reads off Redis (a short-lived copy in each process, or invalidation by pub/sub), pages of one type read from replicas, or types split over several slots. These Redis costs are from this shared 2-core machine over loopback, one command per round trip; a dedicated Redis core serves simple commands several times faster, which moves the limits but not where they are.
+Where it breaks first: one data type lives in one slot, so cold pages of one type are served by one master at about ${n(typeLimit)} pages/s, and the two GETs every request makes on single keys (\`{tokens}:version\`, the type's \`version\`) cap every request of the service at about ${n(keyLimit)}/s per key, whatever the number of masters. Where a row says none, this design does not serve that load at these costs: it would need the per-request version reads off Redis (a short-lived copy in each process, or invalidation by pub/sub), pages of one type read from replicas, or a type split over several slots (giving up one-script writes of a type). The API processes scale out freely: they share nothing but Redis. These Redis costs are from this shared 2-core machine over loopback, one command per round trip; a dedicated Redis core serves simple commands several times faster, which moves the limits but not where they are.
 `
 }
 
