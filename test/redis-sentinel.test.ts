@@ -1,6 +1,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { makeClient } from "../packages/storage-redis/src/internal"
+import { StorageError } from "@gpu-market/core"
+import { make, makeClient } from "../packages/storage-redis/src/internal"
 import type { Started } from "./support/process"
 import { uniquePrefix } from "./support/redis"
 import { type Answer, assertFeedKept, get, issue, LATEST, principal, startFeed, startServer, until } from "./support/redis-serving"
@@ -52,6 +53,20 @@ describe("Sentinel: a primary, two replicas, three sentinels", () => {
     assert.deepStrictEqual(primary, { role: "master", port: group.primary.port })
     assert.strictEqual(replica.role, "slave")
     assert.include(group.replicas.map((r) => r.port), replica.port)
+  })
+
+  it("a write is acknowledged once the replicas asked for hold it, and fails (503) when fewer can", async () => {
+    const set = (replicasToAck: number) => Effect.runPromise(Effect.scoped(Effect.flatMap(
+      make({ ...options(), replicasToAck, replicaAckTimeoutMs: 300 }),
+      (stores) => Effect.either(stores.settingsStore.set(`ack-${replicasToAck}`, "kept"))
+    )))
+    assert.strictEqual((await set(2))._tag, "Right", "both replicas hold it")
+    const refused = await set(3)
+    assert.strictEqual(refused._tag, "Left")
+    if (refused._tag === "Left") {
+      assert.instanceOf(refused.left, StorageError)
+      assert.match(String((refused.left.cause as Error).message), /reached 2 of 3 replicas/)
+    }
   })
 
   it("primary killed under load: 503 only until a replica is promoted, then served again; no acknowledged write lost", { timeout: 120_000 }, async () => {

@@ -290,7 +290,14 @@ export const makeClient = (options: RedisOptions): Effect.Effect<RedisClient, St
       ),
       () => Effect.forEach(opened, close, { discard: true })
     )
-    if (replica !== undefined) yield* open(replica)
+    // A missing replica does not keep the service from starting: the stale-tolerant reads fail
+    // (503) until the connection, retried in the background, reaches one.
+    if (replica !== undefined) {
+      yield* Effect.promise(() => replica.connect().catch(() => undefined)).pipe(
+        Effect.timeout(options.connectTimeoutMs ?? 2000),
+        Effect.ignore
+      )
+    }
     return fromRedis(main, prefix, {
       ...(options.replicasToAck === undefined ? {} : { replicasToAck: options.replicasToAck }),
       ...(options.replicaAckTimeoutMs === undefined ? {} : { replicaAckTimeoutMs: options.replicaAckTimeoutMs }),
