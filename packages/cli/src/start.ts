@@ -20,7 +20,8 @@ const host = process.env.HOST ?? "127.0.0.1"
 const baseUrl = process.env.GPU_MARKET_BASE_URL ?? `http://${host}:${port}`
 const demo = process.env.GPU_MARKET_DEMO !== "0"
 const corsOrigins = [process.env.GPU_MARKET_CORS_ORIGINS ?? ""]
-// GPU_MARKET_REDIS_URL switches to Redis (keys under GPU_MARKET_REDIS_PREFIX); SQLite otherwise.
+// GPU_MARKET_REDIS_URL, GPU_MARKET_REDIS_CLUSTER_NODES or GPU_MARKET_REDIS_SENTINELS switches to Redis
+// (keys under GPU_MARKET_REDIS_PREFIX); SQLite otherwise.
 // GPU_MARKET_PAGE_CACHE_MB sizes the page cache (0 turns it off).
 withLogging(undefined, (logging) => runMain(() => Effect.gen(function* () {
   const name = yield* describeStorage(fromEnvironment)
