@@ -2,7 +2,7 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Auth, type MarketError, PageCacheBytes, type Principal, RateLimits } from "@gpu-market/core"
+import { Auth, Feed, type MarketError, PageCacheBytes, type Principal, RateLimits } from "@gpu-market/core"
 import { admit, bodyJson, makeReadCalls, type ReadCall, replayOf, requestOrigin } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -12,6 +12,7 @@ import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
 import { type CorsOptions, corsOptionsProblem, withCors } from "./cors.js"
 import { docsPage, makeAssetRoutes } from "./docs.js"
+import { DEFAULT_HEARTBEAT_MS, sseResponse } from "./events.js"
 import { makeHealthRoutes } from "./health.js"
 import { currentPrincipal, routedAs } from "./observe.js"
 import { problemResponse } from "./problem.js"
@@ -24,6 +25,9 @@ import { respond, withCompression } from "./transfer.js"
 /** The status of a request whose client left before its answer (nginx's 499): never sent, only recorded. */
 const CLIENT_CLOSED_REQUEST = 499
 
+/** The change feed's path. */
+export const EVENTS_PATH = "/v2/events"
+
 /** Options of the HTTP app. */
 export interface AppOptions {
   /** Public base URL, e.g. `https://api.example.com/market`; `meta.next.url` starts with it. */
@@ -34,6 +38,8 @@ export interface AppOptions {
   readonly cors?: CorsOptions
   /** Serve `GET /metrics`, every metric of the process in Prometheus text, public; default off. */
   readonly metrics?: boolean
+  /** How often a quiet change-feed stream (`/v2/events`) gets a heartbeat comment, in ms; default 15 000. */
+  readonly feedHeartbeatMs?: number
 }
 
 /** The app and its replay; the replay keeps answers only when `replaying` (a Node server in front). */
@@ -72,6 +78,27 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
         })
       })
 
+    // The change feed: admitted as a data request (one count against the rate limit per
+    // connection), refused with a problem before the stream starts, then Server-Sent Events.
+    const feed = yield* Feed
+    const heartbeatMs = options.feedHeartbeatMs ?? DEFAULT_HEARTBEAT_MS
+    const events = Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const requestId = randomUUID()
+      const admitted = yield* Effect.either(admitNow(request.headers.authorization))
+      if (Either.isLeft(admitted)) {
+        const e = admitted.left
+        return problemResponse(e, requestId, e._tag === "RateLimited"
+          ? rateHeaders({ limit: e.limit, remaining: 0, resetSeconds: e.retry_after_seconds })
+          : {})
+      }
+      yield* FiberRef.set(currentPrincipal, admitted.right.principal.id)
+      const headers = rateHeaders(admitted.right.status)
+      const items = yield* Effect.either(feed.subscribe(admitted.right.principal, queryOf(request.url), request.headers["last-event-id"]))
+      if (Either.isLeft(items)) return problemResponse(items.left, requestId, headers)
+      return sseResponse(items.right, heartbeatMs, { ...headers, "x-request-id": requestId })
+    })
+
     const page = (endpoint: ReadCall) =>
       data((principal, request) => endpoint({ principal, query: queryOf(request.url), origin }))
 
@@ -93,7 +120,9 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
       ...yield* makeHealthRoutes({ metrics })
     ]
 
-    const routes: ReadonlyArray<Route> = [...dataRoutes.map((route): Route => [route.path, page(readCall(route.entry))]), ...docs]
+    const routes: ReadonlyArray<Route> = [
+      ...dataRoutes.map((route): Route => [route.path, page(readCall(route.entry))]), [EVENTS_PATH, events], ...docs
+    ]
     const known = new Set<string>(routes.map(([path]) => path))
     const routed = yield* HttpRouter.toHttpApp(supply.reduce(
       (r, [path, handler]) => HttpRouter.all(r, path, routedAs(path, handler)),

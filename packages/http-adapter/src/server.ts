@@ -28,6 +28,8 @@ export interface ServerOptions {
   readonly shutdownTimeoutMs?: number
   /** How long clients may take to send a request, and idle connections stay open; `DEFAULT_TIMEOUTS` fills the rest. */
   readonly timeouts?: Partial<ServerTimeouts>
+  /** How often a quiet change-feed stream gets a heartbeat comment, in ms; default 15 000. */
+  readonly feedHeartbeatMs?: number
 }
 
 /** How long closing the server waits for requests in flight: 10 s, inside the 30 s most supervisors allow. */
@@ -113,7 +115,8 @@ export const layer = (options: ServerOptions) => {
     const { app, replay } = yield* makeAppWithReplay({
       baseUrl: options.baseUrl ?? `http://${options.host}:${options.port}`,
       ...(options.cors === undefined ? {} : { cors: options.cors }),
-      metrics: options.metrics ?? false
+      metrics: options.metrics ?? false,
+      ...(options.feedHeartbeatMs === undefined ? {} : { feedHeartbeatMs: options.feedHeartbeatMs })
     })
     const handle = yield* NodeHttpServer.makeHandler(observed(app).pipe(Effect.withTracerEnabled(false))).pipe(
       Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true)

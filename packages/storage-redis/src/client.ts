@@ -1,5 +1,5 @@
 import { StorageError } from "@gpu-market/core"
-import { StorageDefect } from "@gpu-market/core/storage"
+import { DEFAULT_EVENT_RETENTION, StorageDefect } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { Redis } from "ioredis"
@@ -16,6 +16,11 @@ export interface RedisOptions {
   readonly commandTimeoutMs?: number
   /** How long opening a connection may take. Default 2000 ms. */
   readonly connectTimeoutMs?: number
+  /**
+   * Change-feed events each data type's stream keeps: about the newest this many (default
+   * 100,000; trimmed with `MAXLEN ~`). A subscriber that resumes from an older id is answered 410.
+   */
+  readonly eventRetention?: number
 }
 
 /** A Lua script: its text and a name unique per client. Define with `script`. */
@@ -36,6 +41,8 @@ export const script = (name: string, lua: string): Script => ({ name, lua })
 export interface RedisClient {
   readonly redis: Redis
   readonly keys: Keys
+  /** Change-feed events each stream keeps (`RedisOptions.eventRetention`). */
+  readonly eventRetention: number
   /**
    * Runs `body` against the connection, and is where its failures are told apart, here and
    * nowhere else: the connection's or the server's become a `StorageError` for `operation`, a
@@ -71,9 +78,10 @@ const connectionOptions = (options: RedisOptions) => ({
 const defined = new WeakMap<Redis, Set<string>>()
 
 /** Wraps an ioredis connection. The caller owns connecting and closing it. */
-export const fromRedis = (redis: Redis, prefix: string): RedisClient => ({
+export const fromRedis = (redis: Redis, prefix: string, eventRetention = DEFAULT_EVENT_RETENTION): RedisClient => ({
   redis,
   keys: makeKeys(prefix),
+  eventRetention,
   run: (operation, body) =>
     Effect.catchAll(Effect.tryPromise({ try: () => body(redis), catch: (cause) => cause }), (cause) =>
       isOwnFailure(cause) ? Effect.die(new StorageDefect({ operation, cause })) : Effect.fail(new StorageError({ operation, cause }))),
@@ -110,7 +118,7 @@ export const makeClient = (options: RedisOptions): Effect.Effect<RedisClient, St
           redis.disconnect()
           return new StorageError({ operation: "connect", cause })
         }
-      }).pipe(Effect.as(fromRedis(redis, keys.prefix)))
+      }).pipe(Effect.as(fromRedis(redis, keys.prefix, options.eventRetention)))
     }),
     ({ redis }) =>
       Effect.promise(() =>
