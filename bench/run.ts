@@ -6,6 +6,7 @@ import { configFromEnv, DATA_DIR, REPO_ROOT } from "./config"
 import { issueBenchToken, openMarket, runCoreBench } from "./core-bench"
 import { hardwareConfig, runHardwareBench } from "./hardware"
 import { importConfig, importMarkdown, runImportBench } from "./import"
+import { feedLine, feedMarkdown, runFeedBench } from "./feed"
 import { runIndexBench } from "./indexes"
 import { runHttpBench } from "./http-bench"
 import { runRedisBench } from "./redis"
@@ -18,7 +19,7 @@ import { consoleTable, importLine, lines, machine, markdown } from "./report"
  * `npm run bench`: builds or reuses the market, runs the three benchmarks, prints the table and
  * rewrites BENCHMARKS.md. `BENCH_QUICK=1` is a smoke run on a small market whose report goes to
  * bench/.data instead, so it never replaces real figures. `BENCH_STRICT=1` exits 1 when a
- * target is missed. `BENCH_ONLY=k` (or `l`) runs that section alone and writes it to bench/.data, leaving
+ * target is missed. `BENCH_ONLY=k` (or `l`, `m`) runs that section alone and writes it to bench/.data, leaving
  * BENCHMARKS.md alone; the other sections run alone as `npx tsx bench/<section>.ts`.
  */
 
@@ -58,6 +59,18 @@ const servingOnly = async (quick: boolean) => {
   if (process.env.BENCH_STRICT === "1" && ls.some((l) => !l.pass)) process.exitCode = 1
 }
 
+/** (m) alone: its line on the console, its section in bench/.data. */
+const feedOnly = async (quick: boolean) => {
+  const result = await runFeedBench(quick, log)
+  const line = feedLine(result)
+  log("")
+  log(consoleTable([line]))
+  const out = path.join(DATA_DIR, `BENCHMARKS.m${quick ? ".quick" : ""}.md`)
+  fs.writeFileSync(out, feedMarkdown(result))
+  log(`\nWrote ${path.relative(REPO_ROOT, out)}.`)
+  if (process.env.BENCH_STRICT === "1" && !line.pass) process.exitCode = 1
+}
+
 /** (k) alone: its line on the console, its section in bench/.data. */
 const importOnly = async (quick: boolean) => {
   const result = await runImportBench(importConfig(quick), log)
@@ -79,7 +92,8 @@ const main = async () => {
   if (only !== undefined && only !== "") {
     if (only === "k") return importOnly(config.quick)
     if (only === "l") return servingOnly(config.quick)
-    throw new Error(`BENCH_ONLY supports k and l; run another section alone with npx tsx bench/<section>.ts`)
+    if (only === "m") return feedOnly(config.quick)
+    throw new Error(`BENCH_ONLY supports k, l and m; run another section alone with npx tsx bench/<section>.ts`)
   }
 
   const loadBefore = os.loadavg()[0]!
@@ -115,9 +129,11 @@ const main = async () => {
   const startup = await runStartupBench(config, log)
   log("(k): CLI import throughput on SQLite ...")
   const importResults = await runImportBench(importConfig(config.quick), log)
+  log("(m): change-feed fan-out ...")
+  const feed = await runFeedBench(config.quick, log)
 
   const results = {
-    config, market, core, http, serving, hardware, indexes, redis, startup, import: importResults,
+    config, market, core, http, serving, hardware, indexes, redis, startup, import: importResults, feed,
     date: new Date(),
     wallSeconds: (performance.now() - started) / 1000,
     load: { start: loadBefore, beforeHttp: loadBeforeHttp },

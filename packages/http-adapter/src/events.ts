@@ -1,6 +1,6 @@
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { type FeedItem, feedMessage } from "@gpu-market/core"
-import * as Effect from "effect/Effect"
+import { eventDataType, type FeedItem, feedMessage } from "@gpu-market/core"
+import * as Chunk from "effect/Chunk"
 import * as Stream from "effect/Stream"
 
 /**
@@ -11,30 +11,59 @@ import * as Stream from "effect/Stream"
  * message carrying its id, then the response ends.
  */
 
-/** How often a quiet stream gets a `: ping` comment, by default: under the 30–60 s idle timeouts proxies use. */
+/**
+ * How often a quiet stream gets a `: ping` comment, by default: under the 30–60 s idle timeouts
+ * proxies use. Pings go out on the feed's idle ticks, so the interval is rounded up to a whole
+ * tick (`IDLE_TICK_MS`, 1 s).
+ */
 export const DEFAULT_HEARTBEAT_MS = 15_000
 
-/** The SSE text of one item. */
-export const sseOf = (item: FeedItem): string => {
-  const message = feedMessage(item)
-  return `id: ${message.id}\nevent: ${message.type}\ndata: ${JSON.stringify(message)}\n\n`
+/** The JSON of each event's row, made once however many subscribers it goes to. */
+const rowJson = new WeakMap<object, string>()
+
+/** The SSE text of an event or a drop: the message's JSON, with the row's made once per event. */
+export const sseOf = (item: Exclude<FeedItem, { readonly _tag: "idle" }>): string => {
+  if (item._tag === "dropped") {
+    const message = feedMessage(item)
+    return `id: ${message.id}\nevent: dropped\ndata: ${JSON.stringify(message)}\n\n`
+  }
+  const { event } = item
+  let row = rowJson.get(event)
+  if (row === undefined) rowJson.set(event, row = JSON.stringify(event.row))
+  const id = JSON.stringify(item.id)
+  return `id: ${item.id}\nevent: ${event.type}\ndata: {"id":${id},"type":"${event.type}","data_type":"${eventDataType[event.type]}","row":${row}}\n\n`
 }
+
+const encoder = new TextEncoder()
 
 /**
  * The response of a subscription: `text/event-stream`, never cached or buffered by a proxy,
- * opening with a comment (so the headers and a first byte leave at once) and a reconnection
- * delay for `EventSource`, then the items with heartbeats between them.
+ * opening with a comment and a reconnection delay for `EventSource` (the feed yields at once,
+ * so the headers leave at once), then the items, each chunk of them one write, with heartbeats
+ * between them.
  */
 export const sseResponse = (
   items: Stream.Stream<FeedItem>,
   heartbeatMs: number,
   headers: Record<string, string>
 ): HttpServerResponse.HttpServerResponse => {
-  const heartbeats = Stream.repeatEffect(Effect.as(Effect.sleep(heartbeatMs), ": ping\n\n"))
-  const body = Stream.make(": gpu-market change feed\nretry: 1000\n\n").pipe(
-    Stream.concat(Stream.merge(Stream.map(items, sseOf), heartbeats, { haltStrategy: "left" })),
-    Stream.encodeText
-  )
+  // Heartbeats ride on the feed's idle ticks (one timer for every subscriber, not a merged timer
+  // stream each, which costs more than the events): a comment once `heartbeatMs` passed without
+  // anything written.
+  let opened = false
+  let written = Date.now()
+  const body = Stream.mapChunks(items, (chunk) => {
+    const now = Date.now()
+    let text = opened ? "" : ": gpu-market change feed\nretry: 1000\n\n"
+    opened = true
+    for (const item of chunk) {
+      if (item._tag !== "idle") text += sseOf(item)
+      else if (now - written >= heartbeatMs) text += ": ping\n\n"
+    }
+    if (text === "") return Chunk.empty()
+    written = now
+    return Chunk.of(encoder.encode(text))
+  })
   return HttpServerResponse.stream(body, {
     contentType: "text/event-stream",
     headers: { ...headers, "cache-control": "no-store", "x-accel-buffering": "no" }

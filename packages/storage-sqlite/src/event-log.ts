@@ -9,8 +9,42 @@ import type { Migration } from "./migration.js"
  * write appends its events inside its own transaction (`appendEvents`), so an event is committed
  * exactly with its rows, and ids are handed out in commit order (one writer at a time), never
  * reused (AUTOINCREMENT), and without gaps (a rolled-back write takes its ids back with it).
- * Other processes on the file see new events by polling `WHERE id > ?`.
+ * Other processes on the file see new events by polling `WHERE id > ?`; followers in the
+ * writing process are woken as soon as its write commits.
  */
+
+/**
+ * Followers of each file in this process, woken when a connection of the process appends to it:
+ * the callbacks run after the current task, when the write's transaction has committed (one
+ * that rolled back wakes them to find nothing, which costs one read).
+ */
+const followers = new Map<string, Set<() => void>>()
+const scheduled = new Set<string>()
+const wake = (file: string) => {
+  if (scheduled.has(file)) return
+  scheduled.add(file)
+  setImmediate(() => {
+    scheduled.delete(file)
+    for (const f of followers.get(file) ?? []) f()
+  })
+}
+/** Waits up to `ms` for a write of this process to `file`. */
+const appended = (file: string, ms: number): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    let set = followers.get(file)
+    if (set === undefined) followers.set(file, set = new Set())
+    const done = () => {
+      clearTimeout(timer)
+      set.delete(done)
+      resume(Effect.void)
+    }
+    const timer = setTimeout(done, ms)
+    set.add(done)
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      set.delete(done)
+    })
+  })
 
 /** Migration 8: the event log. */
 export const eventLogMigration: Migration = {
@@ -42,6 +76,7 @@ export const appendEvents = (client: SqliteClient, events: ReadonlyArray<MarketE
   let last = 0
   for (const e of events) last = Number(insert.run(JSON.stringify(e)).lastInsertRowid)
   if (last > retention) client.prepare(TRIM).run(last - retention)
+  wake(client.filename)
 }
 
 /** The event log over one connection. */
@@ -69,7 +104,7 @@ export const makeEventLogStore = (client: SqliteClient, pollMs = 100): EventLogS
     read,
     follow: (position, limit) =>
       Effect.flatMap(read(position, limit), (found) =>
-        found.length > 0 ? Effect.succeed(found) : Effect.zipRight(Effect.sleep(pollMs), read(position, limit)))
+        found.length > 0 ? Effect.succeed(found) : Effect.zipRight(appended(client.filename, pollMs), read(position, limit)))
   }
 }
 

@@ -169,7 +169,7 @@ export const createMarket = async (options: MarketOptions): Promise<Market> => {
     write: (name, args) => runOperation(runtime, operations.write(name, args)),
     events: (query, { token, lastEventId }) => (async function* (): AsyncGenerator<FeedMessage> {
       const items = await runOperation(runtime, operations.subscribe(query, token, lastEventId))
-      const messages: Stream.Stream<FeedMessage> = Stream.map(items, feedMessage)
+      const messages: Stream.Stream<FeedMessage> = Stream.filterMap(items, (item) => (item._tag === "idle" ? Option.none() : Option.some(feedMessage(item))))
       yield* Stream.toAsyncIterableRuntime(messages, await runtime.runtime())
     })(),
     close: () => runtime.dispose()

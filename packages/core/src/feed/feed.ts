@@ -32,6 +32,11 @@ export const RING_SIZE = 8192
  * position: a slow consumer costs nothing while it is connected, and resumes from that id.
  */
 export const MAX_LAG = 2048
+/**
+ * How often a quiet subscription yields an `idle` item: adapters send their heartbeats on them.
+ * One timer wakes every subscriber of the process, rather than a timer each.
+ */
+export const IDLE_TICK_MS = 1000
 /** Events one read of the log asks for. */
 const READ_PAGE = 500
 
@@ -45,9 +50,13 @@ export const FeedQuery = Schema.Struct({
 })
 export type FeedQuery = typeof FeedQuery.Encoded
 
-/** One item of a subscription: an event with the id to resume after it, or the end of a dropped subscription. */
+/**
+ * One item of a subscription: an event with the id to resume after it, a tick with nothing to
+ * deliver (`idle`, every `IDLE_TICK_MS` while quiet), or the end of a dropped subscription.
+ */
 export type FeedItem =
   | { readonly _tag: "event"; readonly id: string; readonly event: MarketEvent }
+  | { readonly _tag: "idle" }
   | {
     readonly _tag: "dropped"
     /** The position to resume from: every event up to it was delivered or was not the subscriber's. */
@@ -72,14 +81,16 @@ export type FeedMessage =
   | { readonly id: string; readonly type: MarketEvent["type"]; readonly data_type: DataType; readonly row: MarketEvent["row"] }
   | { readonly id: string; readonly type: "dropped"; readonly reason: DropReason }
 
-/** The message of an item. */
-export const feedMessage = (item: FeedItem): FeedMessage =>
+/** The message of an event or a drop. */
+export const feedMessage = (item: Exclude<FeedItem, { readonly _tag: "idle" }>): FeedMessage =>
   item._tag === "dropped"
     ? { id: item.id, type: "dropped", reason: item.reason }
     : { id: item.id, type: item.event.type, data_type: eventDataType[item.event.type], row: item.event.row }
 
 /** Errors a subscription can be refused with before it starts. */
 export type FeedError = ValidationFailed | InsufficientEntitlement | NotFound | EventIdExpired | StorageUnavailable
+
+const IDLE: Chunk.Chunk<FeedItem> = Chunk.of({ _tag: "idle" })
 
 /** What a subscriber receives: the types it may read and asked for, GPUs, index ids. */
 interface Selection {
@@ -202,12 +213,20 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
       )
       return Effect.forever(step) as Effect.Effect<never>
     }
+    /** Wakes every subscriber each tick, so a quiet one can yield `idle`. */
+    const ticker = (ring: Ring): Effect.Effect<never> =>
+      Effect.forever(Effect.zipRight(Effect.sleep(IDLE_TICK_MS), Effect.suspend(() => {
+        const arrived = ring.arrived
+        ring.arrived = Deferred.unsafeMake(FiberId.none)
+        return Deferred.succeed(arrived, undefined)
+      }))) as Effect.Effect<never>
 
     // Started by the first subscriber: a market nobody follows reads no log.
     const started = yield* Effect.cached(Effect.gen(function* () {
       const head = yield* log.head
       const ring: Ring = { events: [], first: 0, next: 0, position: head, evicted: undefined, arrived: yield* Deferred.make<void>(), epoch: 0 }
       yield* Effect.forkIn(follower(ring), scope)
+      yield* Effect.forkIn(ticker(ring), scope)
       return ring
     }))
 
@@ -239,8 +258,15 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
       let seq: number | undefined = lastEventId === undefined ? ring.next : undefined
 
       /** Delivers what `principal` receives of `events`, advancing the position past all of them. */
+      // Floors move with the day (rolling grants, current-only ones): the predicate is made once a day.
+      let wanted = receives(principal, selection, 0)
+      let wantedDay = -1
       const deliver = (events: Iterable<LoggedEvent>, now: Micros): Array<FeedItem> => {
-        const wanted = receives(principal, selection, now)
+        const day = startOfDay(now)
+        if (day !== wantedDay) {
+          wanted = receives(principal, selection, now)
+          wantedDay = day
+        }
         const out: Array<FeedItem> = []
         for (const e of events) {
           if (positions.covers(position, e)) continue
@@ -250,6 +276,7 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
         return out
       }
       let done = false
+      let answered = false
       const dropped = (reason: DropReason): Chunk.Chunk<FeedItem> => {
         done = true
         return Chunk.of({ _tag: "dropped", id: position, reason })
@@ -279,8 +306,10 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
         }
         if (seq < ring.first || ring.next - seq > MAX_LAG) return dropped(seq < ring.first ? "resync" : "slow_consumer")
         if (seq === ring.next) {
+          // The first pull answers at once, so an adapter can open its response before any event.
+          if (!answered) return (answered = true, IDLE)
           yield* Deferred.await(ring.arrived)
-          return Chunk.empty()
+          return seq === ring.next ? IDLE : Chunk.empty()
         }
         const upto = Math.min(ring.next, seq + READ_PAGE)
         const events = ring.events.slice(seq - ring.first, upto - ring.first)
