@@ -65,6 +65,7 @@ const feedOnly = async (quick: boolean) => {
   const line = feedLine(result)
   log("")
   log(consoleTable([line]))
+  fs.mkdirSync(DATA_DIR, { recursive: true })
   const out = path.join(DATA_DIR, `BENCHMARKS.m${quick ? ".quick" : ""}.md`)
   fs.writeFileSync(out, feedMarkdown(result))
   log(`\nWrote ${path.relative(REPO_ROOT, out)}.`)

@@ -77,15 +77,18 @@ export type DropReason = "slow_consumer" | "storage_unavailable" | "resync"
  * Promise API's iterator): an event with the id to resume after it and its row as the data
  * type's endpoints return it, or the last message of a dropped subscription.
  */
-export type FeedMessage =
-  | { readonly id: string; readonly type: MarketEvent["type"]; readonly data_type: DataType; readonly row: MarketEvent["row"] }
-  | { readonly id: string; readonly type: "dropped"; readonly reason: DropReason }
+export type FeedMessage = EventMessage<MarketEvent> | { readonly id: string; readonly type: "dropped"; readonly reason: DropReason }
+
+/** The message of each kind of event, so `type` tells the row's shape. */
+type EventMessage<E> = E extends MarketEvent
+  ? { readonly id: string; readonly type: E["type"]; readonly data_type: DataType; readonly row: E["row"] }
+  : never
 
 /** The message of an event or a drop. */
 export const feedMessage = (item: Exclude<FeedItem, { readonly _tag: "idle" }>): FeedMessage =>
   item._tag === "dropped"
     ? { id: item.id, type: "dropped", reason: item.reason }
-    : { id: item.id, type: item.event.type, data_type: eventDataType[item.event.type], row: item.event.row }
+    : { id: item.id, type: item.event.type, data_type: eventDataType[item.event.type], row: item.event.row } as FeedMessage
 
 /** Errors a subscription can be refused with before it starts. */
 export type FeedError = ValidationFailed | InsufficientEntitlement | NotFound | EventIdExpired | StorageUnavailable
