@@ -12,7 +12,7 @@ import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
 import { type CorsOptions, corsOptionsProblem, withCors } from "./cors.js"
 import { docsPage, makeAssetRoutes } from "./docs.js"
-import { DEFAULT_HEARTBEAT_MS, sseResponse } from "./events.js"
+import { DEFAULT_HEARTBEAT_MS, EVENTS_PATH, sseResponse } from "./events.js"
 import { makeHealthRoutes } from "./health.js"
 import { currentPrincipal, routedAs } from "./observe.js"
 import { problemResponse } from "./problem.js"
@@ -24,9 +24,6 @@ import { respond, withCompression } from "./transfer.js"
 
 /** The status of a request whose client left before its answer (nginx's 499): never sent, only recorded. */
 const CLIENT_CLOSED_REQUEST = 499
-
-/** The change feed's path. */
-export const EVENTS_PATH = "/v2/events"
 
 /** Options of the HTTP app. */
 export interface AppOptions {

@@ -11,6 +11,9 @@ import * as Stream from "effect/Stream"
  * message carrying its id, then the response ends.
  */
 
+/** The change feed's path. */
+export const EVENTS_PATH = "/v2/events"
+
 /**
  * How often a quiet stream gets a `: ping` comment, by default: under the 30–60 s idle timeouts
  * proxies use. Pings go out on the feed's idle ticks, so the interval is rounded up to a whole
