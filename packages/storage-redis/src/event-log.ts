@@ -108,20 +108,29 @@ export const makeEventLogStore = (client: RedisClient): Effect.Effect<EventLogSt
       return blocking = redis
     }
 
-    /** Per stream: its last id handed out, and the greatest id trimmed from it ("0-0" when none, or no stream). */
-    const bounds = async (): Promise<Array<{ readonly last: string; readonly trimmed: string }>> => {
+    /**
+     * Per stream: its last id handed out, and the first id it still holds when it lost entries
+     * to trimming (`undefined` when it lost none or has no stream; `null` when trimming emptied
+     * it). Redis does not say which id was trimmed last, so a position before the first kept
+     * entry counts as trimmed past, even the one exactly at the last entry trimmed.
+     */
+    const bounds = async (): Promise<Array<{ readonly last: string; readonly kept: string | null | undefined }>> => {
       const pipeline = client.redis.pipeline()
       for (const key of keys) pipeline.xinfo("STREAM", key)
       const replies = (await pipeline.exec()) ?? []
       return replies.map(([error, reply]) => {
         // No such key: a stream nothing was logged in yet.
-        if (error !== null || !Array.isArray(reply)) return { last: "0-0", trimmed: "0-0" }
-        const field = (name: string) => {
+        if (error !== null || !Array.isArray(reply)) return { last: "0-0", kept: undefined }
+        const field = (name: string): unknown => {
           const i = (reply as Array<unknown>).indexOf(name)
-          return i < 0 ? "0-0" : String((reply as Array<unknown>)[i + 1])
+          return i < 0 ? undefined : (reply as Array<unknown>)[i + 1]
         }
-        // `max-deleted-entry-id` is Redis 7's; an older server reports none, and a trim goes unnoticed.
-        return { last: field("last-generated-id"), trimmed: field("max-deleted-entry-id") }
+        const last = String(field("last-generated-id"))
+        // `entries-added` is Redis 7's; an older server does not say, and a trim goes unnoticed.
+        const added = Number(field("entries-added") ?? 0), length = Number(field("length") ?? 0)
+        if (added <= length) return { last, kept: undefined }
+        const first = field("first-entry")
+        return { last, kept: Array.isArray(first) ? String(first[0]) : null }
       })
     }
 
@@ -129,7 +138,9 @@ export const makeEventLogStore = (client: RedisClient): Effect.Effect<EventLogSt
       Effect.flatMap(client.run("events.read", async () => {
         const parts = partsOf(position)
         const known = await bounds()
-        const lost = known.some((b, i) => compareIds(parts[i]!, b.trimmed) < 0 || compareIds(parts[i]!, b.last) > 0)
+        // Past the last id (another store's position), or before what trimming kept (emptied: before the last id).
+        const lost = known.some((b, i) =>
+          compareIds(parts[i]!, b.last) > 0 || (b.kept !== undefined && compareIds(parts[i]!, b.kept ?? b.last) < 0))
         if (lost) return new EventLogTrimmed({ position })
         const reply = await client.redis.xread("COUNT", limit, "STREAMS", ...keys, ...parts) as StreamReply
         return merged(keys, reply, limit)
