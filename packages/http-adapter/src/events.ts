@@ -40,6 +40,19 @@ export const sseOf = (item: Exclude<FeedItem, { readonly _tag: "idle" }>): strin
 const encoder = new TextEncoder()
 
 /**
+ * The bytes of each event's message with the id it was last sent with: subscribers that are
+ * caught up send an event with the same id, so a write to many of them is encoded once.
+ */
+const encoded = new WeakMap<object, { readonly id: string; readonly bytes: Uint8Array }>()
+const bytesOf = (item: Extract<FeedItem, { readonly _tag: "event" }>): Uint8Array => {
+  const hit = encoded.get(item.event)
+  if (hit !== undefined && hit.id === item.id) return hit.bytes
+  const bytes = encoder.encode(sseOf(item))
+  encoded.set(item.event, { id: item.id, bytes })
+  return bytes
+}
+
+/**
  * The response of a subscription: `text/event-stream`, never cached or buffered by a proxy,
  * opening with a comment and a reconnection delay for `EventSource` (the feed yields at once,
  * so the headers leave at once), then the items, each chunk of them one write, with heartbeats
@@ -57,6 +70,11 @@ export const sseResponse = (
   let written = Date.now()
   const body = Stream.mapChunks(items, (chunk) => {
     const now = Date.now()
+    const only = Chunk.size(chunk) === 1 ? Chunk.unsafeHead(chunk) : undefined
+    if (opened && only !== undefined && only._tag === "event") {
+      written = now
+      return Chunk.of(bytesOf(only))
+    }
     let text = opened ? "" : ": gpu-market change feed\nretry: 1000\n\n"
     opened = true
     for (const item of chunk) {
