@@ -3,7 +3,10 @@ import {
   createMarket, type FeedMessage, type IndexDefinitionInput, type Market, MarketProblemError, MAX_LAG, type PrincipalInput,
   type RentalPriceObservationInput
 } from "@gpu-market/core"
+import { nodeHandler } from "@gpu-market/http-adapter"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -60,7 +63,7 @@ const summary = (m: FeedMessage) =>
     ? `${m.type} ${(m.row as { gpu_canonical_name: string }).gpu_canonical_name} ${(m.row as { valid_from: string }).valid_from.slice(0, 10)}`
     : m.type
 
-describe("the change feed (Promise API, SQLite)", () => {
+describe("the change feed on SQLite: Promise API, and HTTP heartbeats", () => {
   it("sends each token what it may see and asked for, one event per new row, withdrawal and index value", { timeout: 60_000 }, async () => {
     const market = await createMarket({ storage: SqliteStorage.sqlite(file("entitled")) })
     try {
@@ -114,6 +117,34 @@ describe("the change feed (Promise API, SQLite)", () => {
       const history = await market.rental.prices.history({ gpu_canonical_name: "h100-sxm", start: "2026-06-01" }, { token: "all" })
       assert.deepStrictEqual((withdrawn as { row: unknown }).row, history.data.find((r) => r.valid_to !== null))
     } finally {
+      await market.close()
+    }
+  })
+
+  it("over HTTP, a quiet stream gets heartbeat comments and the headers that keep proxies from buffering it", { timeout: 60_000 }, async () => {
+    const db = file("heartbeat")
+    const market = await createMarket({ storage: SqliteStorage.sqlite(db) })
+    const handler = await nodeHandler({ storage: SqliteStorage.sqlite(db), baseUrl: "http://127.0.0.1", feedHeartbeatMs: 100 })
+    const server = createServer(handler.handle)
+    try {
+      await market.tokens.create(principal("feed-all", { grants: { gpu_rental_prices: unrestricted } }), "all")
+      await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+      const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v2/events`, { headers: { authorization: "Bearer all" } })
+      assert.strictEqual(response.status, 200)
+      assert.strictEqual(response.headers.get("content-type"), "text/event-stream")
+      assert.strictEqual(response.headers.get("cache-control"), "no-store")
+      assert.strictEqual(response.headers.get("x-accel-buffering"), "no")
+      assert.isNotNull(response.headers.get("x-ratelimit-remaining"))
+      const reader = response.body!.getReader()
+      let text = ""
+      while ((text.match(/^: ping$/gm) ?? []).length < 2) text += new TextDecoder().decode((await reader.read()).value)
+      assert.match(text, /^retry: 1000$/m)
+      assert.notMatch(text, /^data:/m)
+      await reader.cancel()
+    } finally {
+      server.closeAllConnections()
+      server.close()
+      await handler.close()
       await market.close()
     }
   })
