@@ -33,6 +33,8 @@ export interface FeedBenchResults {
   readonly writes: number
   readonly feed: FeedSide
   readonly bare: FeedSide
+  /** 1-minute load averages before each side ran: the machine is shared. */
+  readonly load: { readonly bare: number; readonly feed: number }
 }
 
 /** Epoch milliseconds with sub-millisecond precision, comparable across processes on one machine. */
@@ -192,10 +194,12 @@ export const runFeedBench = async (quick: boolean, log: (line: string) => void):
   const subscribers = Number(process.env.FEED_BENCH_SUBSCRIBERS ?? (quick ? 200 : FEED_SUBSCRIBERS))
   const writes = quick ? 10 : 60
   log(`  (m) bare node:http, ${subscribers} SSE responses ...`)
+  const loadBare = os.loadavg()[0]!
   const bare = await measure("bare", subscribers, writes)
   log(`  (m) GET /v2/events on SQLite, ${subscribers} subscribers ...`)
+  const loadFeed = os.loadavg()[0]!
   const feed = await measure("sut", subscribers, writes)
-  return { subscribers, writes, feed, bare }
+  return { subscribers, writes, feed, bare, load: { bare: loadBare, feed: loadFeed } }
 }
 
 const ms = (n: number) => `${n.toFixed(1)} ms`
@@ -220,7 +224,7 @@ ${r.subscribers.toLocaleString("en-US")} subscribers of \`GET /v2/events\` (Serv
 | \`GET /v2/events\` on SQLite | ${ms(r.feed.p50)} | ${ms(r.feed.p99)} | ${ms(Math.min(...r.feed.samples))} | ${ms(Math.max(...r.feed.samples))} |
 | bare node:http SSE loop | ${ms(r.bare.p50)} | ${ms(r.bare.p99)} | ${ms(Math.min(...r.bare.samples))} | ${ms(Math.max(...r.bare.samples))} |
 
-Ratio at p50: ${(r.feed.p50 / r.bare.p50).toFixed(2)}×. Target: ≤ ${FEED_TARGET_RATIO.toFixed(2)}× of the bare loop at p50. Each subscriber costs the feed a filter and scrub of its own (entitlements, history floor, query) and a position of its own to resume from; the row's JSON is made once per event.
+1-minute load average ${r.load.bare.toFixed(2)} before the baseline ran and ${r.load.feed.toFixed(2)} before the feed did, on 2 cores. Ratio at p50: ${(r.feed.p50 / r.bare.p50).toFixed(2)}×. Target: ≤ ${FEED_TARGET_RATIO.toFixed(2)}× of the bare loop at p50. Each subscriber costs the feed a filter and scrub of its own (entitlements, history floor, query) and a position of its own to resume from; the row's JSON is made once per event.
 `
 
 const isMain = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href

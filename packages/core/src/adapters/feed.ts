@@ -22,7 +22,7 @@ export interface EventsQuery {
 /** Options of a subscription. */
 export interface EventsOptions extends CallOptions {
   /** Resume after this id (a message's `id`): every later event exactly once. Without it, from now. */
-  readonly lastEventId?: string
+  readonly lastEventId?: string | undefined
 }
 
 /** The change feed of a market. */
