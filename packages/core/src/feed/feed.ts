@@ -6,6 +6,7 @@ import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { historyFloor } from "../auth/history.js"
 import { DataType, type Principal } from "../auth/principal.js"
@@ -169,6 +170,8 @@ interface Ring {
   arrived: Deferred.Deferred<void>
   /** Bumped when the follower lost events (the log trimmed past it): every subscriber resyncs. */
   epoch: number
+  /** Set when the market closes: every subscription ends (its client resumes elsewhere by its id). */
+  closed: boolean
 }
 
 export class Feed extends Effect.Service<Feed>()("Market/Feed", {
@@ -227,7 +230,13 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
     // Started by the first subscriber: a market nobody follows reads no log.
     const started = yield* Effect.cached(Effect.gen(function* () {
       const head = yield* log.head
-      const ring: Ring = { events: [], first: 0, next: 0, position: head, evicted: undefined, arrived: yield* Deferred.make<void>(), epoch: 0 }
+      const ring: Ring = {
+        events: [], first: 0, next: 0, position: head, evicted: undefined, arrived: yield* Deferred.make<void>(), epoch: 0, closed: false
+      }
+      yield* Scope.addFinalizer(scope, Effect.suspend(() => {
+        ring.closed = true
+        return Deferred.succeed(ring.arrived, undefined)
+      }))
       yield* Effect.forkIn(follower(ring), scope)
       yield* Effect.forkIn(ticker(ring), scope)
       return ring
@@ -287,7 +296,7 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
 
       /** The next items (maybe none yet): from the log until the ring is reached, then from the ring. */
       const pull: Effect.Effect<Chunk.Chunk<FeedItem>, Option.Option<never>> = Effect.gen(function* () {
-        if (done) return yield* Effect.fail(Option.none())
+        if (done || ring.closed) return yield* Effect.fail(Option.none())
         if (ring.epoch !== epoch) return dropped("resync")
         const now = yield* nowMicros
         if (seq === undefined) {
