@@ -1,6 +1,7 @@
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import { Feed } from "@gpu-market/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
@@ -127,5 +128,9 @@ export const layer = (options: ServerOptions) => {
     yield* listen(replayOrHandle(replay, handle, replayed), {
       port: options.port, host: options.host, timeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, timeouts
     })
+    // Run before the server closes (finalizers run last first): change-feed streams end, so they
+    // do not hold the graceful shutdown to its timeout; their clients resume elsewhere by their ids.
+    const feed = yield* Feed
+    yield* Effect.addFinalizer(() => feed.close)
   }))
 }

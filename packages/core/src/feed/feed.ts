@@ -227,16 +227,22 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
         return Deferred.succeed(arrived, undefined)
       }))) as Effect.Effect<never>
 
+    /** Ends every subscription of the process, now and to come: for a server that shuts down. */
+    let closing = false
+    const endAll = (ring: Ring) => Effect.suspend(() => {
+      ring.closed = true
+      return Deferred.succeed(ring.arrived, undefined)
+    })
+
     // Started by the first subscriber: a market nobody follows reads no log.
+    let ringOf: Ring | undefined
     const started = yield* Effect.cached(Effect.gen(function* () {
       const head = yield* log.head
       const ring: Ring = {
-        events: [], first: 0, next: 0, position: head, evicted: undefined, arrived: yield* Deferred.make<void>(), epoch: 0, closed: false
+        events: [], first: 0, next: 0, position: head, evicted: undefined, arrived: yield* Deferred.make<void>(), epoch: 0, closed: closing
       }
-      yield* Scope.addFinalizer(scope, Effect.suspend(() => {
-        ring.closed = true
-        return Deferred.succeed(ring.arrived, undefined)
-      }))
+      ringOf = ring
+      yield* Scope.addFinalizer(scope, endAll(ring))
       yield* Effect.forkIn(follower(ring), scope)
       yield* Effect.forkIn(ticker(ring), scope)
       return ring
@@ -338,7 +344,16 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
        * ends only with a `dropped` item. Refused before it starts with 422 (a bad query or id),
        * 403 (a type not granted), 404 (an index not held), 410 (an id the log trimmed past) or 503.
        */
-      subscribe
+      subscribe,
+      /**
+       * Ends every subscription with its stream (no `dropped` message: the client resumes from
+       * its last id wherever it reconnects), and any opened later: a server about to close calls
+       * it first, so open streams do not hold its graceful shutdown.
+       */
+      close: Effect.suspend(() => {
+        closing = true
+        return ringOf === undefined ? Effect.void : endAll(ringOf)
+      })
     } as const
   })
 }) {}
