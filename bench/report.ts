@@ -1,3 +1,4 @@
+import { type FeedBenchResults, feedLine, feedMarkdown } from "./feed"
 import * as os from "node:os"
 import type { BenchConfig } from "./config"
 import type { CoreResults, Timing } from "./core-bench"
@@ -25,6 +26,7 @@ export interface RunResults {
   readonly topologies: TopologyBenchResults
   readonly startup: StartupResults
   readonly import: ImportBenchResults
+  readonly feed: FeedBenchResults
   readonly date: Date
   readonly wallSeconds: number
   /** 1-minute load averages: at the start, and before the HTTP load (after (a) and (b)). */
@@ -77,7 +79,8 @@ export const lines = (r: RunResults): ReadonlyArray<Line> => {
     ...topologyLines(r.topologies),
     { name: "(h) npm start, existing database: spawn to listening, vs bare node:http", figure: seconds(server.medianMs), baseline: seconds(bareServer.medianMs), ratio: server.medianMs / bareServer.medianMs, target: startupTarget, pass: server.medianMs <= STARTUP_TARGET_SECONDS * 1000 },
     { name: "(i) worker pool of 2: createWorkerMarket to first answer, vs 2 bare Workers online", figure: seconds(poolAnswer.medianMs), baseline: seconds(bareWorkers.medianMs), ratio: poolAnswer.medianMs / bareWorkers.medianMs, target: startupTarget, pass: poolAnswer.medianMs <= STARTUP_TARGET_SECONDS * 1000 },
-    importLine(r.import)
+    importLine(r.import),
+    feedLine(r.feed)
   ]
 }
 
@@ -182,5 +185,6 @@ ${indexMarkdown(r.indexes)}
 ${redisMarkdown(r.redis)}
 ${topologyMarkdown(r.topologies, apiCostOf(r.topologies, r.serving))}
 ${startupMarkdown(r.startup)}
-${importMarkdown(r.import)}`
+${importMarkdown(r.import)}
+${feedMarkdown(r.feed)}`
 }

@@ -6,6 +6,7 @@ import { configFromEnv, DATA_DIR, REPO_ROOT } from "./config"
 import { issueBenchToken, openMarket, runCoreBench } from "./core-bench"
 import { hardwareConfig, runHardwareBench } from "./hardware"
 import { importConfig, importMarkdown, runImportBench } from "./import"
+import { feedLine, feedMarkdown, runFeedBench } from "./feed"
 import { runIndexBench } from "./indexes"
 import { runHttpBench } from "./http-bench"
 import { runRedisBench } from "./redis"
@@ -59,18 +60,31 @@ const servingOnly = async (quick: boolean) => {
   if (process.env.BENCH_STRICT === "1" && ls.some((l) => !l.pass)) process.exitCode = 1
 }
 
-/** (m) alone: its lines on the console, its section in bench/.data. */
+/** (o) alone: its lines on the console, its section in bench/.data. */
 const topologiesOnly = async (quick: boolean) => {
   const result = await runTopologyBench(quick, log)
   const ls = topologyLines(result)
   log("")
   log(consoleTable(ls))
-  const out = path.join(DATA_DIR, `BENCHMARKS.m${quick ? ".quick" : ""}.md`)
+  const out = path.join(DATA_DIR, `BENCHMARKS.o${quick ? ".quick" : ""}.md`)
   fs.writeFileSync(out, topologyMarkdown(result))
   // The raw figures, so the section can be written again with another run's API costs.
   fs.writeFileSync(out.replace(/\.md$/, ".json"), JSON.stringify(result, null, 2))
   log(`\nWrote ${path.relative(REPO_ROOT, out)}.`)
   if (process.env.BENCH_STRICT === "1" && ls.some((l) => !l.pass)) process.exitCode = 1
+}
+
+/** (n) alone: its line on the console, its section in bench/.data. */
+const feedOnly = async (quick: boolean) => {
+  const result = await runFeedBench(quick, log)
+  const line = feedLine(result)
+  log("")
+  log(consoleTable([line]))
+  fs.mkdirSync(DATA_DIR, { recursive: true })
+  const out = path.join(DATA_DIR, `BENCHMARKS.n${quick ? ".quick" : ""}.md`)
+  fs.writeFileSync(out, feedMarkdown(result))
+  log(`\nWrote ${path.relative(REPO_ROOT, out)}.`)
+  if (process.env.BENCH_STRICT === "1" && !line.pass) process.exitCode = 1
 }
 
 /** (k) alone: its line on the console, its section in bench/.data. */
@@ -94,8 +108,9 @@ const main = async () => {
   if (only !== undefined && only !== "") {
     if (only === "k") return importOnly(config.quick)
     if (only === "l") return servingOnly(config.quick)
-    if (only === "m") return topologiesOnly(config.quick)
-    throw new Error(`BENCH_ONLY supports k, l and m; run another section alone with npx tsx bench/<section>.ts`)
+    if (only === "o") return topologiesOnly(config.quick)
+    if (only === "n") return feedOnly(config.quick)
+    throw new Error(`BENCH_ONLY supports k, l, m, n and o; run another section alone with npx tsx bench/<section>.ts`)
   }
 
   const loadBefore = os.loadavg()[0]!
@@ -127,15 +142,17 @@ const main = async () => {
   const indexes = await runIndexBench(config.quick, log)
   log("(f), (g): Redis vs SQLite ...")
   const redis = await runRedisBench(config.quick, log)
-  log("(m): Redis Cluster vs one server, Sentinel failover ...")
+  log("(o): Redis Cluster vs one server, Sentinel failover ...")
   const topologies = await runTopologyBench(config.quick, log)
   log("(h), (i): start-up ...")
   const startup = await runStartupBench(config, log)
   log("(k): CLI import throughput on SQLite ...")
   const importResults = await runImportBench(importConfig(config.quick), log)
+  log("(n): change-feed fan-out ...")
+  const feed = await runFeedBench(config.quick, log)
 
   const results = {
-    config, market, core, http, serving, hardware, indexes, redis, topologies, startup, import: importResults,
+    config, market, core, http, serving, hardware, indexes, redis, topologies, startup, import: importResults, feed,
     date: new Date(),
     wallSeconds: (performance.now() - started) / 1000,
     load: { start: loadBefore, beforeHttp: loadBeforeHttp },

@@ -28,6 +28,14 @@ describe("adapter examples run as documented", () => {
     assert.match(out, /^Effect: coreweave 3\.29$/m)
   })
 
+  it("examples/feed.ts: follows price changes in-process, then over HTTP from the id it stopped at; the temp dir is removed", { timeout: 120_000 }, async () => {
+    const before = tempDirs("gpu-market-feed-example-").length
+    const out = await run("examples/feed.ts")
+    assert.match(out, /^in-process: lambda (above|at) 2 USD$/m)
+    assert.match(out, /^over HTTP: rental_price, after the in-process one$/m)
+    assert.strictEqual(tempDirs("gpu-market-feed-example-").length, before)
+  })
+
   it("examples/sqlite.ts: a second market reads what the first wrote to the file; the temp dir is removed", { timeout: 120_000 }, async () => {
     const before = tempDirs("gpu-market-example-sqlite-")
     assert.match(await run("examples/sqlite.ts"), /^reopened: 1 row, lambda 2\.49$/m)

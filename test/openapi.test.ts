@@ -131,13 +131,15 @@ describe("OpenAPI 3.1 at /openapi.json", () => {
         yield* atNow
         const doc = yield* fetchDoc
         const documented = Object.keys(doc.paths)
-        assert.strictEqual(documented.length, 20 + OPERATIONS_PATHS.length + SUPPLY_PATHS.length)
+        // 20 data paths and the change feed.
+        assert.strictEqual(documented.length, 21 + OPERATIONS_PATHS.length + SUPPLY_PATHS.length)
         assert.deepStrictEqual(documented.filter((p) => p.startsWith("/supply/")), SUPPLY_PATHS)
         assert.deepStrictEqual(documented.filter((p) => !p.startsWith("/v") && !p.startsWith("/supply/")), OPERATIONS_PATHS)
         for (const path of OPERATIONS_PATHS) assert.deepStrictEqual((doc.paths[path]!.get as any).security, [], `${path} needs no token`)
         assert.deepStrictEqual(Object.keys(doc.paths["/supply/resources/{resource_id}"]!), ["get", "delete"])
         for (const path of new Set([...documented, ...CANDIDATES])) {
-          const url = `/api${path.replace(/\{\w+\}/g, "x")}`
+          // The change feed's 200 never ends: asked with a bad parameter, it answers (422) all the same.
+          const url = `/api${path.replace(/\{\w+\}/g, "x")}${path === "/v2/events" ? "?bogus=1" : ""}`
           const methods = Object.keys(doc.paths[path] ?? { get: undefined }).map((m) => m.toUpperCase())
           for (const method of methods) {
             const r = yield* http(url, { token: "all", method })

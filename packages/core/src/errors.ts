@@ -60,6 +60,14 @@ export class StorageUnavailable extends Schema.TaggedError<StorageUnavailable>()
   detail: Schema.String
 }) {}
 
+/**
+ * A change-feed subscription resumed from an id the event log no longer holds the events after
+ * (it keeps the newest ones only): the caller reads the current state and subscribes afresh.
+ */
+export class EventIdExpired extends Schema.TaggedError<EventIdExpired>()("EventIdExpired", {
+  detail: Schema.String
+}) {}
+
 /** One refused input record of a write (its position in the batch and what is wrong). */
 export const RecordIssue = Schema.Struct({ index: Schema.Int, message: Schema.String })
 export type RecordIssue = typeof RecordIssue.Type

@@ -15,6 +15,7 @@ export { MarketProblemError, problemOf } from "./adapters/problem.js"
 export type {
   CallOptions, EndpointName, HardwarePriceQuery, IndexQuery, LlmTokenPriceQuery, MarketReads, RentalPriceQuery, TransactionQuery
 } from "./adapters/catalogue.js"
+export type { EventsOptions, EventsQuery, MarketFeed } from "./adapters/feed.js"
 export { type PortableMarketStorage, type PortableStorage, portableStorage } from "./storage/stores.js"
 export { type Storage, StorageError } from "./storage/contract.js"
 
@@ -25,6 +26,9 @@ export { HardwarePrices } from "./market/hardware-prices.js"
 export { Transactions } from "./market/transactions.js"
 export { LlmTokenPrices } from "./market/llm-token-prices.js"
 export { Indexes } from "./market/indexes.js"
+export {
+  type DropReason, Feed, type FeedError, type FeedItem, type FeedMessage, feedMessage, FeedQuery, IDLE_TICK_MS, MAX_LAG, RING_SIZE
+} from "./feed/feed.js"
 export { DEFAULT_PAGE_CACHE_BYTES, PageCache, PageCacheBytes } from "./market/page-cache.js"
 export { RentalPriceIngest, baseProductKey, productKey } from "./ingest/rental-prices.js"
 export type { IngestSummary } from "./ingest/versions.js"
@@ -71,6 +75,7 @@ export {
 
 // Rows, inputs, metadata and envelopes
 export * from "./schema/envelope.js"
+export * from "./schema/market-event.js"
 export * from "./schema/rental-price.js"
 export * from "./schema/price-unit.js"
 export * from "./schema/fx-rate.js"

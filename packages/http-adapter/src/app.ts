@@ -2,7 +2,7 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Auth, type MarketError, PageCacheBytes, type Principal, RateLimits } from "@gpu-market/core"
+import { Auth, Feed, type MarketError, PageCacheBytes, type Principal, RateLimits } from "@gpu-market/core"
 import { admit, bodyJson, makeReadCalls, type ReadCall, replayOf, requestOrigin } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -12,6 +12,7 @@ import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
 import { type CorsOptions, corsOptionsProblem, withCors } from "./cors.js"
 import { docsPage, makeAssetRoutes } from "./docs.js"
+import { DEFAULT_HEARTBEAT_MS, EVENTS_PATH, sseResponse } from "./events.js"
 import { makeHealthRoutes } from "./health.js"
 import { currentPrincipal, routedAs } from "./observe.js"
 import { problemResponse } from "./problem.js"
@@ -34,6 +35,8 @@ export interface AppOptions {
   readonly cors?: CorsOptions
   /** Serve `GET /metrics`, every metric of the process in Prometheus text, public; default off. */
   readonly metrics?: boolean
+  /** How often a quiet change-feed stream (`/v2/events`) gets a heartbeat comment, in ms; default 15 000. */
+  readonly feedHeartbeatMs?: number
 }
 
 /** The app and its replay; the replay keeps answers only when `replaying` (a Node server in front). */
@@ -49,28 +52,48 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
     // The replay shares the page cache's budget setting; without a server to take requests, it keeps nothing.
     const replay: Replay = makeReplay(replaying ? yield* PageCacheBytes : 0, admitNow, yield* Effect.runtime<never>())
 
-    const data = (run: (principal: Principal, request: HttpServerRequest.HttpServerRequest) => Effect.Effect<unknown, MarketError>) =>
+    /**
+     * A data request's one path: admitted (401, 429 as problems, with the rate-limit headers once
+     * the caller is known), its principal recorded, then `answer` with the headers it sends.
+     */
+    const admitted = (
+      answer: (
+        principal: Principal, request: HttpServerRequest.HttpServerRequest, requestId: string, headers: Record<string, string>
+      ) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+    ) =>
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const requestId = randomUUID()
-        const admitted = replay.admissionOf(request) ?? (yield* Effect.either(admitNow(request.headers.authorization)))
-        if (Either.isLeft(admitted)) {
-          const e = admitted.left
+        const admission = replay.admissionOf(request) ?? (yield* Effect.either(admitNow(request.headers.authorization)))
+        if (Either.isLeft(admission)) {
+          const e = admission.left
           return problemResponse(e, requestId, e._tag === "RateLimited"
             ? rateHeaders({ limit: e.limit, remaining: 0, resetSeconds: e.retry_after_seconds })
             : {})
         }
-        yield* FiberRef.set(currentPrincipal, admitted.right.principal.id)
-        const headers = rateHeaders(admitted.right.status)
-        const body = yield* Effect.either(run(admitted.right.principal, request))
+        yield* FiberRef.set(currentPrincipal, admission.right.principal.id)
+        return yield* answer(admission.right.principal, request, requestId, rateHeaders(admission.right.status))
+      })
+
+    const data = (run: (principal: Principal, request: HttpServerRequest.HttpServerRequest) => Effect.Effect<unknown, MarketError>) =>
+      admitted((principal, request, requestId, headers) => Effect.gen(function* () {
+        const body = yield* Effect.either(run(principal, request))
         if (Either.isLeft(body)) return problemResponse(body.left, requestId, headers)
         headers["x-request-id"] = requestId
         const replayable = replayOf(body.right)
-        if (replayable !== undefined) replay.mark(request, replayable, admitted.right.principal)
-        return respond(request, {
-          body: Buffer.from(bodyJson(body.right)), contentType: "application/json", headers, caller: admitted.right.principal
-        })
-      })
+        if (replayable !== undefined) replay.mark(request, replayable, principal)
+        return respond(request, { body: Buffer.from(bodyJson(body.right)), contentType: "application/json", headers, caller: principal })
+      }))
+
+    // The change feed: admitted as a data request (one count against the rate limit per
+    // connection), refused with a problem before the stream starts, then Server-Sent Events.
+    const feed = yield* Feed
+    const heartbeatMs = options.feedHeartbeatMs ?? DEFAULT_HEARTBEAT_MS
+    const events = admitted((principal, request, requestId, headers) =>
+      Effect.map(Effect.either(feed.subscribe(principal, queryOf(request.url), request.headers["last-event-id"])), (items) =>
+        Either.isLeft(items)
+          ? problemResponse(items.left, requestId, headers)
+          : sseResponse(items.right, heartbeatMs, { ...headers, "x-request-id": requestId })))
 
     const page = (endpoint: ReadCall) =>
       data((principal, request) => endpoint({ principal, query: queryOf(request.url), origin }))
@@ -93,7 +116,9 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
       ...yield* makeHealthRoutes({ metrics })
     ]
 
-    const routes: ReadonlyArray<Route> = [...dataRoutes.map((route): Route => [route.path, page(readCall(route.entry))]), ...docs]
+    const routes: ReadonlyArray<Route> = [
+      ...dataRoutes.map((route): Route => [route.path, page(readCall(route.entry))]), [EVENTS_PATH, events], ...docs
+    ]
     const known = new Set<string>(routes.map(([path]) => path))
     const routed = yield* HttpRouter.toHttpApp(supply.reduce(
       (r, [path, handler]) => HttpRouter.all(r, path, routedAs(path, handler)),

@@ -1,10 +1,11 @@
-import { type CallOptions, type MarketReads, MarketProblemError, type Problem } from "@gpu-market/core"
-import { buildReads, type CatalogueEntry } from "@gpu-market/core/adapters"
+import { type CallOptions, type FeedMessage, type MarketReads, MarketProblemError, type Problem } from "@gpu-market/core"
+import { buildReads, type CatalogueEntry, type EventsOptions, type MarketFeed, toQueryRecord } from "@gpu-market/core/adapters"
 
 /**
  * A typed client of the HTTP API for any fetch runtime: the same namespaces and envelopes as
  * `createMarket`, `pages()`/`rows()` following `meta.next.url`, `Retry-After` honoured on 429, and
- * problems thrown as the same `MarketProblemError`. It imports nothing of the server.
+ * problems thrown as the same `MarketProblemError`, and the change feed (`events`) as an async
+ * iterator that follows the stream through disconnects. It imports nothing of the server.
  */
 
 /** Options of `createClient`. */
@@ -23,8 +24,39 @@ export interface ClientOptions {
 
 const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
+/** The problem of a failed response: its problem+json body, or one made of what it sent. */
+const problemOf = async (response: Response): Promise<MarketProblemError> => {
+  const text = await response.text()
+  let problem: Problem
+  try {
+    problem = JSON.parse(text) as Problem
+  } catch {
+    problem = {
+      type: "about:blank", title: response.statusText, status: response.status, detail: text.slice(0, 500),
+      code: "http_error", request_id: response.headers.get("x-request-id") ?? ""
+    }
+  }
+  return new MarketProblemError(problem)
+}
+
+/** The `data` of each Server-Sent Event of a body, parsed; comments (heartbeats) are skipped. */
+async function* serverSentData(body: ReadableStream<Uint8Array>): AsyncGenerator<unknown> {
+  const decoder = new TextDecoder()
+  let buffered = ""
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    buffered += decoder.decode(chunk, { stream: true }).replace(/\r\n?/g, "\n")
+    let end: number
+    while ((end = buffered.indexOf("\n\n")) >= 0) {
+      const block = buffered.slice(0, end)
+      buffered = buffered.slice(end + 2)
+      const data = block.split("\n").filter((line) => line.startsWith("data:")).map((line) => line.slice(line.startsWith("data: ") ? 6 : 5))
+      if (data.length > 0) yield JSON.parse(data.join("\n"))
+    }
+  }
+}
+
 /** Creates a client of the HTTP API at `baseUrl`. */
-export const createClient = (options: ClientOptions): MarketReads => {
+export const createClient = (options: ClientOptions): MarketReads & MarketFeed => {
   const base = options.baseUrl.replace(/\/+$/, "")
   const fetch = options.fetch ?? ((request: Request) => globalThis.fetch(request))
   const sleep = options.sleep ?? wait
@@ -42,21 +74,65 @@ export const createClient = (options: ClientOptions): MarketReads => {
         await sleep(Math.max(0, retryAfter) * 1000)
         continue
       }
-      const text = await response.text()
-      let problem: Problem
-      try {
-        problem = JSON.parse(text) as Problem
-      } catch {
-        problem = {
-          type: "about:blank", title: response.statusText, status: response.status, detail: text.slice(0, 500),
-          code: "http_error", request_id: response.headers.get("x-request-id") ?? ""
-        }
-      }
-      throw new MarketProblemError(problem)
+      throw await problemOf(response)
     }
   }
 
-  return buildReads({
+  /**
+   * The change feed over `GET /v2/events`. A cut connection, a stream the server ended, a 503
+   * and a `slow_consumer` or `storage_unavailable` drop are resumed from the last id seen
+   * (`maxRetries` times in a row, waiting a second more each time); a `resync` drop is yielded
+   * and ends the iteration; a refusal (403, 404, 410, 422) is thrown as its problem.
+   */
+  const events = (query?: object, { token = options.token, lastEventId }: EventsOptions = {}): AsyncIterable<FeedMessage> => {
+    const search = new URLSearchParams(toQueryRecord(query)).toString()
+    const url = `${base}/v2/events${search === "" ? "" : `?${search}`}`
+    return (async function* (): AsyncGenerator<FeedMessage> {
+      let resumeFrom = lastEventId
+      for (let failures = 0; ; failures++) {
+        if (failures > maxRetries) throw new Error(`the change feed at ${url} failed ${failures} times in a row`)
+        if (failures > 0) await sleep(1000 * failures)
+        const headers: Record<string, string> = { accept: "text/event-stream" }
+        if (token !== undefined) headers.authorization = `Bearer ${token}`
+        if (resumeFrom !== undefined) headers["last-event-id"] = resumeFrom
+        let response: Response
+        try {
+          response = await fetch(new Request(url, { headers }))
+        } catch {
+          continue
+        }
+        if (!response.ok || response.body === null) {
+          const retryAfter = Number(response.headers.get("retry-after"))
+          if ((response.status === 429 || response.status === 503) && Number.isFinite(retryAfter)) {
+            await response.body?.cancel()
+            await sleep(Math.max(0, retryAfter) * 1000)
+            continue
+          }
+          if (response.status === 503) continue
+          throw await problemOf(response)
+        }
+        const opened = Date.now()
+        try {
+          for await (const data of serverSentData(response.body)) {
+            const message = data as FeedMessage
+            resumeFrom = message.id
+            if (message.type === "dropped" && message.reason !== "resync") break
+            yield message
+            if (message.type === "dropped") return
+            failures = -1
+          }
+        } catch {
+          // The connection was cut: resumed below.
+        } finally {
+          await response.body.cancel().catch(() => {})
+        }
+        // A stream that stayed open a while (heartbeats only, say) was healthy: resume at once.
+        if (Date.now() - opened > 5000) failures = -1
+      }
+    })()
+  }
+
+  return Object.assign(buildReads({
     call: (entry: CatalogueEntry, query, callOptions) => {
       const search = new URLSearchParams(query).toString()
       return get(`${base}${entry.path}${search === "" ? "" : `?${search}`}`, callOptions)
@@ -67,5 +143,5 @@ export const createClient = (options: ClientOptions): MarketReads => {
       new URL(next.url).origin === new URL(base).origin
         ? get(next.url, callOptions)
         : Promise.reject(new Error(`meta.next.url ${next.url} is not on ${new URL(base).origin}; not following it with the token`))
-  })
+  }), { events })
 }

@@ -35,6 +35,8 @@ export interface HandlerOptions {
   readonly rateLimits?: RateLimitMode
   /** Memory for hot pages in MiB, as `createMarket` takes it (default 64; 0 turns the cache off). */
   readonly pageCacheMb?: number
+  /** How often a quiet change-feed stream gets a heartbeat comment, in ms; default 15 000. */
+  readonly feedHeartbeatMs?: number
 }
 
 /**
@@ -55,7 +57,11 @@ const open = async <A>(
   ))
   // No tracer reports these spans: as in the standalone server, tracing stays off.
   const built = await runtime.runPromiseExit(
-    Effect.flatMap((replaying ? makeAppWithReplay : makeAppParts)({ baseUrl: options.baseUrl, ...(options.cors === undefined ? {} : { cors: options.cors }) }), ({ app, replay }) =>
+    Effect.flatMap((replaying ? makeAppWithReplay : makeAppParts)({
+      baseUrl: options.baseUrl,
+      ...(options.cors === undefined ? {} : { cors: options.cors }),
+      ...(options.feedHeartbeatMs === undefined ? {} : { feedHeartbeatMs: options.feedHeartbeatMs })
+    }), ({ app, replay }) =>
       toHandler(app.pipe(Effect.withTracerEnabled(false)), replay))
   )
   if (Exit.isFailure(built)) {

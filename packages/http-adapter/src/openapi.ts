@@ -1,9 +1,10 @@
-import { Problem } from "@gpu-market/core"
+import { MarketEvent, Problem } from "@gpu-market/core"
 import { type EndpointParameter, type ProblemError, problemKind } from "@gpu-market/core/adapters"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
+import { EVENTS_PATH } from "./events.js"
 import { Health, READINESS_TIMEOUT_MS, Readiness } from "./health.js"
 import { type DataRoute, dataRoutes, type NamedSchema } from "./routes.js"
 import { type SupplyEndpoint, supplyEndpoints, type SupplyParameter } from "./supply-routes.js"
@@ -285,6 +286,54 @@ const operationsPaths = (registry: ReturnType<typeof makeSchemaRegistry>, metric
   }
 }
 
+/** The change feed, `GET /v2/events`: Server-Sent Events whose `data` is a feed message. */
+const feedPath = (registry: ReturnType<typeof makeSchemaRegistry>): Record<string, Record<string, OpenApiObject>> => {
+  const list = (name: string, description: string): OpenApiObject =>
+    ({ name, in: "query", required: false, schema: { type: "string" }, description: `Comma-separated, at most 20. ${description}` })
+  return {
+    [EVENTS_PATH]: {
+      get: {
+        operationId: "events",
+        tags: [FEED_TAG],
+        summary: "The market's changes as Server-Sent Events",
+        description: [
+          "One event per new rental or LLM price row (`rental_price`, `llm_token_price`), withdrawal (`rental_price_withdrawal`, `llm_token_price_withdrawal`), hardware observation (`hardware_observation`), published transaction blend (`transaction_blend`) and index value (`index_value`), as they commit, from any process sharing the store.",
+          "Each message: `id:` the position to resume after it, `event:` its type, `data:` JSON `{ id, type, data_type, row }` whose `row` is the row as the data type's endpoints return it (`MarketEvent` below gives the rows by type).",
+          "Only what the token may see: granted data types, held indices, rows at or after its history floor. A subscription is one request against the rate limit.",
+          "Resume with `Last-Event-ID` (or `last_event_id`): every later event exactly once, in order, within the log's retention (the newest 100,000 events by default); an older id is 410 `event_id_expired`.",
+          "A `: ping` comment after 15 s of silence. A subscriber that falls 2,048 events behind gets a last message `event: dropped` (`data`: `{ id, type: \"dropped\", reason }`) whose id resumes it."
+        ].join("\n\n"),
+        parameters: [
+          list("data_type", "Data types to follow: `gpu_rental_prices`, `gpu_rental_indexes`, `gpu_rental_transactions`, `gpu_hardware_prices`, `llm_token_prices`; default every granted one (one not granted is 403)."),
+          list("gpu", "GPU canonical names; narrows rows that name a GPU (rental, hardware, transactions) and leaves index values and LLM prices alone."),
+          list("index_id", "Index ids (each must be held, else 404); narrows index values."),
+          { name: "last_event_id", in: "query", required: false, schema: { type: "string" }, description: "Where to resume, for clients that cannot send the header; the header wins." },
+          { name: "Last-Event-ID", in: "header", required: false, schema: { type: "string" }, description: "The `id` of the last message received: the stream resumes after it." }
+        ],
+        responses: {
+          "200": {
+            description: "An endless `text/event-stream`; `data` of each event is a feed message (see `MarketEvent` for its `type` and `row`).",
+            headers: { ...rateLimitHeaders, ...requestIdHeader },
+            content: { "text/event-stream": { schema: { type: "string" } } }
+          },
+          "401": { $ref: "#/components/responses/401" },
+          "403": { $ref: "#/components/responses/403" },
+          "404": { $ref: "#/components/responses/404" },
+          "410": problemResponse("`event_id_expired`: the log no longer holds the events after `Last-Event-ID` (or it is not of this store): read the current state and subscribe without it.", rateLimitHeaders),
+          "422": { $ref: "#/components/responses/422" },
+          "429": { $ref: "#/components/responses/429" },
+          "500": { $ref: "#/components/responses/500" },
+          "503": { $ref: "#/components/responses/503" }
+        },
+        "x-event-data": registry.named({ name: "MarketEvent", schema: MarketEvent })
+      }
+    }
+  }
+}
+
+/** The tag of the change feed in the docs. */
+const FEED_TAG = "Change feed"
+
 /** Builds the OpenAPI 3.1 document of the routes, served at `baseUrl`. */
 export const openApiDocument = (options: OpenApiOptions): OpenApiObject => {
   const registry = makeSchemaRegistry()
@@ -292,13 +341,15 @@ export const openApiDocument = (options: OpenApiOptions): OpenApiObject => {
   const routes = options.routes ?? dataRoutes
   const paths: Record<string, Record<string, OpenApiObject>> = {}
   for (const route of routes) paths[route.path] = { get: operationOf(registry, route) }
+  if (options.routes === undefined) Object.assign(paths, feedPath(registry))
   const supply = options.supplyPrefix === undefined ? [] : supplyEndpoints
   for (const endpoint of supply) {
     const path = `${options.supplyPrefix}${openApiPath(endpoint.path)}`
     paths[path] = { ...paths[path], [endpoint.method.toLowerCase()]: supplyOperationOf(registry, endpoint) }
   }
   Object.assign(paths, operationsPaths(registry, options.metrics === true))
-  const tags = [...new Set([...routes, ...supply].map((r) => r.tag)), OPERATIONS_TAG].map((name) => ({ name }))
+  const tags = [...new Set([...routes, ...supply].map((r) => r.tag)), ...(options.routes === undefined ? [FEED_TAG] : []), OPERATIONS_TAG]
+    .map((name) => ({ name }))
   return {
     openapi: "3.1.0",
     info: {

@@ -1,6 +1,7 @@
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import { Feed } from "@gpu-market/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
@@ -28,6 +29,8 @@ export interface ServerOptions {
   readonly shutdownTimeoutMs?: number
   /** How long clients may take to send a request, and idle connections stay open; `DEFAULT_TIMEOUTS` fills the rest. */
   readonly timeouts?: Partial<ServerTimeouts>
+  /** How often a quiet change-feed stream gets a heartbeat comment, in ms; default 15 000. */
+  readonly feedHeartbeatMs?: number
 }
 
 /** How long closing the server waits for requests in flight: 10 s, inside the 30 s most supervisors allow. */
@@ -113,7 +116,8 @@ export const layer = (options: ServerOptions) => {
     const { app, replay } = yield* makeAppWithReplay({
       baseUrl: options.baseUrl ?? `http://${options.host}:${options.port}`,
       ...(options.cors === undefined ? {} : { cors: options.cors }),
-      metrics: options.metrics ?? false
+      metrics: options.metrics ?? false,
+      ...(options.feedHeartbeatMs === undefined ? {} : { feedHeartbeatMs: options.feedHeartbeatMs })
     })
     const handle = yield* NodeHttpServer.makeHandler(observed(app).pipe(Effect.withTracerEnabled(false))).pipe(
       Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true)
@@ -124,5 +128,9 @@ export const layer = (options: ServerOptions) => {
     yield* listen(replayOrHandle(replay, handle, replayed), {
       port: options.port, host: options.host, timeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, timeouts
     })
+    // Run before the server closes (finalizers run last first): change-feed streams end, so they
+    // do not hold the graceful shutdown to its timeout; their clients resume elsewhere by their ids.
+    const feed = yield* Feed
+    yield* Effect.addFinalizer(() => feed.close)
   }))
 }

@@ -36,7 +36,7 @@ return 0
 `, { replicated: true })
 
 /** The write commands a batch may hold, each on one key. */
-type Op = "HSET" | "HSETNX" | "HDEL" | "HINCRBY" | "ZADD" | "ZREM" | "SADD" | "SREM" | "INCR" | "SET" | "DEL"
+type Op = "HSET" | "HSETNX" | "HDEL" | "HINCRBY" | "ZADD" | "ZREM" | "SADD" | "SREM" | "INCR" | "SET" | "DEL" | "XADD"
 
 type Arg = string | Buffer
 

@@ -1,5 +1,5 @@
 import { StorageError } from "@gpu-market/core"
-import { StorageDefect } from "@gpu-market/core/storage"
+import { DEFAULT_EVENT_RETENTION, StorageDefect } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { Cluster, Redis } from "ioredis"
@@ -43,6 +43,11 @@ export interface RedisOptions {
   readonly commandTimeoutMs?: number
   /** How long opening a connection may take. Default 2000 ms. */
   readonly connectTimeoutMs?: number
+  /**
+   * Change-feed events each data type's stream keeps: about the newest this many (default
+   * 100,000; trimmed with `MAXLEN ~`). A subscriber that resumes from an older id is answered 410.
+   */
+  readonly eventRetention?: number
 }
 
 /** A Lua script: its text and a name unique per client. Define with `script`. */
@@ -69,6 +74,8 @@ export type Connection = Redis | Cluster
 export interface RedisClient {
   readonly redis: Connection
   readonly keys: Keys
+  /** Change-feed events each stream keeps (`RedisOptions.eventRetention`). */
+  readonly eventRetention: number
   /**
    * Runs `body` against the connection, and is where its failures are told apart, here and
    * nowhere else: the connection's or the server's become a `StorageError` for `operation`, a
@@ -103,6 +110,8 @@ export interface ClientSettings {
   readonly replicaAckTimeoutMs?: number
   /** The connection stale-tolerant reads use; the main one when absent. */
   readonly replica?: Redis
+  /** Change-feed events each stream keeps. Default `DEFAULT_EVENT_RETENTION`. */
+  readonly eventRetention?: number
 }
 
 /** The options every node connection shares: every request fails fast while Redis is away. */
@@ -224,6 +233,7 @@ export const fromRedis = (redis: Connection, prefix: string, settings: ClientSet
   const client: RedisClient = {
     redis,
     keys,
+    eventRetention: settings.eventRetention ?? DEFAULT_EVENT_RETENTION,
     run: (operation, body) =>
       Effect.catchAll(Effect.tryPromise({ try: () => body(redis), catch: (cause) => cause }), (cause) =>
         isOwnFailure(cause) ? Effect.die(new StorageDefect({ operation, cause })) : Effect.fail(new StorageError({ operation, cause }))),
@@ -301,6 +311,7 @@ export const makeClient = (options: RedisOptions): Effect.Effect<RedisClient, St
     return fromRedis(main, prefix, {
       ...(options.replicasToAck === undefined ? {} : { replicasToAck: options.replicasToAck }),
       ...(options.replicaAckTimeoutMs === undefined ? {} : { replicaAckTimeoutMs: options.replicaAckTimeoutMs }),
-      ...(replica === undefined ? {} : { replica })
+      ...(replica === undefined ? {} : { replica }),
+      ...(options.eventRetention === undefined ? {} : { eventRetention: options.eventRetention })
     })
   })

@@ -12,6 +12,7 @@ import { AFTER_VALUE, encodeValue, memberText } from "./lex.js"
 import { readMark } from "./settings.js"
 import { type Bound, type Bounds, makeTable, type StoredRow, type TableSpec } from "./table.js"
 import { freshVersion, readVersion } from "./data-version.js"
+import { logEvents } from "./event-log.js"
 
 /**
  * A hardware row as stored: the row and the next day its listing was observed on (null on the
@@ -223,6 +224,7 @@ export const makeHardwarePriceStore = (client: RedisClient): HardwarePriceStore[
       if (was > 0 && now === 0) batch.op("HINCRBY", keys.gpus, gpu, "-1")
     })
     batch.op("SET", keys.version, freshVersion())
+    logEvents(client, batch, rows.map((row) => ({ type: "hardware_observation", row })))
     if (mark !== undefined) batch.op("HSET", keys.marks, mark.name, mark.value)
     return (await batch.execute(client)) === 0 ? { inserted, replaced } : "retry" as const
   }

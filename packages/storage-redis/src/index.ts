@@ -20,6 +20,7 @@ import { makeRentalPriceStore } from "./rental-prices.js"
 import { makeSettingsStore } from "./settings.js"
 import { makeTokenStore } from "./tokens.js"
 import { makeTransactionStore } from "./transactions.js"
+import { makeEventLogStore } from "./event-log.js"
 
 export type { RedisOptions } from "./client.js"
 
@@ -29,7 +30,7 @@ export type { RedisOptions } from "./client.js"
  * Redis is away and the connection comes back by itself.
  */
 export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError, Scope.Scope> =>
-  Effect.map(makeClient(options), (client) => ({
+  Effect.flatMap(makeClient(options), (client) => Effect.map(makeEventLogStore(client), (eventLogStore) => ({
     rentalStore: makeRentalPriceStore(client),
     tokenStore: makeTokenStore(client),
     rateLimitStore: makeRateLimitStore(client),
@@ -39,8 +40,9 @@ export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError,
     hardwarePriceStore: makeHardwarePriceStore(client),
     transactionStore: makeTransactionStore(client),
     procurementStore: makeProcurementStore(client),
-    referenceDataStore: makeReferenceDataStore(client)
-  }))
+    referenceDataStore: makeReferenceDataStore(client),
+    eventLogStore
+  })))
 
 /** Every store in the Redis `options` name, over one connection the layer opens and closes. */
 export const layer = (options: RedisOptions): Layer.Layer<Storage, StorageError> =>

@@ -12,6 +12,7 @@ import { replies } from "./reads.js"
 import { readMark } from "./settings.js"
 import { type Bounds, makeTable, type Table, type TableSpec } from "./table.js"
 import { freshVersion, readVersion } from "./data-version.js"
+import { logEvents } from "./event-log.js"
 
 /** The hash tag of everything the index store keeps: one apply may touch several indexes. */
 const TAG = "indexes"
@@ -205,6 +206,7 @@ const storeOn = (client: RedisClient): IndexStore["Type"] => {
       batch.op("HSET", cursorsKey, id, to)
     })
     if (changes.clear.length > 0 || changes.values.length > 0) batch.op("SET", versionKey, freshVersion())
+    logEvents(client, batch, changes.values.map((row) => ({ type: "index_value", row })))
     if (changes.mark !== undefined) batch.op("HSET", marksKey, changes.mark.name, changes.mark.value)
     if (!batch.isEmpty && (await batch.execute(client)) !== 0) return "retry"
   }

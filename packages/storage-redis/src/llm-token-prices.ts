@@ -96,6 +96,7 @@ export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore[
       currentKey: keys.current,
       versionKey: keys.version,
       marksKey: keys.marks,
+      events: { row: "llm_token_price", withdrawal: "llm_token_price_withdrawal" },
       closed: (batch, row) => batch.op("HINCRBY", keys.listed, row.model, "-1"),
       opened: (batch, r, once) => {
         if (r.valid_to === null) batch.op("HINCRBY", keys.listed, r.model, "1")

@@ -86,6 +86,7 @@ export const makeRentalPriceStore = (client: RedisClient): RentalPriceStore["Typ
       currentKey: keys.current,
       versionKey: keys.version,
       marksKey: keys.marks,
+      events: { row: "rental_price", withdrawal: "rental_price_withdrawal" },
       closed: (batch, row) => batch.op("HINCRBY", keys.listed, row.gpu_canonical_name, "-1"),
       opened: (batch, r, once) => {
         const gpu = r.gpu_canonical_name

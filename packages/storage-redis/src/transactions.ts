@@ -15,6 +15,7 @@ import { cachedByVersion, replies, type Versioned } from "./reads.js"
 import { readMark } from "./settings.js"
 import { makeTable, type TableSpec } from "./table.js"
 import { freshVersion, readVersion } from "./data-version.js"
+import { logEvents } from "./event-log.js"
 
 /** The dates of the last scope asked about: `inScope` runs per row read, with one scope per page. */
 let lastScope: { readonly scope: Scope; readonly dates: ReturnType<typeof windowDates> } | undefined
@@ -200,6 +201,7 @@ export const makeTransactionStore = (client: RedisClient): TransactionStore["Typ
       batch.op("ZADD", keys["pair-days"], "0", Buffer.concat([pairPrefix(row.gpu_canonical_name, row.gpu_model), encodeText(row.transaction_date)]))
     }
     if (changes.rows.length > 0) batch.op("SET", keys.version, freshVersion())
+    logEvents(client, batch, changes.rows.map(({ row }) => ({ type: "transaction_blend", row })))
     if (changes.mark !== undefined) batch.op("HSET", keys.marks, changes.mark.name, changes.mark.value)
     return (await batch.execute(client)) === 0 ? { result } : "retry"
   }

@@ -1,7 +1,7 @@
 import { StorageError } from "@gpu-market/core"
 import {
   basesOf, basesWithout, type Decision, inForceLookup, inVersionScope, type PeerRead, stalePoints, type TransactVersions, versionChangeFault,
-  type VersionChanges, type VersionKeys, type Versioned, type VersionPoint, type VersionView
+  type EventTypes, type VersionChanges, versionEvents, type VersionKeys, type Versioned, type VersionPoint, type VersionView
 } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -10,6 +10,7 @@ import type { RedisClient } from "./client.js"
 import { CorruptValue, InvalidPlan } from "./errors.js"
 import { type StoredRow, type Table, type TableSpec, versionScopeBounds } from "./table.js"
 import { freshVersion } from "./data-version.js"
+import { logEvents } from "./event-log.js"
 
 /** How one versioned table is kept in Redis, besides its rows and indexes. */
 export interface VersionTable<Row, Stored extends Readonly<Record<string, unknown>>> {
@@ -29,6 +30,8 @@ export interface VersionTable<Row, Stored extends Readonly<Record<string, unknow
   readonly closed: (batch: Batch, row: Row) => void
   /** Summary writes for an opened row; `once(id)` is true the first time a write names `id`. */
   readonly opened: (batch: Batch, row: Row, once: (id: string) => boolean) => void
+  /** The change-feed events of its new rows and withdrawals, logged in the stream of its hash tag. */
+  readonly events: EventTypes
 }
 
 /** A window over every stored instant, for a priced thing's latest version whatever its dates. */
@@ -192,6 +195,7 @@ export const redisTransact = <Row extends Versioned, Stored extends Readonly<Rec
       touch(r)
     }
     for (const value of touched) batch.op("HINCRBY", stampsKey, value, "1")
+    logEvents(client, batch, versionEvents(spec.events, keys, view, changes))
     if (changesRows) batch.op("SET", spec.versionKey, freshVersion())
     if (changes.mark !== undefined) batch.op("HSET", spec.marksKey, changes.mark.name, changes.mark.value)
     return (await batch.execute(client)) === 0 ? { result } : "retry"

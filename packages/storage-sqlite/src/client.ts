@@ -1,5 +1,5 @@
 import { StorageError } from "@gpu-market/core"
-import { StorageDefect } from "@gpu-market/core/storage"
+import { DEFAULT_EVENT_RETENTION, StorageDefect } from "@gpu-market/core/storage"
 import Database from "better-sqlite3"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
@@ -16,6 +16,13 @@ export interface SqliteOptions {
    * writes is copied once, not once per write, and checkpoints pause the loader less often.
    */
   readonly checkpointPages?: number
+  /**
+   * Change-feed events the file keeps: the newest this many (default 100,000). A subscriber
+   * that resumes from an older id is answered 410 `event_id_expired`.
+   */
+  readonly eventRetention?: number
+  /** How often a process polls the file for other processes' events, in ms (default 100). */
+  readonly eventPollMs?: number
 }
 
 /** A statement as the stores use it: positional or named parameters, rows as plain objects. */
@@ -33,6 +40,8 @@ export class Rollback<E> {
 export interface SqliteClient {
   readonly db: Database.Database
   readonly filename: string
+  /** Change-feed events kept (`SqliteOptions.eventRetention`): every write that logs events trims to it. */
+  readonly eventRetention: number
   /** The statement of `sql`, prepared once and reused while it stays in the cache. */
   readonly prepare: (sql: string) => Statement
   /**
@@ -115,7 +124,7 @@ const open = ({ filename, checkpointPages }: SqliteOptions): Database.Database =
 }
 
 /** Wraps an open connection. The caller owns closing it. */
-export const fromDatabase = (db: Database.Database, filename: string): SqliteClient => {
+export const fromDatabase = (db: Database.Database, filename: string, eventRetention = DEFAULT_EVENT_RETENTION): SqliteClient => {
   const cache = new Map<string, Statement>()
   const prepare = (sql: string): Statement => {
     const hit = cache.get(sql)
@@ -135,6 +144,7 @@ export const fromDatabase = (db: Database.Database, filename: string): SqliteCli
   return {
     db,
     filename,
+    eventRetention,
     prepare,
     run: (operation, body) => Effect.suspend(() => attempt(operation, body)),
     transaction: <A, E = never>(operation: string, body: (abort: (error: E) => never) => A) =>
@@ -145,7 +155,7 @@ export const fromDatabase = (db: Database.Database, filename: string): SqliteCli
 /** Opens (creating when missing) the database for the life of the scope, and closes it after. */
 export const makeClient = (options: SqliteOptions): Effect.Effect<SqliteClient, StorageError, Scope.Scope> =>
   Effect.acquireRelease(
-    Effect.suspend(() => attempt<SqliteClient, never>("open", () => fromDatabase(open(options), options.filename))),
+    Effect.suspend(() => attempt<SqliteClient, never>("open", () => fromDatabase(open(options), options.filename, options.eventRetention))),
     (client) => Effect.sync(() => {
       if (client.db.open) client.db.close()
     })

@@ -10,6 +10,7 @@ import {
   pinnedValue, placeholders, predicateClauses, predicateFieldsOf, readRows
 } from "./page-sql.js"
 import { dataVersion } from "./data-version.js"
+import { appendEvents } from "./event-log.js"
 
 /**
  * Sort fields and the SQL each orders by. A null `condition` orders as "" (the plan contract),
@@ -255,6 +256,7 @@ export const makeHardwarePriceStore = (client: SqliteClient): HardwarePriceStore
           else prepare(SET_COVERAGE).run(gpu, listing, now.first, now.last, now.n)
         }
         if (batch.length > 0) version.bump()
+        appendEvents(client, batch.map((row) => ({ type: "hardware_observation", row })))
         if (mark !== undefined) writeMark(client, mark)
         return { inserted, replaced }
       }),

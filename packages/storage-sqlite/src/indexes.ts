@@ -10,6 +10,7 @@ import {
   type Clauses, columnGuard, type CompiledPage, InvalidPlan, limitParam, pinnedValue, predicateClauses, predicateFieldsOf, readRows
 } from "./page-sql.js"
 import { dataVersion } from "./data-version.js"
+import { appendEvents } from "./event-log.js"
 
 /**
  * Index definitions, fleet weights and published values. Values are keyed by `(id, start)`,
@@ -165,6 +166,7 @@ export const makeIndexStore = (client: SqliteClient): IndexStore["Type"] => {
         const advance = prepare(`UPDATE index_definitions SET computed_through = ?
           WHERE id = ? AND (computed_through IS NULL OR computed_through < ?)`)
         for (const c of changes.cursors) advance.run(c.through, c.id, c.through)
+        appendEvents(client, changes.values.map((row) => ({ type: "index_value", row })))
         if (changes.clear.length > 0 || changes.values.length > 0) version.bump()
         if (changes.mark !== undefined) writeMark(client, changes.mark)
       }),

@@ -210,6 +210,7 @@ export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore
       fromColumns: llmRowFromColumns,
       insert: INSERT,
       columnsOf: llmColumnsOf,
+      events: { row: "llm_token_price", withdrawal: "llm_token_price_withdrawal" },
       opened: (r, once) => {
         if (once(`m\u0000${r.model}\u0000${r.model_family}\u0000${r.model_creator}`)) prepare(UPSERT_MODEL).run(r.model, r.model_family, r.model_creator)
         for (const kind of KINDS) {

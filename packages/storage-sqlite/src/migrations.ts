@@ -8,6 +8,7 @@ import { indexesMigration } from "./indexes.js"
 import { procurementMigration } from "./procurement.js"
 import { referenceDataMigration } from "./reference.js"
 import type { Migration } from "./migration.js"
+import { eventLogMigration } from "./event-log.js"
 
 export type { Migration } from "./migration.js"
 
@@ -168,7 +169,8 @@ ${seededStats()}
   llmTokenPricesMigration,
   indexesMigration,
   procurementMigration,
-  referenceDataMigration
+  referenceDataMigration,
+  eventLogMigration
 ]
 
 /** The schema version this build writes. */

@@ -153,7 +153,8 @@ export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Ty
       fromColumns: rowFromColumns,
       insert: INSERT,
       columnsOf,
-      opened
+      opened,
+      events: { row: "rental_price", withdrawal: "rental_price_withdrawal" }
     }, () => {
       version.bump()
     }),

@@ -10,9 +10,10 @@ import { makeRentalPriceStore } from "./rental-prices.js"
 import { makeSettingsStore } from "./settings.js"
 import { makeTokenStore } from "./tokens.js"
 import { makeTransactionStore } from "./transactions.js"
+import { makeEventLogStore } from "./event-log.js"
 
 /** Every store over one migrated connection; the tests build them over connections they set up. */
-export const makeStores = (client: SqliteClient): Stores => ({
+export const makeStores = (client: SqliteClient, eventPollMs?: number): Stores => ({
   rentalStore: makeRentalPriceStore(client),
   tokenStore: makeTokenStore(client),
   rateLimitStore: makeRateLimitStore(client),
@@ -22,5 +23,6 @@ export const makeStores = (client: SqliteClient): Stores => ({
   transactionStore: makeTransactionStore(client),
   indexStore: makeIndexStore(client),
   procurementStore: makeProcurementStore(client),
-  referenceDataStore: makeReferenceDataStore(client)
+  referenceDataStore: makeReferenceDataStore(client),
+  eventLogStore: makeEventLogStore(client, eventPollMs)
 })

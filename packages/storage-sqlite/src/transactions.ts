@@ -12,6 +12,7 @@ import {
   orderBy, type PageSort, pinnedValue, placeholders, predicateClauses, predicateFieldsOf, readRows
 } from "./page-sql.js"
 import { dataVersion } from "./data-version.js"
+import { appendEvents } from "./event-log.js"
 
 /** Row fields that hold text; booleans (`is_rolling`) are stored as 0/1. */
 const TEXT_FIELDS = fieldsOfKind(transactionTable, "text")
@@ -168,6 +169,7 @@ export const makeTransactionStore = (client: SqliteClient): TransactionStore["Ty
         const fault = transactionChangeFault(reads, read, seriesRead, changes)
         if (fault !== undefined) throw new InvalidPlan(`transactions.transact: the decision ${fault}`)
         write(changes)
+        appendEvents(client, changes.rows.map(({ row }) => ({ type: "transaction_blend", row })))
         if (changes.rows.length > 0) version.bump()
         if (changes.mark !== undefined) writeMark(client, changes.mark)
         return result

@@ -1,8 +1,9 @@
 import {
   type Decision, fieldsOfKind, nullableFields, type PagePlan, type PeerRead, readView, type TableDef, type TransactVersions, versionChangeFault,
-  type VersionChanges, type VersionKeys, type Versioned, type VersionPoint, type VersionView
+  type VersionChanges, versionEvents, type EventTypes, type VersionKeys, type Versioned, type VersionPoint, type VersionView
 } from "@gpu-market/core/storage"
 import * as Either from "effect/Either"
+import { appendEvents } from "./event-log.js"
 import type { SqliteClient } from "./client.js"
 import { writeMark } from "./settings.js"
 import {
@@ -27,6 +28,8 @@ export interface VersionTable<Row> {
   readonly columnsOf: (row: Row) => ReadonlyArray<unknown>
   /** Summary writes for an opened row; `once(id)` is true the first time a write names `id`. */
   readonly opened: (row: Row, once: (id: string) => boolean) => void
+  /** The change-feed events of its new rows and withdrawals. */
+  readonly events: EventTypes
 }
 
 /**
@@ -118,6 +121,7 @@ export const sqliteTransact = <Row extends Versioned>(
       if (fault !== undefined) throw new InvalidPlan(`${operation}: the decision ${fault}`)
       if (changes.close.length > 0 || changes.open.length > 0 || (changes.restate?.length ?? 0) > 0) {
         write(changes)
+        appendEvents(client, versionEvents(table.events, table.keys, view, changes))
         afterWrite()
       }
       if (changes.mark !== undefined) writeMark(client, changes.mark)

@@ -16,7 +16,10 @@ import { requestOrigin } from "../query/collection.js"
 import { type Storage, StorageError } from "../storage/contract.js"
 import { unavailable } from "../market/storage.js"
 import { layer as memoryLayer } from "../storage/memory.js"
-import { buildReads, type MarketReads, type Transport } from "./catalogue.js"
+import { buildReads, type MarketReads, toQueryRecord, type Transport } from "./catalogue.js"
+import type { EventsOptions, MarketFeed } from "./feed.js"
+import { type FeedMessage, feedMessage } from "../feed/feed.js"
+import * as Stream from "effect/Stream"
 import { makeOperations, type Operations, OperationError, type WriteName, writeNames } from "./operations.js"
 import { MarketProblemError, problemOf } from "./problem.js"
 
@@ -38,8 +41,8 @@ export type MarketWrites = {
   }
 }
 
-/** A market: the read API, token admin, write paths, and `close`. */
-export type Market = MarketReads & MarketWrites & {
+/** A market: the read API, the change feed, token admin, write paths, and `close`. */
+export type Market = MarketReads & MarketFeed & MarketWrites & {
   /** Releases the storage (closes the SQLite file, the Redis connection) or stops the workers. */
   readonly close: () => Promise<void>
 }
@@ -47,6 +50,8 @@ export type Market = MarketReads & MarketWrites & {
 /** What an adapter provides to build a `Market`: reads, writes and shutdown. */
 export interface MarketTransport extends Transport {
   readonly write: (name: WriteName, args: ReadonlyArray<unknown>) => Promise<unknown>
+  /** The change feed; a transport without one (the worker) rejects a subscription. */
+  readonly events?: (query: Record<string, string>, options: EventsOptions) => AsyncIterable<FeedMessage>
   readonly close: () => Promise<void>
 }
 
@@ -57,7 +62,16 @@ export const buildMarket = (transport: MarketTransport): Market => {
     const [ns, method] = name.split(".") as [string, string]
     ;(writes[ns] ??= {})[method] = (...args: ReadonlyArray<unknown>) => transport.write(name, args)
   }
-  return Object.assign(buildReads(transport), writes, { close: transport.close }) as unknown as Market
+  const feed: MarketFeed = {
+    events: (query, options = {}) => transport.events === undefined
+      ? {
+        [Symbol.asyncIterator]: () => ({
+          next: () => Promise.reject(new Error("the change feed is not served through this transport; subscribe with createMarket or the HTTP API"))
+        })
+      }
+      : transport.events(toQueryRecord(query), options)
+  }
+  return Object.assign(buildReads(transport), feed, writes, { close: transport.close }) as unknown as Market
 }
 
 /** The problem a failure ends with: a typed error's own, or a 500 for a defect. */
@@ -153,6 +167,11 @@ export const createMarket = async (options: MarketOptions): Promise<Market> => {
     call: (entry, query, { token }) => runOperation(runtime, operations.read(entry, query, token, origin)),
     next: (entry, next, { token }) => runOperation(runtime, operations.read(entry, next.query_params, token, origin)),
     write: (name, args) => runOperation(runtime, operations.write(name, args)),
+    events: (query, { token, lastEventId }) => (async function* (): AsyncGenerator<FeedMessage> {
+      const items = await runOperation(runtime, operations.subscribe(query, token, lastEventId))
+      const messages: Stream.Stream<FeedMessage> = Stream.filterMap(items, (item) => (item._tag === "idle" ? Option.none() : Option.some(feedMessage(item))))
+      yield* Stream.toAsyncIterableRuntime(messages, await runtime.runtime())
+    })(),
     close: () => runtime.dispose()
   })
 }

@@ -6,8 +6,9 @@ import type { Principal, PrincipalInput } from "../auth/principal.js"
 import { RateLimits, type RateLimitStatus } from "../auth/rate-limits.js"
 import {
   InsufficientEntitlement, InvalidRecords, type MarketError, MissingAnchor, NotFound, RateLimited, SearchTooBroad,
-  StorageUnavailable, Unauthenticated, ValidationFailed
+  StorageUnavailable, Unauthenticated, ValidationFailed, EventIdExpired
 } from "../errors.js"
+import { Feed } from "../feed/feed.js"
 import { FormatImport, type FormatImportOptions, type SkypilotImportOptions } from "../ingest/formats/import.js"
 import { HardwarePriceIngest } from "../ingest/hardware-prices.js"
 import { IndexIngest } from "../ingest/indexes.js"
@@ -67,7 +68,7 @@ export const admit = (
 /** Every error an operation ends with; a Schema, so the worker sends them typed. */
 export const OperationError = Schema.Union(
   Unauthenticated, InsufficientEntitlement, NotFound, ValidationFailed, MissingAnchor, SearchTooBroad, RateLimited,
-  StorageUnavailable, InvalidRecords
+  StorageUnavailable, InvalidRecords, EventIdExpired
 )
 export type OperationError = typeof OperationError.Type
 
@@ -100,6 +101,7 @@ export const makeOperations = Effect.gen(function* () {
   const formats = yield* FormatImport
   const referenceIngest = yield* ReferenceDataIngest
   const readCall = yield* makeReadCalls
+  const feed = yield* Feed
 
   const writes = {
     "tokens.create": (principal: PrincipalInput, secret?: string) => auth.issue(principal, secret),
@@ -125,6 +127,10 @@ export const makeOperations = Effect.gen(function* () {
     read: (entry: CatalogueEntry, query: Readonly<Record<string, string>>, token: string | undefined, origin: RequestOrigin) =>
       Effect.flatMap(admit(auth, limits, token === undefined ? undefined : `Bearer ${token}`), ({ principal }) =>
         readCall(entry)({ principal, query, origin })).pipe(Effect.tapErrorCause(logDefect)),
+    /** A change-feed subscription, admitted like a read (one count against the rate limit). */
+    subscribe: (query: Readonly<Record<string, string>>, token: string | undefined, lastEventId: string | undefined) =>
+      Effect.flatMap(admit(auth, limits, token === undefined ? undefined : `Bearer ${token}`), ({ principal }) =>
+        feed.subscribe(principal, query, lastEventId)).pipe(Effect.tapErrorCause(logDefect)),
     /** One write operation; the token admin and write paths are for the embedding app, not its callers. */
     write: (name: WriteName, args: ReadonlyArray<unknown>): Effect.Effect<unknown, OperationError> =>
       Effect.tapErrorCause((writes[name] as (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, OperationError>)(...args), logDefect),

@@ -1,4 +1,4 @@
-import type { InvalidRecords, MarketError, ProcurementError } from "../errors.js"
+import type { EventIdExpired, InvalidRecords, MarketError, ProcurementError } from "../errors.js"
 import type { Problem } from "../schema/problem.js"
 
 /**
@@ -18,7 +18,7 @@ export type AdapterError =
   | { readonly _tag: "HeaderFieldsTooLarge"; readonly detail: string }
 
 /** Everything that can become a problem. */
-export type ProblemError = MarketError | ProcurementError | InvalidRecords | AdapterError
+export type ProblemError = MarketError | ProcurementError | InvalidRecords | EventIdExpired | AdapterError
 
 const STATUS = {
   Unauthenticated: [401, "unauthenticated", "Unauthorized"],
@@ -33,6 +33,7 @@ const STATUS = {
   RateLimited: [429, "rate_limited", "Too Many Requests"],
   StorageUnavailable: [503, "storage_unavailable", "Service Unavailable"],
   OfferExpired: [410, "offer_expired", "Gone"],
+  EventIdExpired: [410, "event_id_expired", "Gone"],
   PayloadTooLarge: [413, "payload_too_large", "Content Too Large"],
   UnsupportedMediaType: [415, "unsupported_media_type", "Unsupported Media Type"],
   IdempotencyConflict: [422, "idempotency_conflict", "Unprocessable Content"],

@@ -17,6 +17,7 @@ import { Indexes } from "./indexes.js"
 import { FormatImport } from "../ingest/formats/import.js"
 import { ReferenceDataIngest } from "../ingest/reference-data.js"
 import { PageCache } from "./page-cache.js"
+import { Feed } from "../feed/feed.js"
 
 /** Every service of the market. */
 export type MarketServices = RentalPrices | RentalPriceIngest | Auth | RateLimits | PageTokens
@@ -27,6 +28,7 @@ export type MarketServices = RentalPrices | RentalPriceIngest | Auth | RateLimit
   | FormatImport
   | ReferenceDataIngest
   | PageCache
+  | Feed
 
 /**
  * The whole market over a storage backend: read services, write paths (and the public-format
@@ -46,7 +48,8 @@ export const layer: Layer.Layer<MarketServices, StorageError, Storage> = FormatI
   TransactionIngest.Default,
   Indexes.Default,
   IndexIngest.Default,
-  ReferenceDataIngest.Default
+  ReferenceDataIngest.Default,
+  Feed.Default
 ).pipe(
   // One computation shared by reads and writes: its lock and its record of what is done are per process.
   Layer.provideMerge(IndexComputation.Default),

@@ -13,6 +13,7 @@ import { IndexStore } from "./indexes.js"
 import { LlmTokenPriceStore } from "./llm-token-prices.js"
 import { ProcurementStore } from "./procurement.js"
 import { ReferenceDataStore } from "./reference.js"
+import { EventLogStore } from "./event-log.js"
 import { storageContext, type Stores } from "./stores.js"
 import { TransactionStore } from "./transactions.js"
 
@@ -135,7 +136,8 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
       transactionStore: guarded(TransactionStore),
       indexStore: guarded(IndexStore),
       procurementStore: guarded(ProcurementStore),
-      referenceDataStore: guarded(ReferenceDataStore)
+      referenceDataStore: guarded(ReferenceDataStore),
+      eventLogStore: guarded(EventLogStore)
     }
     return storageContext(stores)
   })).pipe(Layer.provide(storage))

@@ -15,6 +15,8 @@ import { llmTokenPriceConformance } from "./conformance-llm-token-prices.js"
 import { indexConformance } from "./conformance-indexes.js"
 import { procurementConformance } from "./conformance-procurement.js"
 import { referenceDataConformance } from "./conformance-reference.js"
+import { eventLogConformance } from "./conformance-events.js"
+import { hardwareDay, hardwareRow, testListingKey } from "./conformance-hardware.js"
 import { evaluateRentalPlan } from "./memory.js"
 import { assertPagesMatchReference } from "./conformance-walk.js"
 import { VERSION_SCOPES, versionConformance } from "./conformance-versions.js"
@@ -134,6 +136,12 @@ export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
       indexConformance(it)
       procurementConformance(it)
       referenceDataConformance(it)
+      eventLogConformance(it, {
+        rental: (vendor, sku, day, price) =>
+          rentalRow({ vendor, gpu_canonical_name: `${vendor}-gpu`, vendor_sku: sku, valid_from: at(day), price_usd_per_gpu_hour: price }),
+        hardware: (listing, day) =>
+          hardwareRow({ listing_key: testListingKey(listing), gpu_canonical_name: "h100-sxm", observed_date: hardwareDay(day) })
+      })
 
       it.effect("settings: get, set, getOrSet keeps the first value", () =>
         Effect.gen(function* () {

@@ -13,6 +13,7 @@ import type { ReferenceDataStore } from "./reference.js"
 import type { StorageError } from "./errors.js"
 import type { TransactVersions } from "./versions.js"
 import type { ReadMark } from "./marks.js"
+import type { EventLogStore } from "./event-log.js"
 
 export { StorageDefect, StorageError } from "./errors.js"
 
@@ -136,4 +137,4 @@ export class SettingsStore extends Context.Tag("Market/Storage/SettingsStore")<
 
 /** Everything a backend provides. */
 export type Storage = RentalPriceStore | TokenStore | RateLimitStore | SettingsStore | LlmTokenPriceStore | HardwarePriceStore | TransactionStore | IndexStore | ProcurementStore
-  | ReferenceDataStore
+  | ReferenceDataStore | EventLogStore

@@ -1,3 +1,4 @@
+import type { EventSink } from "./event-log.js"
 import * as Effect from "effect/Effect"
 import { type HardwareClassField, hardwareClassFields, type HardwarePrice } from "../schema/hardware-price.js"
 import type { HardwareGpuCoverage, HardwarePriceStore, HardwareSummary } from "./hardware.js"
@@ -51,7 +52,7 @@ export const summariseHardware = (rows: Iterable<HardwarePrice>): HardwareSummar
 }
 
 /** A fresh in-memory hardware price store. */
-export const makeMemoryHardwarePriceStore = (): HardwarePriceStore["Type"] => {
+export const makeMemoryHardwarePriceStore = (sink: EventSink = () => {}): HardwarePriceStore["Type"] => {
   const rows = new Map<string, HardwarePrice>()
   const marks = memoryMarks()
   const version = memoryDataVersion()
@@ -66,6 +67,7 @@ export const makeMemoryHardwarePriceStore = (): HardwarePriceStore["Type"] => {
         rows.set(r.observation_id, r)
       }
       if (batch.length > 0) version.bump()
+      sink(batch.map((row) => ({ type: "hardware_observation", row })))
       if (mark !== undefined) marks.marks.set(mark.name, mark.value)
       return { inserted, replaced }
     }),

@@ -1,3 +1,4 @@
+import type { EventSink } from "./event-log.js"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { FleetWeight, IndexDefinition, IndexValue } from "../schema/indexes.js"
@@ -51,7 +52,7 @@ export const indexCoverage = (values: Iterable<IndexValue>, ids: ReadonlyArray<s
 }
 
 /** The in-memory index store over fresh state. */
-export const makeMemoryIndexStore = (): IndexStore["Type"] => {
+export const makeMemoryIndexStore = (sink: EventSink = () => {}): IndexStore["Type"] => {
   const definitions = new Map<string, { definition: IndexDefinition; computed_through: string | null }>()
   let weights: Array<FleetWeight> = []
   /** Values by `id` then `timestamp`. */
@@ -101,6 +102,7 @@ export const makeMemoryIndexStore = (): IndexStore["Type"] => {
         if (d !== undefined && (d.computed_through === null || c.through > d.computed_through)) d.computed_through = c.through
       }
       if (changes.clear.length > 0 || changes.values.length > 0) version.bump()
+      sink(changes.values.map((row) => ({ type: "index_value", row })))
       if (changes.mark !== undefined) marks.marks.set(changes.mark.name, changes.mark.value)
     }),
     version: version.version,

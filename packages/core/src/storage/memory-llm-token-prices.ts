@@ -1,3 +1,4 @@
+import type { EventSink } from "./event-log.js"
 import * as Effect from "effect/Effect"
 import type { LlmTokenPrice } from "../schema/llm-token-price.js"
 import { memoryDataVersion, memoryTransact } from "./memory-versions.js"
@@ -41,12 +42,14 @@ export const summariseLlmModels = (rows: Iterable<LlmTokenPrice>): Array<LlmMode
   }))
 
 /** An in-memory LLM token price store over fresh state. */
-export const makeMemoryLlmTokenPriceStore = (): LlmTokenPriceStore["Type"] => {
+export const makeMemoryLlmTokenPriceStore = (sink: EventSink = () => {}): LlmTokenPriceStore["Type"] => {
   const rows = new Map<string, LlmTokenPrice>()
   const marks = memoryMarks()
   const version = memoryDataVersion()
   return {
-    transact: memoryTransact("llm_token_prices.transact", rows, llmTokenPriceKeys, marks.marks, version),
+    transact: memoryTransact("llm_token_prices.transact", rows, llmTokenPriceKeys, marks.marks, version, {
+      sink, types: { row: "llm_token_price", withdrawal: "llm_token_price_withdrawal" }
+    }),
     version: version.version,
     mark: marks.mark,
     page: (plan) => Effect.sync(() => evaluateLlmTokenPricePlan(rows.values(), plan)),

@@ -1,3 +1,4 @@
+import type { EventSink } from "./event-log.js"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type { AggregatedTransaction } from "../schema/transaction.js"
@@ -42,7 +43,7 @@ export const summariseTransactions = (rows: Iterable<AggregatedTransaction>): Tr
 }
 
 /** The in-memory transaction store over fresh state. */
-export const makeMemoryTransactionStore = (): TransactionStore["Type"] => {
+export const makeMemoryTransactionStore = (sink: EventSink = () => {}): TransactionStore["Type"] => {
   const deals = new Map<string, StoredDeal>()
   const cohorts = new Map<string, Cohort>()
   const series = new Map<string, { seq: number; last: string }>()
@@ -90,6 +91,7 @@ export const makeMemoryTransactionStore = (): TransactionStore["Type"] => {
       for (const s of changes.series) series.set(s.series, { seq: s.seq, last: s.last })
       for (const r of changes.rows) rows.set(r.row.row_key, r)
       if (changes.rows.length > 0) version.bump()
+      sink(changes.rows.map((r) => ({ type: "transaction_blend", row: r.row })))
       if (changes.mark !== undefined) marks.marks.set(changes.mark.name, changes.mark.value)
       return Effect.succeed(result)
     }),

@@ -2,6 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { StorageDefect } from "./errors.js"
 import { type PeerRead, readView, type TransactVersions, versionChangeFault, type VersionKeys, type Versioned } from "./versions.js"
+import { type EventSink, type EventTypes, versionEvents } from "./event-log.js"
 
 /**
  * A memory store's data version (`…Store.version`): a counter, which never repeats while the
@@ -25,7 +26,8 @@ export const memoryTransact = <Row extends Versioned>(
   rows: Map<string, Row>,
   keys: VersionKeys<Row>,
   marks: Map<string, string>,
-  version: { readonly bump: () => void }
+  version: { readonly bump: () => void },
+  log?: { readonly sink: EventSink; readonly types: EventTypes }
 ): TransactVersions<Row> => {
   // Versions of each priced thing by row key, so a step reads a handful of rows, not the table.
   const byBase = new Map<string, Set<string>>()
@@ -58,6 +60,7 @@ export const memoryTransact = <Row extends Versioned>(
       const fault = versionChangeFault(points, view, changes, keys) ??
         changes.open.map((r) => (rows.has(keys.key(r)) ? `opens ${keys.key(r)}, which is stored` : undefined)).find((f) => f !== undefined)
       if (fault !== undefined) return Effect.die(new StorageDefect({ operation, cause: new Error(fault) }))
+      log?.sink(versionEvents(log.types, keys, view, changes))
       for (const r of changes.restate ?? []) put(r)
       for (const c of changes.close) put({ ...rows.get(c.key)!, valid_to: c.valid_to })
       for (const r of changes.open) put(r)

@@ -25,6 +25,8 @@ import { makeMemoryProcurementStore } from "./memory-procurement.js"
 import { ReferenceDataStore } from "./reference.js"
 import { makeMemoryReferenceDataStore } from "./memory-reference.js"
 import { makeMemoryRateLimitStore } from "./memory-rate-limits.js"
+import { EventLogStore } from "./event-log.js"
+import { makeMemoryEventLog } from "./memory-event-log.js"
 import { rentalPriceKeys, rentalPriceTable } from "./tables.js"
 import { sortedValues, summarise } from "./summary.js"
 
@@ -68,9 +70,12 @@ export const make = Effect.sync(() => {
   const settings = new Map<string, string>()
   const rentalMarks = memoryMarks()
   const rentalVersion = memoryDataVersion()
+  const log = makeMemoryEventLog()
 
   const rentalStore: RentalPriceStore["Type"] = {
-    transact: memoryTransact("rental_prices.transact", rental, rentalPriceKeys, rentalMarks.marks, rentalVersion),
+    transact: memoryTransact("rental_prices.transact", rental, rentalPriceKeys, rentalMarks.marks, rentalVersion, {
+      sink: log.sink, types: { row: "rental_price", withdrawal: "rental_price_withdrawal" }
+    }),
     version: rentalVersion.version,
     mark: rentalMarks.mark,
     page: (plan) => Effect.sync(() => evaluateRentalPlan(rental.values(), plan)),
@@ -111,7 +116,7 @@ export const make = Effect.sync(() => {
     })
   }
 
-  return { rentalStore, tokenStore, rateLimitStore, settingsStore }
+  return { rentalStore, tokenStore, rateLimitStore, settingsStore, log }
 })
 
 /** Every store in memory, fresh for each build of the layer. */
@@ -121,10 +126,11 @@ export const layer: Layer.Layer<Storage> = Layer.effectContext(
       Context.add(TokenStore, s.tokenStore),
       Context.add(RateLimitStore, s.rateLimitStore),
       Context.add(SettingsStore, s.settingsStore),
-      Context.add(HardwarePriceStore, makeMemoryHardwarePriceStore()),
-      Context.add(LlmTokenPriceStore, makeMemoryLlmTokenPriceStore()),
-      Context.add(TransactionStore, makeMemoryTransactionStore()),
-      Context.add(IndexStore, makeMemoryIndexStore()),
+      Context.add(HardwarePriceStore, makeMemoryHardwarePriceStore(s.log.sink)),
+      Context.add(LlmTokenPriceStore, makeMemoryLlmTokenPriceStore(s.log.sink)),
+      Context.add(TransactionStore, makeMemoryTransactionStore(s.log.sink)),
+      Context.add(IndexStore, makeMemoryIndexStore(s.log.sink)),
+      Context.add(EventLogStore, s.log.store),
       Context.add(ProcurementStore, makeMemoryProcurementStore()),
       Context.add(ReferenceDataStore, makeMemoryReferenceDataStore())
     )

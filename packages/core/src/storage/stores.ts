@@ -7,6 +7,7 @@ import { LlmTokenPriceStore } from "./llm-token-prices.js"
 import { ProcurementStore } from "./procurement.js"
 import { ReferenceDataStore } from "./reference.js"
 import { TransactionStore } from "./transactions.js"
+import { EventLogStore } from "./event-log.js"
 
 /** Every store of the storage contract, as a backend builds them over one connection. */
 export interface Stores {
@@ -20,6 +21,7 @@ export interface Stores {
   readonly indexStore: IndexStore["Type"]
   readonly procurementStore: ProcurementStore["Type"]
   readonly referenceDataStore: ReferenceDataStore["Type"]
+  readonly eventLogStore: EventLogStore["Type"]
 }
 
 /** A backend's stores as the context its layer provides: `Layer.scopedContext(Effect.map(make(o), storageContext))`. */
@@ -33,7 +35,8 @@ export const storageContext = (s: Stores): Context.Context<Storage> =>
     Context.add(TransactionStore, s.transactionStore),
     Context.add(IndexStore, s.indexStore),
     Context.add(ProcurementStore, s.procurementStore),
-    Context.add(ReferenceDataStore, s.referenceDataStore)
+    Context.add(ReferenceDataStore, s.referenceDataStore),
+    Context.add(EventLogStore, s.eventLogStore)
   )
 
 /**
