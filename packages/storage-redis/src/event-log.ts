@@ -3,6 +3,7 @@ import { EventLogTrimmed, type EventLogStore, type EventPositions, type LoggedEv
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { Redis } from "ioredis"
+import { setTimeout as sleep } from "node:timers/promises"
 import type { Batch } from "./batch.js"
 import type { RedisClient } from "./client.js"
 
@@ -14,6 +15,11 @@ import type { RedisClient } from "./client.js"
  * the retention (`MAXLEN ~`). A position is one stream id per type, in `STREAMS` order joined
  * by `_`, so resuming reads each stream after its own id; a follower blocks in XREAD on a
  * connection of its own.
+ *
+ * On a Redis Cluster the five streams live in five slots, which one command cannot span: each
+ * stream is read by a command of its own, and a follower polls every `CLUSTER_POLL_MS` instead
+ * of blocking (a blocked read would hold its node's only connection). Each type's events stay in
+ * order; across types, ids come from different masters' clocks and say nothing of order.
  */
 
 /** The streams, by hash tag, in the order of a position's parts. */
@@ -84,6 +90,8 @@ const merged = (keys: ReadonlyArray<string>, reply: StreamReply, limit: number):
 
 /** How long one blocking read of the follower waits for news before it asks again, in ms. */
 const BLOCK_MS = 5000
+/** On a Cluster: how long a follower that found nothing waits before it reads again, in ms. */
+export const CLUSTER_POLL_MS = 200
 
 /**
  * The event log over `client`. A blocking read holds its connection, so `follow` reads on a
@@ -93,11 +101,12 @@ const BLOCK_MS = 5000
 export const makeEventLogStore = (client: RedisClient): Effect.Effect<EventLogStore["Type"], never, Scope.Scope> =>
   Effect.gen(function* () {
     const keys = STREAMS.map((tag) => eventStreamKey(client, tag))
+    const cluster = client.redis.isCluster
     let blocking: Redis | undefined
     yield* Effect.addFinalizer(() => Effect.sync(() => blocking?.disconnect()))
     const follower = async (): Promise<Redis> => {
       if (blocking !== undefined) return blocking
-      const redis = client.redis.duplicate({ commandTimeout: BLOCK_MS + 2000 })
+      const redis = (client.redis as Redis).duplicate({ commandTimeout: BLOCK_MS + 2000 })
       redis.on("error", () => {})
       try {
         await redis.connect()
@@ -115,9 +124,9 @@ export const makeEventLogStore = (client: RedisClient): Effect.Effect<EventLogSt
      * entry counts as trimmed past, even the one exactly at the last entry trimmed.
      */
     const bounds = async (): Promise<Array<{ readonly last: string; readonly kept: string | null | undefined }>> => {
-      const pipeline = client.redis.pipeline()
-      for (const key of keys) pipeline.xinfo("STREAM", key)
-      const replies = (await pipeline.exec()) ?? []
+      // A command per stream: on a Cluster they live in different slots.
+      const replies = await Promise.all(keys.map((key) =>
+        client.redis.xinfo("STREAM", key).then((reply) => [null, reply] as const, (error: unknown) => [error, null] as const)))
       return replies.map(([error, reply]) => {
         // No such key: a stream nothing was logged in yet.
         if (error !== null || !Array.isArray(reply)) return { last: "0-0", kept: undefined }
@@ -142,9 +151,15 @@ export const makeEventLogStore = (client: RedisClient): Effect.Effect<EventLogSt
         const lost = known.some((b, i) =>
           compareIds(parts[i]!, b.last) > 0 || (b.kept !== undefined && compareIds(parts[i]!, b.kept ?? b.last) < 0))
         if (lost) return new EventLogTrimmed({ position })
-        const reply = await client.redis.xread("COUNT", limit, "STREAMS", ...keys, ...parts) as StreamReply
-        return merged(keys, reply, limit)
+        return merged(keys, await readAfter(parts, limit), limit)
       }), (r) => (r instanceof EventLogTrimmed ? Effect.fail(r) : Effect.succeed(r)))
+
+    /** Up to `limit` entries of each stream after its part of a position: one XREAD, or one per stream on a Cluster. */
+    const readAfter = async (parts: ReadonlyArray<string>, limit: number): Promise<StreamReply> => {
+      if (!cluster) return await client.redis.xread("COUNT", limit, "STREAMS", ...keys, ...parts) as StreamReply
+      const replies = await Promise.all(keys.map((key, i) => client.redis.xread("COUNT", limit, "STREAMS", key, parts[i]!) as Promise<StreamReply>))
+      return replies.flatMap((reply) => reply ?? [])
+    }
 
     return {
       positions: streamPositions,
@@ -152,6 +167,11 @@ export const makeEventLogStore = (client: RedisClient): Effect.Effect<EventLogSt
       read,
       follow: (position, limit) =>
         client.run("events.follow", async () => {
+          if (cluster) {
+            const found = merged(keys, await readAfter(partsOf(position), limit), limit)
+            if (found.length === 0) await sleep(CLUSTER_POLL_MS)
+            return found
+          }
           const redis = await follower()
           const reply = await redis.xread("COUNT", limit, "BLOCK", BLOCK_MS, "STREAMS", ...keys, ...partsOf(position)) as StreamReply
           return merged(keys, reply, limit)

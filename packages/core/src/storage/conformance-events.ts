@@ -97,4 +97,17 @@ export const eventLogConformance = (
         { type: "index_value", row: value }
       ])
     }))
+
+  it.effect("event log: follow answers at once what was written after a position, as read does", () =>
+    Effect.gen(function* () {
+      const log = yield* EventLogStore
+      const store = yield* RentalPriceStore
+      const vendor = `evf-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`
+      const start = yield* log.head
+      const written = [rows.rental(vendor, "a", 1, 2), rows.rental(vendor, "b", 1, 3)]
+      yield* putVersions(store.transact, rentalPriceKeys, written)
+      const followed = yield* log.follow(start, 10)
+      assert.deepStrictEqual(followed.map((e) => e.event), written.map((row): MarketEvent => ({ type: "rental_price", row })))
+      assert.deepStrictEqual(followed, yield* log.read(start, 10))
+    }))
 }
