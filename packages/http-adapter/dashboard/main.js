@@ -1,0 +1,53 @@
+// The dashboard: asks for a token, keeps it in this tab's session storage, and lets every panel
+// draw what that token may see. Each panel settles on its own; the page says when all have.
+import { call, forgetToken, setToken, token } from "./api.js"
+import * as hardware from "./hardware.js"
+import * as indexes from "./indexes.js"
+import * as llm from "./llm.js"
+import * as offers from "./offers.js"
+import * as reference from "./reference.js"
+import * as rental from "./rental.js"
+
+const form = document.getElementById("token-form")
+const input = document.getElementById("token")
+const status = document.getElementById("status")
+const panels = document.getElementById("panels")
+
+form.addEventListener("submit", (event) => {
+  event.preventDefault()
+  setToken(input.value.trim())
+  // A fresh page for a new token: no chart, control or answer of the last token survives.
+  location.reload()
+})
+document.getElementById("forget").addEventListener("click", () => {
+  forgetToken()
+  location.reload()
+})
+
+const start = async () => {
+  if (token() === "") {
+    status.textContent = "Enter an API token to see the market."
+    input.focus()
+    return
+  }
+  input.placeholder = "a token is in use; enter another to switch"
+  status.textContent = "Loading…"
+  const indexMetadata = call("/v2/gpu/rental/indexes/metadata")
+  const first = await indexMetadata
+  if (first.status === 401) {
+    forgetToken()
+    status.textContent = "That token was not accepted (401). Enter another."
+    input.focus()
+    return
+  }
+  panels.hidden = false
+  const started = [indexes.show(indexMetadata), reference.show(indexMetadata), rental.show(), hardware.show(), llm.show(), offers.show()]
+  await Promise.allSettled(started)
+  const sections = [...panels.querySelectorAll("section[data-state]")]
+  const drawn = sections.filter((s) => s.dataset.state === "drawn").length
+  const denied = sections.filter((s) => s.dataset.state === "denied").map((s) => s.querySelector("h2").textContent)
+  status.textContent = `${drawn} charts drawn${denied.length === 0 ? "" : `; not visible to this token: ${denied.join(", ")}`}.`
+  document.body.dataset.ready = String(Math.round(performance.now()))
+}
+
+start()
