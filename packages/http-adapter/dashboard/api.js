@@ -53,6 +53,22 @@ export const rows = async (path, params, maxPages = 10) => {
   }
 }
 
+/**
+ * Every row of a `/history` read over the days `start` to `end` (both ISO dates, `end` not
+ * included), asked as `parts` consecutive windows at once: windows given as instants are
+ * half-open, so they tile the span without a row twice, and the pages of a long span arrive
+ * together instead of one after another. (A bare date as `end` would mean the midnight after it.)
+ */
+export const historyRows = async (path, params, start, end, parts) => {
+  const from = Date.parse(`${start}T00:00:00Z`)
+  const to = Date.parse(`${end}T00:00:00Z`)
+  const cuts = Array.from({ length: parts + 1 }, (_, i) => new Date(from + Math.round(((to - from) * i) / parts / 86_400_000) * 86_400_000).toISOString())
+  const answers = await Promise.all(cuts.slice(0, -1).map((s, i) => rows(path, { ...params, start: s, end: cuts[i + 1] })))
+  const refused = answers.find((a) => !a.ok)
+  if (refused !== undefined) return refused
+  return { ok: true, rows: answers.flatMap((a) => a.rows), truncated: answers.some((a) => a.truncated) }
+}
+
 /** What a refused call means, in words, for the thing a panel wanted to show. */
 export const refusal = (answer, what) => {
   switch (answer.status) {

@@ -1,6 +1,6 @@
 // Hardware resale prices of one GPU over time, one line per condition: the daily median of the
 // listings observed that day, for one kind of unit (a GPU, a server or a rack are different numbers).
-import { call, refusal, rows } from "./api.js"
+import { call, historyRows, refusal } from "./api.js"
 import { COLORS, panel, timeChart } from "./charts.js"
 import { addDays, el, median, seconds, table, today, usd } from "./format.js"
 
@@ -22,8 +22,10 @@ const draw = async () => {
   p.set("loading", `Loading ${gpu} hardware prices…`)
   let start = addDays(today(), 1 - SPAN_DAYS)
   if (floor !== null && start < floor) start = floor
-  const answer = await rows("/v2/gpu/hardware/prices/history",
-    { gpu_canonical_name: gpu, transaction_level: level, market: marketSelect.value, start, sort_by: "observed_date", sort_order: "asc" }, 20)
+  // A quarter of daily listings runs to a few pages: three months asked at once.
+  const answer = await historyRows("/v2/gpu/hardware/prices/history",
+    { gpu_canonical_name: gpu, transaction_level: level, market: marketSelect.value, sort_by: "observed_date", sort_order: "asc" },
+    start, addDays(today(), 1), 3)
   if (run !== drawing) return
   if (!answer.ok) return p.set("denied", refusal(answer, `the history of ${gpu} hardware prices`))
   const data = answer.rows.filter((r) => r.observed_date !== null)

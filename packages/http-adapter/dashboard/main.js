@@ -32,16 +32,17 @@ const start = async () => {
   }
   input.placeholder = "a token is in use; enter another to switch"
   status.textContent = "Loading…"
+  // Every panel starts at once; a token the server does not know is told apart by the first answer.
+  panels.hidden = false
   const indexMetadata = call("/v2/gpu/rental/indexes/metadata")
-  const first = await indexMetadata
-  if (first.status === 401) {
+  const started = [indexes.show(indexMetadata), reference.show(indexMetadata), rental.show(), hardware.show(), llm.show(), offers.show()]
+  if ((await indexMetadata).status === 401) {
+    panels.hidden = true
     forgetToken()
     status.textContent = "That token was not accepted (401). Enter another."
     input.focus()
     return
   }
-  panels.hidden = false
-  const started = [indexes.show(indexMetadata), reference.show(indexMetadata), rental.show(), hardware.show(), llm.show(), offers.show()]
   await Promise.allSettled(started)
   const sections = [...panels.querySelectorAll("section[data-state]")]
   const drawn = sections.filter((s) => s.dataset.state === "drawn").length
