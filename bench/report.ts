@@ -1,6 +1,7 @@
 import * as os from "node:os"
 import type { BenchConfig } from "./config"
 import type { CoreResults, Timing } from "./core-bench"
+import { dashboardLine, dashboardMarkdown, type DashboardResults } from "./dashboard"
 import type { HttpResults } from "./http-bench"
 import { HARDWARE_TARGET, hardwareMarkdown, type HardwareResults } from "./hardware"
 import { IMPORT_TARGET, importFigure, importMarkdown, type ImportBenchResults } from "./import"
@@ -23,6 +24,7 @@ export interface RunResults {
   readonly redis: RedisBenchResults
   readonly startup: StartupResults
   readonly import: ImportBenchResults
+  readonly dashboard: DashboardResults
   readonly date: Date
   readonly wallSeconds: number
   /** 1-minute load averages: at the start, and before the HTTP load (after (a) and (b)). */
@@ -74,7 +76,8 @@ export const lines = (r: RunResults): ReadonlyArray<Line> => {
     { name: `(j) longest Redis command while loading ${r.redis.longest.rows.toLocaleString("en-US")} rows`, figure: `${(r.redis.longest.micros / 1000).toFixed(1)} ms`, baseline: `${LONGEST_COMMAND_TARGET_MS} ms`, ratio: r.redis.longest.micros / 1000 / LONGEST_COMMAND_TARGET_MS, target: `≤ ${LONGEST_COMMAND_TARGET_MS} ms`, pass: r.redis.longest.micros <= LONGEST_COMMAND_TARGET_MS * 1000 },
     { name: "(h) npm start, existing database: spawn to listening, vs bare node:http", figure: seconds(server.medianMs), baseline: seconds(bareServer.medianMs), ratio: server.medianMs / bareServer.medianMs, target: startupTarget, pass: server.medianMs <= STARTUP_TARGET_SECONDS * 1000 },
     { name: "(i) worker pool of 2: createWorkerMarket to first answer, vs 2 bare Workers online", figure: seconds(poolAnswer.medianMs), baseline: seconds(bareWorkers.medianMs), ratio: poolAnswer.medianMs / bareWorkers.medianMs, target: startupTarget, pass: poolAnswer.medianMs <= STARTUP_TARGET_SECONDS * 1000 },
-    importLine(r.import)
+    importLine(r.import),
+    dashboardLine(r.dashboard)
   ]
 }
 
@@ -178,5 +181,6 @@ ${hardwareMarkdown(r.hardware)}
 ${indexMarkdown(r.indexes)}
 ${redisMarkdown(r.redis)}
 ${startupMarkdown(r.startup)}
-${importMarkdown(r.import)}`
+${importMarkdown(r.import)}
+${dashboardMarkdown(r.dashboard)}`
 }

@@ -3,6 +3,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { configFromEnv, DATA_DIR, REPO_ROOT } from "./config"
+import { dashboardLine, dashboardMarkdown, runDashboardBench } from "./dashboard"
 import { issueBenchToken, openMarket, runCoreBench } from "./core-bench"
 import { hardwareConfig, runHardwareBench } from "./hardware"
 import { importConfig, importMarkdown, runImportBench } from "./import"
@@ -12,13 +13,13 @@ import { runRedisBench } from "./redis"
 import { runServingBench, servingLines, servingMarkdown } from "./serving"
 import { runStartupBench } from "./startup"
 import { ensureMarket } from "./market"
-import { consoleTable, importLine, lines, machine, markdown } from "./report"
+import { consoleTable, importLine, type Line, lines, machine, markdown } from "./report"
 
 /**
  * `npm run bench`: builds or reuses the market, runs the three benchmarks, prints the table and
  * rewrites BENCHMARKS.md. `BENCH_QUICK=1` is a smoke run on a small market whose report goes to
  * bench/.data instead, so it never replaces real figures. `BENCH_STRICT=1` exits 1 when a
- * target is missed. `BENCH_ONLY=k` (or `l`) runs that section alone and writes it to bench/.data, leaving
+ * target is missed. `BENCH_ONLY=k` (or `l`, `m`) runs that section alone and writes it to bench/.data, leaving
  * BENCHMARKS.md alone; the other sections run alone as `npx tsx bench/<section>.ts`.
  */
 
@@ -58,14 +59,14 @@ const servingOnly = async (quick: boolean) => {
   if (process.env.BENCH_STRICT === "1" && ls.some((l) => !l.pass)) process.exitCode = 1
 }
 
-/** (k) alone: its line on the console, its section in bench/.data. */
-const importOnly = async (quick: boolean) => {
-  const result = await runImportBench(importConfig(quick), log)
-  const line = importLine(result)
+/** A one-line section alone (`letter`): its line on the console, its section in bench/.data. */
+const oneLineOnly = async <R>(letter: string, quick: boolean, run: Promise<R>, lineOf: (r: R) => Line, section: (r: R) => string) => {
+  const result = await run
+  const line = lineOf(result)
   log("")
   log(consoleTable([line]))
-  const out = path.join(DATA_DIR, `BENCHMARKS.k${quick ? ".quick" : ""}.md`)
-  fs.writeFileSync(out, importMarkdown(result))
+  const out = path.join(DATA_DIR, `BENCHMARKS.${letter}${quick ? ".quick" : ""}.md`)
+  fs.writeFileSync(out, section(result))
   log(`\nWrote ${path.relative(REPO_ROOT, out)}.`)
   if (process.env.BENCH_STRICT === "1" && !line.pass) process.exitCode = 1
 }
@@ -77,9 +78,10 @@ const main = async () => {
   log(`gpu-market benchmarks${config.quick ? " (quick mode)" : ""}: ${m.cpu}, ${m.cores} cores, ${m.memory}, Node ${m.node}`)
   const only = process.env.BENCH_ONLY
   if (only !== undefined && only !== "") {
-    if (only === "k") return importOnly(config.quick)
+    if (only === "k") return oneLineOnly("k", config.quick, runImportBench(importConfig(config.quick), log), importLine, importMarkdown)
     if (only === "l") return servingOnly(config.quick)
-    throw new Error(`BENCH_ONLY supports k and l; run another section alone with npx tsx bench/<section>.ts`)
+    if (only === "m") return oneLineOnly("m", config.quick, runDashboardBench(config.quick, log), dashboardLine, dashboardMarkdown)
+    throw new Error(`BENCH_ONLY supports k, l and m; run another section alone with npx tsx bench/<section>.ts`)
   }
 
   const loadBefore = os.loadavg()[0]!
@@ -115,9 +117,11 @@ const main = async () => {
   const startup = await runStartupBench(config, log)
   log("(k): CLI import throughput on SQLite ...")
   const importResults = await runImportBench(importConfig(config.quick), log)
+  log("(m): dashboard first load in headless Chromium ...")
+  const dashboard = await runDashboardBench(config.quick, log)
 
   const results = {
-    config, market, core, http, serving, hardware, indexes, redis, startup, import: importResults,
+    config, market, core, http, serving, hardware, indexes, redis, startup, import: importResults, dashboard,
     date: new Date(),
     wallSeconds: (performance.now() - started) / 1000,
     load: { start: loadBefore, beforeHttp: loadBeforeHttp },
