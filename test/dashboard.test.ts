@@ -144,6 +144,22 @@ describe("/dashboard in headless Chromium", () => {
         // The index with its band and the value as of today, from /as-of.
         assert.include(yield* textOf(page, "#index-history .summary"), "The shaded band runs from p5 to p95")
         assert.match(yield* textOf(page, "#index-history .headline"), /^As of \d{4}-\d{2}-\d{2}: \$\d/)
+        // 30-minute values of the same index, then the daily ones as they stood at an earlier date.
+        const drawnWith = (text: string, part = "summary") => Effect.promise(() => page.waitForFunction(([t, p]) =>
+          (globalThis as any).document.querySelector("#index-history")?.getAttribute("data-state") === "drawn" &&
+          (globalThis as any).document.querySelector(`#index-history .${p}`)?.textContent?.includes(t), [text, part] as const))
+        yield* Effect.promise(() => page.check("#index-history input[value=intraday]"))
+        yield* drawnWith("30-minute values")
+        assert.isAbove(yield* colouredPixels(page, "index-history"), 150)
+        yield* Effect.promise(() => page.check("#index-history input[value=daily]"))
+        yield* drawnWith("daily values")
+        const daysBack = new Date(Date.now() - 3 * 86_400_000).toISOString().slice(0, 10)
+        yield* Effect.promise(() => page.fill("#index-history input[name=asof]", daysBack))
+        yield* drawnWith(`As of ${daysBack}:`, "headline")
+        assert.match(yield* textOf(page, "#index-history .headline"), new RegExp(`^As of ${daysBack}: \\$\\d`))
+        const newest = yield* textOf(page, "#index-history tbody tr:first-child td:first-child")
+        assert.isTrue(newest <= daysBack, `nothing after the as-of date: ${newest}`)
+
         // The reference price with the per-GPU indices it is the mean of.
         const referenceHeads = yield* Effect.promise(() => page.$$eval("#reference thead th", (ths) => ths.map((t) => t.textContent)))
         assert.includeMembers(referenceHeads, ["Reference price", "h100-sxm", "h200-sxm", "a100-sxm-80gb", "b200"])
@@ -247,6 +263,13 @@ describe("/dashboard in headless Chromium", () => {
         assert.deepStrictEqual(w.pageErrors, [])
         assert.isTrue(w.failed.every((f) => f.startsWith("403 ")), w.failed.join("\n"))
         assert.isTrue(w.consoleErrors.every((e) => e.includes("status of 403")), w.consoleErrors.join("\n"))
+
+        // A token the server does not know: said so, forgotten, and no panel shown.
+        yield* Effect.promise(() => page.fill("#token", "not-a-token"))
+        yield* Effect.promise(() => Promise.all([page.waitForNavigation(), page.press("#token", "Enter")]))
+        yield* Effect.promise(() => page.waitForFunction(() => (globalThis as any).document.querySelector("#status")?.textContent?.includes("not accepted")))
+        assert.isTrue(yield* Effect.promise(() => page.$eval("#panels", (m: any) => m.hidden as boolean)))
+        assert.isNull(yield* Effect.promise(() => page.evaluate(() => (globalThis as any).sessionStorage.getItem("gpu-market-token"))))
       }).pipe(Effect.scoped))
   })
 })
