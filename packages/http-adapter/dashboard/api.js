@@ -75,7 +75,7 @@ export const refusal = (answer, what) => {
     case 401: return `The token was not accepted, so ${what} cannot be shown.`
     case 403: return `This token may not see ${what} (${answer.detail}).`
     case 404: return `There is nothing this token may see for ${what}.`
-    case 429: return `Too many requests for now; ${what} will show after a short wait (reload).`
+    case 429: return `Too many requests for now: ${what} can be asked for again in ${answer.headers?.get("retry-after") ?? "a few"} seconds.`
     case 0: return `The server could not be reached for ${what}.`
     default: return `${what[0].toUpperCase()}${what.slice(1)} failed: ${answer.status} ${answer.code} ${answer.detail}`.trim()
   }

@@ -2,7 +2,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import { createHash, randomUUID } from "node:crypto"
-import { readFile } from "node:fs/promises"
+import { readdir, readFile } from "node:fs/promises"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -22,14 +22,8 @@ const uplotDir = join(dirname(createRequire(import.meta.url).resolve("uplot/pack
 const JS = "text/javascript; charset=utf-8"
 const CSS = "text/css; charset=utf-8"
 
-/** Every asset of the page: its name under the versioned folder, where it is read from, its media type. */
-const ASSETS: ReadonlyArray<readonly [name: string, path: string, contentType: string]> = [
-  ["uPlot.iife.min.js", join(uplotDir, "uPlot.iife.min.js"), JS],
-  ["uPlot.min.css", join(uplotDir, "uPlot.min.css"), CSS],
-  ...["dashboard.css"].map((name) => [name, join(ownDir, name), CSS] as const),
-  ...["main.js", "api.js", "charts.js", "format.js", "indexes.js", "reference.js", "rental.js", "hardware.js", "llm.js", "offers.js"]
-    .map((name) => [name, join(ownDir, name), JS] as const)
-]
+/** uPlot's files, as its package ships them. */
+const UPLOT = [["uPlot.iife.min.js", JS], ["uPlot.min.css", CSS]] as const
 
 /**
  * Self only, no inline script or style: the page runs nothing but its own files and talks to
@@ -54,28 +48,44 @@ const ASSET_CACHE_CONTROL = "public, max-age=31536000, immutable"
 interface Loaded {
   readonly version: string
   readonly files: ReadonlyMap<string, { readonly bytes: Uint8Array; readonly contentType: string }>
+  /** The modules main.js imports, directly or not. */
+  readonly modules: ReadonlyArray<string>
   readonly template: string
 }
 
+/**
+ * Every asset: uPlot's files and each script and style of the dashboard's folder, so a module
+ * added there is served (and preloaded) without a list to keep in step.
+ */
 const load = Effect.promise(async (): Promise<Loaded> => {
-  const [template, ...bytes] = await Promise.all([
-    readFile(join(ownDir, "page.html"), "utf8"),
-    ...ASSETS.map(([, path]) => readFile(path))
-  ])
+  const own = (await readdir(ownDir)).filter((name) => /\.(js|css)$/.test(name)).sort()
+  const assets = [
+    ...UPLOT.map(([name, contentType]) => ({ name, path: join(uplotDir, name), contentType })),
+    ...own.map((name) => ({ name, path: join(ownDir, name), contentType: name.endsWith(".js") ? JS : CSS }))
+  ]
+  const [template, ...bytes] = await Promise.all([readFile(join(ownDir, "page.html"), "utf8"), ...assets.map((a) => readFile(a.path))])
   const hash = createHash("sha256")
-  ASSETS.forEach(([name], i) => hash.update(name).update("\0").update(bytes[i]!))
+  assets.forEach((a, i) => hash.update(a.name).update("\0").update(bytes[i]!))
   return {
     version: hash.digest("base64url").slice(0, 12),
-    files: new Map(ASSETS.map(([name, , contentType], i) => [name, { bytes: bytes[i]!, contentType }])),
+    files: new Map(assets.map((a, i) => [a.name, { bytes: bytes[i]!, contentType: a.contentType }])),
+    modules: own.filter((name) => name.endsWith(".js") && name !== "main.js"),
     template: template!
   }
 })
 
-/** The page for an API whose base URL has the path `prefix` (`""` at the root). */
-const pageOf = (loaded: Loaded, prefix: string) =>
-  loaded.template
-    .replaceAll("%ASSETS%", `${prefix}/dashboard/assets/${loaded.version}`)
+/**
+ * The page for an API whose base URL has the path `prefix` (`""` at the root). Every module is
+ * named in a `modulepreload` link, so the browser fetches them all at once instead of one
+ * level of imports after another.
+ */
+const pageOf = (loaded: Loaded, prefix: string) => {
+  const assets = `${prefix}/dashboard/assets/${loaded.version}`
+  return loaded.template
+    .replaceAll("%PRELOAD%", loaded.modules.map((name) => `<link rel="modulepreload" href="${assets}/${name}">`).join("\n"))
+    .replaceAll("%ASSETS%", assets)
     .replaceAll("%API%", prefix)
+}
 
 /**
  * The dashboard's routes: `/dashboard` and its assets; the files are read once, on first use.
