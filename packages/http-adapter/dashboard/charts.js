@@ -1,8 +1,14 @@
-// The charts (uPlot, loaded as the global `uPlot` before this module) and the state each panel
+// The charts (uPlot, a deferred classic script that defines the global `uPlot`) and the state each panel
 // is in: loading, drawn, denied (what the token may not see, in words), empty or failed.
 // Every chart sits beside a summary and a table: the chart is for the eye, the text for everyone.
 
-const Plot = globalThis.uPlot
+/**
+ * uPlot, once its deferred script has run: deferred scripts run before DOMContentLoaded, and the
+ * page starts its requests before then, so a chart whose data came early waits for it here.
+ */
+const plotting = document.readyState === "loading"
+  ? new Promise((resolve) => document.addEventListener("DOMContentLoaded", resolve, { once: true }))
+  : Promise.resolve()
 
 /** Series colours; saturated, so a drawn series is told from the grey axes and grid. */
 export const COLORS = ["#1f6feb", "#d9480f", "#2f9e44", "#ae3ec9", "#f08c00", "#0c8599", "#e64980", "#5c940d"]
@@ -42,9 +48,10 @@ export const panel = (id) => {
   return p
 }
 
-const mount = (p, options, data, summary) => {
+const mount = async (p, options, data, summary) => {
+  await plotting
   const width = p.chart.clientWidth || 320
-  const plot = new Plot({
+  const plot = new globalThis.uPlot({
     width, height: heightOf(), ...options,
     hooks: { draw: [() => p.set("drawn", summary)] }
   }, data, p.chart)
@@ -53,7 +60,7 @@ const mount = (p, options, data, summary) => {
   return plot
 }
 
-const utc = (ts) => Plot.tzDate(new Date(ts * 1e3), "Etc/UTC")
+const utc = (ts) => globalThis.uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC")
 // A log axis leaves some ticks unlabelled (null).
 const dollars = (_u, ticks) => ticks.map((t) => (t === null ? "" : `$${t}`))
 const price = (_u, v) => (v === null || v === undefined ? "—" : v.toFixed(v >= 100 ? 0 : 3))

@@ -1,6 +1,6 @@
 // Hardware resale prices of one GPU over time, one line per condition: the daily median of the
 // listings observed that day, for one kind of unit (a GPU, a server or a rack are different numbers).
-import { call, historyRows, refusal } from "./api.js"
+import { historyRows, refusal } from "./api.js"
 import { COLORS, panel, timeChart } from "./charts.js"
 import { addDays, el, median, seconds, table, today, usd } from "./format.js"
 
@@ -44,14 +44,15 @@ const draw = async () => {
   const latest = present.map((c, k) => `${c} ${usd(columns[k].findLast((v) => v !== null))}`).join(", ")
   const summary = `${gpu}, ${unit}: ${data.length} observations of ${listings} listings from ${days[0]} to ${days[days.length - 1]}. ` +
     `Latest daily median price in USD by condition: ${latest}.` + (answer.truncated ? " Only the first pages are drawn." : "")
-  timeChart(p, { x: days.map(seconds), lines, summary })
   p.table.append(table(`${gpu} (${unit}) daily median price in USD, latest first`, ["Day", ...present],
     [...days].reverse().map((d, r) => [d, ...columns.map((c) => usd(c[days.length - 1 - r]))]), present.map((_, k) => k + 1)))
+  await timeChart(p, { x: days.map(seconds), lines, summary })
 }
 
-export const show = async () => {
+/** Fills the pickers from the hardware metadata (a pending answer), then draws the chosen GPU. */
+export const show = async (metadata) => {
   p.set("loading", "Loading hardware metadata…")
-  const meta = await call("/v2/gpu/hardware/prices/metadata")
+  const meta = await metadata
   if (!meta.ok) return p.set("denied", refusal(meta, "hardware resale prices"))
   const gpus = meta.body.data.gpus
   if (gpus.length === 0) return p.set("empty", "No hardware listing has been observed.")

@@ -77,9 +77,9 @@ const draw = async () => {
     `high ${usd(Math.max(...values))} per GPU-hour. ` +
     (banded ? "The shaded band runs from p5 to p95." : "No p5/p95 envelope is published for this index.") +
     (history.truncated ? " Only the first pages are drawn." : "")
-  timeChart(p, { x, lines, bands: banded ? [[1, 3, "rgba(31, 111, 235, 0.15)"]] : [], summary })
   p.table.append(table(`${index.title}, latest first`, ["Time (UTC)", "Value", "p5", "p95"],
     [...data].reverse().map((r) => [when(r.timestamp), usd(r.value), usd(r.p5), usd(r.p95)]), [1, 2, 3]))
+  await timeChart(p, { x, lines, bands: banded ? [[1, 3, "rgba(31, 111, 235, 0.15)"]] : [], summary })
 }
 
 /** Fills the index picker from the index metadata, then draws the chosen index. */

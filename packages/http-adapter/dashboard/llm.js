@@ -1,6 +1,6 @@
 // LLM token prices of one model across its serving providers, by price type, on a log scale;
 // prices the service flags as outliers are drawn apart and named.
-import { call, refusal, rows } from "./api.js"
+import { refusal, rows } from "./api.js"
 import { COLORS, OUTLIER, panel, stripChart } from "./charts.js"
 import { el, median, table, usd } from "./format.js"
 
@@ -36,15 +36,16 @@ const draw = async () => {
   const summary = `${model}: ${data.length} current prices from ${providers.size} serving providers, USD per 1M tokens; ${byType.join(", ")}. ` +
     (outliers.length === 0 ? "No price is flagged as an outlier." :
       `Outliers (marked): ${outliers.map((r) => `${r.serving_provider} ${r.price_type} ${usd(r.price_usd_per_1m_tokens)}`).join(", ")}.`)
-  stripChart(p, { axis: "Price type", categories: types, groups, log: true, summary })
   p.table.append(table(`${model} prices per 1M tokens, cheapest first`, ["Serving provider", "Price type", "Source", "Region", "Price", "Outlier"],
     data.map((r) => [r.serving_provider, r.price_type, r.source, r.region, usd(r.price_usd_per_1m_tokens),
       r.is_price_outlier ? el("strong", { class: "outlier" }, "outlier") : "no"]), [4]))
+  await stripChart(p, { axis: "Price type", categories: types, groups, log: true, summary })
 }
 
-export const show = async () => {
+/** Fills the model picker from the LLM metadata (a pending answer), then draws the chosen model. */
+export const show = async (metadata) => {
   p.set("loading", "Loading LLM metadata…")
-  const meta = await call("/v2/llm/token/prices/metadata")
+  const meta = await metadata
   if (!meta.ok) return p.set("denied", refusal(meta, "LLM token prices"))
   const models = meta.body.data.models.filter((m) => m.currently_listed)
   if (models.length === 0) return p.set("empty", "No model is priced today.")

@@ -1,12 +1,6 @@
 // The dashboard: asks for a token, keeps it in this tab's session storage, and lets every panel
 // draw what that token may see. Each panel settles on its own; the page says when all have.
 import { call, forgetToken, setToken, token } from "./api.js"
-import * as hardware from "./hardware.js"
-import * as indexes from "./indexes.js"
-import * as llm from "./llm.js"
-import * as offers from "./offers.js"
-import * as reference from "./reference.js"
-import * as rental from "./rental.js"
 
 const form = document.getElementById("token-form")
 const input = document.getElementById("token")
@@ -32,10 +26,18 @@ const start = async () => {
   }
   input.placeholder = "a token is in use; enter another to switch"
   status.textContent = "Loading…"
-  // Every panel starts at once; a token the server does not know is told apart by the first answer.
+  // The first requests leave before the panels' modules and uPlot have run (the modules are
+  // preloaded meanwhile); every panel starts at once, and a token the server does not know is
+  // told apart by the first answer.
   panels.hidden = false
   const indexMetadata = call("/v2/gpu/rental/indexes/metadata")
-  const started = [indexes.show(indexMetadata), reference.show(indexMetadata), rental.show(), hardware.show(), llm.show(), offers.show()]
+  const rentalMetadata = call("/v2/gpu/rental/prices/metadata")
+  const hardwareMetadata = call("/v2/gpu/hardware/prices/metadata")
+  const llmMetadata = call("/v2/llm/token/prices/metadata")
+  const [indexes, reference, rental, hardware, llm, offers] = await Promise.all(
+    ["./indexes.js", "./reference.js", "./rental.js", "./hardware.js", "./llm.js", "./offers.js"].map((m) => import(m)))
+  const started = [indexes.show(indexMetadata), reference.show(indexMetadata), rental.show(rentalMetadata),
+    hardware.show(hardwareMetadata), llm.show(llmMetadata), offers.show()]
   if ((await indexMetadata).status === 401) {
     panels.hidden = true
     forgetToken()

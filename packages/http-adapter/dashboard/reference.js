@@ -48,7 +48,7 @@ export const show = async (metadata) => {
     (feeders.length === 0 ? "; this token holds none of the indices it is computed from." :
       `; the per-GPU indices it is the fleet-weighted mean of: ${feeders.map((f, k) => `${f.gpu_group} ${usd(lastOf(columns[k + 1]))}`).join(", ")}.`)
   p.headline.textContent = ref.description
-  timeChart(p, { x: stamps.map(seconds), lines, summary })
   p.table.append(table(`${ref.title} and its inputs, latest first`, ["Time (UTC)", ...names],
     [...stamps].reverse().map((t, r) => [when(t), ...columns.map((c) => usd(c[stamps.length - 1 - r]))]), names.map((_, k) => k + 1)))
+  await timeChart(p, { x: stamps.map(seconds), lines, summary })
 }

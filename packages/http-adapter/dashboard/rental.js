@@ -50,7 +50,6 @@ const draw = async () => {
   const summary = `${data.length} current prices for ${gpu} from ${vendors.length} vendors, per GPU-hour: ${contracts.map(describe).join("; ")}. ` +
     `Cheapest: ${best.vendor} at ${usd(best.price_usd_per_gpu_hour)} (${LABELS[best.contract_type] ?? best.contract_type}, ${best.region}).` +
     (answer.truncated ? " Only the first pages are drawn." : "")
-  stripChart(p, { axis: "Vendor", categories: vendors, groups, summary })
   const cells = []
   for (const v of vendors) {
     for (const c of contracts) {
@@ -65,11 +64,13 @@ const draw = async () => {
       link.addEventListener("click", (event) => showRow(event, r.product_key))
       return [r.vendor, r.region, r.gpu_count, LABELS[r.contract_type] ?? r.contract_type, usd(r.price_usd_per_gpu_hour), link]
     }), [2, 4]))
+  await stripChart(p, { axis: "Vendor", categories: vendors, groups, summary })
 }
 
-export const show = async () => {
+/** Fills the GPU picker from the rental metadata (a pending answer), then draws the chosen GPU. */
+export const show = async (metadata) => {
   p.set("loading", "Loading rental metadata…")
-  const meta = await call("/v2/gpu/rental/prices/metadata")
+  const meta = await metadata
   if (!meta.ok) return p.set("denied", refusal(meta, "rental prices"))
   const gpus = meta.body.data.gpus.filter((g) => g.currently_listed)
   if (gpus.length === 0) return p.set("empty", "No GPU is listed for rent today.")
