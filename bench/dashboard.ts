@@ -89,7 +89,10 @@ export const runDashboardBench = async (quick: boolean, log: (line: string) => v
     const dashboard = () => loadOnce(browser, `${base}/dashboard`, "demo-all", async (page) => {
       await page.waitForSelector("body[data-ready]", { timeout: 30_000 })
       charts = (await page.textContent("#status")) ?? ""
-      if (!charts.startsWith("5 charts drawn")) throw new Error(`the dashboard did not draw every chart: ${charts}`)
+      if (!charts.startsWith("5 charts drawn")) {
+        const panels = await page.$$eval("section", (ss) => ss.map((s) => `${s.id} ${s.getAttribute("data-state")}: ${s.querySelector(".summary")?.textContent}`))
+        throw new Error(`the dashboard did not draw every chart: ${charts}\n${panels.join("\n")}`)
+      }
     })
     const docs = () => loadOnce(browser, `${base}/docs`, undefined, (page) => page.waitForSelector(".opblock-summary-path", { timeout: 30_000 }))
     // One of each first: the server reads its files and builds the OpenAPI document on first use.

@@ -3,12 +3,15 @@
 // Every chart sits beside a summary and a table: the chart is for the eye, the text for everyone.
 
 /**
- * uPlot, once its deferred script has run: deferred scripts run before DOMContentLoaded, and the
- * page starts its requests before then, so a chart whose data came early waits for it here.
+ * uPlot, once its deferred script has run. It comes after main.js so the first requests leave
+ * before it, and data can arrive before it has run: a chart waits for it here.
  */
-const plotting = document.readyState === "loading"
-  ? new Promise((resolve) => document.addEventListener("DOMContentLoaded", resolve, { once: true }))
-  : Promise.resolve()
+const plotting = new Promise((resolve, reject) => {
+  if (globalThis.uPlot !== undefined) return resolve()
+  const script = document.querySelector('script[src$="/uPlot.iife.min.js"]')
+  script.addEventListener("load", resolve, { once: true })
+  script.addEventListener("error", () => reject(new Error("the charting library did not load")), { once: true })
+})
 
 /** Series colours; saturated, so a drawn series is told from the grey axes and grid. */
 export const COLORS = ["#1f6feb", "#d9480f", "#2f9e44", "#ae3ec9", "#f08c00", "#0c8599", "#e64980", "#5c940d"]

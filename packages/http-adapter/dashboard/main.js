@@ -45,7 +45,15 @@ const start = async () => {
     input.focus()
     return
   }
-  await Promise.allSettled(started)
+  const settled = await Promise.allSettled(started)
+  // A panel that threw says so rather than loading forever.
+  settled.forEach((result, i) => {
+    if (result.status === "rejected") {
+      const section = panels.querySelectorAll("section")[i]
+      section.dataset.state = "failed"
+      section.querySelector(".summary").textContent = `This panel failed: ${result.reason}`
+    }
+  })
   const sections = [...panels.querySelectorAll("section[data-state]")]
   const drawn = sections.filter((s) => s.dataset.state === "drawn").length
   const denied = sections.filter((s) => s.dataset.state === "denied").map((s) => s.querySelector("h2").textContent)
