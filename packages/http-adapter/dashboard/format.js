@@ -1,8 +1,17 @@
 // Numbers, dates and tables as the panels write them: the text every chart is read through.
 
+// One formatter per precision: tables format thousands of prices, and building a formatter per
+// number costs more than the formatting.
+const formatters = new Map()
+const formatter = (digits) => {
+  let f = formatters.get(digits)
+  if (f === undefined) formatters.set(digits, f = new Intl.NumberFormat("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits }))
+  return f
+}
+
 /** A price in USD with the digits a desk quotes it to. */
 export const usd = (v, digits = v >= 1000 ? 0 : v >= 10 ? 2 : 4) =>
-  v === null || v === undefined ? "—" : `$${Number(v).toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })}`
+  v === null || v === undefined ? "—" : `$${formatter(digits).format(v)}`
 
 /** Today's date in UTC, as the API writes dates. */
 export const today = () => new Date().toISOString().slice(0, 10)
