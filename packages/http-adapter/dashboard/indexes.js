@@ -66,10 +66,10 @@ const draw = async () => {
   const lines = banded
     ? [
       { label: "p95", values: data.map((r) => r.p95), color: COLORS[0], width: 1, dash: [4, 4] },
-      { label: index.id, values: data.map((r) => r.value), color: COLORS[0], width: 2 },
+      { label: "value", values: data.map((r) => r.value), color: COLORS[0], width: 2 },
       { label: "p5", values: data.map((r) => r.p5), color: COLORS[0], width: 1, dash: [4, 4] }
     ]
-    : [{ label: index.id, values: data.map((r) => r.value), color: COLORS[0], width: 2 }]
+    : [{ label: "value", values: data.map((r) => r.value), color: COLORS[0], width: 2 }]
   const values = data.map((r) => r.value)
   const last = data[data.length - 1]
   const summary = `${index.title}: ${data.length} ${index.row_type === "daily" ? "daily" : "30-minute"} values from ` +
