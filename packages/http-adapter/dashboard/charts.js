@@ -25,7 +25,9 @@ const heightOf = () => (window.innerWidth < 600 ? 220 : 280)
 const resizer = new ResizeObserver((entries) => {
   for (const entry of entries) {
     const plot = plots.get(entry.target)
-    if (plot !== undefined && entry.contentRect.width > 0) plot.setSize({ width: entry.contentRect.width, height: heightOf() })
+    const width = Math.floor(entry.contentRect.width)
+    // Observing starts with a call for the size the chart was just drawn at: not drawn twice.
+    if (plot !== undefined && width > 0 && (width !== plot.width || heightOf() !== plot.height)) plot.setSize({ width, height: heightOf() })
   }
 })
 
@@ -53,7 +55,7 @@ export const panel = (id) => {
 
 const mount = async (p, options, data, summary) => {
   await plotting
-  const width = p.chart.clientWidth || 320
+  const width = Math.floor(p.chart.getBoundingClientRect().width) || 320
   const plot = new globalThis.uPlot({
     width, height: heightOf(), ...options,
     hooks: { draw: [() => p.set("drawn", summary)] }
