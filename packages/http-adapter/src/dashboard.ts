@@ -31,7 +31,7 @@ const UPLOT = [["uPlot.iife.min.js", JS], ["uPlot.min.css", CSS]] as const
  * styles through the CSSOM, which `style-src` does not govern.
  */
 const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "connect-src 'self'",
+  "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self'", "connect-src 'self'",
   "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'"
 ].join("; ")
 
