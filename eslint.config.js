@@ -33,6 +33,11 @@ export default defineConfig(
     rules: { "no-unused-vars": unusedVars }
   },
   {
+    // The dashboard's modules run in the browser.
+    files: ["packages/http-adapter/dashboard/**/*.js"],
+    languageOptions: { globals: globals.browser, sourceType: "module" }
+  },
+  {
     files: [
       "packages/*/src/**/*.ts",
       "packages/*/test/**/*.ts",

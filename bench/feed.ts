@@ -9,7 +9,7 @@ import { REPO_ROOT } from "./config"
 import { median, quantile } from "./stats"
 
 /**
- * (m) Change-feed fan-out: 1,000 subscribers of `GET /v2/events` on one server process, one
+ * (n) Change-feed fan-out: 1,000 subscribers of `GET /v2/events` on one server process, one
  * rental price write in that process, and the time until the last subscriber has the event,
  * from just before the write is called. Subscribers are real sockets, read by this process; the
  * server runs in a child (`FEED_BENCH_ROLE=sut`) over a fresh SQLite file, and writes through
@@ -189,14 +189,14 @@ const measure = async (role: "sut" | "bare", subscribers: number, writes: number
   }
 }
 
-/** Runs (m): the bare loop first, then the feed, each with its own server process. */
+/** Runs (n): the bare loop first, then the feed, each with its own server process. */
 export const runFeedBench = async (quick: boolean, log: (line: string) => void): Promise<FeedBenchResults> => {
   const subscribers = Number(process.env.FEED_BENCH_SUBSCRIBERS ?? (quick ? 200 : FEED_SUBSCRIBERS))
   const writes = quick ? 10 : 60
-  log(`  (m) bare node:http, ${subscribers} SSE responses ...`)
+  log(`  (n) bare node:http, ${subscribers} SSE responses ...`)
   const loadBare = os.loadavg()[0]!
   const bare = await measure("bare", subscribers, writes)
-  log(`  (m) GET /v2/events on SQLite, ${subscribers} subscribers ...`)
+  log(`  (n) GET /v2/events on SQLite, ${subscribers} subscribers ...`)
   const loadFeed = os.loadavg()[0]!
   const feed = await measure("sut", subscribers, writes)
   return { subscribers, writes, feed, bare, load: { bare: loadBare, feed: loadFeed } }
@@ -204,9 +204,9 @@ export const runFeedBench = async (quick: boolean, log: (line: string) => void):
 
 const ms = (n: number) => `${n.toFixed(1)} ms`
 
-/** The line of (m) in the results table. */
+/** The line of (n) in the results table. */
 export const feedLine = (r: FeedBenchResults) => ({
-  name: `(m) feed fan-out: one write → ${r.subscribers.toLocaleString("en-US")}th subscriber notified, p50 (p99), vs bare SSE loop`,
+  name: `(n) feed fan-out: one write → ${r.subscribers.toLocaleString("en-US")}th subscriber notified, p50 (p99), vs bare SSE loop`,
   figure: `${ms(r.feed.p50)} (${ms(r.feed.p99)})`,
   baseline: `${ms(r.bare.p50)} (${ms(r.bare.p99)})`,
   ratio: r.feed.p50 / r.bare.p50,
@@ -214,8 +214,8 @@ export const feedLine = (r: FeedBenchResults) => ({
   pass: r.feed.p50 / r.bare.p50 <= FEED_TARGET_RATIO
 })
 
-/** The section of (m) in BENCHMARKS.md. */
-export const feedMarkdown = (r: FeedBenchResults): string => `## (m) Change-feed fan-out
+/** The section of (n) in BENCHMARKS.md. */
+export const feedMarkdown = (r: FeedBenchResults): string => `## (n) Change-feed fan-out
 
 ${r.subscribers.toLocaleString("en-US")} subscribers of \`GET /v2/events\` (Server-Sent Events over real sockets, read by the benchmark process) on one server process over a fresh SQLite file; that process writes one new rental price row through a market of its own on the same file, ${r.writes} times, 50 ms apart. Latency: from just before the write is called to the moment the last of the subscribers has the event (the write's own transaction included). The follower of the serving market is woken by the write at once (same process, same file); another process's writes would wait for its next poll (100 ms at most). Baseline, same harness, same run: a bare node:http server in its own process holding the same number of SSE responses and writing one message to each in a loop.
 

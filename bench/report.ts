@@ -2,6 +2,7 @@ import { type FeedBenchResults, feedLine, feedMarkdown } from "./feed"
 import * as os from "node:os"
 import type { BenchConfig } from "./config"
 import type { CoreResults, Timing } from "./core-bench"
+import { dashboardLine, dashboardMarkdown, type DashboardResults } from "./dashboard"
 import type { HttpResults } from "./http-bench"
 import { HARDWARE_TARGET, hardwareMarkdown, type HardwareResults } from "./hardware"
 import { IMPORT_TARGET, importFigure, importMarkdown, type ImportBenchResults } from "./import"
@@ -26,6 +27,7 @@ export interface RunResults {
   readonly topologies: TopologyBenchResults
   readonly startup: StartupResults
   readonly import: ImportBenchResults
+  readonly dashboard: DashboardResults
   readonly feed: FeedBenchResults
   readonly date: Date
   readonly wallSeconds: number
@@ -80,6 +82,7 @@ export const lines = (r: RunResults): ReadonlyArray<Line> => {
     { name: "(h) npm start, existing database: spawn to listening, vs bare node:http", figure: seconds(server.medianMs), baseline: seconds(bareServer.medianMs), ratio: server.medianMs / bareServer.medianMs, target: startupTarget, pass: server.medianMs <= STARTUP_TARGET_SECONDS * 1000 },
     { name: "(i) worker pool of 2: createWorkerMarket to first answer, vs 2 bare Workers online", figure: seconds(poolAnswer.medianMs), baseline: seconds(bareWorkers.medianMs), ratio: poolAnswer.medianMs / bareWorkers.medianMs, target: startupTarget, pass: poolAnswer.medianMs <= STARTUP_TARGET_SECONDS * 1000 },
     importLine(r.import),
+    dashboardLine(r.dashboard),
     feedLine(r.feed)
   ]
 }
@@ -186,5 +189,6 @@ ${redisMarkdown(r.redis)}
 ${topologyMarkdown(r.topologies, apiCostOf(r.topologies, r.serving))}
 ${startupMarkdown(r.startup)}
 ${importMarkdown(r.import)}
+${dashboardMarkdown(r.dashboard)}
 ${feedMarkdown(r.feed)}`
 }

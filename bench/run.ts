@@ -3,6 +3,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { configFromEnv, DATA_DIR, REPO_ROOT } from "./config"
+import { dashboardLine, dashboardMarkdown, runDashboardBench } from "./dashboard"
 import { issueBenchToken, openMarket, runCoreBench } from "./core-bench"
 import { hardwareConfig, runHardwareBench } from "./hardware"
 import { importConfig, importMarkdown, runImportBench } from "./import"
@@ -14,7 +15,7 @@ import { runServingBench, servingLines, servingMarkdown } from "./serving"
 import { runStartupBench } from "./startup"
 import { runTopologyBench, topologyLines, topologyMarkdown } from "./topologies"
 import { ensureMarket } from "./market"
-import { consoleTable, importLine, lines, machine, markdown } from "./report"
+import { consoleTable, importLine, type Line, lines, machine, markdown } from "./report"
 
 /**
  * `npm run bench`: builds or reuses the market, runs the three benchmarks, prints the table and
@@ -74,27 +75,14 @@ const topologiesOnly = async (quick: boolean) => {
   if (process.env.BENCH_STRICT === "1" && ls.some((l) => !l.pass)) process.exitCode = 1
 }
 
-/** (n) alone: its line on the console, its section in bench/.data. */
-const feedOnly = async (quick: boolean) => {
-  const result = await runFeedBench(quick, log)
-  const line = feedLine(result)
+/** A one-line section alone (`letter`): its line on the console, its section in bench/.data. */
+const oneLineOnly = async <R>(letter: string, quick: boolean, run: Promise<R>, lineOf: (r: R) => Line, section: (r: R) => string) => {
+  const result = await run
+  const line = lineOf(result)
   log("")
   log(consoleTable([line]))
-  fs.mkdirSync(DATA_DIR, { recursive: true })
-  const out = path.join(DATA_DIR, `BENCHMARKS.n${quick ? ".quick" : ""}.md`)
-  fs.writeFileSync(out, feedMarkdown(result))
-  log(`\nWrote ${path.relative(REPO_ROOT, out)}.`)
-  if (process.env.BENCH_STRICT === "1" && !line.pass) process.exitCode = 1
-}
-
-/** (k) alone: its line on the console, its section in bench/.data. */
-const importOnly = async (quick: boolean) => {
-  const result = await runImportBench(importConfig(quick), log)
-  const line = importLine(result)
-  log("")
-  log(consoleTable([line]))
-  const out = path.join(DATA_DIR, `BENCHMARKS.k${quick ? ".quick" : ""}.md`)
-  fs.writeFileSync(out, importMarkdown(result))
+  const out = path.join(DATA_DIR, `BENCHMARKS.${letter}${quick ? ".quick" : ""}.md`)
+  fs.writeFileSync(out, section(result))
   log(`\nWrote ${path.relative(REPO_ROOT, out)}.`)
   if (process.env.BENCH_STRICT === "1" && !line.pass) process.exitCode = 1
 }
@@ -106,10 +94,11 @@ const main = async () => {
   log(`gpu-market benchmarks${config.quick ? " (quick mode)" : ""}: ${m.cpu}, ${m.cores} cores, ${m.memory}, Node ${m.node}`)
   const only = process.env.BENCH_ONLY
   if (only !== undefined && only !== "") {
-    if (only === "k") return importOnly(config.quick)
+    if (only === "k") return oneLineOnly("k", config.quick, runImportBench(importConfig(config.quick), log), importLine, importMarkdown)
     if (only === "l") return servingOnly(config.quick)
+    if (only === "m") return oneLineOnly("m", config.quick, runDashboardBench(config.quick, log), dashboardLine, dashboardMarkdown)
+    if (only === "n") return oneLineOnly("n", config.quick, runFeedBench(config.quick, log), feedLine, feedMarkdown)
     if (only === "o") return topologiesOnly(config.quick)
-    if (only === "n") return feedOnly(config.quick)
     throw new Error(`BENCH_ONLY supports k, l, m, n and o; run another section alone with npx tsx bench/<section>.ts`)
   }
 
@@ -148,11 +137,13 @@ const main = async () => {
   const startup = await runStartupBench(config, log)
   log("(k): CLI import throughput on SQLite ...")
   const importResults = await runImportBench(importConfig(config.quick), log)
+  log("(m): dashboard first load in headless Chromium ...")
+  const dashboard = await runDashboardBench(config.quick, log)
   log("(n): change-feed fan-out ...")
   const feed = await runFeedBench(config.quick, log)
 
   const results = {
-    config, market, core, http, serving, hardware, indexes, redis, topologies, startup, import: importResults, feed,
+    config, market, core, http, serving, hardware, indexes, redis, topologies, startup, import: importResults, dashboard, feed,
     date: new Date(),
     wallSeconds: (performance.now() - started) / 1000,
     load: { start: loadBefore, beforeHttp: loadBeforeHttp },

@@ -19,13 +19,13 @@ import type { ServingResults } from "./serving"
 import { interleavedAsync, median } from "./stats"
 
 /**
- * (m) Redis topologies: the same rental `/latest` page and hardware `/history` scan as (f) and
+ * (o) Redis topologies: the same rental `/latest` page and hardware `/history` scan as (f) and
  * (g), on a 3-master Redis Cluster against one redis-server holding the same rows (loopback,
  * started by the bench); what one request costs Redis (commands and server CPU) and the API
  * process (CPU), the inputs of the capacity sketch in BENCHMARKS.md; and the failover gap on
  * Sentinel: a primary with two replicas and three sentinels (`down-after-milliseconds` 1000),
  * the primary killed under a read every 20 ms, timed to the first page served again. Runs inside
- * `npm run bench`, or alone: `BENCH_ONLY=m npm run bench`.
+ * `npm run bench`, or alone: `BENCH_ONLY=o npm run bench`.
  */
 
 /** How many times slower than one server a Cluster may serve a page (or scan). */
@@ -118,7 +118,7 @@ const serverCounters = async (admin: IORedis) => {
   return { cpuUs: (field("used_cpu_user") + field("used_cpu_sys")) * 1e6, commands: field("total_commands_processed") }
 }
 
-/** (m) measured on this machine; `quick` takes fewer samples. */
+/** (o) measured on this machine; `quick` takes fewer samples. */
 export const runTopologyBench = async (quick: boolean, log: (line: string) => void): Promise<TopologyBenchResults> => {
   const server = await startRedis()
   const cluster = await startCluster(3)
@@ -127,7 +127,7 @@ export const runTopologyBench = async (quick: boolean, log: (line: string) => vo
   const cached = runtimeOver(Layer.merge(MemoryStorage.layer, RedisStorage.layer({ url: server.url, prefix: "bench" })))
   try {
     for (const runtime of [single, clustered]) await issueOn(runtime)
-    log(`  (m) loading ${PRODUCTS} rental products and ${LISTINGS} hardware listings into one server and into a 3-master Cluster ...`)
+    log(`  (o) loading ${PRODUCTS} rental products and ${LISTINGS} hardware listings into one server and into a 3-master Cluster ...`)
     const [loaded] = await Promise.all([load(single), load(clustered)])
 
     const singleLatest = await latestOn(single)
@@ -138,7 +138,7 @@ export const runTopologyBench = async (quick: boolean, log: (line: string) => vo
     const config = quick ? { iterations: 300, warmup: 50, rounds: 6 } : { iterations: 1500, warmup: 200, rounds: 10 }
     const samples = await interleavedAsync([{ name: "single", run: singleLatest }, { name: "cluster", run: clusterLatest }], config)
     const latest = { single: timing(samples.single!), cluster: timing(samples.cluster!), ratio: median(samples.cluster!) / median(samples.single!) }
-    log(`  (m) /latest page of 100: one server ${latest.single.medianUs.toFixed(0)} µs, Cluster ${latest.cluster.medianUs.toFixed(0)} µs, ${latest.ratio.toFixed(2)}×`)
+    log(`  (o) /latest page of 100: one server ${latest.single.medianUs.toFixed(0)} µs, Cluster ${latest.cluster.medianUs.toFixed(0)} µs, ${latest.ratio.toFixed(2)}×`)
 
     const first = { ...loaded.window, page_size: String(HARDWARE_PAGE_SIZE) }
     const checked = await walk(clustered, first)
@@ -152,7 +152,7 @@ export const runTopologyBench = async (quick: boolean, log: (line: string) => vo
       }
     }
     const history = { pages: checked.pages, single: rates.single, cluster: rates.cluster, ratio: median(rates.single) / median(rates.cluster) }
-    log(`  (m) hardware /history: one server ${Math.round(median(rates.single))} rows/s, Cluster ${Math.round(median(rates.cluster))} rows/s, ${history.ratio.toFixed(2)}×`)
+    log(`  (o) hardware /history: one server ${Math.round(median(rates.single))} rows/s, Cluster ${Math.round(median(rates.cluster))} rows/s, ${history.ratio.toFixed(2)}×`)
 
     // What one /latest page costs each side, on the single server.
     const admin = new IORedis(server.url)
@@ -175,7 +175,7 @@ export const runTopologyBench = async (quick: boolean, log: (line: string) => vo
       await admin.quit()
     }
     for (const [name, c] of Object.entries(cost)) {
-      log(`  (m) per ${name} /latest page: ${c.commands.toFixed(1)} Redis commands, ${c.redisCpuUs.toFixed(0)} µs Redis CPU, ${c.processCpuUs.toFixed(0)} µs API process CPU`)
+      log(`  (o) per ${name} /latest page: ${c.commands.toFixed(1)} Redis commands, ${c.redisCpuUs.toFixed(0)} µs Redis CPU, ${c.processCpuUs.toFixed(0)} µs API process CPU`)
     }
     await Promise.all([single.dispose(), clustered.dispose(), cached.dispose()])
     const failover = await failoverGap(log)
@@ -219,7 +219,7 @@ const failoverGap = async (log: (line: string) => void): Promise<TopologyBenchRe
     }
     const gapMs = performance.now() - killed
     await promoted
-    log(`  (m) failover: replica promoted ${(promotedMs / 1000).toFixed(2)} s after the kill, pages again after ${(gapMs / 1000).toFixed(2)} s (${failed} reads failed)`)
+    log(`  (o) failover: replica promoted ${(promotedMs / 1000).toFixed(2)} s after the kill, pages again after ${(gapMs / 1000).toFixed(2)} s (${failed} reads failed)`)
     return { promotedMs, gapMs, failedReads: failed }
   } finally {
     await runtime.dispose()
@@ -227,11 +227,11 @@ const failoverGap = async (log: (line: string) => void): Promise<TopologyBenchRe
   }
 }
 
-/** (m) as lines of the results table. */
+/** (o) as lines of the results table. */
 export const topologyLines = (r: TopologyBenchResults) => [
-  { name: "(m) rental /latest page of 100, 3-master Redis Cluster vs one server", figure: `${r.latest.cluster.medianUs.toFixed(0)} µs`, baseline: `${r.latest.single.medianUs.toFixed(0)} µs`, ratio: r.latest.ratio, target: `≤ ${CLUSTER_TARGET.toFixed(2)}×`, pass: r.latest.ratio <= CLUSTER_TARGET },
-  { name: "(m) hardware /history scan, one server's rows/s over the Cluster's", figure: `${median(r.history.cluster).toFixed(0)} rows/s`, baseline: `${median(r.history.single).toFixed(0)} rows/s`, ratio: r.history.ratio, target: `≤ ${CLUSTER_TARGET.toFixed(2)}×`, pass: r.history.ratio <= CLUSTER_TARGET },
-  { name: "(m) Sentinel failover: primary killed to first page served, vs replica promoted", figure: `${(r.failover.gapMs / 1000).toFixed(2)} s`, baseline: `${(r.failover.promotedMs / 1000).toFixed(2)} s`, ratio: r.failover.gapMs / r.failover.promotedMs, target: `≤ ${(FAILOVER_TARGET_MS / 1000).toFixed(1)} s`, pass: r.failover.gapMs <= FAILOVER_TARGET_MS }
+  { name: "(o) rental /latest page of 100, 3-master Redis Cluster vs one server", figure: `${r.latest.cluster.medianUs.toFixed(0)} µs`, baseline: `${r.latest.single.medianUs.toFixed(0)} µs`, ratio: r.latest.ratio, target: `≤ ${CLUSTER_TARGET.toFixed(2)}×`, pass: r.latest.ratio <= CLUSTER_TARGET },
+  { name: "(o) hardware /history scan, one server's rows/s over the Cluster's", figure: `${median(r.history.cluster).toFixed(0)} rows/s`, baseline: `${median(r.history.single).toFixed(0)} rows/s`, ratio: r.history.ratio, target: `≤ ${CLUSTER_TARGET.toFixed(2)}×`, pass: r.history.ratio <= CLUSTER_TARGET },
+  { name: "(o) Sentinel failover: primary killed to first page served, vs replica promoted", figure: `${(r.failover.gapMs / 1000).toFixed(2)} s`, baseline: `${(r.failover.promotedMs / 1000).toFixed(2)} s`, ratio: r.failover.gapMs / r.failover.promotedMs, target: `≤ ${(FAILOVER_TARGET_MS / 1000).toFixed(1)} s`, pass: r.failover.gapMs <= FAILOVER_TARGET_MS }
 ]
 
 /** What one request costs the API process, in CPU µs: served from the page cache, and read from Redis. */
@@ -242,7 +242,7 @@ export interface ApiCost {
   readonly source: string
 }
 
-/** The API cost of (l)'s Redis server when (l) ran, else the core's alone from (m). */
+/** The API cost of (l)'s Redis server when (l) ran, else the core's alone from (o). */
 export const apiCostOf = (r: TopologyBenchResults, serving?: ServingResults): ApiCost => {
   const hot = serving?.redis.hot.subject.cpuUsPerRequest
   const cold = serving?.redis.cold.subject.cpuUsPerRequest
@@ -285,7 +285,7 @@ const capacityMarkdown = (r: TopologyBenchResults, api: ApiCost): string => {
   }))
   const typeLimit = (PLANNED_LOAD * 1e6) / (get + page)
   const keyLimit = (PLANNED_LOAD * 1e6) / get
-  return `### (m) On paper: 10k and 100k requests/s
+  return `### (o) On paper: 10k and 100k requests/s
 
 From the costs measured above, per request: the API process ${n(api.hotUs)} µs of CPU served from the page cache, ${n(api.coldUs)} µs read from Redis (${api.source}); Redis ${n(get)} µs of CPU per simple command (the hot page's one GET) and ${n(page)} µs for a cold page's reads. A request over HTTP in \`shared\` mode sends Redis the token version GET (slot \`{tokens}\`), one rate-limit script (slot \`{rl:<client>}\`, spread over every master; costed as a GET), the type's version GET (the type's slot) and, on a miss, the page's reads (the type's slot). Processes and masters are planned at ${PLANNED_LOAD * 100}% of a core; Redis runs commands on one thread per server. All requests to one data type (rental \`/latest\`), all hot or all cold:
 
@@ -297,21 +297,21 @@ Where it breaks first: one data type lives in one slot, so cold pages of one typ
 `
 }
 
-/** (m) as its BENCHMARKS.md section; the capacity sketch from `api` (default: the core's own cost, from (m)). */
+/** (o) as its BENCHMARKS.md section; the capacity sketch from `api` (default: the core's own cost, from (o)). */
 export const topologyMarkdown = (r: TopologyBenchResults, api: ApiCost = apiCostOf(r)): string => {
   const n = (x: number) => Math.round(x).toLocaleString("en-US")
   const us = (t: Timing) => `${n(t.medianUs)} µs (p10 ${n(t.p10Us)}, p90 ${n(t.p90Us)})`
-  return `## (m) Redis topologies: Cluster vs one server, per-request cost, Sentinel failover
+  return `## (o) Redis topologies: Cluster vs one server, per-request cost, Sentinel failover
 
 A 3-master Redis Cluster (\`redis-cli --cluster create\`, no replicas) and one redis-server, on loopback, started by the bench, each loaded through the stores' write paths with the same ${n(r.rentalRows)} rental rows (${n(PRODUCTS)} products) and ${n(r.hardwareRows)} hardware observations (${n(LISTINGS)} listings); a keyset page costs the same at any size, so the ratios carry over. Both run through the core (\`runPromise\`), so the difference is the topology.
 
-(m) \`RentalPrices.latest\` (page cache off, so every call reads Redis) for \`gpu_canonical_name=${POPULAR_GPU}&sort_by=${SORT_BY}&page_size=100\` (the same 100 rows on both, checked), ${n(r.latest.single.samples)} timed calls each, alternating: one server ${us(r.latest.single)}; Cluster ${us(r.latest.cluster)}. Ratio ${r.latest.ratio.toFixed(2)}× (target ≤ ${CLUSTER_TARGET.toFixed(2)}×).
+(o) \`RentalPrices.latest\` (page cache off, so every call reads Redis) for \`gpu_canonical_name=${POPULAR_GPU}&sort_by=${SORT_BY}&page_size=100\` (the same 100 rows on both, checked), ${n(r.latest.single.samples)} timed calls each, alternating: one server ${us(r.latest.single)}; Cluster ${us(r.latest.cluster)}. Ratio ${r.latest.ratio.toFixed(2)}× (target ≤ ${CLUSTER_TARGET.toFixed(2)}×).
 
-(m) \`HardwarePrices.history\` (page cache off) over every loaded day with \`page_size=${HARDWARE_PAGE_SIZE}\` (${n(r.history.pages)} pages, every row seen on the Cluster, checked): one server ${n(median(r.history.single))} rows/s (${r.history.single.map(n).join(", ")}), Cluster ${n(median(r.history.cluster))} rows/s (${r.history.cluster.map(n).join(", ")}). One server / Cluster ${r.history.ratio.toFixed(2)}× (target ≤ ${CLUSTER_TARGET.toFixed(2)}×).
+(o) \`HardwarePrices.history\` (page cache off) over every loaded day with \`page_size=${HARDWARE_PAGE_SIZE}\` (${n(r.history.pages)} pages, every row seen on the Cluster, checked): one server ${n(median(r.history.single))} rows/s (${r.history.single.map(n).join(", ")}), Cluster ${n(median(r.history.cluster))} rows/s (${r.history.cluster.map(n).join(", ")}). One server / Cluster ${r.history.ratio.toFixed(2)}× (target ≤ ${CLUSTER_TARGET.toFixed(2)}×).
 
-(m) Cost of one such page on one server, over ${n(r.cost.cold.requests)} calls each, read from Redis (page cache off, as the two lines above): ${r.cost.cold.commands.toFixed(1)} Redis commands, ${n(r.cost.cold.redisCpuUs)} µs of Redis CPU, ${n(r.cost.cold.processCpuUs)} µs of the calling process's CPU (the core without HTTP); served from the page cache after its version check: ${r.cost.hot.commands.toFixed(1)} commands, ${n(r.cost.hot.redisCpuUs)} µs of Redis CPU, ${n(r.cost.hot.processCpuUs)} µs of process CPU. The capacity sketch below starts from these.
+(o) Cost of one such page on one server, over ${n(r.cost.cold.requests)} calls each, read from Redis (page cache off, as the two lines above): ${r.cost.cold.commands.toFixed(1)} Redis commands, ${n(r.cost.cold.redisCpuUs)} µs of Redis CPU, ${n(r.cost.cold.processCpuUs)} µs of the calling process's CPU (the core without HTTP); served from the page cache after its version check: ${r.cost.hot.commands.toFixed(1)} commands, ${n(r.cost.hot.redisCpuUs)} µs of Redis CPU, ${n(r.cost.hot.processCpuUs)} µs of process CPU. The capacity sketch below starts from these.
 
-(m) Sentinel failover: a primary, two replicas and three sentinels (quorum 2, \`down-after-milliseconds\` 1000, \`failover-timeout\` 3000), writes acknowledged by a replica (\`replicasToAck: 1\`). The primary was killed (SIGKILL) while one reader asked for a page every 20 ms through the core: the sentinels named a new primary after ${(r.failover.promotedMs / 1000).toFixed(2)} s, and the first page was served again ${(r.failover.gapMs / 1000).toFixed(2)} s after the kill (${n(r.failover.failedReads)} reads answered \`StorageError\`, a 503 over HTTP; target ≤ ${(FAILOVER_TARGET_MS / 1000).toFixed(1)} s). Behind \`serve\`'s circuit breaker, which probes once a second while open, add up to a second.
+(o) Sentinel failover: a primary, two replicas and three sentinels (quorum 2, \`down-after-milliseconds\` 1000, \`failover-timeout\` 3000), writes acknowledged by a replica (\`replicasToAck: 1\`). The primary was killed (SIGKILL) while one reader asked for a page every 20 ms through the core: the sentinels named a new primary after ${(r.failover.promotedMs / 1000).toFixed(2)} s, and the first page was served again ${(r.failover.gapMs / 1000).toFixed(2)} s after the kill (${n(r.failover.failedReads)} reads answered \`StorageError\`, a 503 over HTTP; target ≤ ${(FAILOVER_TARGET_MS / 1000).toFixed(1)} s). Behind \`serve\`'s circuit breaker, which probes once a second while open, add up to a second.
 
 ${capacityMarkdown(r, api)}`
 }

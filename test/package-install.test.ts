@@ -99,12 +99,13 @@ describe("npm pack", () => {
     for (const p of packed) assert.isTrue(existsSync(join(packDir, p.filename)), p.filename)
   })
 
-  it("ships the compiled package only: dist, package.json (and the CLI's bin, the demo's real catalogs), no src/ or test files", () => {
+  it("ships the compiled package only: dist, package.json (and the CLI's bin, the demo's real catalogs, the dashboard's files), no src/ or test files", () => {
     for (const pkg of PACKAGES) {
       const paths = tarball(pkg).files.map((f) => f.path)
       const allowed = (path: string) =>
         path === "package.json" || path === "README.md" || path === "LICENSE" || path.startsWith("dist/") ||
-        (pkg === "cli" && path.startsWith("bin/")) || (pkg === "demo" && path.startsWith("data/"))
+        (pkg === "cli" && path.startsWith("bin/")) || (pkg === "demo" && path.startsWith("data/")) ||
+        (pkg === "http-adapter" && path.startsWith("dashboard/"))
       assert.deepStrictEqual(paths.filter((path) => !allowed(path)), [], `@gpu-market/${pkg}: unexpected files`)
       assert.deepStrictEqual(
         paths.filter((path) => /(^|\/)(src|test)\//.test(path) || /\.test\.[cm]?[jt]s$/.test(path) || path.endsWith(".tsbuildinfo")), [],
@@ -119,6 +120,8 @@ describe("npm pack", () => {
       assert.deepStrictEqual(targets.map((t) => t.replace(/^\.\//, "")).filter((t) => !paths.includes(t)), [], `@gpu-market/${pkg}: exports or bin not shipped`)
       // The demo market reads the real SkyPilot catalogs it ships, with their attribution.
       if (pkg === "demo") for (const file of ["data/SOURCES.md", "data/skypilot/lambda-vms.csv"]) assert.include(paths, file)
+      // The dashboard's page and modules, which the adapter reads at run time.
+      if (pkg === "http-adapter") for (const file of ["dashboard/page.html", "dashboard/main.js"]) assert.include(paths, file)
       if (pkg === "cli") {
         assert.include(paths, "dist/main.js")
         assert.include(paths, "bin/gpu-market.js")
@@ -219,6 +222,8 @@ describe("an app outside the repository, installed from the tarballs", () => {
     assert.deepStrictEqual(out.page1, out.direct.page1)
     assert.deepStrictEqual(out.page2, out.direct.page2)
     assert.deepStrictEqual(out.anonymous, { status: 401, type: "application/problem+json", code: "unauthenticated" })
+    assert.includeMembers(out.dashboard, ["200 uPlot.iife.min.js", "200 main.js", "200 dashboard.css"])
+    assert.isTrue(out.dashboard.every((d: string) => d.startsWith("200 ")), out.dashboard.join())
   })
 
   it("(d) a strict nodenext TypeScript consumer type-checks against the installed types, with no cast", { timeout: 240_000 }, async () => {

@@ -11,6 +11,7 @@ import * as FiberRef from "effect/FiberRef"
 import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
 import { type CorsOptions, corsOptionsProblem, withCors } from "./cors.js"
+import { makeDashboardRoutes } from "./dashboard.js"
 import { docsPage, makeAssetRoutes } from "./docs.js"
 import { DEFAULT_HEARTBEAT_MS, EVENTS_PATH, sseResponse } from "./events.js"
 import { makeHealthRoutes } from "./health.js"
@@ -113,6 +114,7 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
         respond(request, { body: doc, contentType: "application/json" }))],
       ["/docs", Effect.succeed(HttpServerResponse.html(docsPage(origin.prefix)))],
       ...yield* makeAssetRoutes,
+      ...yield* makeDashboardRoutes(origin.prefix),
       ...yield* makeHealthRoutes({ metrics })
     ]
 
