@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import {
-  createMarket, type FeedMessage, type IndexDefinitionInput, type Market, MarketProblemError, MAX_LAG, type PrincipalInput,
+  createMarket, type FeedMessage, type IndexDefinitionInput, type Market, MarketProblemError, MAX_LAG, type PrincipalInput, RECHECK_MS,
   type RentalPriceObservationInput
 } from "@gpu-market/core"
 import { nodeHandler } from "@gpu-market/http-adapter"
@@ -141,6 +141,39 @@ describe("the change feed on SQLite: Promise API, and HTTP heartbeats", () => {
       assert.match(text, /^retry: 1000$/m)
       assert.notMatch(text, /^data:/m)
       await reader.cancel()
+    } finally {
+      server.closeAllConnections()
+      server.close()
+      await handler.close()
+      await market.close()
+    }
+  })
+
+  it("ends a revoked token's subscriptions within RECHECK_MS, in process and over HTTP, and refuses it a new one (401)", { timeout: 60_000 }, async () => {
+    const db = file("revoked")
+    const market = await createMarket({ storage: SqliteStorage.sqlite(db) })
+    const handler = await nodeHandler({ storage: SqliteStorage.sqlite(db), baseUrl: "http://127.0.0.1" })
+    const server = createServer(handler.handle)
+    try {
+      await market.tokens.create(principal("feed-revoked", { grants: { gpu_rental_prices: unrestricted } }), "revoked")
+      await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v2/events`
+      const response = await fetch(url, { headers: { authorization: "Bearer revoked" } })
+      assert.strictEqual(response.status, 200)
+      const inProcess = collect(market.events({}, { token: "revoked" }), (m) => m.type === "dropped", RECHECK_MS + 10_000)
+      await market.ingest.rental([rental("r1", "h100-sxm", 2, "2026-06-10T00:00:00Z")])
+      await market.tokens.revoke("feed-revoked")
+      const revokedAt = Date.now()
+      const got = await inProcess
+      assert.deepStrictEqual(got.map(summary).at(-1), "dropped revoked")
+      assert.isAtMost(Date.now() - revokedAt, RECHECK_MS + 5_000)
+      const reader = response.body!.getReader()
+      let text = ""
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += new TextDecoder().decode(chunk.value)
+      assert.isAtMost(Date.now() - revokedAt, RECHECK_MS + 5_000)
+      assert.match(text, /^event: dropped\ndata: .*"reason":"revoked"/m)
+      assert.strictEqual((await fetch(url, { headers: { authorization: "Bearer revoked" } })).status, 401)
+      assert.strictEqual(((await first(market, {}, { token: "revoked" })) as MarketProblemError).status, 401)
     } finally {
       server.closeAllConnections()
       server.close()

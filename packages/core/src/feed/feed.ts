@@ -8,6 +8,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import type { Auth } from "../auth/auth.js"
 import { historyFloor } from "../auth/history.js"
 import { DataType, type Principal } from "../auth/principal.js"
 import { EventIdExpired, InsufficientEntitlement, NotFound, type StorageUnavailable, type ValidationFailed, validationFailed } from "../errors.js"
@@ -40,6 +41,11 @@ export const MAX_LAG = 2048
 export const IDLE_TICK_MS = 1000
 /** Events one read of the log asks for. */
 const READ_PAGE = 500
+/**
+ * How often a subscription confirms that its token still holds: a revoked token's stream ends
+ * (`dropped`, reason `revoked`) within this bound, and reconnecting answers 401.
+ */
+export const RECHECK_MS = 5000
 
 /** What a subscriber asks for: data types, GPUs and index ids (each list optional; none = all it may see). */
 export const FeedQuery = Schema.Struct({
@@ -69,9 +75,9 @@ export type FeedItem =
  * Why a subscription ended: `slow_consumer`, it fell `MAX_LAG` events behind (resume from the
  * id); `storage_unavailable`, the log could not be read (resume from the id once it is back);
  * `resync`, the log no longer holds events it had not read (resuming answers 410: read the
- * current state and subscribe afresh).
+ * current state and subscribe afresh); `revoked`, the token was revoked (reconnecting answers 401).
  */
-export type DropReason = "slow_consumer" | "storage_unavailable" | "resync"
+export type DropReason = "slow_consumer" | "storage_unavailable" | "resync" | "revoked"
 
 /**
  * One message of the feed as every adapter delivers it (the SSE `data` of HTTP, the items of the
@@ -252,11 +258,17 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
      * A subscription of `principal`: events after `lastEventId` (or from now), filtered and
      * scrubbed for it. Refused before it starts with a 422 (bad query or id), 403/404 (types or
      * indices it may not read), or 410 `EventIdExpired` when the log no longer holds what follows
-     * the id.
+     * the id. `stillAdmitted` (false once the subscriber's token is revoked) is asked every
+     * `RECHECK_MS`; a false ends the subscription.
      */
-    const subscribe = (principal: Principal, query: QueryInput, lastEventIdHeader?: string) =>
-      Effect.catchTag(open(principal, query, lastEventIdHeader), "StorageError", (e) => Effect.fail(unavailable(e)))
-    const open = Effect.fn("Feed.subscribe")(function* (principal: Principal, query: QueryInput, lastEventIdHeader?: string) {
+    const subscribe = (principal: Principal, query: QueryInput, lastEventIdHeader?: string, stillAdmitted?: Effect.Effect<boolean>) =>
+      Effect.catchTag(open(principal, query, lastEventIdHeader, stillAdmitted), "StorageError", (e) => Effect.fail(unavailable(e)))
+    const open = Effect.fn("Feed.subscribe")(function* (
+      principal: Principal,
+      query: QueryInput,
+      lastEventIdHeader?: string,
+      stillAdmitted?: Effect.Effect<boolean>
+    ) {
       const selection = yield* selectionOf(principal, query)
       const lastEventId = lastEventIdHeader ?? selection.lastEventId
       let position: string
@@ -295,6 +307,7 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
       }
       let done = false
       let answered = false
+      let checkedAt = yield* nowMicros
       const dropped = (reason: DropReason): Chunk.Chunk<FeedItem> => {
         done = true
         return Chunk.of({ _tag: "dropped", id: position, reason })
@@ -305,6 +318,10 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
         if (done || ring.closed) return yield* Effect.fail(Option.none())
         if (ring.epoch !== epoch) return dropped("resync")
         const now = yield* nowMicros
+        if (stillAdmitted !== undefined && now - checkedAt >= RECHECK_MS * 1000) {
+          checkedAt = now
+          if (!(yield* stillAdmitted)) return dropped("revoked")
+        }
         if (seq === undefined) {
           let events: ReadonlyArray<LoggedEvent>
           if (backlog !== undefined) {
@@ -358,3 +375,12 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
   })
 }) {}
 
+/**
+ * Whether `authorization` still admits its bearer, for `Feed.subscribe`: false once the token is
+ * revoked; true while the storage cannot tell (the follower reports that outage itself).
+ */
+export const tokenStillHolds = (auth: Auth, authorization: string | undefined): Effect.Effect<boolean> =>
+  auth.authenticate(authorization).pipe(
+    Effect.as(true),
+    Effect.catchTags({ Unauthenticated: () => Effect.succeed(false), StorageUnavailable: () => Effect.succeed(true) })
+  )
