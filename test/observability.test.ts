@@ -191,4 +191,22 @@ describe("operating the server", () => {
     assert.notStrictEqual(bad.status, 0)
     assert.include(bad.stderr, `--log-level is "loud"; expected one of`)
   })
+
+  it("--feed-heartbeat-ms sets how often a quiet change-feed stream gets a ping; under a second is refused with a reason", { timeout: 120_000 }, async () => {
+    const { port } = await serve(["--feed-heartbeat-ms", "1000"])
+    const started = Date.now()
+    const response = await fetch(`http://127.0.0.1:${port}/v2/events`, { headers: { authorization: `Bearer ${reader}` } })
+    assert.strictEqual(response.status, 200)
+    const stream = response.body!.getReader()
+    let text = ""
+    while ((text.match(/^: ping$/gm) ?? []).length < 2) text += new TextDecoder().decode((await stream.read()).value)
+    await stream.cancel()
+    // Two pings at the default (15 s) would take 30 s.
+    assert.isBelow(Date.now() - started, 10_000)
+    const bad = spawnSync("node", [BIN, "serve", "--port", "1"], {
+      encoding: "utf8", env: { ...process.env, GPU_MARKET_REDIS_URL: redis.url, GPU_MARKET_REDIS_PREFIX: prefix, GPU_MARKET_FEED_HEARTBEAT_MS: "500", GPU_MARKET_DEMO: "0" }
+    })
+    assert.notStrictEqual(bad.status, 0)
+    assert.include(bad.stderr, "heartbeat interval is 500 ms; it must be at least 1000")
+  })
 })

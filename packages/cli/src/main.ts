@@ -59,6 +59,10 @@ const serveCommand = Command.make("serve", {
     Options.withDescription("milliseconds an idle keep-alive connection stays open (behind a proxy, above its idle timeout); default $GPU_MARKET_KEEP_ALIVE_TIMEOUT_MS or 5000"),
     Options.optional
   ),
+  feedHeartbeatMs: Options.integer("feed-heartbeat-ms").pipe(
+    Options.withDescription("milliseconds of silence after which a change-feed stream (/v2/events) gets a heartbeat comment, at least 1000 (under your proxies' idle timeout); default $GPU_MARKET_FEED_HEARTBEAT_MS or 15000"),
+    Options.optional
+  ),
   ...storageOptions
 }, (o) => Effect.gen(function* () {
   const port = Option.getOrElse(o.port, () => Number(process.env.PORT ?? 8787))
@@ -80,7 +84,7 @@ const serveCommand = Command.make("serve", {
   }
   return yield* serve({
     storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb, metrics,
-    shutdownTimeoutMs: shutdownTimeout, timeouts
+    shutdownTimeoutMs: shutdownTimeout, timeouts, feedHeartbeatMs: Option.getOrUndefined(o.feedHeartbeatMs)
   }).pipe(Effect.provide(yield* ServerLogging))
 })
 ).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))

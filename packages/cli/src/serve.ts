@@ -54,6 +54,8 @@ export interface ServeOptions<E> {
   readonly shutdownTimeoutMs: number | undefined
   /** Client timeouts given on the command line; the environment, then the server's defaults, fill the rest. */
   readonly timeouts?: GivenTimeouts
+  /** How often a quiet change-feed stream gets a heartbeat, in ms, given on the command line; else the environment, else the server's default. */
+  readonly feedHeartbeatMs?: number | undefined
 }
 
 /** `$name` as a whole number ≥ 0; unset is undefined, anything else fails before the server starts, saying it expected `expected`. */
@@ -107,6 +109,9 @@ const holdSignals = Effect.acquireRelease(
   })
 )
 
+/** `$GPU_MARKET_FEED_HEARTBEAT_MS`, how often a quiet change-feed stream gets a `: ping`: unset is the server's default (15 s). */
+const feedHeartbeatFromEnvironment = wholeNumberFromEnvironment("GPU_MARKET_FEED_HEARTBEAT_MS", "a whole number of milliseconds, at least 1000")
+
 /** `$GPU_MARKET_PAGE_CACHE_MB`, the page cache size `serve` and `npm start` default to: unset is the core's default. */
 export const pageCacheMbFromEnvironment = wholeNumberFromEnvironment("GPU_MARKET_PAGE_CACHE_MB", "a whole number of MB (0 turns the page cache off)")
 
@@ -138,6 +143,11 @@ export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter
   const cors = Either.mapLeft(Server.parseCorsOrigins(options.corsOrigins), (problem) => `CORS: ${problem}`)
   return Effect.flatMap(cors, (origins) => Effect.gen(function* () {
     const timeouts = yield* timeoutsOf(Server, options.timeouts ?? {})
+    const feedHeartbeatMs = options.feedHeartbeatMs ?? (yield* feedHeartbeatFromEnvironment)
+    // Heartbeats ride on the feed's one-second ticks: a shorter interval could not be kept.
+    if (feedHeartbeatMs !== undefined && feedHeartbeatMs < 1000) {
+      return yield* Effect.fail(new Error(`the change feed's heartbeat interval is ${feedHeartbeatMs} ms; it must be at least 1000`))
+    }
     if (demo) {
       const report = yield* Demo.seedDemo()
       yield* Effect.sync(() => console.log(report.days > 0
@@ -148,7 +158,8 @@ export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter
     }
     const server = Server.layer({
       port: options.port, host: options.host, baseUrl, cors: { origins }, metrics: options.metrics, timeouts,
-      ...(options.shutdownTimeoutMs === undefined ? {} : { shutdownTimeoutMs: options.shutdownTimeoutMs })
+      ...(options.shutdownTimeoutMs === undefined ? {} : { shutdownTimeoutMs: options.shutdownTimeoutMs }),
+      ...(feedHeartbeatMs === undefined ? {} : { feedHeartbeatMs })
     })
     return yield* Layer.launch(server.pipe(
       Layer.tap(() => Effect.logInfo("listening").pipe(Effect.annotateLogs({
