@@ -75,8 +75,12 @@ describe("Sentinel: a primary, two replicas, three sentinels", () => {
       await until("the writer's first batches", () => feed.acked().length >= 10, 60_000)
       const answers: Array<Answer & { readonly at: number }> = []
       let reading = true
+      // A refused connection is an answer too (status 0): the server must never stop listening.
       const reader = (async () => {
-        while (reading) answers.push({ ...(await get(server.base + LATEST, "reader")), at: Date.now() })
+        while (reading) {
+          const answer = await get(server.base + LATEST, "reader").catch((e: unknown): Answer => ({ status: 0, code: String(e), remaining: null, ms: 0, body: undefined }))
+          answers.push({ ...answer, at: Date.now() })
+        }
       })()
       await until("reads served", () => answers.filter((a) => a.status === 200).length >= 10, 10_000)
 
@@ -87,19 +91,35 @@ describe("Sentinel: a primary, two replicas, three sentinels", () => {
       await until("served again", () => answers.some((a) => a.at > promotedAt && a.status === 200), 30_000)
       const ackedAfterFailover = feed.acked().length
       await until("the writer writes again", () => feed.acked().length >= ackedAfterFailover + 10, 30_000)
+      // Served steadily again: the last 20 reads all answered.
+      await until("served steadily", () => answers.length >= 20 && answers.slice(-20).every((a) => a.status === 200), 30_000)
       reading = false
       await reader
 
       const after = answers.filter((a) => a.at > killedAt)
       const failed = after.filter((a) => a.status !== 200)
-      assert.isTrue(failed.every((a) => a.status === 503 && a.code === "storage_unavailable"), JSON.stringify(failed.find((a) => a.status !== 503)?.body))
+      const serverLog = () => server.output().split("\n").filter((l) => !l.includes('"msg":"request"')).slice(-30).join("\n")
+      assert.isTrue(failed.every((a) => a.status === 503 && a.code === "storage_unavailable"),
+        `${JSON.stringify(failed.find((a) => a.status !== 503 || a.code !== "storage_unavailable"))}\n${serverLog()}`)
       assert.isAbove(failed.length, 0, "the outage was seen")
-      // The gap: from the kill to the first page served after the last 503.
-      const lastFailure = Math.max(...failed.map((a) => a.at))
-      const gap = after.find((a) => a.at > lastFailure)!.at - killedAt
-      console.log(`failover: promoted after ${promotedAt - killedAt} ms; 503s for ${gap} ms; ${failed.length} of ${after.length} reads failed`)
+      // The gap: from the kill to the first page served after the outage began.
+      const recovered = after.find((a) => a.at > failed[0]!.at && a.status === 200)!.at
+      const gap = recovered - killedAt
+      // Later outages: runs of 503s after the first recovery (a connection that breaks once more
+      // while the sentinels reconfigure the replicas; each costs at most a breaker probe).
+      const later: Array<number> = []
+      let since: number | undefined
+      for (const a of after.filter((a) => a.at > recovered)) {
+        if (a.status !== 200) since ??= a.at
+        else if (since !== undefined) {
+          later.push(a.at - since)
+          since = undefined
+        }
+      }
+      console.log(`failover: promoted after ${promotedAt - killedAt} ms; 503s for ${gap} ms; ${failed.length} of ${after.length} reads failed; later outages ${JSON.stringify(later)} ms`)
       // Sentinel calls the primary down after 1 s and promotes within a few more.
-      assert.isBelow(gap, 10_000)
+      assert.isBelow(gap, 10_000, serverLog())
+      for (const ms of later) assert.isBelow(ms, 3000, serverLog())
       // No hang while the primary was gone: every answer within the command timeout and a margin.
       assert.isBelow(Math.max(...failed.map((a) => a.ms)), 3000)
       assert.strictEqual(await feed.finish(), 0, feed.log())

@@ -205,9 +205,13 @@ const connections = (options: RedisOptions): { readonly main: Connection; readon
           sentinels: topology.sentinels.map((n) => ({ ...n })),
           name: topology.name,
           role,
-          // Subscribes to the sentinels' switch-master, so a failover is followed at once
-          // rather than when the old primary's connection times out.
-          failoverDetector: role === "master",
+          // A failover is followed when the connection to the old primary breaks, or when it
+          // answers READONLY (a primary demoted while still up): the connection is then opened
+          // again to the primary the sentinels name, and the command fails (not re-sent).
+          // ioredis' failoverDetector is off: its switch-master handler cut the connection a
+          // second time after it had already reached the new primary, a second outage.
+          failoverDetector: false,
+          reconnectOnError: (error: Error) => role === "master" && error.message.startsWith("READONLY"),
           sentinelCommandTimeout: options.connectTimeoutMs ?? 2000,
           sentinelRetryStrategy: (attempt: number) => Math.min(50 * 2 ** Math.min(attempt, 5), 1000)
         })
