@@ -49,42 +49,28 @@ const sourceFingerprint = (): { readonly hash: string; readonly files: number } 
   return { hash: hash.digest("hex").slice(0, 12), files: files.length }
 }
 
-/** (l) alone: its lines on the console, its section in bench/.data. */
-const servingOnly = async (quick: boolean) => {
-  const result = await runServingBench(quick, log)
-  const ls = servingLines(result)
-  log("")
-  log(consoleTable(ls))
-  const out = path.join(DATA_DIR, `BENCHMARKS.l${quick ? ".quick" : ""}.md`)
-  fs.writeFileSync(out, servingMarkdown(result))
-  log(`\nWrote ${path.relative(REPO_ROOT, out)}.`)
-  if (process.env.BENCH_STRICT === "1" && ls.some((l) => !l.pass)) process.exitCode = 1
-}
-
-/** (o) alone: its lines on the console, its section in bench/.data. */
-const topologiesOnly = async (quick: boolean) => {
-  const result = await runTopologyBench(quick, log)
-  const ls = topologyLines(result)
-  log("")
-  log(consoleTable(ls))
-  const out = path.join(DATA_DIR, `BENCHMARKS.o${quick ? ".quick" : ""}.md`)
-  fs.writeFileSync(out, topologyMarkdown(result))
-  // The raw figures, so the section can be written again with another run's API costs.
-  fs.writeFileSync(out.replace(/\.md$/, ".json"), JSON.stringify(result, null, 2))
-  log(`\nWrote ${path.relative(REPO_ROOT, out)}.`)
-  if (process.env.BENCH_STRICT === "1" && ls.some((l) => !l.pass)) process.exitCode = 1
-}
-
-/** A one-line section alone (`letter`): its line on the console, its section in bench/.data. */
-const oneLineOnly = async <R>(letter: string, quick: boolean, run: Promise<R>, lineOf: (r: R) => Line, section: (r: R) => string) => {
+/**
+ * One section alone (`BENCH_ONLY=<letter>`): its lines on the console, its section (and, with
+ * `raw`, its figures as JSON, to write the section again later) in bench/.data.
+ */
+const sectionOnly = async <R>(
+  letter: string,
+  quick: boolean,
+  run: Promise<R>,
+  linesOf: (r: R) => ReadonlyArray<Line>,
+  section: (r: R) => string,
+  raw = false
+) => {
   const result = await run
-  const line = lineOf(result)
+  const ls = linesOf(result)
   log("")
-  log(consoleTable([line]))
+  log(consoleTable(ls))
+  fs.mkdirSync(DATA_DIR, { recursive: true })
   const out = path.join(DATA_DIR, `BENCHMARKS.${letter}${quick ? ".quick" : ""}.md`)
   fs.writeFileSync(out, section(result))
+  if (raw) fs.writeFileSync(out.replace(/\.md$/, ".json"), JSON.stringify(result, null, 2))
   log(`\nWrote ${path.relative(REPO_ROOT, out)}.`)
-  if (process.env.BENCH_STRICT === "1" && !line.pass) process.exitCode = 1
+  if (process.env.BENCH_STRICT === "1" && ls.some((l) => !l.pass)) process.exitCode = 1
 }
 
 const main = async () => {
@@ -94,11 +80,12 @@ const main = async () => {
   log(`gpu-market benchmarks${config.quick ? " (quick mode)" : ""}: ${m.cpu}, ${m.cores} cores, ${m.memory}, Node ${m.node}`)
   const only = process.env.BENCH_ONLY
   if (only !== undefined && only !== "") {
-    if (only === "k") return oneLineOnly("k", config.quick, runImportBench(importConfig(config.quick), log), importLine, importMarkdown)
-    if (only === "l") return servingOnly(config.quick)
-    if (only === "m") return oneLineOnly("m", config.quick, runDashboardBench(config.quick, log), dashboardLine, dashboardMarkdown)
-    if (only === "n") return oneLineOnly("n", config.quick, runFeedBench(config.quick, log), feedLine, feedMarkdown)
-    if (only === "o") return topologiesOnly(config.quick)
+    const q = config.quick
+    if (only === "k") return sectionOnly("k", q, runImportBench(importConfig(q), log), (r) => [importLine(r)], importMarkdown)
+    if (only === "l") return sectionOnly("l", q, runServingBench(q, log), servingLines, servingMarkdown)
+    if (only === "m") return sectionOnly("m", q, runDashboardBench(q, log), (r) => [dashboardLine(r)], dashboardMarkdown)
+    if (only === "n") return sectionOnly("n", q, runFeedBench(q, log), (r) => [feedLine(r)], feedMarkdown)
+    if (only === "o") return sectionOnly("o", q, runTopologyBench(q, log), topologyLines, (r) => topologyMarkdown(r), true)
     throw new Error(`BENCH_ONLY supports k, l, m, n and o; run another section alone with npx tsx bench/<section>.ts`)
   }
 
