@@ -80,6 +80,28 @@ export const withLogging = (flag: string | undefined, main: (logging: Logging) =
 const text = (message: unknown): string =>
   (Array.isArray(message) ? message : [message]).map((part) => (typeof part === "string" ? part : JSON.stringify(part))).join(" ")
 
+/** Log text written in this turn of the event loop, not yet on stderr. */
+let unwritten = ""
+/** Past this much unwritten text, it is written at once. */
+const UNWRITTEN_LIMIT = 64 * 1024
+
+const writeUnwritten = () => {
+  const text = unwritten
+  unwritten = ""
+  if (text !== "") process.stderr.write(text)
+}
+
+/**
+ * Lines logged in one turn of the event loop go to stderr in one write at its end (or once 64
+ * KiB wait), and whatever waits when the process exits is written then: a write per request
+ * line cost a busy server a tenth of its time.
+ */
+const writeLine = (line: string) => {
+  if (unwritten === "") setImmediate(writeUnwritten)
+  unwritten += line
+  if (unwritten.length >= UNWRITTEN_LIMIT) writeUnwritten()
+}
+
 /**
  * One JSON object per line: `time`, `level`, `msg`, the log's annotations in name order (the same
  * order on every line), and `error` when a cause came with it.
@@ -88,7 +110,7 @@ const jsonLines = Logger.make(({ annotations, cause, date, logLevel, message }) 
   const line: Record<string, unknown> = { time: date.toISOString(), level: logLevel.label.toLowerCase(), msg: text(message) }
   for (const [key, value] of HashMap.toEntries(annotations).sort(([a], [b]) => (a < b ? -1 : 1))) line[key] = value
   if (!Cause.isEmpty(cause)) line.error = Cause.pretty(cause, { renderErrorCause: true })
-  process.stderr.write(`${JSON.stringify(line)}\n`)
+  writeLine(`${JSON.stringify(line)}\n`)
 })
 
 /**
@@ -105,6 +127,7 @@ const loggingOf = (flag: string | undefined): Either.Either<Logging, string> => 
     return Either.left(`GPU_MARKET_LOG_FORMAT is ${JSON.stringify(format)}; expected ${FORMATS.join(" or ")}`)
   }
   const pretty = format === "pretty" || (format === "" && process.stderr.isTTY === true)
+  if (!pretty) process.once("exit", writeUnwritten)
   const logger = pretty ? Logger.prettyLogger({ stderr: true }) : jsonLines
   // In place of Effect's default logger and of the pretty one `runMain` puts there.
   const loggers = Layer.scopedDiscard(Effect.locallyScopedWith(FiberRef.currentLoggers, (set) =>

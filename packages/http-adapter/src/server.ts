@@ -123,8 +123,14 @@ export const layer = (options: ServerOptions) => {
       Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true)
     )
     const runtime = yield* Effect.runtime<never>()
-    // Replayed answers are taken before the platform sees the request, and logged and counted as the app's are.
-    const replayed = (answer: Answered) => Runtime.runFork(runtime)(recordReplayed(answer))
+    // Replayed answers are taken before the platform sees the request, and logged and counted as
+    // the app's are: those of one turn of the event loop by one fiber, since a fiber per request
+    // cost more than the replay itself.
+    const answered: Array<Answered> = []
+    const record = () => Runtime.runFork(runtime)(Effect.forEach(answered.splice(0), recordReplayed, { discard: true }))
+    const replayed = (answer: Answered) => {
+      if (answered.push(answer) === 1) setImmediate(record)
+    }
     yield* listen(replayOrHandle(replay, handle, replayed), {
       port: options.port, host: options.host, timeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, timeouts
     })
