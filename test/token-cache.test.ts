@@ -1,6 +1,6 @@
 import { assert, layer } from "@effect/vitest"
 import { Auth, marketLayer, type MarketServices, type Storage, type StorageError } from "@gpu-market/core"
-import { MemoryStorage, RateLimitStore, TokenStore } from "@gpu-market/core/storage"
+import { guardStorage, MemoryStorage, RateLimitStore, TokenStore } from "@gpu-market/core/storage"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Context, Effect, Layer } from "effect"
@@ -113,7 +113,7 @@ layer(testRedisLayer(), { timeout: "60 seconds" })("token lookups cached under t
 })
 
 layer(testRedisLayer(), { timeout: "60 seconds" })("one round trip on Redis", (it) => {
-  it.effect("a cached token's version read and its rate-limit count are both sent before either is answered", () =>
+  it.effect("a cached token's version read and its rate-limit count are both sent before either is answered, behind the breaker as served", () =>
     Effect.gen(function* () {
       const server = yield* TestRedis
       const events: Array<string> = []
@@ -125,7 +125,7 @@ layer(testRedisLayer(), { timeout: "60 seconds" })("one round trip on Redis", (i
           Context.add(TokenStore, { ...tokens, version: traced("version", tokens.version) }),
           Context.add(RateLimitStore, { hit: (key, window, now) => traced("count", limits.hit(key, window, now)) })
         )
-      })).pipe(Layer.provide(RedisStorage.layer({ url: server.url, prefix: uniquePrefix("round-trip") })))
+      })).pipe(Layer.provide(guardStorage(RedisStorage.layer({ url: server.url, prefix: uniquePrefix("round-trip") }))))
       yield* withMarket({ storage, other: undefined }, { finds: 0, versions: 0 }, Effect.gen(function* () {
         assert.strictEqual((yield* http(LATEST, { token: "all" })).status, 200)
         for (let i = 0; i < 20; i++) {

@@ -4,7 +4,8 @@
  * is one checked Lua batch; requests fail fast with a `StorageError` while Redis is away.
  */
 import { type PortableMarketStorage, portableStorage, type Storage, type StorageError } from "@gpu-market/core"
-import { storageContext, type Stores } from "@gpu-market/core/storage"
+import { storageContext, StorePipelines, type Stores } from "@gpu-market/core/storage"
+import * as Context from "effect/Context"
 import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -44,9 +45,12 @@ export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError,
     eventLogStore
   })))
 
-/** Every store in the Redis `options` name, over one connection the layer opens and closes. */
+/**
+ * Every store in the Redis `options` name, over one connection the layer opens and closes; calls
+ * started together share round trips (`StorePipelines`).
+ */
 export const layer = (options: RedisOptions): Layer.Layer<Storage, StorageError> =>
-  Layer.scopedContext(Effect.map(make(options), storageContext))
+  Layer.scopedContext(Effect.map(make(options), (stores) => Context.add(storageContext(stores), StorePipelines, true)))
 
 /** `url` fit to print: its user and password left out. */
 export const redactUrl = (url: string): string => {

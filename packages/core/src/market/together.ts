@@ -4,6 +4,7 @@ import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
+import { StorePipelines } from "../storage/pipelining.js"
 
 /**
  * `effect` run in a fiber of its own as far as it goes without waiting: its exit when it ended
@@ -27,20 +28,23 @@ const exitOf = <A, E>(started: Exit.Exit<A, E> | Fiber.RuntimeFiber<A, E>): Effe
     : Effect.async<Exit.Exit<A, E>>((resume) => started.addObserver((exit) => resume(Effect.succeed(exit))))
 
 /**
- * `a` and `b` started at once, each in a fiber of its own, and both awaited: a store that
- * pipelines (Redis) then sends their commands in one round trip. `a` runs as far as it goes
- * without waiting before `b` starts, so when the stores answer at once (SQLite, memory) both end
- * right there, with none of the scheduling a fork and its supervision cost (about as much as a
- * cached page). Both run store calls that end by themselves (bounded by the store's timeouts), so
- * an interrupted caller stops waiting without them.
+ * `a` and `b` both run and awaited. Over a store that pipelines (`StorePipelines`: Redis) each
+ * starts at once in a fiber of its own, so their commands go in one round trip; `a` runs as far
+ * as it goes without waiting before `b` starts. Over one that answers at once (SQLite, memory)
+ * they run one after the other in the caller's fiber: a fiber of their own would cost more than
+ * the calls. Both run store calls that end by themselves (bounded by the store's timeouts), so an
+ * interrupted caller stops waiting without them.
  */
 export const startedTogether = <A, E1, R1, B, E2, R2>(
   a: Effect.Effect<A, E1, R1>,
   b: Effect.Effect<B, E2, R2>
 ): Effect.Effect<[A, B], E1 | E2, R1 | R2> =>
-  Effect.flatMap(Effect.runtime<R1 | R2>(), (runtime) => {
-    const local = runtime as Runtime.Runtime<never>
-    const first = runAsFarAsItGoes(local, a as Effect.Effect<A, E1>)
-    const second = runAsFarAsItGoes(local, b as Effect.Effect<B, E2>)
-    return Effect.flatMap(exitOf(first), (x) => Effect.flatMap(exitOf(second), (y) => Exit.zip(x, y)))
-  })
+  Effect.flatMap(StorePipelines, (pipelines) =>
+    pipelines
+      ? Effect.flatMap(Effect.runtime<R1 | R2>(), (runtime) => {
+          const local = runtime as Runtime.Runtime<never>
+          const first = runAsFarAsItGoes(local, a as Effect.Effect<A, E1>)
+          const second = runAsFarAsItGoes(local, b as Effect.Effect<B, E2>)
+          return Effect.flatMap(exitOf(first), (x) => Effect.flatMap(exitOf(second), (y) => Exit.zip(x, y)))
+        })
+      : Effect.zip(a, b))

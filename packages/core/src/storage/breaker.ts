@@ -14,6 +14,7 @@ import { LlmTokenPriceStore } from "./llm-token-prices.js"
 import { ProcurementStore } from "./procurement.js"
 import { ReferenceDataStore } from "./reference.js"
 import { EventLogStore } from "./event-log.js"
+import { StorePipelines } from "./pipelining.js"
 import { storageContext, type Stores } from "./stores.js"
 import { TransactionStore } from "./transactions.js"
 
@@ -139,6 +140,6 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
       referenceDataStore: guarded(ReferenceDataStore),
       eventLogStore: guarded(EventLogStore)
     }
-    return storageContext(stores)
+    return Context.add(storageContext(stores), StorePipelines, Context.get(context, StorePipelines))
   })).pipe(Layer.provide(storage))
 }
