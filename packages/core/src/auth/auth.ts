@@ -51,8 +51,20 @@ export class Auth extends Effect.Service<Auth>()("Market/Auth", {
       })
     })
 
+    // A request hashes its token twice, for `guess` and `authenticate`, one after the other: the
+    // second takes the first's hash.
+    let lastSecret: string | undefined
+    let lastHash = ""
+    const hashOf = (secret: string): string => {
+      if (secret !== lastSecret) {
+        lastHash = hashToken(secret)
+        lastSecret = secret
+      }
+      return lastHash
+    }
+
     const authenticateToken = (secret: string): Effect.Effect<Principal, Unauthenticated | StorageUnavailable> => {
-      const hash = hashToken(secret)
+      const hash = hashOf(secret)
       return lookup(hash).pipe(
         Effect.mapError(unavailable),
         Effect.flatMap((found) =>
@@ -68,7 +80,7 @@ export class Auth extends Effect.Service<Auth>()("Market/Auth", {
        */
       guess: (authorization: string | undefined): Principal | undefined => {
         const m = authorization === undefined ? null : BEARER.exec(authorization)
-        return m === null ? undefined : cache.get(hashToken(m[1]!))?.principal
+        return m === null ? undefined : cache.get(hashOf(m[1]!))?.principal
       },
       /** The principal of an `Authorization` header value; 401 when missing, malformed or unknown. */
       authenticate: (authorization: string | undefined): Effect.Effect<Principal, Unauthenticated | StorageUnavailable> => {
