@@ -27,7 +27,7 @@ export { Transactions } from "./market/transactions.js"
 export { LlmTokenPrices } from "./market/llm-token-prices.js"
 export { Indexes } from "./market/indexes.js"
 export {
-  type DropReason, Feed, type FeedError, type FeedItem, type FeedMessage, feedMessage, FeedQuery, IDLE_TICK_MS, MAX_LAG, RECHECK_MS, RING_SIZE, tokenStillHolds
+  type DropReason, Feed, type FeedError, type FeedItem, type FeedMessage, feedMessage, FeedQuery, IDLE_TICK_MS, MAX_LAG, RECHECK_MS, RING_SIZE
 } from "./feed/feed.js"
 export { DEFAULT_PAGE_CACHE_BYTES, PageCache, PageCacheBytes } from "./market/page-cache.js"
 export { RentalPriceIngest, baseProductKey, productKey } from "./ingest/rental-prices.js"

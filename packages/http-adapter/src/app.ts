@@ -2,7 +2,7 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Auth, Feed, type MarketError, PageCacheBytes, type Principal, RateLimits, tokenStillHolds } from "@gpu-market/core"
+import { Auth, Feed, type MarketError, PageCacheBytes, type Principal, RateLimits } from "@gpu-market/core"
 import { admit, bodyJson, makeReadCalls, type ReadCall, replayOf, requestOrigin } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -91,7 +91,7 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
     const feed = yield* Feed
     const heartbeatMs = options.feedHeartbeatMs ?? DEFAULT_HEARTBEAT_MS
     const events = admitted((principal, request, requestId, headers) =>
-      Effect.map(Effect.either(feed.subscribe(principal, queryOf(request.url), request.headers["last-event-id"], tokenStillHolds(auth, request.headers.authorization))), (items) =>
+      Effect.map(Effect.either(feed.subscribe(principal, queryOf(request.url), request.headers["last-event-id"], auth.stillHolds(request.headers.authorization))), (items) =>
         Either.isLeft(items)
           ? problemResponse(items.left, requestId, headers)
           : sseResponse(items.right, heartbeatMs, { ...headers, "x-request-id": requestId })))

@@ -8,7 +8,7 @@ import {
   InsufficientEntitlement, InvalidRecords, type MarketError, MissingAnchor, NotFound, RateLimited, SearchTooBroad,
   StorageUnavailable, Unauthenticated, ValidationFailed, EventIdExpired
 } from "../errors.js"
-import { Feed, tokenStillHolds } from "../feed/feed.js"
+import { Feed } from "../feed/feed.js"
 import { FormatImport, type FormatImportOptions, type SkypilotImportOptions } from "../ingest/formats/import.js"
 import { HardwarePriceIngest } from "../ingest/hardware-prices.js"
 import { IndexIngest } from "../ingest/indexes.js"
@@ -130,7 +130,7 @@ export const makeOperations = Effect.gen(function* () {
     /** A change-feed subscription, admitted like a read (one count against the rate limit). */
     subscribe: (query: Readonly<Record<string, string>>, token: string | undefined, lastEventId: string | undefined) =>
       Effect.flatMap(admit(auth, limits, token === undefined ? undefined : `Bearer ${token}`), ({ principal }) =>
-        feed.subscribe(principal, query, lastEventId, tokenStillHolds(auth, `Bearer ${token}`))).pipe(Effect.tapErrorCause(logDefect)),
+        feed.subscribe(principal, query, lastEventId, auth.stillHolds(`Bearer ${token}`))).pipe(Effect.tapErrorCause(logDefect)),
     /** One write operation; the token admin and write paths are for the embedding app, not its callers. */
     write: (name: WriteName, args: ReadonlyArray<unknown>): Effect.Effect<unknown, OperationError> =>
       Effect.tapErrorCause((writes[name] as (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, OperationError>)(...args), logDefect),

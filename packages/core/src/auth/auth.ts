@@ -72,6 +72,15 @@ export class Auth extends Effect.Service<Auth>()("Market/Auth", {
       )
     }
 
+    const authenticate = (authorization: string | undefined): Effect.Effect<Principal, Unauthenticated | StorageUnavailable> => {
+      if (authorization === undefined || authorization.length === 0) {
+        return Effect.fail(new Unauthenticated({ detail: "send Authorization: Bearer <token>" }))
+      }
+      const m = BEARER.exec(authorization)
+      if (m === null) return Effect.fail(new Unauthenticated({ detail: "the Authorization header is not a bearer token" }))
+      return authenticateToken(m[1]!)
+    }
+
     return {
       /**
        * The principal this process's cache holds for an `Authorization` header's token, without
@@ -83,16 +92,19 @@ export class Auth extends Effect.Service<Auth>()("Market/Auth", {
         return m === null ? undefined : cache.get(hashOf(m[1]!))?.principal
       },
       /** The principal of an `Authorization` header value; 401 when missing, malformed or unknown. */
-      authenticate: (authorization: string | undefined): Effect.Effect<Principal, Unauthenticated | StorageUnavailable> => {
-        if (authorization === undefined || authorization.length === 0) {
-          return Effect.fail(new Unauthenticated({ detail: "send Authorization: Bearer <token>" }))
-        }
-        const m = BEARER.exec(authorization)
-        if (m === null) return Effect.fail(new Unauthenticated({ detail: "the Authorization header is not a bearer token" }))
-        return authenticateToken(m[1]!)
-      },
+      authenticate,
       /** The principal of a bare token secret (direct calls). */
       authenticateToken,
+      /**
+       * Whether `authorization` still admits its bearer, for a subscription that outlives its
+       * request (`Feed.subscribe`): false once the token is revoked; true while the storage
+       * cannot tell (the subscription reports that outage itself).
+       */
+      stillHolds: (authorization: string | undefined): Effect.Effect<boolean> =>
+        authenticate(authorization).pipe(
+          Effect.as(true),
+          Effect.catchTags({ Unauthenticated: () => Effect.succeed(false), StorageUnavailable: () => Effect.succeed(true) })
+        ),
       /** Stores a principal under a new random token and returns the secret, which is not kept. */
       issue: Effect.fn("Auth.issue")(function* (principal: PrincipalInput, secret: string = newTokenSecret()) {
         // Grants are validated here, where they enter: a principal read back is trusted.

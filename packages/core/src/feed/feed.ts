@@ -8,7 +8,6 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type { Auth } from "../auth/auth.js"
 import { historyFloor } from "../auth/history.js"
 import { DataType, type Principal } from "../auth/principal.js"
 import { EventIdExpired, InsufficientEntitlement, NotFound, type StorageUnavailable, type ValidationFailed, validationFailed } from "../errors.js"
@@ -374,13 +373,3 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
     } as const
   })
 }) {}
-
-/**
- * Whether `authorization` still admits its bearer, for `Feed.subscribe`: false once the token is
- * revoked; true while the storage cannot tell (the follower reports that outage itself).
- */
-export const tokenStillHolds = (auth: Auth, authorization: string | undefined): Effect.Effect<boolean> =>
-  auth.authenticate(authorization).pipe(
-    Effect.as(true),
-    Effect.catchTags({ Unauthenticated: () => Effect.succeed(false), StorageUnavailable: () => Effect.succeed(true) })
-  )
