@@ -80,10 +80,12 @@ export const withLogging = (flag: string | undefined, main: (logging: Logging) =
 const text = (message: unknown): string =>
   (Array.isArray(message) ? message : [message]).map((part) => (typeof part === "string" ? part : JSON.stringify(part))).join(" ")
 
-/** Log text written in this turn of the event loop, not yet on stderr. */
+/** Log text logged in the last few milliseconds, not yet on stderr. */
 let unwritten = ""
 /** Past this much unwritten text, it is written at once. */
 const UNWRITTEN_LIMIT = 64 * 1024
+/** How long a logged line may wait to be written with the lines after it. */
+const WRITE_EVERY_MS = 20
 
 const writeUnwritten = () => {
   const text = unwritten
@@ -92,12 +94,12 @@ const writeUnwritten = () => {
 }
 
 /**
- * Lines logged in one turn of the event loop go to stderr in one write at its end (or once 64
- * KiB wait), and whatever waits when the process exits is written then: a write per request
- * line cost a busy server a tenth of its time.
+ * Lines go to stderr together, 20 ms after the first of them (at once past 64 KiB), and whatever
+ * waits when the process exits is written then: a write per request line, or per turn of the
+ * event loop, cost a busy server a tenth of its time.
  */
 const writeLine = (line: string) => {
-  if (unwritten === "") setImmediate(writeUnwritten)
+  if (unwritten === "") setTimeout(writeUnwritten, WRITE_EVERY_MS).unref()
   unwritten += line
   if (unwritten.length >= UNWRITTEN_LIMIT) writeUnwritten()
 }
