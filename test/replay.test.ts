@@ -1,11 +1,12 @@
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { createMarket, type Market, marketLayer, type Storage, type StorageError } from "@gpu-market/core"
+import { createMarket, type Market, marketLayer, type Storage, type StorageError, withRateLimits } from "@gpu-market/core"
+import { RentalPriceStore, TokenStore } from "@gpu-market/core/storage"
 import { redis } from "@gpu-market/storage-redis"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
-import { Effect, Layer, ManagedRuntime } from "effect"
+import { Context, Effect, Layer, ManagedRuntime } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { gunzipSync } from "node:zlib"
@@ -181,6 +182,55 @@ for (const backend of backends) {
     })
   })
 }
+
+describe("replayed answers over SQLite while nothing changed", () => {
+  it("the same request again reads nothing from the file but its change stamp, and is still counted; a write elsewhere is seen at once", async () => {
+    const db = tempDb("replay-stamp")
+    const writer = await createMarket({ storage: sqlite(db) })
+    const reads = { tokens: 0, rental: 0 }
+    // The server's own connection, its token and rental version reads counted; rate limits in
+    // the process, as `serve` keeps them on SQLite (counted in the file, each request would write).
+    const counted = Layer.effectContext(Effect.map(Effect.context<Storage>(), (ctx) => {
+      const tokens = Context.get(ctx, TokenStore), rental = Context.get(ctx, RentalPriceStore)
+      return ctx.pipe(
+        Context.add(TokenStore, { ...tokens, version: Effect.suspend(() => (reads.tokens++, tokens.version)) }),
+        Context.add(RentalPriceStore, { ...rental, version: Effect.suspend(() => (reads.rental++, rental.version)) })
+      )
+    })).pipe(Layer.provide(withRateLimits(SqliteStorage.layer({ filename: db }), "process")))
+    let host: Host | undefined
+    try {
+      await seedMarket(writer)
+      host = await startReplayingHost(counted)
+      await get(host.origin + PAGE, "all")
+      const checked = await get(host.origin + PAGE, "all")
+      const before = { ...reads, replayed: host.replay.stats().replayed }
+      const again = []
+      for (let i = 0; i < 5; i++) again.push(await get(host.origin + PAGE, "all"))
+      assert.deepStrictEqual(again.map((a) => a.status), [200, 200, 200, 200, 200])
+      assert.isTrue(again.every((a) => a.bytes.equals(checked.bytes)))
+      assert.strictEqual(host.replay.stats().replayed, before.replayed + 5)
+      assert.deepStrictEqual({ tokens: reads.tokens, rental: reads.rental }, { tokens: before.tokens, rental: before.rental }, "no version read while the stamp held")
+      const remaining = [checked, ...again].map((a) => Number(a.headers.get("x-ratelimit-remaining")))
+      // Counted every time: one less each request, unless the minute's window turned meanwhile.
+      assert.isTrue(remaining.every((r, i) => i === 0 || r === remaining[i - 1]! - 1 || r === TOKENS.all.rate_limit_per_minute - 1), remaining.join(" → "))
+
+      // A write through the other connection moves the stamp: the next request checks, and gets the new rows.
+      const cheaper = observations(11).filter((o) => o.gpu_canonical_name === "h100-sxm").map((o) => ({
+        ...o, price_usd_per_gpu_hour: 0.02, raw_price: 0.02 * (o.gpu_count ?? 1), extracted_at: dayIso(11)
+      }))
+      await writer.ingest.rental(cheaper)
+      const fresh = await get(host.origin + PAGE, "all")
+      assert.isAbove(reads.rental, before.rental)
+      assert.isTrue(JSON.parse(fresh.bytes.toString()).data.every((r: { price_usd_per_gpu_hour: number }) => r.price_usd_per_gpu_hour === 0.02))
+      // And a revocation through it: 401 at once.
+      await writer.tokens.revoke(TOKENS.all.id)
+      assert.strictEqual((await get(host.origin + PAGE, "all")).status, 401)
+    } finally {
+      await host?.close()
+      await writer.close()
+    }
+  })
+})
 
 /** The body as sent, not decoded (fetch always decodes). */
 const rawGet = async (url: string, headers: Record<string, string>): Promise<Buffer> => {

@@ -3,7 +3,8 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Auth, Feed, type MarketError, PageCacheBytes, type Principal, RateLimits } from "@gpu-market/core"
-import { admit, bodyJson, makeReadCalls, type ReadCall, replayOf, requestOrigin } from "@gpu-market/core/adapters"
+import { admit, bodyJson, charge, makeReadCalls, type ReadCall, replayOf, requestOrigin } from "@gpu-market/core/adapters"
+import { StoreChangeStamp } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -51,7 +52,11 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
     const origin = requestOrigin(options.baseUrl)
     const admitNow = (authorization: string | undefined) => admit(auth, limits, authorization)
     // The replay shares the page cache's budget setting; without a server to take requests, it keeps nothing.
-    const replay: Replay = makeReplay(replaying ? yield* PageCacheBytes : 0, admitNow, yield* Effect.runtime<never>())
+    const replay: Replay = makeReplay(replaying ? yield* PageCacheBytes : 0, {
+      admit: admitNow,
+      charge: (principal) => charge(limits, principal),
+      changeStamp: yield* StoreChangeStamp
+    }, yield* Effect.runtime<never>())
 
     /**
      * A data request's one path: admitted (401, 429 as problems, with the rate-limit headers once

@@ -1,7 +1,7 @@
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type * as HttpApp from "@effect/platform/HttpApp"
-import type { MarketError, Principal, RateLimitStatus, StorageError } from "@gpu-market/core"
-import { boundedCache, type Replayable, runAsFarAsItGoes, startedTogether } from "@gpu-market/core/adapters"
+import type { MarketError, Principal, StorageError } from "@gpu-market/core"
+import { type Admission, boundedCache, type Replayable, runAsFarAsItGoes, startedTogether } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -24,13 +24,12 @@ import { audienceOf } from "./transfer.js"
  * rate-limit headers and request id, and nothing else runs. Anything else (another principal or
  * entitlements, a write since, a refusal, a conditional request) goes to the app, with the
  * admission already made, so a request is counted once.
+ *
+ * Over a store that takes a `StoreChangeStamp` at once (SQLite), an answer replayed also keeps
+ * the stamp read before its checks and the principal they admitted: while the stamp stays the
+ * same, nothing stored changed (no token put or revoked, no write to the type), so the same
+ * request again is only counted against the rate limit, with no read of the store.
  */
-
-/** Who a request was admitted as, with their rate-limit budget charged. */
-export interface Admission {
-  readonly principal: Principal
-  readonly status: RateLimitStatus
-}
 
 /** An answer kept to be replayed, under the data version its page was read at (`Replayable`). */
 interface Recorded extends Replayable {
@@ -41,6 +40,8 @@ interface Recorded extends Replayable {
   /** Its headers, less those of one request (rate limit, request id). */
   readonly headers: Readonly<Record<string, string>>
   readonly body: Uint8Array
+  /** The stamp read before the last checks that replayed it, and the principal they admitted. */
+  checked?: { readonly stamp: string; readonly principal: Principal }
 }
 
 /** What a replay checks: the request's admission, and the data version of the page's type now. */
@@ -76,14 +77,31 @@ export interface Replay {
   readonly recording: <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest>
 }
 
+/** How a replay admits requests. */
+export interface Admitting {
+  /** Admits a request by its `Authorization` header (`admit`). */
+  readonly admit: (authorization: string | undefined) => Effect.Effect<Admission, MarketError>
+  /** Admits a principal whose token's lookup still stands: its rate limit only (`charge`). */
+  readonly charge: (principal: Principal) => Effect.Effect<Admission, MarketError>
+  /** The storage's `StoreChangeStamp`, where it has one. */
+  readonly changeStamp: (() => string) | undefined
+}
+
+/** The storage's change stamp now, or undefined when it has none or cannot take one. */
+const stampOf = (changeStamp: (() => string) | undefined): string | undefined => {
+  if (changeStamp === undefined) return undefined
+  try {
+    return changeStamp()
+  } catch {
+    return undefined
+  }
+}
+
 /**
- * A replay within `budget` bytes (0: off), admitting requests with `admit` in `runtime`.
+ * A replay within `budget` bytes (0: off), admitting requests as `admitting` says in `runtime`.
  */
-export const makeReplay = (
-  budget: number,
-  admit: (authorization: string | undefined) => Effect.Effect<Admission, MarketError>,
-  runtime: Runtime.Runtime<never>
-): Replay => {
+export const makeReplay = (budget: number, admitting: Admitting, runtime: Runtime.Runtime<never>): Replay => {
+  const { admit, charge, changeStamp } = admitting
   const kept = boundedCache<Recorded>(budget, (key, r) => {
     let size = key.length + r.body.length
     for (const name in r.headers) size += name.length + r.headers[name]!.length + HEADER_OVERHEAD
@@ -104,13 +122,18 @@ export const makeReplay = (
       handedOn++
       next()
     }
-    // Started together, so a store that pipelines sends the version read with the admission's reads.
-    const check = startedTogether(Effect.either(admit(req.headers.authorization)), Effect.either(entry.current))
+    const stamp = stampOf(changeStamp)
+    const known = stamp !== undefined && entry.checked?.stamp === stamp ? entry.checked.principal : undefined
+    const check: Effect.Effect<Checked> = known !== undefined
+      ? Effect.map(Effect.either(charge(known)), (admission): Checked => [admission, Either.right(entry.version)])
+      // Started together, so a store that pipelines sends the version read with the admission's reads.
+      : startedTogether(Effect.either(admit(req.headers.authorization)), Effect.either(entry.current))
     const settle = (exit: Exit.Exit<Checked>) => {
       if (Exit.isFailure(exit)) return handOn()
       const [admission, version] = exit.value
       if (Either.isRight(admission) && Either.isRight(version) && version.right === entry.version &&
         audienceOf(admission.right.principal) === entry.audience && kept.get(key, entry.version) !== undefined) {
+        if (stamp !== undefined && known === undefined) entry.checked = { stamp, principal: admission.right.principal }
         const requestId = randomUUID()
         res.writeHead(200, { ...entry.headers, ...rateHeaders(admission.right.status), "x-request-id": requestId })
         res.end(entry.body)

@@ -42,6 +42,12 @@ export interface SqliteClient {
   readonly filename: string
   /** Change-feed events kept (`SqliteOptions.eventRetention`): every write that logs events trims to it. */
   readonly eventRetention: number
+  /**
+   * A reading that moves whenever the file may have changed (`StoreChangeStamp`): the rows this
+   * connection has changed (`total_changes()`) and SQLite's `data_version`, which moves with every
+   * other connection's commit, in this process or another. One statement that reads no table.
+   */
+  readonly changeStamp: () => string
   /** The statement of `sql`, prepared once and reused while it stays in the cache. */
   readonly prepare: (sql: string) => Statement
   /**
@@ -141,10 +147,16 @@ export const fromDatabase = (db: Database.Database, filename: string, eventReten
     cache.set(sql, statement)
     return statement
   }
+  let stamp: Statement | undefined
   return {
     db,
     filename,
     eventRetention,
+    changeStamp: () => {
+      stamp ??= db.prepare<Array<unknown>, unknown>("SELECT total_changes(), data_version FROM pragma_data_version").raw(true)
+      const [changed, version] = stamp.get() as [number, number]
+      return `${changed}:${version}`
+    },
     prepare,
     run: (operation, body) => Effect.suspend(() => attempt(operation, body)),
     transaction: <A, E = never>(operation: string, body: (abort: (error: E) => never) => A) =>

@@ -24,5 +24,6 @@ export const makeStores = (client: SqliteClient, eventPollMs?: number): Stores =
   indexStore: makeIndexStore(client),
   procurementStore: makeProcurementStore(client),
   referenceDataStore: makeReferenceDataStore(client),
-  eventLogStore: makeEventLogStore(client, eventPollMs)
+  eventLogStore: makeEventLogStore(client, eventPollMs),
+  changeStamp: client.changeStamp
 })

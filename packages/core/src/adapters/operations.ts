@@ -47,23 +47,34 @@ export const admit = (
   auth: Auth,
   limits: RateLimits,
   authorization: string | undefined
-): Effect.Effect<{ readonly principal: Principal; readonly status: RateLimitStatus }, MarketError> => {
-  const key = (principal: Principal) => `data:${principal.id}`
-  const admitted = (principal: Principal) => (status: RateLimitStatus) => ({ principal, status })
+): Effect.Effect<Admission, MarketError> => {
   const guess = auth.guess(authorization)
-  if (guess === undefined) {
-    return Effect.flatMap(auth.authenticate(authorization), (principal) =>
-      Effect.map(limits.consume(key(principal), principal.rate_limit_per_minute), admitted(principal)))
-  }
+  if (guess === undefined) return Effect.flatMap(auth.authenticate(authorization), (principal) => charge(limits, principal))
   // Counted beside the authentication, so a store that pipelines sends both in one round trip.
   return Effect.flatMap(startedTogether(auth.authenticate(authorization), limits.count(key(guess))), ([principal, counted]) =>
     Effect.map(
       principal.id === guess.id
         ? limits.judge(counted, principal.rate_limit_per_minute)
         : limits.consume(key(principal), principal.rate_limit_per_minute),
-      admitted(principal)
+      (status) => ({ principal, status })
     ))
 }
+
+/** Who a request was admitted as, with their rate-limit budget charged. */
+export interface Admission {
+  readonly principal: Principal
+  readonly status: RateLimitStatus
+}
+
+/** The rate-limit key of a principal's data requests. */
+const key = (principal: Principal) => `data:${principal.id}`
+
+/**
+ * The rest of `admit` for a principal already known to hold (its token's lookup still stands):
+ * one request counted against its rate limit, `RateLimited` past it.
+ */
+export const charge = (limits: RateLimits, principal: Principal): Effect.Effect<Admission, RateLimited | StorageUnavailable> =>
+  Effect.map(limits.consume(key(principal), principal.rate_limit_per_minute), (status) => ({ principal, status }))
 
 /** Every error an operation ends with; a Schema, so the worker sends them typed. */
 export const OperationError = Schema.Union(

@@ -15,6 +15,7 @@ import { ProcurementStore } from "./procurement.js"
 import { ReferenceDataStore } from "./reference.js"
 import { EventLogStore } from "./event-log.js"
 import { StorePipelines } from "./pipelining.js"
+import { StoreChangeStamp } from "./change-stamp.js"
 import { storageContext, type Stores } from "./stores.js"
 import { TransactionStore } from "./transactions.js"
 
@@ -127,6 +128,9 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
 
     const guarded = <I extends Storage, S extends object>(tag: Context.Tag<I, S>): S =>
       guardStore(tag.key.split("/").pop()!, Context.get(context, tag), guard)
+    // Read beside the guarded calls, not through them: a stamp that cannot be read throws, and its
+    // reader then takes the guarded path.
+    const stamp = Context.get(context, StoreChangeStamp)
     const stores: Stores = {
       rentalStore: guarded(RentalPriceStore),
       tokenStore: guarded(TokenStore),
@@ -138,7 +142,8 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
       indexStore: guarded(IndexStore),
       procurementStore: guarded(ProcurementStore),
       referenceDataStore: guarded(ReferenceDataStore),
-      eventLogStore: guarded(EventLogStore)
+      eventLogStore: guarded(EventLogStore),
+      ...stamp === undefined ? {} : { changeStamp: stamp }
     }
     return Context.add(storageContext(stores), StorePipelines, Context.get(context, StorePipelines))
   })).pipe(Layer.provide(storage))

@@ -8,6 +8,7 @@ import { ProcurementStore } from "./procurement.js"
 import { ReferenceDataStore } from "./reference.js"
 import { TransactionStore } from "./transactions.js"
 import { EventLogStore } from "./event-log.js"
+import { StoreChangeStamp } from "./change-stamp.js"
 
 /** Every store of the storage contract, as a backend builds them over one connection. */
 export interface Stores {
@@ -22,6 +23,8 @@ export interface Stores {
   readonly procurementStore: ProcurementStore["Type"]
   readonly referenceDataStore: ReferenceDataStore["Type"]
   readonly eventLogStore: EventLogStore["Type"]
+  /** The storage's `StoreChangeStamp`, where it can take one at once. */
+  readonly changeStamp?: () => string
 }
 
 /** A backend's stores as the context its layer provides: `Layer.scopedContext(Effect.map(make(o), storageContext))`. */
@@ -36,7 +39,8 @@ export const storageContext = (s: Stores): Context.Context<Storage> =>
     Context.add(IndexStore, s.indexStore),
     Context.add(ProcurementStore, s.procurementStore),
     Context.add(ReferenceDataStore, s.referenceDataStore),
-    Context.add(EventLogStore, s.eventLogStore)
+    Context.add(EventLogStore, s.eventLogStore),
+    (context) => s.changeStamp === undefined ? context : Context.add(context, StoreChangeStamp, s.changeStamp)
   )
 
 /**
