@@ -76,9 +76,13 @@ export const withLogging = (flag: string | undefined, main: (logging: Logging) =
     onRight: main
   })
 
-/** Renders a log message: its parts as text, joined by spaces. */
-const text = (message: unknown): string =>
-  (Array.isArray(message) ? message : [message]).map((part) => (typeof part === "string" ? part : JSON.stringify(part))).join(" ")
+/** Renders message parts as text, joined by spaces. */
+const text = (parts: ReadonlyArray<unknown>): string =>
+  parts.map((part) => (typeof part === "string" ? part : JSON.stringify(part))).join(" ")
+
+/** A plain record (not an array, error or class instance): a message part that carries fields. */
+const isFields = (part: unknown): part is Record<string, unknown> =>
+  typeof part === "object" && part !== null && Object.getPrototypeOf(part) === Object.prototype
 
 /** Log text logged in the last few milliseconds, not yet on stderr. */
 let unwritten = ""
@@ -105,12 +109,22 @@ const writeLine = (line: string) => {
 }
 
 /**
- * One JSON object per line: `time`, `level`, `msg`, the log's annotations in name order (the same
- * order on every line), and `error` when a cause came with it.
+ * One JSON object per line: `time`, `level`, `msg`, the fields of a message whose last part is a
+ * plain record (`Effect.logInfo("request", { status: 200 })`) in their order, the log's
+ * annotations in name order (the same order on every line), and `error` when a cause came with it.
  */
 const jsonLines = Logger.make(({ annotations, cause, date, logLevel, message }) => {
-  const line: Record<string, unknown> = { time: date.toISOString(), level: logLevel.label.toLowerCase(), msg: text(message) }
-  for (const [key, value] of HashMap.toEntries(annotations).sort(([a], [b]) => (a < b ? -1 : 1))) line[key] = value
+  const parts = Array.isArray(message) ? message as ReadonlyArray<unknown> : [message]
+  const fields = parts.length > 1 && isFields(parts[parts.length - 1]) ? parts[parts.length - 1] as Record<string, unknown> : undefined
+  const line: Record<string, unknown> = {
+    time: date.toISOString(),
+    level: logLevel.label.toLowerCase(),
+    msg: text(fields === undefined ? parts : parts.slice(0, -1)),
+    ...fields
+  }
+  if (HashMap.size(annotations) > 0) {
+    for (const [key, value] of HashMap.toEntries(annotations).sort(([a], [b]) => (a < b ? -1 : 1))) line[key] = value
+  }
   if (!Cause.isEmpty(cause)) line.error = Cause.pretty(cause, { renderErrorCause: true })
   writeLine(`${JSON.stringify(line)}\n`)
 })
