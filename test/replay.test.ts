@@ -103,6 +103,8 @@ for (const backend of backends) {
     })
 
     it("the same request again gets the same bytes from memory, counted against the caller's limit once", async () => {
+      // A page is kept from its second request on.
+      await get(host.origin + PAGE, "all")
       const before = host.replay.stats().replayed
       const first = await get(host.origin + PAGE, "all")
       const second = await get(host.origin + PAGE, "all")
@@ -167,7 +169,7 @@ for (const backend of backends) {
 
     it("a compressed answer is replayed compressed, and decodes to the identity bytes; a conditional request gets 304", async () => {
       const identity = await get(host.origin + PAGE, "other")
-      await get(host.origin + PAGE, "other", { "accept-encoding": "gzip" })
+      for (let i = 0; i < 2; i++) await get(host.origin + PAGE, "other", { "accept-encoding": "gzip" })
       const before = host.replay.stats().replayed
       const gzipped = await fetch(host.origin + PAGE, { headers: { authorization: "Bearer other", "accept-encoding": "gzip" } })
       // fetch decodes for its caller; the raw bytes are checked through the header and a decode of our own.
@@ -201,7 +203,7 @@ describe("replayed answers over SQLite while nothing changed", () => {
     try {
       await seedMarket(writer)
       host = await startReplayingHost(counted)
-      await get(host.origin + PAGE, "all")
+      for (let i = 0; i < 2; i++) await get(host.origin + PAGE, "all")
       const checked = await get(host.origin + PAGE, "all")
       const before = { ...reads, replayed: host.replay.stats().replayed }
       const again = []

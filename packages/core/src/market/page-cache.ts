@@ -64,20 +64,36 @@ export interface Versioned {
   readonly version: string
 }
 
+/** Keys a cache remembers having been offered once, without keeping their values. */
+const OFFERED_ONCE = 4096
+
 /**
  * Values kept under string keys within a budget of `budget` counted units (`cost` of each key and
- * value, plus a fixed overhead per entry), least recently used first out. A value of another
- * version than the one asked is dropped when found. The page cache keeps rows in one; the HTTP
- * adapter keeps whole answers in another.
+ * value, plus a fixed overhead per entry), least recently used first out. A value is kept the
+ * second time its key is offered among the last 4,096 keys offered once, or at once when its key
+ * was held before at another version: queries that never come back (a crawler, a scan of
+ * history, every request different) pass through without evicting the pages asked again and
+ * again, and without the garbage of keeping what is never read. A value of another version than
+ * the one asked is dropped when found. The page cache keeps rows in one; the HTTP adapter keeps
+ * whole answers in another.
  */
 export const boundedCache = <V extends Versioned>(budget: number, cost: (key: string, value: V) => number) => {
   // Map order is recency order: a hit moves its entry to the end, eviction takes from the front.
   const entries = new Map<string, V>()
+  // Set order is the order keys were first offered: the oldest is forgotten first.
+  const offered = new Set<string>()
   let bytes = 0
   const costOf = (key: string, value: V) => cost(key, value) + ENTRY_OVERHEAD
   const drop = (key: string, value: V) => {
     entries.delete(key)
     bytes -= costOf(key, value)
+  }
+  /** Notes `key` as offered once; whether it had been offered already (and so is kept now). */
+  const offeredBefore = (key: string): boolean => {
+    if (offered.delete(key)) return true
+    offered.add(key)
+    if (offered.size > OFFERED_ONCE) offered.delete(offered.values().next().value!)
+    return false
   }
   return {
     /** The entry under `key` if it was kept at `version`; an entry of another version is dropped. */
@@ -87,6 +103,7 @@ export const boundedCache = <V extends Versioned>(budget: number, cost: (key: st
       entries.delete(key)
       if (hit.version !== version) {
         bytes -= costOf(key, hit)
+        offered.add(key)
         return undefined
       }
       entries.set(key, hit)
@@ -94,17 +111,23 @@ export const boundedCache = <V extends Versioned>(budget: number, cost: (key: st
     },
     /** The entry under `key` whatever its version, without touching its recency. */
     peek: (key: string): V | undefined => entries.get(key),
-    /** Forgets the entry under `key`. */
+    /** Forgets the entry under `key` (its version is stale), so its next value is kept at once. */
     delete: (key: string): void => {
       const old = entries.get(key)
-      if (old !== undefined) drop(key, old)
+      if (old === undefined) return
+      drop(key, old)
+      offered.add(key)
     },
-    /** Keeps `value` under `key`, evicting the least recently used entries past the budget. */
+    /**
+     * Offers `value` under `key`: kept if the key was offered before (see above), evicting the
+     * least recently used entries past the budget.
+     */
     set: (key: string, value: V): void => {
       const size = costOf(key, value)
       if (size > budget) return
       const old = entries.get(key)
       if (old !== undefined) drop(key, old)
+      else if (!offeredBefore(key)) return
       entries.set(key, value)
       bytes += size
       for (const [k, v] of entries) {
@@ -137,7 +160,7 @@ export class PageCache extends Effect.Service<PageCache>()("Market/PageCache", {
         countNow(pageCacheLookups, hit === undefined ? MISS : HIT)
         return hit
       },
-      /** Keeps `rows` under `key`, evicting the least recently used entries past the budget. */
+      /** Offers `rows` under `key`: kept from the key's second offer on (see `boundedCache`). */
       set: cache.set,
       /** Entries held and their counted bytes, for tests and operators. */
       stats: cache.stats
