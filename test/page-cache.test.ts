@@ -137,20 +137,29 @@ describe("page cache", () => {
         yield* readAfterWrite(reader, writer)
       })))
 
+    /**
+     * A seeded SQLite market behind a page cache of 64 KiB, its storage's page reads counted, and
+     * a search page of `n` rows: pages of growing size fill the budget quickly.
+     */
+    const searchPages = Effect.gen(function* () {
+      yield* atNow
+      const file = join(yield* tempDir, "market.db")
+      const storage = yield* Layer.build(SqliteStorage.layer({ filename: file }))
+      const seed = yield* marketOver(storage)
+      yield* Effect.provide(Effect.gen(function* () {
+        yield* (yield* Auth).issue(TOKENS.all, "all")
+        yield* (yield* RentalPriceIngest).ingest(observations(LAST_DAY))
+      }), seed)
+      const budget = 64 * 1024
+      const { calls, context } = counted(storage)
+      const market = yield* marketOver(context, budget)
+      const page = (n: number) => Effect.provide(http(`${LATEST.split("&sort_by")[0]!.replace("gpu_canonical_name=h100-sxm", "gpu_search=a,h,l")}&page_size=${n}`, { token: "all" }), market)
+      return { budget, cache: Context.get(market, PageCache), calls, page, storage }
+    })
+
     it.effect("queries asked once pass through: a stream of them does not evict the page asked again and again", () =>
       scoped(Effect.gen(function* () {
-        yield* atNow
-        const file = join(yield* tempDir, "market.db")
-        const storage = yield* Layer.build(SqliteStorage.layer({ filename: file }))
-        const seed = yield* marketOver(storage)
-        yield* Effect.provide(Effect.gen(function* () {
-          yield* (yield* Auth).issue(TOKENS.all, "all")
-          yield* (yield* RentalPriceIngest).ingest(observations(LAST_DAY))
-        }), seed)
-        const { calls, context } = counted(storage)
-        const market = yield* marketOver(context, 64 * 1024)
-        const cache = Context.get(market, PageCache)
-        const page = (n: number) => Effect.provide(http(`${LATEST.split("&sort_by")[0]!.replace("gpu_canonical_name=h100-sxm", "gpu_search=a,h,l")}&page_size=${n}`, { token: "all" }), market)
+        const { cache, calls, page } = yield* searchPages
         for (let ask = 0; ask < 2; ask++) yield* page(40)
         assert.strictEqual(cache.stats().entries, 1, "kept on its second request")
         // Enough one-off pages to fill the budget several times over, were they kept.
@@ -163,19 +172,7 @@ describe("page cache", () => {
 
     it.effect("the cache keeps to its budget, least recently used out first; 0 turns it off", () =>
       scoped(Effect.gen(function* () {
-        yield* atNow
-        const file = join(yield* tempDir, "market.db")
-        const storage = yield* Layer.build(SqliteStorage.layer({ filename: file }))
-        const seed = yield* marketOver(storage)
-        yield* Effect.provide(Effect.gen(function* () {
-          yield* (yield* Auth).issue(TOKENS.all, "all")
-          yield* (yield* RentalPriceIngest).ingest(observations(LAST_DAY))
-        }), seed)
-        const budget = 64 * 1024
-        const { calls, context } = counted(storage)
-        const market = yield* marketOver(context, budget)
-        const cache = Context.get(market, PageCache)
-        const page = (n: number) => Effect.provide(http(`${LATEST.split("&sort_by")[0]!.replace("gpu_canonical_name=h100-sxm", "gpu_search=a,h,l")}&page_size=${n}`, { token: "all" }), market)
+        const { budget, cache, calls, page, storage } = yield* searchPages
         // Each page twice: a page is kept from its second request on.
         for (let n = 1; n <= 40; n++) {
           for (let ask = 0; ask < 2; ask++) {
