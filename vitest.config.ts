@@ -2,11 +2,16 @@ import { BaseSequencer, type TestSpecification } from "vitest/node"
 import { defineConfig } from "vitest/config"
 
 /**
- * Files that take minutes, longest first. With two workers the suite ends when its longest file
- * does, so these start at once; vitest's own order (by last run's durations) needs a results
- * cache that a clean checkout, CI's, does not have.
+ * The files that take 20 s or more, longest first (as measured in a whole run). With two workers
+ * the suite ends when its longest file does, so that one starts at once; and the rest of the long
+ * ones start before the short ones, so the last files to start are seconds long and both workers
+ * end together. vitest's own order (by last run's durations) needs a results cache that a clean
+ * checkout, CI's, does not have.
  */
-const SLOWEST = ["test/crash-resume.test.ts", "test/package-install.test.ts", "test/cli.test.ts", "test/backends-differential.test.ts"]
+const SLOWEST = [
+  "test/crash-resume.test.ts", "test/cli.test.ts", "test/package-install.test.ts", "test/backends-differential.test.ts",
+  "test/redis-cluster.test.ts", "test/start.test.ts", "test/adapter-examples.test.ts", "test/readme.test.ts", "test/observability.test.ts"
+]
 
 class SlowestFirst extends BaseSequencer {
   override async sort(files: Array<TestSpecification>): Promise<Array<TestSpecification>> {

@@ -1,15 +1,22 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
 import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
-import { join, resolve, sep } from "node:path"
+import { dirname, join, resolve, sep } from "node:path"
 
 /**
  * The packages as a new user gets them: `npm pack` every workspace, install the tarballs (and
  * nothing of the workspace) into an app outside the repository, then run that app with plain
  * `node` (direct, worker threads, mounted over node:http) and type-check a strict `nodenext`
- * TypeScript consumer with the app's own `tsc`. The install compiles better-sqlite3 from source,
- * so it takes minutes: one `npm install` for everything, in the hook.
+ * TypeScript consumer with the app's own `tsc`. One `npm install` for everything, in the hook.
+ *
+ * better-sqlite3's install script (`prebuild-install || node-gyp rebuild`) runs as it does for a
+ * user; a user's prebuild-install downloads the addon for their Node and platform, and here it
+ * finds that same prebuild in a local folder (prebuild-install's documented
+ * `better_sqlite3_local_prebuilds`), packed from the addon the repository's own install built
+ * for this Node. Compiling SQLite from source again would take a minute of the suite to prove
+ * what better-sqlite3's own CI proves.
  */
 
 const ROOT = resolve(import.meta.dirname, "..")
@@ -33,10 +40,10 @@ const cleanEnv = (): NodeJS.ProcessEnv =>
 interface Ran { readonly code: number | null; readonly stdout: string; readonly stderr: string; readonly ms: number }
 
 /** Runs a command in its own process group; on timeout the whole group is killed and the run fails. */
-const run = (command: string, args: ReadonlyArray<string>, cwd: string, timeoutMs: number): Promise<Ran> =>
+const run = (command: string, args: ReadonlyArray<string>, cwd: string, timeoutMs: number, env: NodeJS.ProcessEnv = {}): Promise<Ran> =>
   new Promise((done, fail) => {
     const started = performance.now()
-    const child = spawn(command, args, { cwd, env: cleanEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true })
+    const child = spawn(command, args, { cwd, env: { ...cleanEnv(), ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true })
     running.add(child)
     let stdout = ""
     let stderr = ""
@@ -59,8 +66,8 @@ const run = (command: string, args: ReadonlyArray<string>, cwd: string, timeoutM
   })
 
 /** Like `run`, and fails with the output unless the command exits 0. */
-const ok = async (command: string, args: ReadonlyArray<string>, cwd: string, timeoutMs: number): Promise<Ran> => {
-  const ran = await run(command, args, cwd, timeoutMs)
+const ok = async (command: string, args: ReadonlyArray<string>, cwd: string, timeoutMs: number, env: NodeJS.ProcessEnv = {}): Promise<Ran> => {
+  const ran = await run(command, args, cwd, timeoutMs, env)
   if (ran.code !== 0) throw new Error(`${command} ${args.join(" ")} exited with ${ran.code}:\n${ran.stdout}\n${ran.stderr}`)
   return ran
 }
@@ -69,6 +76,21 @@ const temps: Array<string> = []
 const tempDir = (label: string) => {
   const dir = mkdtempSync(join(tmpdir(), `gpu-market-${label}-`))
   temps.push(dir)
+  return dir
+}
+
+/**
+ * A folder holding the repository's better-sqlite3 addon as the prebuild prebuild-install looks for
+ * (`<name>-v<version>-<runtime>-v<abi>-<platform><libc>-<arch>.tar.gz`, `build/Release/*.node` inside).
+ * Named for the repository's exact version: an app that resolves another version finds no
+ * prebuild here and compiles, as it would offline.
+ */
+const localPrebuilds = async (): Promise<string> => {
+  const pkg = createRequire(join(ROOT, "package.json")).resolve("better-sqlite3/package.json")
+  const { version } = JSON.parse(readFileSync(pkg, "utf8")) as { version: string }
+  const dir = tempDir("prebuilds")
+  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`
+  await ok("tar", ["-czf", join(dir, name), "-C", dirname(pkg), "build/Release/better_sqlite3.node"], dir, 60_000)
   return dir
 }
 
@@ -157,11 +179,12 @@ describe("an app outside the repository, installed from the tarballs", () => {
         "typescript": "~5.9.3",
         "@types/node": "^20.19.0"
       },
-      // npm 11 runs no dependency's install script unless allowed: better-sqlite3 compiles its addon here.
+      // npm 11 runs no dependency's install script unless allowed: better-sqlite3's script installs its addon.
       allowScripts: { "better-sqlite3": true, "msgpackr-extract": true, "@parcel/watcher": false, "@scarf/scarf": false }
     }, null, 2))
     for (const file of ["app.mjs", "consumer.ts", "tsconfig.json"]) copyFileSync(join(FIXTURES, file), join(app, file))
-    const installed = await ok("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline"], app, 540_000)
+    const installed = await ok("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline"], app, 540_000,
+      { npm_config_better_sqlite3_local_prebuilds: await localPrebuilds() })
     installMs = installed.ms
     console.info(`package-install: npm install of the tarballs took ${(installMs / 1000).toFixed(1)} s`)
   }, 600_000)
@@ -172,7 +195,7 @@ describe("an app outside the repository, installed from the tarballs", () => {
     return JSON.parse(stdout.trim().split("\n").at(-1)!)
   }
 
-  it("installs the tarballs themselves, one copy of core, and builds better-sqlite3", () => {
+  it("installs the tarballs themselves, one copy of core, and better-sqlite3's addon by its install script", () => {
     assert.isAbove(installMs, 0)
     const lock = JSON.parse(readFileSync(join(app, "package-lock.json"), "utf8")) as { packages: Record<string, { resolved?: string }> }
     for (const pkg of INSTALLED) {
@@ -183,7 +206,7 @@ describe("an app outside the repository, installed from the tarballs", () => {
       assert.isFalse(existsSync(join(dir, "node_modules/@gpu-market")), `${pkg} has a nested @gpu-market package`)
     }
     assert.deepStrictEqual(readdirSync(join(app, "node_modules/@gpu-market")).sort(), INSTALLED)
-    assert.isTrue(existsSync(join(app, "node_modules/better-sqlite3/build/Release/better_sqlite3.node")), "better-sqlite3 addon built")
+    assert.isTrue(existsSync(join(app, "node_modules/better-sqlite3/build/Release/better_sqlite3.node")), "better-sqlite3 addon installed")
   })
 
   it("(a) node app.mjs: createMarket over SQLite, a token, ingest, a page and the next by its page token", { timeout: 120_000 }, async () => {

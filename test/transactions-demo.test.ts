@@ -1,4 +1,5 @@
 import { assert, describe, layer } from "@effect/vitest"
+import { Auth } from "@gpu-market/core"
 import { TransactionStore } from "@gpu-market/core/storage"
 import * as Demo from "@gpu-market/demo"
 import { Effect, TestClock } from "effect"
@@ -13,10 +14,15 @@ const everything = Effect.flatMap(TransactionStore, (s) => s.page({
 
 describe("aggregated transactions in the demo market", () => {
   layer(emptyMarket("tx-demo"), { timeout: "300 seconds" })((it) => {
-    it.effect("seedDemo publishes months of blends of every kind, rolling ones included, and the demo tokens' entitlements hold", () =>
+    it.effect("the transaction demo publishes months of blends of every kind, rolling ones included, and the demo tokens' entitlements hold", () =>
       Effect.gen(function* () {
         yield* TestClock.setTime(NOW_MS)
-        yield* Demo.seedDemo()
+        // seedDemo calls this with today, then issues the demo tokens; the other types' demos (most
+        // of a full seed's half minute) are left out. test/start.test.ts serves the deals npm start's
+        // seedDemo writes.
+        yield* Demo.seedTransactionDemo(Math.floor(NOW_MS / DAY_MS))
+        const auth = yield* Auth
+        for (const t of Demo.DEMO_TOKENS) yield* auth.issue(t.principal, t.secret)
         const rows = yield* everything
         const dates = [...new Set(rows.map((r) => r.transaction_date))].sort()
         assert.strictEqual(dates[dates.length - 1], "2026-06-15")
@@ -46,7 +52,7 @@ describe("aggregated transactions in the demo market", () => {
         yield* Demo.seedTransactionDemo(Math.floor(NOW_MS / DAY_MS))
         assert.deepStrictEqual(yield* everything, before)
         yield* TestClock.setTime(NOW_MS + 3 * DAY_MS)
-        yield* Demo.seedDemo()
+        yield* Demo.seedTransactionDemo(Math.floor(NOW_MS / DAY_MS) + 3)
         const after = yield* everything
         const kept = new Map(after.map((r) => [r.row_key, r]))
         for (const r of before) assert.deepStrictEqual(kept.get(r.row_key), r)
