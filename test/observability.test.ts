@@ -183,14 +183,23 @@ describe("operating the server", () => {
     assert.include(said, "info storage is reachable again; calls go through")
   })
 
-  it("/metrics is not served unless asked for; --log-level is refused with a reason when it names no level", { timeout: 120_000 }, async () => {
+  it("/metrics is not served unless asked for, /dashboard unless turned off; bad settings are refused with a reason", { timeout: 120_000 }, async () => {
     const { get } = await serve([])
     const r = await get("/metrics")
     assert.strictEqual(r.status, 404)
     assert.strictEqual(JSON.parse(r.text).code, "not_found")
+    assert.strictEqual((await get("/dashboard")).status, 200)
+    const without = await serve(["--no-dashboard"])
+    const page = await without.get("/dashboard")
+    assert.strictEqual(page.status, 404)
+    assert.strictEqual(JSON.parse(page.text).code, "not_found")
+    assert.strictEqual((await without.get("/v2/gpu/rental/prices/latest?gpu_canonical_name=h100-sxm", reader)).status, 200, "the API itself still served")
     const bad = spawnSync("node", [BIN, "serve", "--port", "1", "--log-level", "loud"], { encoding: "utf8", env: { ...process.env, GPU_MARKET_REDIS_URL: "" } })
     assert.notStrictEqual(bad.status, 0)
     assert.include(bad.stderr, `--log-level is "loud"; expected one of`)
+    const badSwitch = spawnSync("node", [BIN, "serve", "--port", "1"], { encoding: "utf8", env: { ...process.env, GPU_MARKET_REDIS_URL: "", GPU_MARKET_DASHBOARD: "maybe" } })
+    assert.notStrictEqual(badSwitch.status, 0)
+    assert.include(badSwitch.stderr, `GPU_MARKET_DASHBOARD is "maybe"; expected 1 (serve /dashboard) or 0`)
   })
 
   it("--feed-heartbeat-ms sets how often a quiet change-feed stream gets a ping; under a second is refused with a reason", { timeout: 120_000 }, async () => {

@@ -13,7 +13,7 @@ import { type CommandTree, runMain, standardConsole, UsageError } from "./output
 import { makeProgress } from "./progress.js"
 import { storageOptions } from "./options.js"
 import { describeStorage, marketOn, rateLimitModeOf, storageOn } from "./storage.js"
-import { metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment, shutdownTimeoutMs } from "./serve.js"
+import { dashboardFromEnvironment, metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment, shutdownTimeoutMs } from "./serve.js"
 import { tokensCommand } from "./tokens.js"
 
 /** `gpu-market`: serve the API, seed the demo market, import data, manage tokens and indexes. */
@@ -42,6 +42,9 @@ const serveCommand = Command.make("serve", {
   ),
   metrics: Options.boolean("metrics").pipe(
     Options.withDescription("serve GET /metrics (Prometheus text, no token); default $GPU_MARKET_METRICS=1, else off")
+  ),
+  noDashboard: Options.boolean("no-dashboard").pipe(
+    Options.withDescription("leave out the /dashboard page (its charts read the API with the visitor's token); default $GPU_MARKET_DASHBOARD=0, else served")
   ),
   shutdownTimeout: Options.float("shutdown-timeout").pipe(
     Options.withDescription("seconds a shutdown (SIGTERM, SIGINT) waits for requests in flight before cutting them; default $GPU_MARKET_SHUTDOWN_TIMEOUT or 10"),
@@ -73,6 +76,7 @@ const serveCommand = Command.make("serve", {
   const rateLimits = yield* rateLimitModeOf(o, o.rateLimits)
   const pageCacheMb = yield* Option.match(o.pageCacheMb, { onNone: () => pageCacheMbFromEnvironment, onSome: Effect.succeed })
   const metrics = o.metrics || (yield* metricsFromEnvironment)
+  const dashboard = !o.noDashboard && (yield* dashboardFromEnvironment)
   const shutdownTimeout = yield* Option.match(o.shutdownTimeout, {
     onNone: () => shutdownTimeoutFromEnvironment,
     onSome: (seconds) => shutdownTimeoutMs(seconds, "--shutdown-timeout")
@@ -83,7 +87,7 @@ const serveCommand = Command.make("serve", {
     keepAliveMs: Option.getOrUndefined(o.keepAliveTimeoutMs)
   }
   return yield* serve({
-    storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb, metrics,
+    storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb, metrics, dashboard,
     shutdownTimeoutMs: shutdownTimeout, timeouts, feedHeartbeatMs: Option.getOrUndefined(o.feedHeartbeatMs)
   }).pipe(Effect.provide(yield* ServerLogging))
 })

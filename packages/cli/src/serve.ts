@@ -50,6 +50,8 @@ export interface ServeOptions<E> {
   readonly pageCacheMb: number | undefined
   /** Serve `/metrics` (Prometheus text, no token). */
   readonly metrics: boolean
+  /** Serve the `/dashboard` page (its data still needs a token). */
+  readonly dashboard: boolean
   /** How long shutdown waits for requests in flight, in ms; absent: the server's default. */
   readonly shutdownTimeoutMs: number | undefined
   /** Client timeouts given on the command line; the environment, then the server's defaults, fill the rest. */
@@ -67,14 +69,24 @@ const wholeNumberFromEnvironment = (name: string, expected: string): Effect.Effe
     : Effect.fail(new Error(`${name} is ${JSON.stringify(text)}; expected ${expected}`))
 })
 
-/** `$GPU_MARKET_METRICS`: `1` or `true` serves `/metrics`; unset, empty, `0` or `false` does not. */
-export const metricsFromEnvironment: Effect.Effect<boolean, Error> = Effect.suspend(() => {
-  const text = (process.env.GPU_MARKET_METRICS ?? "").trim().toLowerCase()
-  if (text === "" || text === "0" || text === "false") return Effect.succeed(false)
+/**
+ * `$name` as a switch: `1` or `true` is on, `0` or `false` off, unset or empty `unset`; anything
+ * else fails before the server starts, saying what `1` does.
+ */
+const switchFromEnvironment = (name: string, unset: boolean, on: string): Effect.Effect<boolean, Error> => Effect.suspend(() => {
+  const text = (process.env[name] ?? "").trim().toLowerCase()
+  if (text === "") return Effect.succeed(unset)
+  if (text === "0" || text === "false") return Effect.succeed(false)
   return text === "1" || text === "true"
     ? Effect.succeed(true)
-    : Effect.fail(new Error(`GPU_MARKET_METRICS is ${JSON.stringify(process.env.GPU_MARKET_METRICS)}; expected 1 (serve /metrics) or 0`))
+    : Effect.fail(new Error(`${name} is ${JSON.stringify(process.env[name])}; expected 1 (${on}) or 0`))
 })
+
+/** `$GPU_MARKET_METRICS`: `1` or `true` serves `/metrics`; unset, empty, `0` or `false` does not. */
+export const metricsFromEnvironment = switchFromEnvironment("GPU_MARKET_METRICS", false, "serve /metrics")
+
+/** `$GPU_MARKET_DASHBOARD`: `0` or `false` leaves `/dashboard` out; unset, empty, `1` or `true` serves it. */
+export const dashboardFromEnvironment = switchFromEnvironment("GPU_MARKET_DASHBOARD", true, "serve /dashboard")
 
 /** Seconds as the shutdown timeout's milliseconds, or why they are not (a number ≥ 0). */
 export const shutdownTimeoutMs = (seconds: number, source: string): Effect.Effect<number, Error> =>
@@ -157,7 +169,7 @@ export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter
       yield* Demo.revokeDemoTokens
     }
     const server = Server.layer({
-      port: options.port, host: options.host, baseUrl, cors: { origins }, metrics: options.metrics, timeouts,
+      port: options.port, host: options.host, baseUrl, cors: { origins }, metrics: options.metrics, dashboard: options.dashboard, timeouts,
       ...(options.shutdownTimeoutMs === undefined ? {} : { shutdownTimeoutMs: options.shutdownTimeoutMs }),
       ...(feedHeartbeatMs === undefined ? {} : { feedHeartbeatMs })
     })

@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { withLogging } from "./logging.js"
 import { runMain } from "./output.js"
-import { metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment } from "./serve.js"
+import { dashboardFromEnvironment, metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment } from "./serve.js"
 import { describeStorage, fromEnvironment, rateLimitModeOf, storageOn } from "./storage.js"
 
 /**
@@ -11,7 +11,8 @@ import { describeStorage, fromEnvironment, rateLimitModeOf, storageOn } from "./
  * market is seeded on first run, extended to today on later runs, and the demo tokens work.
  * $GPU_MARKET_CORS_ORIGINS (a comma list) lets those browser origins call the API.
  * Rate limits are this process's own on SQLite and shared on Redis; $GPU_MARKET_RATE_LIMITS
- * (`process` or `shared`) says otherwise. $GPU_MARKET_METRICS=1 serves /metrics;
+ * (`process` or `shared`) says otherwise. $GPU_MARKET_METRICS=1 serves /metrics, and
+ * $GPU_MARKET_DASHBOARD=0 leaves out /dashboard;
  * $GPU_MARKET_SHUTDOWN_TIMEOUT is the seconds a SIGTERM or SIGINT waits for requests in flight;
  * $GPU_MARKET_LOG_LEVEL and $GPU_MARKET_LOG_FORMAT say what is logged on stderr, and how.
  */
@@ -28,8 +29,9 @@ withLogging(undefined, (logging) => runMain(() => Effect.gen(function* () {
   const rateLimits = yield* rateLimitModeOf(fromEnvironment, Option.none())
   const pageCacheMb = yield* pageCacheMbFromEnvironment
   const metrics = yield* metricsFromEnvironment
+  const dashboard = yield* dashboardFromEnvironment
   const shutdownTimeoutMs = yield* shutdownTimeoutFromEnvironment
   return yield* serve({
-    storage: { layer: storageOn(fromEnvironment), name }, port, host, baseUrl, demo, corsOrigins, rateLimits, pageCacheMb, metrics, shutdownTimeoutMs
+    storage: { layer: storageOn(fromEnvironment), name }, port, host, baseUrl, demo, corsOrigins, rateLimits, pageCacheMb, metrics, dashboard, shutdownTimeoutMs
   }).pipe(Effect.provide(logging.server))
 }).pipe(Effect.provide(logging.level)), process.argv))

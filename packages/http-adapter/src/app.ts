@@ -37,6 +37,11 @@ export interface AppOptions {
   readonly cors?: CorsOptions
   /** Serve `GET /metrics`, every metric of the process in Prometheus text, public; default off. */
   readonly metrics?: boolean
+  /**
+   * Serve the `/dashboard` page and its assets (public; its charts read the API with the
+   * visitor's own token); default on. Off, `/dashboard` is 404 like any unknown path.
+   */
+  readonly dashboard?: boolean
   /** How often a quiet change-feed stream (`/v2/events`) gets a heartbeat comment, in ms; default 15 000. */
   readonly feedHeartbeatMs?: number
 }
@@ -119,7 +124,7 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
         respond(request, { body: doc, contentType: "application/json" }))],
       ["/docs", Effect.succeed(HttpServerResponse.html(docsPage(origin.prefix)))],
       ...yield* makeAssetRoutes,
-      ...yield* makeDashboardRoutes(origin.prefix),
+      ...(options.dashboard === false ? [] : yield* makeDashboardRoutes(origin.prefix)),
       ...yield* makeHealthRoutes({ metrics })
     ]
 

@@ -22,6 +22,8 @@ export interface ServerOptions {
   readonly cors?: CorsOptions
   /** Serve `GET /metrics` in Prometheus text (public); default off. */
   readonly metrics?: boolean
+  /** Serve the `/dashboard` page; default on. */
+  readonly dashboard?: boolean
   /**
    * How long closing the server waits for requests in flight before it cuts their connections,
    * in ms; default `DEFAULT_SHUTDOWN_TIMEOUT_MS`.
@@ -117,6 +119,7 @@ export const layer = (options: ServerOptions) => {
       baseUrl: options.baseUrl ?? `http://${options.host}:${options.port}`,
       ...(options.cors === undefined ? {} : { cors: options.cors }),
       metrics: options.metrics ?? false,
+      ...(options.dashboard === undefined ? {} : { dashboard: options.dashboard }),
       ...(options.feedHeartbeatMs === undefined ? {} : { feedHeartbeatMs: options.feedHeartbeatMs })
     })
     const handle = yield* NodeHttpServer.makeHandler(observed(app).pipe(Effect.withTracerEnabled(false))).pipe(
