@@ -75,6 +75,13 @@ const holdBack = (client: SqliteClient, rows: number): Effect.Effect<number, Sto
   })
 
 /**
+ * Between two index builds: longer than the longest sleep of SQLite's busy handler (100 ms), so a
+ * writer of another process that waited for one build gets the file before the next begins,
+ * rather than polling through all of them (it waited 22 s in benchmark (k) without this pause).
+ */
+const PAUSE_BETWEEN_BUILDS = "120 millis"
+
+/**
  * Builds every recorded index again, one transaction each (so another writer waits for one index
  * at a time, never for all of them), restoring its planner statistics in the same transaction:
  * other connections load them with the new schema.
@@ -96,6 +103,7 @@ export const restoreHeldIndexes = (client: SqliteClient): Effect.Effect<void, St
         return rest.length > 0
       })
       if (!more) return
+      yield* Effect.sleep(PAUSE_BETWEEN_BUILDS)
     }
   })
 

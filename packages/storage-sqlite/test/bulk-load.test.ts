@@ -13,7 +13,7 @@ import { compilePage, makeClient, makeRentalPriceStore, migrate, type SqliteClie
  * A bulk load of rental prices (`RentalPriceStore.bulkLoad`, what `gpu-market import` runs on
  * SQLite) holds the serving indexes back and builds them again when it ends: meanwhile every page
  * reads the same rows, after it the indexes serve every `/latest` sort again, and a load that
- * died part-way leaves them to the next one.
+ * died part-way leaves them to the next one. Live clock: the builds pause between indexes.
  */
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-market-bulk-"))
@@ -59,7 +59,7 @@ const withFile = <A, E>(filename: string, f: (client: SqliteClient) => Effect.Ef
   }))
 
 describe("SQLite bulk load of rental prices", () => {
-  it.effect("a load large against the table holds the serving indexes back and builds them again, planner statistics included; pages read the same throughout", () =>
+  it.live("a load large against the table holds the serving indexes back and builds them again, planner statistics included; pages read the same throughout", () =>
     withFile(freshFile(), (client) => Effect.gen(function* () {
       yield* store(client, Array.from({ length: 1_000 }, (_, i) => product(i, "old")))
       const before = { indexes: indexes(client), stats: stats(client) }
@@ -87,7 +87,7 @@ describe("SQLite bulk load of rental prices", () => {
       }
     })))
 
-  it.effect("a load small against the table keeps every index", () =>
+  it.live("a load small against the table keeps every index", () =>
     withFile(freshFile(), (client) => Effect.gen(function* () {
       yield* store(client, Array.from({ length: 12_000 }, (_, i) => product(i, "old")))
       const before = indexes(client)
@@ -97,7 +97,7 @@ describe("SQLite bulk load of rental prices", () => {
       }))
     })))
 
-  it.effect("a load that fails still builds the indexes again as its scope closes", () =>
+  it.live("a load that fails still builds the indexes again as its scope closes", () =>
     withFile(freshFile(), (client) => Effect.gen(function* () {
       const before = indexes(client)
       const exit = yield* Effect.exit(Effect.scoped(Effect.gen(function* () {
@@ -109,7 +109,7 @@ describe("SQLite bulk load of rental prices", () => {
       assert.deepStrictEqual(indexes(client), before)
     })))
 
-  it.effect("a load whose process died part-way leaves its indexes to the next load, which builds them when it ends", () =>
+  it.live("a load whose process died part-way leaves its indexes to the next load, which builds them when it ends", () =>
     Effect.gen(function* () {
       const file = freshFile()
       const expected = yield* withFile(freshFile(), (client) => Effect.sync(() => ({ indexes: indexes(client), stats: stats(client) })))
