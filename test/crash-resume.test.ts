@@ -239,6 +239,16 @@ const sqliteVersions = (file: string): ReadonlyArray<Version> => {
   }
 }
 
+/** The file's indexes: a bulk load holds some back while it runs. */
+const sqliteIndexes = (file: string): ReadonlyArray<string> => {
+  const db = new Database(file, { readonly: true, fileMustExist: true })
+  try {
+    return db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' ORDER BY name").pluck().all() as Array<string>
+  } finally {
+    db.close()
+  }
+}
+
 /** A Redis store's versions by their keys: `product_key` hashes the product, `valid_from` and the price. */
 const redisVersions = async (url: string, prefix: string) => {
   const redis = new Redis(url)
@@ -314,6 +324,8 @@ describe("gpu-market import killed (kill -9) midway, then run again on the same 
     assert.deepStrictEqual(chainBreaks(versions).slice(0, 3), [], "one chain per product")
     const text = (vs: ReadonlyArray<Version>) => vs.map((v) => JSON.stringify(v))
     sameTexts(text(versions), text(sqliteVersions(clean.file)), "versions")
+    // The killed run held the serving indexes back (a bulk load); the second run built them.
+    assert.deepStrictEqual(sqliteIndexes(crashed.file), sqliteIndexes(clean.file))
   })
 
   it(`Redis: the second run completes; every one of the ${REDIS_PRODUCTS * STEPS} rows is stored once, as an uninterrupted import stores it`, { timeout: 600_000 }, async () => {

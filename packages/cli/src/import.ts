@@ -9,6 +9,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import type { ProgressMark } from "@gpu-market/core/storage"
 import { formatOptions, importFormat, isPublicFormat, PUBLIC_FORMATS } from "./formats.js"
 import { UsageError } from "./output.js"
@@ -28,8 +29,9 @@ import { marketOn } from "./storage.js"
  */
 
 /**
- * Rows per write batch: big enough to amortise a commit, small enough to stream. On SQLite a
- * batch of rental prices is one transaction (its `rowsPerWrite` holds 500 products).
+ * Rows per write batch: big enough to amortise a commit, small enough to stream. A type whose
+ * write path offers a bulk load sets its own (on SQLite a batch of rental prices is one
+ * transaction of tens of thousands of rows).
  */
 const BATCH = 500
 
@@ -41,7 +43,16 @@ interface ImportType {
   /** Writes rows and, in the same transaction, the progress mark; returns how many rows repeated one already stored or sent. */
   readonly write: (rows: ReadonlyArray<unknown>, mark: ProgressMark) => Effect.Effect<number, InvalidRecords | StorageUnavailable, Writers>
   readonly mark: (name: string) => Effect.Effect<Option.Option<string>, StorageUnavailable, Writers>
+  /** For the life of the scope, an import of about `rows` rows: its batch size, and the load's end to run after the last batch. */
+  readonly load: (rows: number) => Effect.Effect<Load, StorageUnavailable, Writers | Scope.Scope>
 }
+
+interface Load {
+  readonly batch: number
+  readonly end: Effect.Effect<void, StorageUnavailable>
+}
+
+const plainLoad: ImportType["load"] = () => Effect.succeed({ batch: BATCH, end: Effect.void })
 
 /** A type's write path as an import uses it: its write with a mark, the duplicates its summary counts, and its marks. */
 const importType = <I extends Writers, S>(
@@ -49,15 +60,20 @@ const importType = <I extends Writers, S>(
   service: Effect.Effect<I, never, I>,
   write: (ingest: I, rows: ReadonlyArray<unknown>, mark: ProgressMark) => Effect.Effect<S, InvalidRecords | StorageUnavailable>,
   mark: (ingest: I) => (name: string) => Effect.Effect<Option.Option<string>, StorageUnavailable>,
-  duplicates: (summary: S) => number = () => 0
+  duplicates: (summary: S) => number = () => 0,
+  load: ImportType["load"] = plainLoad
 ): ImportType => ({
   schema,
   write: (rows, m) => Effect.flatMap(service, (i) => Effect.map(write(i, rows, m), duplicates)),
-  mark: (name) => Effect.flatMap(service, (i) => mark(i)(name))
+  mark: (name) => Effect.flatMap(service, (i) => mark(i)(name)),
+  load
 })
 
 const TYPES: Record<"rental" | "hardware" | "llm" | "transactions" | "indexes" | "fx" | "gpus", ImportType> = {
-  rental: importType(RentalPriceObservation, RentalPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, (s) => s.duplicates),
+  rental: importType(
+    RentalPriceObservation, RentalPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, (s) => s.duplicates,
+    (rows) => Effect.flatMap(RentalPriceIngest, (i) => i.bulkLoad(rows))
+  ),
   hardware: importType(HardwarePriceObservation, HardwarePriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark),
   llm: importType(LlmTokenPriceObservation, LlmTokenPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, (s) => s.duplicates),
   transactions: importType(TransactionDeal, TransactionIngest, (i, rows, mark) => i.record(rows, { mark }), (i) => i.mark),
@@ -84,11 +100,12 @@ export interface ImportSummary {
  * display counts rows; it reaches the total only once the last row is written.
  */
 export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv") =>
-  Effect.gen(function* () {
-    const { schema, write, mark } = TYPES[type]
+  Effect.scoped(Effect.gen(function* () {
+    const { schema, write, mark, load } = TYPES[type]
     const scan = yield* Effect.promise(() => scanFile(path, format))
     const markName = `import:${type}:${scan.hash}`
     const resumedAfter = Option.getOrNull(Option.map(yield* mark(markName), Number))
+    const { batch: batchSize, end } = yield* load(Math.max(0, scan.rows - (resumedAfter ?? 0)))
     const next = format === "csv" ? csvRows(path, schema) : jsonLines(path)
     const label = `importing ${type}`
     const progress = makeProgress(process.stderr, "rows")
@@ -138,7 +155,7 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
         read++
         if ("error" in row) rejected.push({ line, message: row.error })
         else batch.push(row)
-        if (batch.length >= BATCH) {
+        if (batch.length >= batchSize) {
           yield* submit(batch, line)
           batch = []
           // Below the total until the end, should the first pass have counted a row the reader skips.
@@ -147,11 +164,12 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
       }
     }
     if (batch.length > 0) yield* submit(batch, line)
+    yield* end
     yield* progress.update(label, done, done)
     yield* progress.finish
     const summary: ImportSummary = { accepted, duplicates, rejected: rejected.sort((a, b) => a.line - b.line), resumedAfter }
     return { ...summary, read }
-  })
+  }))
 
 const formatOf = (path: string, given: Option.Option<"jsonl" | "csv">) =>
   Option.getOrElse(given, () => (/\.csv$/i.test(path) ? "csv" as const : "jsonl" as const))

@@ -69,10 +69,10 @@ export interface StorageUse {
 
 /**
  * WAL pages a bulk load's SQLite connection writes between checkpoints (`SqliteOptions.checkpointPages`):
- * about 80 MiB, so a page its writes change again and again is copied into the file once in a while
- * rather than after nearly every write.
+ * about 1 GiB, so a page its writes change again and again is copied into the file once in a while
+ * rather than after every write: an import's writes of 50,000 rows each add more than 80 MiB.
  */
-const BULK_CHECKPOINT_PAGES = 20_000
+const BULK_CHECKPOINT_PAGES = 250_000
 
 /**
  * Where `serve` counts rate limits: `given` (`--rate-limits`), else `$GPU_MARKET_RATE_LIMITS`, else
@@ -92,7 +92,7 @@ export const rateLimitModeOf = (choice: StorageChoice, given: Option.Option<Rate
 export const storageOn = (choice: StorageChoice, use: StorageUse = {}) => {
   const where = resolve(choice)
   return where._tag === "sqlite"
-    ? SqliteStorage.layer(use.bulk === true ? { filename: where.filename, checkpointPages: BULK_CHECKPOINT_PAGES } : { filename: where.filename })
+    ? SqliteStorage.layer(use.bulk === true ? { filename: where.filename, checkpointPages: BULK_CHECKPOINT_PAGES, bulk: true } : { filename: where.filename })
     : Layer.unwrapEffect(Effect.map(redisBackend(where), ({ R, options }) => R.layer(options)))
 }
 

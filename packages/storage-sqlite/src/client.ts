@@ -17,6 +17,12 @@ export interface SqliteOptions {
    */
   readonly checkpointPages?: number
   /**
+   * The connection of a bulk load (an import): rental writes of `BULK_ROWS_PER_WRITE` rows, and a
+   * page cache of `BULK_CACHE_MIB`, which holds the indexes such writes touch at random (their
+   * keys are hashes) across a million rows, so each page is read from the file once.
+   */
+  readonly bulk?: boolean
+  /**
    * Change-feed events the file keeps: the newest this many (default 100,000). A subscriber
    * that resumes from an older id is answered 410 `event_id_expired`.
    */
@@ -108,7 +114,10 @@ const attempt = <A, E>(operation: string, body: () => A): Effect.Effect<A, Stora
   }
 }
 
-const open = ({ filename, checkpointPages }: SqliteOptions): Database.Database => {
+/** Page cache of a bulk load's connection (`SqliteOptions.bulk`), MiB. */
+export const BULK_CACHE_MIB = 256
+
+const open = ({ filename, checkpointPages, bulk }: SqliteOptions): Database.Database => {
   if (filename !== ":memory:" && filename !== "") fs.mkdirSync(path.dirname(path.resolve(filename)), { recursive: true })
   const db = new Database(filename, { timeout: 5000 })
   try {
@@ -119,7 +128,7 @@ const open = ({ filename, checkpointPages }: SqliteOptions): Database.Database =
     db.pragma("foreign_keys = ON")
     db.pragma("busy_timeout = 5000")
     // 64 MiB of page cache: the hot partial indexes of current rows stay resident.
-    db.pragma("cache_size = -65536")
+    db.pragma(`cache_size = -${(bulk === true ? BULK_CACHE_MIB : 64) * 1024}`)
     db.pragma("temp_store = MEMORY")
     if (checkpointPages !== undefined) db.pragma(`wal_autocheckpoint = ${Math.max(1, Math.floor(checkpointPages))}`)
   } catch (e) {

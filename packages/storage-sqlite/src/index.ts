@@ -23,7 +23,7 @@ export const make = (options: SqliteOptions): Effect.Effect<Stores, StorageError
   Effect.gen(function* () {
     const client = yield* makeClient(options)
     yield* migrate(client)
-    return makeStores(client, options.eventPollMs)
+    return makeStores(client, options)
   })
 
 /** Every store in the SQLite file `filename`, which the layer opens and closes. */

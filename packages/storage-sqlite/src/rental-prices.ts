@@ -3,6 +3,7 @@ import { type GpuSpelling, type RentalGpuSummary, rentalPriceKeys, type RentalPr
 import type { SqliteClient } from "./client.js"
 import { cmp, placeholders, readRows } from "./page-sql.js"
 import { summaryCache } from "./summary-cache.js"
+import { bulkLoad } from "./bulk-load.js"
 import { dataVersion } from "./data-version.js"
 import { readMark } from "./settings.js"
 import { sqliteTransact, versionPageCompiler } from "./versions.js"
@@ -75,8 +76,17 @@ interface Summary {
  */
 export const ROWS_PER_WRITE = 1_000
 
+/**
+ * Rows one rental write of a bulk load's connection holds (`SqliteOptions.bulk`): a commit copies
+ * every page it changed to the WAL, and with the serving indexes held back (`bulkLoad`) those are
+ * mostly pages of the three indexes keyed by hashes, which a write of 1,000 rows changes nearly
+ * one page per row and a write of 50,000 rows changes once for many rows. Another writer waits
+ * for the whole write: about a second on a quiet machine (BENCHMARKS.md (k)).
+ */
+export const BULK_ROWS_PER_WRITE = 50_000
+
 /** The rental price store over one connection; the schema must be migrated. */
-export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Type"] => {
+export const makeRentalPriceStore = (client: SqliteClient, bulk = false): RentalPriceStore["Type"] => {
   const { prepare } = client
   const version = dataVersion(client, "rental_prices")
 
@@ -144,7 +154,8 @@ export const makeRentalPriceStore = (client: SqliteClient): RentalPriceStore["Ty
   }
 
   return {
-    rowsPerWrite: ROWS_PER_WRITE,
+    rowsPerWrite: bulk ? BULK_ROWS_PER_WRITE : ROWS_PER_WRITE,
+    bulkLoad: (rows) => bulkLoad(client, rows),
     mark: readMark(client, "rental_prices.mark"),
     transact: sqliteTransact(client, "rental_prices.transact", {
       keys: rentalPriceKeys,

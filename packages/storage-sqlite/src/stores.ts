@@ -1,5 +1,5 @@
 import type { Stores } from "@gpu-market/core/storage"
-import type { SqliteClient } from "./client.js"
+import type { SqliteClient, SqliteOptions } from "./client.js"
 import { makeHardwarePriceStore } from "./hardware-prices.js"
 import { makeIndexStore } from "./indexes.js"
 import { makeLlmTokenPriceStore } from "./llm-token-prices.js"
@@ -13,8 +13,8 @@ import { makeTransactionStore } from "./transactions.js"
 import { makeEventLogStore } from "./event-log.js"
 
 /** Every store over one migrated connection; the tests build them over connections they set up. */
-export const makeStores = (client: SqliteClient, eventPollMs?: number): Stores => ({
-  rentalStore: makeRentalPriceStore(client),
+export const makeStores = (client: SqliteClient, options: Pick<SqliteOptions, "eventPollMs" | "bulk"> = {}): Stores => ({
+  rentalStore: makeRentalPriceStore(client, options.bulk === true),
   tokenStore: makeTokenStore(client),
   rateLimitStore: makeRateLimitStore(client),
   settingsStore: makeSettingsStore(client),
@@ -24,6 +24,6 @@ export const makeStores = (client: SqliteClient, eventPollMs?: number): Stores =
   indexStore: makeIndexStore(client),
   procurementStore: makeProcurementStore(client),
   referenceDataStore: makeReferenceDataStore(client),
-  eventLogStore: makeEventLogStore(client, eventPollMs),
+  eventLogStore: makeEventLogStore(client, options.eventPollMs),
   changeStamp: client.changeStamp
 })

@@ -8,6 +8,8 @@ import { RentalPriceStore } from "../storage/contract.js"
 import type { MarkedWrite } from "../storage/marks.js"
 import { ReferenceDataStore } from "../storage/reference.js"
 import { rentalPriceKeys } from "../storage/tables.js"
+import type * as Scope from "effect/Scope"
+import { unavailable } from "../market/storage.js"
 import { countedIngest, decodeRecords, instantOf, markReader, refuseIf, type Timed } from "./batch.js"
 import { type Bound, IngestBounds } from "./bounds.js"
 import { recordDecoder } from "./record-decoder.js"
@@ -86,6 +88,17 @@ const rules: VersionRules<RentalObservation, RentalPrice> = {
   })
 }
 
+/** Observations one batch of a bulk load writes at least: enough to amortise a commit. */
+const MIN_BATCH = 500
+
+/** A bulk load as the write path offers it (`RentalPriceIngest.bulkLoad`). */
+export interface BulkLoad {
+  /** Observations to pass to one `ingest`: one transaction's worth. */
+  readonly batch: number
+  /** Ends the load, once its last batch is written. */
+  readonly end: Effect.Effect<void, StorageUnavailable>
+}
+
 /** The write path of GPU rental prices. */
 export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Market/RentalPriceIngest", {
   effect: Effect.gen(function* () {
@@ -129,7 +142,23 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
       return bases
     })
 
+    /**
+     * For the life of the scope, a load of about `rows` observations (an import): the store
+     * prepares for it (`RentalPriceStore.bulkLoad`). `batch` is how many observations of new or
+     * changed products one `ingest` writes in one transaction; `end` ends the load once its last
+     * batch is written (SQLite builds its serving indexes again then).
+     */
+    const bulkLoad = (rows: number): Effect.Effect<BulkLoad, StorageUnavailable, Scope.Scope> =>
+      Effect.mapError(
+        Effect.map(store.bulkLoad === undefined ? Effect.succeed(Effect.void) : store.bulkLoad(rows), (end): BulkLoad => ({
+          // Each product a batch names may close a stored row and open one.
+          batch: Math.max(MIN_BATCH, Math.floor((store.rowsPerWrite ?? 0) / 2)),
+          end: Effect.mapError(end, unavailable)
+        })),
+        unavailable
+      )
+
     /** A progress mark written with a write of this type (`options.mark`). */
-    return { ingest, withdraw, baseKeys, mark: markReader(store.mark) } as const
+    return { ingest, withdraw, baseKeys, bulkLoad, mark: markReader(store.mark) } as const
   })
 }) {}

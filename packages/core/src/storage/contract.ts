@@ -1,6 +1,7 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 import type { Principal } from "../auth/principal.js"
 import type { RentalPrice } from "../schema/rental-price.js"
 import type { LlmTokenPriceStore } from "./llm-token-prices.js"
@@ -54,6 +55,13 @@ export class RentalPriceStore extends Context.Tag("Market/Storage/RentalPriceSto
      * default): core's write path splits a batch into chunks of whole products of about this many.
      */
     readonly rowsPerWrite?: number
+    /**
+     * For the life of the scope, a load of about `rows` rows through `transact` (an import): the
+     * store may prepare for it (SQLite holds its serving indexes back and builds them again by
+     * sorting), so long as every read meanwhile still returns the right rows. Returns the load's
+     * end, to run once its last write is done; the scope ends it anyway should it fail.
+     */
+    readonly bulkLoad?: (rows: number) => Effect.Effect<Effect.Effect<void, StorageError>, StorageError, Scope.Scope>
     /** A progress mark written by `transact` (`VersionChanges.mark`). */
     readonly mark: ReadMark
     /**

@@ -1,0 +1,124 @@
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import type { StorageError } from "@gpu-market/core"
+import type { SqliteClient } from "./client.js"
+
+/**
+ * A bulk load of rental prices with the serving indexes held back: they are dropped before the
+ * load and built again, by sorting, when it ends. Building an index from sorted keys costs a
+ * fraction of keeping it up to date row by row (each key is a hash, so every row lands on a page
+ * of its own in each index, and every write copies those pages to the WAL again).
+ *
+ * Held back: the indexes readers use to serve pages (the current rows by anchor and sort, the
+ * history by `valid_from`). Kept: the unique constraints and the indexes the write path reads
+ * through (`rental_prices_current_base`, `rental_prices_base_valid_from`, the `product_key`
+ * unique index), so every write still checks what it always checks. Readers in other processes
+ * keep working meanwhile and see the same rows, from the same transactions: a query the planner
+ * answered through a missing index scans the table instead, slower but right.
+ *
+ * What was dropped, with its SQL and planner statistics (`sqlite_stat1` loses a dropped index's
+ * row), is recorded in a settings row in the same transaction as the drop, and each index is
+ * built again in a transaction of its own that also takes it off the record. So a load killed
+ * part-way leaves the record, and the next bulk load on the file (an import run again, say)
+ * takes it over and builds the indexes when it ends.
+ */
+
+/** The settings row that records held-back indexes: JSON `Array<HeldIndex>`. */
+const RECORD = "rental_prices.held_indexes"
+
+/** Indexes of `rental_prices` a bulk load never drops: the write path reads through them. */
+const KEPT = new Set(["rental_prices_current_base", "rental_prices_base_valid_from"])
+
+/**
+ * A bulk load holds the indexes back when it brings at least this many rows and at least half as
+ * many as the table holds: below that, keeping the indexes up to date costs less than sorting
+ * the whole table into them again.
+ */
+export const BULK_MIN_ROWS = 5_000
+
+interface HeldIndex {
+  readonly name: string
+  readonly sql: string
+  /** Its `sqlite_stat1.stat`, if it had one. */
+  readonly stat: string | null
+}
+
+const readRecord = (client: SqliteClient): Array<HeldIndex> => {
+  const value = client.prepare("SELECT value FROM settings WHERE name = ?").pluck().get(RECORD) as string | undefined
+  return value === undefined ? [] : JSON.parse(value) as Array<HeldIndex>
+}
+
+const writeRecord = (client: SqliteClient, held: ReadonlyArray<HeldIndex>): void => {
+  if (held.length === 0) client.prepare("DELETE FROM settings WHERE name = ?").run(RECORD)
+  else {
+    client.prepare("INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value")
+      .run(RECORD, JSON.stringify(held))
+  }
+}
+
+/** Drops the serving indexes, recording them; returns how many the record now holds. */
+const holdBack = (client: SqliteClient, rows: number): Effect.Effect<number, StorageError> =>
+  client.transaction("rental_prices.holdIndexes", () => {
+    const held = readRecord(client)
+    // Rows the table holds, near enough: its rowids only grow.
+    const stored = (client.prepare("SELECT max(rowid) FROM rental_prices").pluck().get() as number | null) ?? 0
+    if (rows < BULK_MIN_ROWS || rows * 2 < stored) return held.length
+    const indexes = client.prepare(
+      `SELECT i.name, i.sql, s.stat FROM sqlite_schema i LEFT JOIN sqlite_stat1 s ON s.tbl = i.tbl_name AND s.idx = i.name
+       WHERE i.type = 'index' AND i.tbl_name = 'rental_prices' AND i.sql IS NOT NULL ORDER BY i.name`
+    ).all() as Array<HeldIndex>
+    const dropped = indexes.filter((i) => !KEPT.has(i.name))
+    for (const i of dropped) client.db.exec(`DROP INDEX ${i.name}`)
+    const all = [...held.filter((h) => !dropped.some((d) => d.name === h.name)), ...dropped]
+    writeRecord(client, all)
+    return all.length
+  })
+
+/**
+ * Between two index builds: longer than the longest sleep of SQLite's busy handler (100 ms), so a
+ * writer of another process that waited for one build gets the file before the next begins,
+ * rather than polling through all of them (it waited 22 s in benchmark (k) without this pause).
+ */
+const PAUSE_BETWEEN_BUILDS = "120 millis"
+
+/**
+ * Builds every recorded index again, one transaction each (so another writer waits for one index
+ * at a time, never for all of them), restoring its planner statistics in the same transaction:
+ * other connections load them with the new schema.
+ */
+export const restoreHeldIndexes = (client: SqliteClient): Effect.Effect<void, StorageError> =>
+  Effect.gen(function* () {
+    for (;;) {
+      const more = yield* client.transaction("rental_prices.restoreIndexes", () => {
+        const [next, ...rest] = readRecord(client)
+        if (next === undefined) return false
+        const exists = client.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'index' AND name = ?").pluck().get(next.name) !== undefined
+        if (!exists) {
+          client.db.exec(next.sql)
+          if (next.stat !== null) {
+            client.prepare("INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES ('rental_prices', ?, ?)").run(next.name, next.stat)
+          }
+        }
+        writeRecord(client, rest)
+        return rest.length > 0
+      })
+      if (!more) return
+      yield* Effect.sleep(PAUSE_BETWEEN_BUILDS)
+    }
+  })
+
+/**
+ * For the life of the scope, a bulk load of about `rows` rental rows: holds the serving indexes
+ * back when the load is large against the table (`BULK_MIN_ROWS`), or when an earlier load left
+ * them held back. Returns the load's end, which builds them again; should the scope close
+ * without it (the load failed), they are built then, and should that fail too, the next bulk
+ * load builds them.
+ */
+export const bulkLoad = (client: SqliteClient, rows: number): Effect.Effect<Effect.Effect<void, StorageError>, StorageError, Scope.Scope> =>
+  Effect.map(
+    Effect.acquireRelease(holdBack(client, rows), (held) =>
+      held === 0 || !client.db.open
+        ? Effect.void
+        : Effect.catchAll(restoreHeldIndexes(client), (e) => Effect.logWarning(`rental price indexes not built again yet: ${e.message}`))),
+    () => restoreHeldIndexes(client)
+  )

@@ -1,0 +1,138 @@
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import type { RentalPrice } from "@gpu-market/core"
+import type { PagePlan } from "@gpu-market/core/storage"
+import { rentalRow } from "@gpu-market/core/test"
+import { Effect, Either, Exit, Scope } from "effect"
+import { createHash } from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { compilePage, makeClient, makeRentalPriceStore, migrate, type SqliteClient } from "../src/internal"
+
+/**
+ * A bulk load of rental prices (`RentalPriceStore.bulkLoad`, what `gpu-market import` runs on
+ * SQLite) holds the serving indexes back and builds them again when it ends: meanwhile every page
+ * reads the same rows, after it the indexes serve every `/latest` sort again, and a load that
+ * died part-way leaves them to the next one. Live clock: the builds pause between indexes.
+ */
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-market-bulk-"))
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
+let files = 0
+const freshFile = () => path.join(dir, `db-${files++}.db`)
+
+const hex32 = (s: string) => createHash("md5").update(s).digest("hex")
+
+/** Product `i` of a load, current from its day. */
+const product = (i: number, tag = "p"): RentalPrice => rentalRow({
+  vendor: `v${i % 7}`, gpu_canonical_name: `g${i % 11}`, vendor_sku: `${tag}${i}`, region: `r${i % 5}`, gpu_count: 1 + (i % 8),
+  price_usd_per_gpu_hour: 1 + (i % 13) / 4, valid_from: "2026-01-05T06:00:00.000000Z", extracted_at: "2026-01-05T06:00:00.000000Z",
+  base_product_key: hex32(`base-${tag}${i}`), product_key: hex32(`key-${tag}${i}`)
+})
+
+/** Opens new products through the store's own write, in one transaction. */
+const store = (client: SqliteClient, rows: ReadonlyArray<RentalPrice>) =>
+  makeRentalPriceStore(client, true).transact(rows.map((r) => ({ base: r.base_product_key, at: r.valid_from })), () =>
+    Either.right({ changes: { close: [], open: [...rows] }, result: undefined }))
+
+const indexes = (client: SqliteClient) =>
+  (client.db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'rental_prices' ORDER BY name").pluck().all() as Array<string>)
+const stats = (client: SqliteClient) =>
+  client.db.prepare("SELECT idx, stat FROM sqlite_stat1 WHERE tbl = 'rental_prices' ORDER BY idx").all()
+
+/** Pages a server reads: `/latest` by each anchor and several sorts, and a history window. */
+const PLANS: ReadonlyArray<PagePlan> = [
+  ...(["vendor", "gpu_canonical_name"] as const).flatMap((anchor) =>
+    (["price_usd_per_gpu_hour", "region", "gpu_count"] as const).map((by): PagePlan => ({
+      scope: { _tag: "latest" }, predicates: [{ op: "in", field: anchor, values: [anchor === "vendor" ? "v3" : "g4"] }],
+      sort: { by, order: "asc" }, after: undefined, limit: 50
+    }))),
+  { scope: { _tag: "window", start: "2026-01-01T00:00:00.000000Z", end: "2026-02-01T00:00:00.000000Z" }, predicates: [], sort: { by: "valid_from", order: "desc" }, after: undefined, limit: 50 }
+]
+const pages = (client: SqliteClient) => Effect.forEach(PLANS, (plan) => makeRentalPriceStore(client).page(plan))
+
+const withFile = <A, E>(filename: string, f: (client: SqliteClient) => Effect.Effect<A, E>) =>
+  Effect.scoped(Effect.gen(function* () {
+    const client = yield* makeClient({ filename })
+    yield* migrate(client)
+    return yield* f(client)
+  }))
+
+describe("SQLite bulk load of rental prices", () => {
+  it.live("a load large against the table holds the serving indexes back and builds them again, planner statistics included; pages read the same throughout", () =>
+    withFile(freshFile(), (client) => Effect.gen(function* () {
+      yield* store(client, Array.from({ length: 1_000 }, (_, i) => product(i, "old")))
+      const before = { indexes: indexes(client), stats: stats(client) }
+      const rows = Array.from({ length: 6_000 }, (_, i) => product(i))
+      const during = yield* Effect.scoped(Effect.gen(function* () {
+        const end = yield* makeRentalPriceStore(client, true).bulkLoad!(rows.length)
+        const held = indexes(client)
+        yield* store(client, rows)
+        const read = yield* pages(client)
+        yield* end
+        return { held, read }
+      }))
+      // The write path's reads and the unique constraints keep their indexes.
+      assert.deepStrictEqual(during.held, ["rental_prices_base_valid_from", "rental_prices_current_base", "sqlite_autoindex_rental_prices_1"])
+      assert.deepStrictEqual(indexes(client), before.indexes)
+      assert.deepStrictEqual(stats(client), before.stats)
+      assert.deepStrictEqual(yield* pages(client), during.read)
+      assert.isAbove(during.read[0]!.length, 0)
+      // Served from the rebuilt indexes again: no sort of its own.
+      for (const plan of PLANS.slice(0, -1)) {
+        const { sql, params } = compilePage(plan)
+        const detail = (client.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map((r) => r.detail).join("\n")
+        assert.include(detail, "rental_prices_current_", detail)
+        assert.notInclude(detail, "TEMP B-TREE", detail)
+      }
+    })))
+
+  it.live("a load small against the table keeps every index", () =>
+    withFile(freshFile(), (client) => Effect.gen(function* () {
+      yield* store(client, Array.from({ length: 12_000 }, (_, i) => product(i, "old")))
+      const before = indexes(client)
+      yield* Effect.scoped(Effect.gen(function* () {
+        yield* makeRentalPriceStore(client, true).bulkLoad!(5_000)
+        assert.deepStrictEqual(indexes(client), before)
+      }))
+    })))
+
+  it.live("a load that fails still builds the indexes again as its scope closes", () =>
+    withFile(freshFile(), (client) => Effect.gen(function* () {
+      const before = indexes(client)
+      const exit = yield* Effect.exit(Effect.scoped(Effect.gen(function* () {
+        yield* makeRentalPriceStore(client, true).bulkLoad!(10_000)
+        assert.isBelow(indexes(client).length, before.length)
+        return yield* Effect.fail("the import failed")
+      })))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.deepStrictEqual(indexes(client), before)
+    })))
+
+  it.live("a load whose process died part-way leaves its indexes to the next load, which builds them when it ends", () =>
+    Effect.gen(function* () {
+      const file = freshFile()
+      const expected = yield* withFile(freshFile(), (client) => Effect.sync(() => ({ indexes: indexes(client), stats: stats(client) })))
+      // The first load's scope never closes: its connection goes as a killed process's does.
+      const scope = yield* Scope.make()
+      const client = yield* Scope.extend(Effect.gen(function* () {
+        const client = yield* makeClient({ filename: file })
+        yield* migrate(client)
+        yield* makeRentalPriceStore(client, true).bulkLoad!(10_000)
+        yield* store(client, Array.from({ length: 3_000 }, (_, i) => product(i)))
+        return client
+      }), scope)
+      client.db.close()
+      yield* withFile(file, (client) => Effect.gen(function* () {
+        assert.isBelow(indexes(client).length, expected.indexes.length)
+        // Readers meanwhile: right, if slower.
+        const read = yield* pages(client)
+        assert.strictEqual(read[0]!.length, 50)
+        assert.isTrue(read[0]!.every((r, i, all) => i === 0 || all[i - 1]!.price_usd_per_gpu_hour <= r.price_usd_per_gpu_hour))
+        // A load too small to hold anything back takes over the record all the same.
+        yield* Effect.scoped(Effect.flatMap(makeRentalPriceStore(client, true).bulkLoad!(10), (end) => end))
+        assert.deepStrictEqual({ indexes: indexes(client), stats: stats(client) }, expected)
+        assert.deepStrictEqual(yield* pages(client), read)
+      }))
+    }))
+})
