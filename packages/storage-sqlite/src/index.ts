@@ -9,6 +9,7 @@ import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
+import { restoreHeldIndexes } from "./bulk-load.js"
 import { makeClient, type SqliteOptions } from "./client.js"
 import { migrate } from "./migrations.js"
 import { makeStores } from "./stores.js"
@@ -17,12 +18,15 @@ export type { SqliteOptions } from "./client.js"
 
 /**
  * Opens the database for the life of the scope, migrates it to the current schema and builds
- * the stores. The connection closes when the scope does.
+ * the stores. The connection closes when the scope does. Serving indexes a bulk load held back
+ * and never built again (its process was killed) are built now, unless this connection is a
+ * bulk load's own (`bulk`), which takes them over.
  */
 export const make = (options: SqliteOptions): Effect.Effect<Stores, StorageError, Scope.Scope> =>
   Effect.gen(function* () {
     const client = yield* makeClient(options)
     yield* migrate(client)
+    if (options.bulk !== true) yield* restoreHeldIndexes(client)
     return makeStores(client, options)
   })
 

@@ -7,6 +7,7 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { make } from "../src/index"
 import { compilePage, makeClient, makeRentalPriceStore, migrate, type SqliteClient } from "../src/internal"
 
 /**
@@ -108,6 +109,27 @@ describe("SQLite bulk load of rental prices", () => {
       assert.isTrue(Exit.isFailure(exit))
       assert.deepStrictEqual(indexes(client), before)
     })))
+
+  it.live("a load whose process died part-way leaves its indexes to the next server that opens the file, not to an import's connection", () =>
+    Effect.gen(function* () {
+      const file = freshFile()
+      const expected = yield* withFile(freshFile(), (client) => Effect.sync(() => ({ indexes: indexes(client), stats: stats(client) })))
+      const scope = yield* Scope.make()
+      const killed = yield* Scope.extend(Effect.gen(function* () {
+        const client = yield* makeClient({ filename: file })
+        yield* migrate(client)
+        yield* makeRentalPriceStore(client, true).bulkLoad!(10_000)
+        yield* store(client, Array.from({ length: 3_000 }, (_, i) => product(i)))
+        return client
+      }), scope)
+      killed.db.close()
+      // An import's own connection leaves the record to its load.
+      yield* Effect.scoped(make({ filename: file, bulk: true }))
+      yield* withFile(file, (client) => Effect.sync(() => assert.isBelow(indexes(client).length, expected.indexes.length)))
+      // Any other opening (a server, a worker, a CLI read) builds them.
+      yield* Effect.scoped(make({ filename: file }))
+      yield* withFile(file, (client) => Effect.sync(() => assert.deepStrictEqual({ indexes: indexes(client), stats: stats(client) }, expected)))
+    }))
 
   it.live("a load whose process died part-way leaves its indexes to the next load, which builds them when it ends", () =>
     Effect.gen(function* () {
