@@ -59,6 +59,23 @@ const withFile = <A, E>(filename: string, f: (client: SqliteClient) => Effect.Ef
     return yield* f(client)
   }))
 
+/**
+ * A bulk load of 3,000 products into `file` whose scope never closes: its connection goes as a
+ * killed process's does, its indexes held back and its record left.
+ */
+const killedLoad = (file: string) =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    const client = yield* Scope.extend(Effect.gen(function* () {
+      const client = yield* makeClient({ filename: file })
+      yield* migrate(client)
+      yield* makeRentalPriceStore(client, true).bulkLoad!(10_000)
+      yield* store(client, Array.from({ length: 3_000 }, (_, i) => product(i)))
+      return client
+    }), scope)
+    client.db.close()
+  })
+
 describe("SQLite bulk load of rental prices", () => {
   it.live("a load large against the table holds the serving indexes back and builds them again, planner statistics included; pages read the same throughout", () =>
     withFile(freshFile(), (client) => Effect.gen(function* () {
@@ -114,15 +131,7 @@ describe("SQLite bulk load of rental prices", () => {
     Effect.gen(function* () {
       const file = freshFile()
       const expected = yield* withFile(freshFile(), (client) => Effect.sync(() => ({ indexes: indexes(client), stats: stats(client) })))
-      const scope = yield* Scope.make()
-      const killed = yield* Scope.extend(Effect.gen(function* () {
-        const client = yield* makeClient({ filename: file })
-        yield* migrate(client)
-        yield* makeRentalPriceStore(client, true).bulkLoad!(10_000)
-        yield* store(client, Array.from({ length: 3_000 }, (_, i) => product(i)))
-        return client
-      }), scope)
-      killed.db.close()
+      yield* killedLoad(file)
       // An import's own connection leaves the record to its load.
       yield* Effect.scoped(make({ filename: file, bulk: true }))
       yield* withFile(file, (client) => Effect.sync(() => assert.isBelow(indexes(client).length, expected.indexes.length)))
@@ -135,16 +144,7 @@ describe("SQLite bulk load of rental prices", () => {
     Effect.gen(function* () {
       const file = freshFile()
       const expected = yield* withFile(freshFile(), (client) => Effect.sync(() => ({ indexes: indexes(client), stats: stats(client) })))
-      // The first load's scope never closes: its connection goes as a killed process's does.
-      const scope = yield* Scope.make()
-      const client = yield* Scope.extend(Effect.gen(function* () {
-        const client = yield* makeClient({ filename: file })
-        yield* migrate(client)
-        yield* makeRentalPriceStore(client, true).bulkLoad!(10_000)
-        yield* store(client, Array.from({ length: 3_000 }, (_, i) => product(i)))
-        return client
-      }), scope)
-      client.db.close()
+      yield* killedLoad(file)
       yield* withFile(file, (client) => Effect.gen(function* () {
         assert.isBelow(indexes(client).length, expected.indexes.length)
         // Readers meanwhile: right, if slower.
