@@ -4,7 +4,9 @@ import * as Effect from "effect/Effect"
 /**
  * A progress display on stderr: a bar redrawn in place (`\r`) on a terminal, and on anything else
  * (a pipe, a CI log) one plain line per tenth of the work, so logs stay readable. Both show the
- * rate over the last seconds and the time left at that rate, once there is a rate to show.
+ * rate over the last seconds and the time left at that rate, once there is a rate to show; the
+ * last line, once everything is done, shows the rate over the whole run instead (its last seconds
+ * may have been spent finishing, an import's index builds, with no count moving).
  */
 export interface Progress {
   /** `done` of `total` units of the current `label`. */
@@ -74,6 +76,7 @@ export const makeProgress = (stream: NodeJS.WritableStream & { readonly isTTY?: 
   let lastTenth = -1
   // Recent (time, done) samples of the current label, oldest first: the rate is measured across them.
   let samples: Array<{ readonly at: number; readonly done: number }> = []
+  let first = { at: 0, done: 0 }
   const rateAt = (at: number): number | undefined => {
     while (samples.length > 1 && at - samples[1]!.at >= RATE_WINDOW_MS) samples.shift()
     const first = samples[0]!
@@ -86,11 +89,13 @@ export const makeProgress = (stream: NodeJS.WritableStream & { readonly isTTY?: 
         const fresh = label !== lastLabel
         if (fresh) {
           samples = []
+          first = { at, done }
           lastTenth = -1
           lastLabel = label
         }
         samples.push({ at, done })
-        const state: ProgressState = { label, done, total, unit, rate: rateAt(at) }
+        const overall = at - first.at >= RATE_MIN_MS ? ((done - first.done) * 1000) / (at - first.at) : undefined
+        const state: ProgressState = { label, done, total, unit, rate: done >= total ? overall : rateAt(at) }
         if (tty) {
           if (!fresh && done < total && at - lastDraw < REDRAW_MS) return
           stream.write(`\r${progressBar(state)}\x1b[K`)

@@ -50,6 +50,21 @@ describe("progress", () => {
       assert.strictEqual(stream.written[5], "importing rental: 500/1,000 rows  50%  50 rows/s  ETA 0:10\n")
     }))
 
+  it.effect("the last line gives the rate over the whole run, however long the end took", () =>
+    Effect.gen(function* () {
+      const stream = fakeStream(false)
+      const progress = makeProgress(stream, "rows")
+      for (let done = 0; done < 1_000; done += 100) {
+        yield* progress.update("importing rental", done, 1_000)
+        yield* TestClock.adjust("1 second")
+      }
+      yield* progress.update("importing rental", 999, 1_000)
+      // Finishing (an import's index builds) takes 30 s with no count moving.
+      yield* TestClock.adjust("30 seconds")
+      yield* progress.update("importing rental", 1_000, 1_000)
+      assert.strictEqual(stream.written.at(-1), "importing rental: 1,000/1,000 rows  100%  25 rows/s\n")
+    }))
+
   it.effect("on a terminal: a bar redrawn in place, at most every 100 ms but always at the end, and a line end when finished", () =>
     Effect.gen(function* () {
       const stream = fakeStream(true)
