@@ -1,6 +1,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { StorageError } from "@gpu-market/core"
+import { MAX_ROWS_PER_WRITE } from "@gpu-market/core/storage"
 import { make, makeClient } from "../packages/storage-redis/src/internal"
 import type { Started } from "./support/process"
 import { uniquePrefix } from "./support/redis"
@@ -12,7 +13,11 @@ import { type SentinelGroup, startSentinelGroup } from "./support/redis-topologi
  * (loopback, started once for the file): an `npm start` process reads the stale-tolerant data
  * from a replica, and when the primary is killed under a steady write and read load it answers
  * 503 only until the sentinels promote a replica, then serves again by itself; with writes
- * acknowledged by a replica (`GPU_MARKET_REDIS_REPLICAS_TO_ACK=1`), none acknowledged is lost.
+ * acknowledged by a replica (`GPU_MARKET_REDIS_REPLICAS_TO_ACK=1`), none acknowledged a second
+ * before the kill is lost. One acknowledged in the last moments may be: the sentinels promote the
+ * replica with the most data as of their last look, and the other may have been the one that
+ * acknowledged it (seen once in CI: a batch's first write kept, its later three lost). Each
+ * write is still atomic.
  */
 
 const VENDOR = "v-failover"
@@ -71,6 +76,7 @@ describe("Sentinel: a primary, two replicas, three sentinels", () => {
 
   it("primary killed under load: 503 only until a replica is promoted, then served again; no acknowledged write lost", { timeout: 120_000 }, async () => {
     const feed = startFeed(env(), VENDOR, BATCH_SIZE)
+    let settled: ReadonlyArray<number> = []
     try {
       await until("the writer's first batches", () => feed.acked().length >= 10, 60_000)
       const answers: Array<Answer & { readonly at: number }> = []
@@ -84,6 +90,9 @@ describe("Sentinel: a primary, two replicas, three sentinels", () => {
       })()
       await until("reads served", () => answers.filter((a) => a.status === 200).length >= 10, 10_000)
 
+      // Batches acknowledged a second before the kill: both replicas hold them by then.
+      settled = feed.acked()
+      await new Promise((resolve) => setTimeout(resolve, 1000))
       group.primary.kill()
       const killedAt = Date.now()
       await until("a replica promoted", async () => (await group.currentPrimary()) !== group.primary.address, 30_000)
@@ -126,7 +135,8 @@ describe("Sentinel: a primary, two replicas, three sentinels", () => {
     } finally {
       feed.kill()
     }
-    await assertFeedKept(server.base, "reader", VENDOR, BATCH_SIZE, feed.acked())
+    // A write of new products holds as many as fit MAX_ROWS_PER_WRITE rows, counting a row for each and one per product.
+    await assertFeedKept(server.base, "reader", VENDOR, BATCH_SIZE, settled, Math.floor(MAX_ROWS_PER_WRITE / 2))
     const { primary } = await roles()
     assert.strictEqual(primary.role, "master")
     assert.notStrictEqual(primary.port, group.primary.port, "the service follows the new primary")

@@ -106,9 +106,13 @@ export const startFeed = (env: NodeJS.ProcessEnv, vendor: string, batchSize: num
 
 /**
  * Reads every row of the feed of `vendor` through `base` and asserts each batch of `batchSize`
- * is all there or not at all, no row twice, and every acknowledged batch there.
+ * is all there or not at all, no row twice, and every batch of `acked` there. With `writeSize`,
+ * a batch may instead be whole writes of that many rows (a batch acknowledged just before a
+ * failover whose later writes only the replica not promoted held).
  */
-export const assertFeedKept = async (base: string, token: string, vendor: string, batchSize: number, acked: ReadonlyArray<number>) => {
+export const assertFeedKept = async (
+  base: string, token: string, vendor: string, batchSize: number, acked: ReadonlyArray<number>, writeSize?: number
+) => {
   const rows: Array<any> = []
   let url: string | null = `${base}/v2/gpu/rental/prices/latest?vendor=${vendor}&page_size=1000`
   while (url !== null) {
@@ -123,7 +127,10 @@ export const assertFeedKept = async (base: string, token: string, vendor: string
     perBatch.set(n, (perBatch.get(n) ?? 0) + 1)
   }
   assert.strictEqual(new Set(rows.map((r) => r.product_key)).size, rows.length, "no row twice")
-  for (const [n, count] of perBatch) assert.strictEqual(count, batchSize, `batch ${n} is whole`)
+  for (const [n, count] of perBatch) {
+    if (writeSize === undefined || count === batchSize) assert.strictEqual(count, batchSize, `batch ${n} is whole`)
+    else assert.strictEqual(count % writeSize, 0, `batch ${n} is whole writes of ${writeSize} rows: ${count}`)
+  }
   for (const n of acked) assert.strictEqual(perBatch.get(n), batchSize, `acknowledged batch ${n} is there`)
   assert.isAtLeast(perBatch.size, acked.length)
 }
