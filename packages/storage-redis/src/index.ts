@@ -4,8 +4,7 @@
  * is one checked Lua batch; requests fail fast with a `StorageError` while Redis is away.
  */
 import { type PortableMarketStorage, portableStorage, type Storage, type StorageError } from "@gpu-market/core"
-import { storageContext, StorePipelines, type Stores } from "@gpu-market/core/storage"
-import * as Context from "effect/Context"
+import { storageContext, type Stores } from "@gpu-market/core/storage"
 import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -42,7 +41,8 @@ export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError,
     transactionStore: makeTransactionStore(client),
     procurementStore: makeProcurementStore(client),
     referenceDataStore: makeReferenceDataStore(client),
-    eventLogStore
+    eventLogStore,
+    pipelines: true
   })))
 
 /**
@@ -50,7 +50,7 @@ export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError,
  * started together share round trips (`StorePipelines`).
  */
 export const layer = (options: RedisOptions): Layer.Layer<Storage, StorageError> =>
-  Layer.scopedContext(Effect.map(make(options), (stores) => Context.add(storageContext(stores), StorePipelines, true)))
+  Layer.scopedContext(Effect.map(make(options), storageContext))
 
 /** `url` fit to print: its user and password left out. */
 export const redactUrl = (url: string): string => {

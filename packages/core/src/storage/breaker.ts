@@ -143,8 +143,9 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
       procurementStore: guarded(ProcurementStore),
       referenceDataStore: guarded(ReferenceDataStore),
       eventLogStore: guarded(EventLogStore),
-      ...stamp === undefined ? {} : { changeStamp: stamp }
+      ...stamp === undefined ? {} : { changeStamp: stamp },
+      pipelines: Context.get(context, StorePipelines)
     }
-    return Context.add(storageContext(stores), StorePipelines, Context.get(context, StorePipelines))
+    return storageContext(stores)
   })).pipe(Layer.provide(storage))
 }

@@ -9,6 +9,7 @@ import { ReferenceDataStore } from "./reference.js"
 import { TransactionStore } from "./transactions.js"
 import { EventLogStore } from "./event-log.js"
 import { StoreChangeStamp } from "./change-stamp.js"
+import { StorePipelines } from "./pipelining.js"
 
 /** Every store of the storage contract, as a backend builds them over one connection. */
 export interface Stores {
@@ -25,6 +26,8 @@ export interface Stores {
   readonly eventLogStore: EventLogStore["Type"]
   /** The storage's `StoreChangeStamp`, where it can take one at once. */
   readonly changeStamp?: () => string
+  /** Whether its calls share round trips when started together (`StorePipelines`); default false. */
+  readonly pipelines?: boolean
 }
 
 /** A backend's stores as the context its layer provides: `Layer.scopedContext(Effect.map(make(o), storageContext))`. */
@@ -40,7 +43,8 @@ export const storageContext = (s: Stores): Context.Context<Storage> =>
     Context.add(ProcurementStore, s.procurementStore),
     Context.add(ReferenceDataStore, s.referenceDataStore),
     Context.add(EventLogStore, s.eventLogStore),
-    (context) => s.changeStamp === undefined ? context : Context.add(context, StoreChangeStamp, s.changeStamp)
+    (context) => s.changeStamp === undefined ? context : Context.add(context, StoreChangeStamp, s.changeStamp),
+    Context.add(StorePipelines, s.pipelines === true)
   )
 
 /**
