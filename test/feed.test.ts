@@ -82,9 +82,13 @@ describe("the change feed on SQLite: Promise API, and HTTP heartbeats", () => {
         first(market, { index_id: "adm-b" }, { token: "floor" }),
         first(market, {}, { token: "floor", lastEventId: "not-an-id" }),
         first(market, { vendor: "v-feed" }, { token: "floor" }),
-        first(market, {}, { token: "nobody" })
+        first(market, {}, { token: "nobody" }),
+        first(market, { last_event_id: "not-an-id" }, { token: "floor" })
       ])
-      assert.deepStrictEqual(refusals.map((e) => (e as MarketProblemError).status), [403, 404, 422, 422, 401])
+      assert.deepStrictEqual(refusals.map((e) => (e as MarketProblemError).status), [403, 404, 422, 422, 401, 422])
+      // A bad id is named where it came from: the header, or the query parameter.
+      const badIdAt = (e: unknown) => ((e as MarketProblemError).problem as { errors?: Array<{ parameter: string }> }).errors?.[0]?.parameter
+      assert.deepStrictEqual([badIdAt(refusals[2]), badIdAt(refusals[5])], ["Last-Event-ID", "last_event_id"])
 
       // From the start of the log: the floor token, everything; the full token, A100 only.
       const lastOne = (m: FeedMessage) => summary(m) === "index_value adm-a 2026-06-20"

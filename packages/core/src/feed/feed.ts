@@ -13,6 +13,7 @@ import { DataType, type Principal } from "../auth/principal.js"
 import { EventIdExpired, InsufficientEntitlement, NotFound, type StorageUnavailable, type ValidationFailed, validationFailed } from "../errors.js"
 import { holdsIndex } from "../market/indexes.js"
 import { nowMicros, unavailable } from "../market/storage.js"
+import { Slug } from "../query/filters.js"
 import { CommaList, collectQuery, decodeParams, type QueryInput } from "../query/params.js"
 import { formatInstant, type Micros, startOfDay } from "../query/time.js"
 import { eventDataType, eventGpu, eventInstant, type MarketEvent } from "../schema/market-event.js"
@@ -49,8 +50,8 @@ export const RECHECK_MS = 5000
 /** What a subscriber asks for: data types, GPUs and index ids (each list optional; none = all it may see). */
 export const FeedQuery = Schema.Struct({
   data_type: Schema.optional(CommaList(DataType as unknown as Schema.Schema<string, string>, "data types (gpu_rental_prices, gpu_rental_indexes, gpu_rental_transactions, gpu_hardware_prices, llm_token_prices)", 5)),
-  gpu: Schema.optional(CommaList(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,99}$/)) as unknown as Schema.Schema<string, string>, "GPU canonical names")),
-  index_id: Schema.optional(CommaList(Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,99}$/)) as unknown as Schema.Schema<string, string>, "index ids")),
+  gpu: Schema.optional(CommaList(Slug, "GPU canonical names")),
+  index_id: Schema.optional(CommaList(Slug, "index ids")),
   /** Where to resume, for clients that cannot send the `Last-Event-ID` header; the header wins. */
   last_event_id: Schema.optional(Schema.String.pipe(Schema.maxLength(200)))
 })
@@ -185,6 +186,12 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
     const scope = yield* Effect.scope
     const { positions } = log
 
+    /** Wakes every subscriber waiting on `ring`: completes its `arrived` and puts a fresh one in its place. */
+    const wake = (ring: Ring) => {
+      const arrived = ring.arrived
+      ring.arrived = Deferred.unsafeMake(FiberId.none)
+      return Deferred.succeed(arrived, undefined)
+    }
     const follower = (ring: Ring): Effect.Effect<never> => {
       const append = (found: ReadonlyArray<LoggedEvent>) => Effect.suspend(() => {
         if (found.length === 0) return Effect.void
@@ -199,9 +206,7 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
           ring.events.splice(0, over)
           ring.first += over
         }
-        const arrived = ring.arrived
-        ring.arrived = Deferred.unsafeMake(FiberId.none)
-        return Deferred.succeed(arrived, undefined)
+        return wake(ring)
       })
       // Trimmed past the follower (it was away longer than the log keeps): start again from the
       // head; subscribers resync, since the events in between are gone.
@@ -211,9 +216,7 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
         ring.position = head
         ring.evicted = undefined
         ring.epoch++
-        const arrived = ring.arrived
-        ring.arrived = Deferred.unsafeMake(FiberId.none)
-        return Deferred.succeed(arrived, undefined)
+        return wake(ring)
       }))
       const step = Effect.suspend(() => log.follow(ring.position, READ_PAGE)).pipe(
         Effect.flatMap(append),
@@ -226,11 +229,7 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
     }
     /** Wakes every subscriber each tick, so a quiet one can yield `idle`. */
     const ticker = (ring: Ring): Effect.Effect<never> =>
-      Effect.forever(Effect.zipRight(Effect.sleep(IDLE_TICK_MS), Effect.suspend(() => {
-        const arrived = ring.arrived
-        ring.arrived = Deferred.unsafeMake(FiberId.none)
-        return Deferred.succeed(arrived, undefined)
-      }))) as Effect.Effect<never>
+      Effect.forever(Effect.zipRight(Effect.sleep(IDLE_TICK_MS), Effect.suspend(() => wake(ring)))) as Effect.Effect<never>
 
     /** Ends every subscription of the process, now and to come: for a server that shuts down. */
     let closing = false
@@ -270,14 +269,16 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
     ) {
       const selection = yield* selectionOf(principal, query)
       const lastEventId = lastEventIdHeader ?? selection.lastEventId
-      let position: string
-      if (lastEventId === undefined) position = (yield* started).position
-      else {
+      const ring = yield* started
+      let position = ring.position
+      if (lastEventId !== undefined) {
         const parsed = positions.parse(lastEventId)
-        if (parsed === undefined) return yield* validationFailed([{ parameter: "Last-Event-ID", message: "not an event id of this feed" }])
+        if (parsed === undefined) {
+          const parameter = lastEventIdHeader !== undefined ? "Last-Event-ID" : "last_event_id"
+          return yield* validationFailed([{ parameter, message: "not an event id of this feed" }])
+        }
         position = parsed
       }
-      const ring = yield* started
       const epoch = ring.epoch
       const expired = (e: EventLogTrimmed) => new EventIdExpired({
         detail: `the log no longer holds the events after ${e.position} (it keeps the newest ones only); read the current state and subscribe without Last-Event-ID`
@@ -288,19 +289,20 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
 
       /** Delivers what `principal` receives of `events`, advancing the position past all of them. */
       // Floors move with the day (rolling grants, current-only ones): the predicate is made once a day.
-      let wanted = receives(principal, selection, 0)
+      let wanted: ReturnType<typeof receives> | undefined
       let wantedDay = -1
       const deliver = (events: Iterable<LoggedEvent>, now: Micros): Array<FeedItem> => {
         const day = startOfDay(now)
-        if (day !== wantedDay) {
+        if (wanted === undefined || day !== wantedDay) {
           wanted = receives(principal, selection, now)
           wantedDay = day
         }
+        const receivesEvent = wanted
         const out: Array<FeedItem> = []
         for (const e of events) {
           if (positions.covers(position, e)) continue
           position = positions.advance(position, e)
-          if (wanted(e.event)) out.push({ _tag: "event", id: position, event: e.event })
+          if (receivesEvent(e.event)) out.push({ _tag: "event", id: position, event: e.event })
         }
         return out
       }
