@@ -87,7 +87,7 @@ describe("the change feed on SQLite: Promise API, and HTTP heartbeats", () => {
       ])
       assert.deepStrictEqual(refusals.map((e) => (e as MarketProblemError).status), [403, 404, 422, 422, 401, 422])
       // A bad id is named where it came from: the header, or the query parameter.
-      const badIdAt = (e: unknown) => ((e as MarketProblemError).problem as { errors?: Array<{ parameter: string }> }).errors?.[0]?.parameter
+      const badIdAt = (e: unknown) => (e as MarketProblemError).problem.errors?.[0]?.parameter
       assert.deepStrictEqual([badIdAt(refusals[2]), badIdAt(refusals[5])], ["Last-Event-ID", "last_event_id"])
 
       // From the start of the log: the floor token, everything; the full token, A100 only.
