@@ -165,16 +165,16 @@ export const makeEventLogStore = (client: RedisClient): Effect.Effect<EventLogSt
       positions: streamPositions,
       head: client.run("events.head", async () => (await bounds()).map((b) => b.last).join("_")),
       read,
+      // `read` (which tells a position trimmed past), and when it finds nothing, a wait for news:
+      // the follower then reads again. The blocking XREAD only waits; what it answers is read again
+      // by `read`, so a follower that fell behind the retention is never carried past a gap.
       follow: (position, limit) =>
-        client.run("events.follow", async () => {
-          if (cluster) {
-            const found = merged(keys, await readAfter(partsOf(position), limit), limit)
-            if (found.length === 0) await sleep(CLUSTER_POLL_MS)
-            return found
-          }
-          const redis = await follower()
-          const reply = await redis.xread("COUNT", limit, "BLOCK", BLOCK_MS, "STREAMS", ...keys, ...partsOf(position)) as StreamReply
-          return merged(keys, reply, limit)
-        })
+        Effect.flatMap(read(position, limit), (found) => found.length > 0 ? Effect.succeed(found) : Effect.as(
+          client.run("events.follow", async () => {
+            if (cluster) await sleep(CLUSTER_POLL_MS)
+            else await (await follower()).xread("COUNT", 1, "BLOCK", BLOCK_MS, "STREAMS", ...keys, ...partsOf(position))
+          }),
+          []
+        ))
     }
   })

@@ -25,6 +25,9 @@ describe("redis event log retention", () => {
         }
         const trimmed = yield* Effect.either(log.read(start, 10))
         assert.isTrue(Either.isLeft(trimmed) && trimmed.left._tag === "EventLogTrimmed")
+        // A follower so far behind is told too, rather than carrying on from what was kept.
+        const followed = yield* Effect.either(log.follow(start, 10))
+        assert.isTrue(Either.isLeft(followed) && followed.left._tag === "EventLogTrimmed")
         // The newest entries are kept: resuming after the last but one reads the last.
         const head = yield* log.head
         const [, hw, ...rest] = head.split("_")
