@@ -82,6 +82,41 @@ describe("HTTP client (createClient) against the real app on a real port", () =>
     const meta = await flaky.rental.prices.metadata()
     assert.strictEqual(meta.data_type, "gpu_rental_prices")
     assert.strictEqual(slept.at(-1), 7000)
+
+    // A 429 that names no wait is the caller's to handle: thrown at once, not retried.
+    const waits = slept.length
+    const noWait = createClient({
+      baseUrl: `${host.origin}/market`, token: "all", sleep,
+      fetch: () => Promise.resolve(new Response(JSON.stringify({ status: 429, code: "rate_limited", detail: "slow down" }), { status: 429 }))
+    })
+    const refused = await noWait.rental.prices.metadata().then(() => undefined, (e: unknown) => e)
+    assert.strictEqual((refused as MarketProblemError).status, 429)
+    assert.strictEqual(slept.length, waits)
+  })
+})
+
+describe("HTTP client change feed", () => {
+  it("resumes by itself after a 503 and after a cut, from the last id it saw, and ends on a resync", async () => {
+    const sse = (messages: ReadonlyArray<object>) =>
+      new Response(messages.map((m) => `data: ${JSON.stringify(m)}\n\n`).join(""), { headers: { "content-type": "text/event-stream" } })
+    const asked: Array<string | null> = []
+    const answers = [
+      () => new Response(JSON.stringify({ status: 503, code: "storage_unavailable", detail: "away" }), { status: 503 }),
+      // A slow consumer dropped: the client resumes from its id.
+      () => sse([{ id: "7", type: "dropped", reason: "slow_consumer" }]),
+      () => sse([{ id: "9", type: "dropped", reason: "resync" }])
+    ]
+    const client = createClient({
+      baseUrl: "http://feed.test", token: "all", sleep: async () => {},
+      fetch: async (request) => {
+        asked.push(request.headers.get("last-event-id"))
+        return answers[asked.length - 1]!()
+      }
+    })
+    const got: Array<unknown> = []
+    for await (const message of client.events({}, { lastEventId: "3" })) got.push(message)
+    assert.deepStrictEqual(asked, ["3", "3", "7"])
+    assert.deepStrictEqual(got, [{ id: "9", type: "dropped", reason: "resync" }])
   })
 })
 

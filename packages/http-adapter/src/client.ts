@@ -62,16 +62,23 @@ export const createClient = (options: ClientOptions): MarketReads & MarketFeed =
   const sleep = options.sleep ?? wait
   const maxRetries = options.maxRetries ?? 3
 
+  /** The wait a response's `Retry-After` (seconds) asks for, in ms; undefined when it names none. */
+  const retryAfterMs = (response: Response): number | undefined => {
+    const header = response.headers.get("retry-after")
+    const seconds = header === null || header.trim() === "" ? NaN : Number(header)
+    return Number.isFinite(seconds) ? Math.max(0, seconds) * 1000 : undefined
+  }
+
   const get = async (url: string, { token = options.token }: CallOptions): Promise<unknown> => {
     for (let attempt = 0; ; attempt++) {
       const headers: Record<string, string> = { accept: "application/json" }
       if (token !== undefined) headers.authorization = `Bearer ${token}`
       const response = await fetch(new Request(url, { headers }))
       if (response.ok) return response.json()
-      const retryAfter = Number(response.headers.get("retry-after"))
-      if (response.status === 429 && attempt < maxRetries && Number.isFinite(retryAfter)) {
+      const retryAfter = retryAfterMs(response)
+      if (response.status === 429 && attempt < maxRetries && retryAfter !== undefined) {
         await response.body?.cancel()
-        await sleep(Math.max(0, retryAfter) * 1000)
+        await sleep(retryAfter)
         continue
       }
       throw await problemOf(response)
@@ -102,13 +109,15 @@ export const createClient = (options: ClientOptions): MarketReads & MarketFeed =
           continue
         }
         if (!response.ok || response.body === null) {
-          const retryAfter = Number(response.headers.get("retry-after"))
-          if ((response.status === 429 || response.status === 503) && Number.isFinite(retryAfter)) {
-            await response.body?.cancel()
-            await sleep(Math.max(0, retryAfter) * 1000)
-            continue
+          if (response.status === 429 || response.status === 503) {
+            const retryAfter = retryAfterMs(response)
+            // A 503 without a wait is retried after the growing pause above; a 429 needs its wait.
+            if (retryAfter !== undefined || response.status === 503) {
+              await response.body?.cancel()
+              if (retryAfter !== undefined) await sleep(retryAfter)
+              continue
+            }
           }
-          if (response.status === 503) continue
           throw await problemOf(response)
         }
         const opened = Date.now()
