@@ -25,7 +25,7 @@ export const DEFAULT_HEARTBEAT_MS = 15_000
 const rowJson = new WeakMap<object, string>()
 
 /** The SSE text of an event or a drop: the message's JSON, with the row's made once per event. */
-export const sseOf = (item: Exclude<FeedItem, { readonly _tag: "idle" }>): string => {
+const sseOf = (item: Exclude<FeedItem, { readonly _tag: "idle" }>): string => {
   if (item._tag === "dropped") {
     const message = feedMessage(item)
     return `id: ${message.id}\nevent: dropped\ndata: ${JSON.stringify(message)}\n\n`

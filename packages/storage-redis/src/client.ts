@@ -114,6 +114,15 @@ export interface ClientSettings {
   readonly eventRetention?: number
 }
 
+/**
+ * The wait before the `attempt`th reconnect, in ms: quickly at first, then every second, so a
+ * service recovers by itself when Redis (a node, the sentinels) comes back.
+ */
+const reconnectDelay = (attempt: number) => Math.min(50 * 2 ** Math.min(attempt, 5), 1000)
+
+/** How long connecting may take, in ms (`RedisOptions.connectTimeoutMs`, default 2 s). */
+const connectTimeoutOf = (options: RedisOptions) => options.connectTimeoutMs ?? 2000
+
 /** The options every node connection shares: every request fails fast while Redis is away. */
 const nodeOptions = (options: RedisOptions) => ({
   lazyConnect: true,
@@ -124,10 +133,9 @@ const nodeOptions = (options: RedisOptions) => ({
   // script could run twice.
   maxRetriesPerRequest: 0,
   commandTimeout: options.commandTimeoutMs ?? 2000,
-  connectTimeout: options.connectTimeoutMs ?? 2000,
-  // Reconnects forever in the background, quickly at first and then every second, so the
-  // service recovers by itself when Redis comes back.
-  retryStrategy: (attempt: number) => Math.min(50 * 2 ** Math.min(attempt, 5), 1000),
+  connectTimeout: connectTimeoutOf(options),
+  // Reconnects forever in the background.
+  retryStrategy: reconnectDelay,
   autoResubscribe: false,
   ...(options.username === undefined ? {} : { username: options.username }),
   ...(options.password === undefined ? {} : { password: options.password })
@@ -190,8 +198,8 @@ const connections = (options: RedisOptions): { readonly main: Connection; readon
           // again. MOVED, ASK, TRYAGAIN and CLUSTERDOWN are followed (the command did not run).
           retryDelayOnFailover: 0,
           scaleReads: "master",
-          slotsRefreshTimeout: options.connectTimeoutMs ?? 2000,
-          clusterRetryStrategy: (attempt: number) => Math.min(50 * 2 ** Math.min(attempt, 5), 1000),
+          slotsRefreshTimeout: connectTimeoutOf(options),
+          clusterRetryStrategy: reconnectDelay,
           // Node connections keep ioredis' cluster defaults for what happens while one connects
           // (its first commands wait for it) and when one is lost (no reconnect: the slots are
           // learnt again), and fail fast like every other connection.
@@ -212,8 +220,8 @@ const connections = (options: RedisOptions): { readonly main: Connection; readon
           // second time after it had already reached the new primary, a second outage.
           failoverDetector: false,
           reconnectOnError: (error: Error) => role === "master" && error.message.startsWith("READONLY"),
-          sentinelCommandTimeout: options.connectTimeoutMs ?? 2000,
-          sentinelRetryStrategy: (attempt: number) => Math.min(50 * 2 ** Math.min(attempt, 5), 1000)
+          sentinelCommandTimeout: connectTimeoutOf(options),
+          sentinelRetryStrategy: reconnectDelay
         })
       return options.readFromReplicas === true ? { main: node("master"), replica: node("slave") } : { main: node("master") }
     }
@@ -299,7 +307,7 @@ export const makeClient = (options: RedisOptions): Effect.Effect<RedisClient, St
     yield* Effect.acquireRelease(
       open(main).pipe(
         // A Cluster keeps retrying its seeds by itself: opening gives up after the connect timeout.
-        Effect.timeoutFail({ duration: (options.connectTimeoutMs ?? 2000) * 2, onTimeout: () => new StorageError({ operation: "connect", cause: "Redis did not become ready in time" }) }),
+        Effect.timeoutFail({ duration: connectTimeoutOf(options) * 2, onTimeout: () => new StorageError({ operation: "connect", cause: "Redis did not become ready in time" }) }),
         Effect.tapError(() => Effect.sync(() => opened.forEach((c) => c.disconnect())))
       ),
       () => Effect.forEach(opened, close, { discard: true })
@@ -308,7 +316,7 @@ export const makeClient = (options: RedisOptions): Effect.Effect<RedisClient, St
     // (503) until the connection, retried in the background, reaches one.
     if (replica !== undefined) {
       yield* Effect.promise(() => replica.connect().catch(() => undefined)).pipe(
-        Effect.timeout(options.connectTimeoutMs ?? 2000),
+        Effect.timeout(connectTimeoutOf(options)),
         Effect.ignore
       )
     }

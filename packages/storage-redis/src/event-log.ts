@@ -37,7 +37,7 @@ const STREAM_OF: { readonly [T in MarketEvent["type"]]: number } = {
 }
 
 /** The stream key of a hash tag: `<prefix>:{<tag>}:events`. */
-export const eventStreamKey = (client: RedisClient, tag: string): string => client.keys.key(tag, "events")
+const eventStreamKey = (client: RedisClient, tag: string): string => client.keys.key(tag, "events")
 
 /** Adds the XADD of each of `events` to `batch`, on the stream of their type (which must share the batch's slot). */
 export const logEvents = (client: RedisClient, batch: Batch, events: ReadonlyArray<MarketEvent>): void => {
@@ -58,7 +58,7 @@ const compareIds = (a: string, b: string): number => {
 const partsOf = (position: string): Array<string> => position.split("_")
 
 /** Positions as one stream id per data type's stream. */
-export const streamPositions: EventPositions = {
+const streamPositions: EventPositions = {
   start: STREAMS.map(() => "0-0").join("_"),
   parse: (text) => {
     const parts = partsOf(text)
@@ -91,7 +91,7 @@ const merged = (keys: ReadonlyArray<string>, reply: StreamReply, limit: number):
 /** How long one blocking read of the follower waits for news before it asks again, in ms. */
 const BLOCK_MS = 5000
 /** On a Cluster: how long a follower that found nothing waits before it reads again, in ms. */
-export const CLUSTER_POLL_MS = 200
+const CLUSTER_POLL_MS = 200
 
 /**
  * The event log over `client`. A blocking read holds its connection, so `follow` reads on a
