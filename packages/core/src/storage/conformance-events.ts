@@ -10,6 +10,7 @@ import { rentalPriceKeys } from "./tables.js"
 import { putVersions } from "./versions.js"
 import type { RentalPrice } from "../schema/rental-price.js"
 import type { HardwarePrice } from "../schema/hardware-price.js"
+import { namespace } from "./conformance-namespace.js"
 
 /**
  * The change feed's log, as every backend keeps it: each write that reports rows logs their
@@ -47,7 +48,7 @@ export const eventLogConformance = (
     Effect.gen(function* () {
       const log = yield* EventLogStore
       const store = yield* RentalPriceStore
-      const vendor = `ev-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`
+      const vendor = namespace("ev")
       const start = yield* log.head
       assert.strictEqual(log.positions.parse(start), start)
       assert.isUndefined(log.positions.parse("not a position\n"))
@@ -82,7 +83,7 @@ export const eventLogConformance = (
       const log = yield* EventLogStore
       const hardware = yield* HardwarePriceStore
       const indexes = yield* IndexStore
-      const ns = `evh-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`
+      const ns = namespace("evh")
       const start = yield* log.head
       const observed = [rows.hardware(`${ns}-1`, 3), rows.hardware(`${ns}-2`, 3)]
       yield* hardware.put(observed)
@@ -104,7 +105,7 @@ export const eventLogConformance = (
     Effect.gen(function* () {
       const log = yield* EventLogStore
       const store = yield* RentalPriceStore
-      const vendor = `evf-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`
+      const vendor = namespace("evf")
       const start = yield* log.head
       const written = [rows.rental(vendor, "a", 1, 2), rows.rental(vendor, "b", 1, 3)]
       yield* putVersions(store.transact, rentalPriceKeys, written)

@@ -9,14 +9,13 @@ import { evaluateHardwarePlan, summariseHardware } from "./memory-hardware.js"
 import { assertPagesMatchReference } from "./conformance-walk.js"
 import type { PagePlan, Predicate, Scope } from "./plan.js"
 import { followVersion } from "./conformance-data-version.js"
+import { namespace } from "./conformance-namespace.js"
 
 /**
  * The hardware price cases of the storage conformance suite. Each test keeps to GPUs and values
  * named with its own prefix, since the store is shared by the whole suite.
  */
 
-let counter = 0
-const namespace = (label: string) => `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`
 
 /** A listing key for a test's own listing name. */
 export const testListingKey = (name: string): string => createHash("sha256").update(name).digest("hex").slice(0, 32)

@@ -10,14 +10,13 @@ import { evaluateIndexPlan, indexCoverage } from "./memory-indexes.js"
 import { walk } from "./conformance-walk.js"
 import type { PagePlan, Scope } from "./plan.js"
 import { followVersion } from "./conformance-data-version.js"
+import { namespace } from "./conformance-namespace.js"
 
 /**
  * Conformance cases of the index store, registered by `suite` for every backend. Each test keeps
  * to index ids and GPUs under its own prefix.
  */
 
-let counter = 0
-const namespace = (label: string) => `ix${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`
 
 const T0 = Date.UTC(2026, 0, 1) * 1000
 
@@ -57,7 +56,7 @@ export const indexConformance = (it: Vitest.MethodsNonLive<Storage>) => {
   it.effect("indexes: definitions are stored by id, replaced in place, and keep their cursor", () =>
     Effect.gen(function* () {
       const s = yield* IndexStore
-      const ns = namespace("def")
+      const ns = namespace("ixdef")
       const b = indexDefinition(`${ns}-b`), a = indexDefinition(`${ns}-a`, { row_type: "intraday", interval: "PT30M", gpu_model: "h100-sxm" })
       yield* s.define([b, a])
       const mine = () => Effect.map(s.definitions, (all) => all.filter((d) => d.definition.id.startsWith(ns)))
@@ -75,7 +74,7 @@ export const indexConformance = (it: Vitest.MethodsNonLive<Storage>) => {
   it.effect("indexes: fleet weights are replaced per GPU and listed by GPU, then valid_from", () =>
     Effect.gen(function* () {
       const s = yield* IndexStore
-      const ns = namespace("w")
+      const ns = namespace("ixw")
       const w = (gpu: string, day: number, weight: number, to: number | null): FleetWeight => ({
         gpu_canonical_name: `${ns}-${gpu}`, weight, valid_from: at(T0 + day * MICROS_PER_DAY), valid_to: to === null ? null : at(T0 + to * MICROS_PER_DAY)
       })
@@ -90,7 +89,7 @@ export const indexConformance = (it: Vitest.MethodsNonLive<Storage>) => {
   it.effect("indexes: apply clears a range, then upserts by (id, timestamp)", () =>
     Effect.gen(function* () {
       const s = yield* IndexStore
-      const ns = namespace("apply")
+      const ns = namespace("ixapply")
       const values = market(ns)
       yield* s.apply({ clear: [], values, cursors: [] })
       const daily = (plan: Partial<PagePlan> = {}) => s.page({
@@ -113,7 +112,7 @@ export const indexConformance = (it: Vitest.MethodsNonLive<Storage>) => {
   it.effect("indexes: the data version moves with definitions, fleet weights and values written, and only then", () =>
     Effect.gen(function* () {
       const s = yield* IndexStore
-      const ns = namespace("version")
+      const ns = namespace("ixversion")
       const v = yield* followVersion(s.version)
       yield* s.define([indexDefinition(`${ns}-daily`)])
       yield* v.moved
@@ -136,7 +135,7 @@ export const indexConformance = (it: Vitest.MethodsNonLive<Storage>) => {
   it.effect("indexes: a progress mark is written by the apply of its values, even one that changes nothing", () =>
     Effect.gen(function* () {
       const s = yield* IndexStore
-      const ns = namespace("mark")
+      const ns = namespace("ixmark")
       const name = `${ns}-through`
       const values = market(ns)
       assert.deepStrictEqual(yield* s.mark(name), Option.none())
@@ -149,7 +148,7 @@ export const indexConformance = (it: Vitest.MethodsNonLive<Storage>) => {
   it.effect("indexes: pages follow scope, sort and keyset exactly as the reference", () =>
     Effect.gen(function* () {
       const s = yield* IndexStore
-      const ns = namespace("page")
+      const ns = namespace("ixpage")
       const values = market(ns)
       yield* s.apply({ clear: [], values, cursors: [] })
       const scopes: Array<Scope> = [
@@ -192,7 +191,7 @@ export const indexConformance = (it: Vitest.MethodsNonLive<Storage>) => {
   it.effect("indexes: coverage counts values at or after `from`, and reports the latest of all", () =>
     Effect.gen(function* () {
       const s = yield* IndexStore
-      const ns = namespace("cov")
+      const ns = namespace("ixcov")
       const values = market(ns)
       yield* s.apply({ clear: [], values, cursors: [] })
       const ids = [`${ns}-intraday`, `${ns}-daily`, `${ns}-none`]

@@ -5,6 +5,7 @@ import { isOutlierPrice, LlmTokenPriceIngest, outlierReference } from "../ingest
 import { formatInstant, MICROS_PER_DAY } from "../query/time.js"
 import type { LlmTokenPriceObservationInput } from "../schema/llm-token-price.js"
 import { LlmTokenPriceStore } from "./llm-token-prices.js"
+import { namespace } from "./conformance-namespace.js"
 
 /**
  * The outlier property every backend must keep: the flags of a market do not depend on the order
@@ -12,8 +13,6 @@ import { LlmTokenPriceStore } from "./llm-token-prices.js"
  * rule applied to the whole market in force at each row's start.
  */
 
-let counter = 0
-const namespace = (label: string) => `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`
 
 const T0 = Date.UTC(2026, 0, 1) * 1000
 const INSTANTS = [formatInstant(T0), formatInstant(T0 + MICROS_PER_DAY)] as const

@@ -12,9 +12,8 @@ import { llmTokenPriceKeys } from "./tables.js"
 import { putVersions } from "./versions.js"
 import type { Predicate, Scope } from "./plan.js"
 import { llmOutlierConformance } from "./conformance-llm-outliers.js"
+import { namespace } from "./conformance-namespace.js"
 
-let counter = 0
-const namespace = (label: string) => `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`
 
 const T0 = Date.UTC(2026, 0, 1) * 1000
 const at = (day: number, hour = 0) => formatInstant(T0 + day * MICROS_PER_DAY + hour * 3_600_000_000)

@@ -6,9 +6,8 @@ import type { Storage } from "./contract.js"
 import { assertPagesMatchReference } from "./conformance-walk.js"
 import { evaluateResourcePlan } from "./memory-procurement.js"
 import { type OfferRecord, ProcurementStore, type ProcurementRecord, type ResourceRecord } from "./procurement.js"
+import { namespace } from "./conformance-namespace.js"
 
-let counter = 0
-const namespace = (label: string) => `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`
 
 /** A 22-character id body, unique per call, so ids look like the service's. */
 const idOf = <A>(prefix: string, seed: string): A => `${prefix}_${Buffer.from(seed).toString("base64url").padEnd(22, "x").slice(-22)}` as A

@@ -6,6 +6,7 @@ import type { FxRateInput } from "../schema/fx-rate.js"
 import type { Storage } from "./contract.js"
 import { selectFxRates } from "./memory-reference.js"
 import { ReferenceDataStore } from "./reference.js"
+import { namespace } from "./conformance-namespace.js"
 
 /**
  * The reference data cases of the storage conformance suite. The store is shared by the whole
@@ -13,7 +14,6 @@ import { ReferenceDataStore } from "./reference.js"
  */
 
 let counter = 0
-const namespace = (label: string) => `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`
 
 /** A currency code no other test uses: `X` and two letters, from the time and a counter. */
 const currency = () => {

@@ -13,14 +13,13 @@ import {
   type Cohort, dealPool, type StoredDeal, type TransactionChanges, type TransactionReads, TransactionStore
 } from "./transactions.js"
 import { followVersion } from "./conformance-data-version.js"
+import { namespace } from "./conformance-namespace.js"
 
 /**
  * Conformance cases of the transaction store, registered by `suite` for every backend. Each test
  * keeps to GPUs, region groups and keys under its own prefix.
  */
 
-let counter = 0
-const namespace = (label: string) => `tx${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`
 
 const hex32 = (ns: string, n: number) => {
   let h = 0x811c9dc5
@@ -119,7 +118,7 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
   it.effect("transactions: transact stores deals, cohorts, series and rows; pending, series and audit follow", () =>
     Effect.gen(function* () {
       const s = yield* TransactionStore
-      const ns = namespace("apply")
+      const ns = namespace("txapply")
       const pool = dealPool(deal(ns, "x", null))
       const [d1, d2, d3] = [deal(ns, "d1", `${ns}-c1`), deal(ns, "d2", `${ns}-c1`, { gpu_hours: 100.5, list_price_usd_per_gpu_hour: 3 }), deal(ns, "d3", null, { tenor_days: 90 })]
       const c1 = cohort(ns, "c1", `${ns}-s`)
@@ -169,7 +168,7 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
   it.effect("transactions: the data version moves with every step that publishes rows, and only then", () =>
     Effect.gen(function* () {
       const s = yield* TransactionStore
-      const ns = namespace("version")
+      const ns = namespace("txversion")
       const v = yield* followVersion(s.version)
       const pool = dealPool(deal(ns, "x", null))
       // A deal without a partner is stored privately: no page changes.
@@ -189,7 +188,7 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
   it.effect("transactions: a refused decision, or one that breaks the rules, writes nothing, not even its progress mark", () =>
     Effect.gen(function* () {
       const s = yield* TransactionStore
-      const ns = namespace("conflict")
+      const ns = namespace("txconflict")
       const series = `${ns}-s`
       const c1 = cohort(ns, "c1", series)
       const r1 = transactionRow(ns, 1)
@@ -243,7 +242,7 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
   it.effect("transactions: pages follow the window's dates, predicates, sort and keyset exactly", () =>
     Effect.gen(function* () {
       const s = yield* TransactionStore
-      const ns = namespace("page")
+      const ns = namespace("txpage")
       const rows = market(ns)
       yield* write(s, { deals: [], pools: [] }, { ...nothing, rows: rows.map((row, i) => ({ row, cohorts: [`${ns}-c${i}`] })) })
       const mine: Predicate = { op: "in", field: "gpu_canonical_name", values: [`${ns}-h100`, `${ns}-a100`] }
@@ -275,7 +274,7 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
   it.effect("transactions: the summary lists published values and per-GPU coverage", () =>
     Effect.gen(function* () {
       const s = yield* TransactionStore
-      const ns = namespace("summary")
+      const ns = namespace("txsummary")
       const rows = market(ns)
       // Pending deals are never part of the summary.
       yield* write(s, { deals: [`${ns}-lone`], pools: [] }, { ...nothing, deals: [deal(ns, "lone", null, { region_group: `${ns}-hidden`, gpu_canonical_name: `${ns}-hidden` })], rows: rows.map((row, i) => ({ row, cohorts: [`${ns}-c${i}`] })) })

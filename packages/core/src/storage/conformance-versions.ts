@@ -15,9 +15,8 @@ import {
   currentVersions, type PeerRead, putVersions, type TransactVersions, type VersionChanges, type VersionKeys, type Versioned, type VersionPoint,
   type VersionView
 } from "./versions.js"
+import { namespace } from "./conformance-namespace.js"
 
-let counter = 0
-const namespace = (label: string) => `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`
 
 const T0 = Date.UTC(2026, 0, 1) * 1000
 const at = (day: number, hour = 0) => formatInstant(T0 + day * MICROS_PER_DAY + hour * 3_600_000_000)

@@ -23,6 +23,7 @@ import { VERSION_SCOPES, versionConformance } from "./conformance-versions.js"
 import { rentalPriceKeys } from "./tables.js"
 import { currentVersions, putVersions } from "./versions.js"
 import type { Predicate } from "./plan.js"
+import { namespace } from "./conformance-namespace.js"
 
 export { hardwareDay, hardwareRow, testListingKey } from "./conformance-hardware.js"
 export { llmRow } from "./conformance-llm-token-prices.js"
@@ -33,8 +34,6 @@ export { llmRow } from "./conformance-llm-token-prices.js"
  * to data it names with its own prefix, so tests do not see each other.
  */
 
-let counter = 0
-const namespace = (label: string) => `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`
 
 const T0 = Date.UTC(2026, 0, 1) * 1000
 const at = (day: number, hour = 0) => formatInstant(T0 + day * MICROS_PER_DAY + hour * 3_600_000_000)
