@@ -63,6 +63,26 @@ const summary = (m: FeedMessage) =>
     ? `${m.type} ${(m.row as { gpu_canonical_name: string }).gpu_canonical_name} ${(m.row as { valid_from: string }).valid_from.slice(0, 10)}`
     : m.type
 
+/**
+ * A market on a SQLite file of its own and the same file served over node:http (`options` for the
+ * handler); `run` gets the market and the feed's URL, and everything is closed after, whatever it did.
+ */
+const overHttp = async (label: string, options: { readonly feedHeartbeatMs?: number }, run: (market: Market, url: string) => Promise<void>) => {
+  const db = file(label)
+  const market = await createMarket({ storage: SqliteStorage.sqlite(db) })
+  const handler = await nodeHandler({ storage: SqliteStorage.sqlite(db), baseUrl: "http://127.0.0.1", ...options })
+  const server = createServer(handler.handle)
+  try {
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+    await run(market, `http://127.0.0.1:${(server.address() as AddressInfo).port}/v2/events`)
+  } finally {
+    server.closeAllConnections()
+    server.close()
+    await handler.close()
+    await market.close()
+  }
+}
+
 describe("the change feed on SQLite: Promise API, and HTTP heartbeats", () => {
   it("sends each token what it may see and asked for, one event per new row, withdrawal and index value", { timeout: 60_000 }, async () => {
     const market = await createMarket({ storage: SqliteStorage.sqlite(file("entitled")) })
@@ -126,14 +146,9 @@ describe("the change feed on SQLite: Promise API, and HTTP heartbeats", () => {
   })
 
   it("over HTTP, a quiet stream gets heartbeat comments and the headers that keep proxies from buffering it", { timeout: 60_000 }, async () => {
-    const db = file("heartbeat")
-    const market = await createMarket({ storage: SqliteStorage.sqlite(db) })
-    const handler = await nodeHandler({ storage: SqliteStorage.sqlite(db), baseUrl: "http://127.0.0.1", feedHeartbeatMs: 100 })
-    const server = createServer(handler.handle)
-    try {
+    await overHttp("heartbeat", { feedHeartbeatMs: 100 }, async (market, url) => {
       await market.tokens.create(principal("feed-all", { grants: { gpu_rental_prices: unrestricted } }), "all")
-      await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
-      const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v2/events`, { headers: { authorization: "Bearer all" } })
+      const response = await fetch(url, { headers: { authorization: "Bearer all" } })
       assert.strictEqual(response.status, 200)
       assert.strictEqual(response.headers.get("content-type"), "text/event-stream")
       assert.strictEqual(response.headers.get("cache-control"), "no-store")
@@ -145,23 +160,12 @@ describe("the change feed on SQLite: Promise API, and HTTP heartbeats", () => {
       assert.match(text, /^retry: 1000$/m)
       assert.notMatch(text, /^data:/m)
       await reader.cancel()
-    } finally {
-      server.closeAllConnections()
-      server.close()
-      await handler.close()
-      await market.close()
-    }
+    })
   })
 
   it("ends a revoked token's subscriptions within RECHECK_MS, in process and over HTTP, and refuses it a new one (401)", { timeout: 60_000 }, async () => {
-    const db = file("revoked")
-    const market = await createMarket({ storage: SqliteStorage.sqlite(db) })
-    const handler = await nodeHandler({ storage: SqliteStorage.sqlite(db), baseUrl: "http://127.0.0.1" })
-    const server = createServer(handler.handle)
-    try {
+    await overHttp("revoked", {}, async (market, url) => {
       await market.tokens.create(principal("feed-revoked", { grants: { gpu_rental_prices: unrestricted } }), "revoked")
-      await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v2/events`
       const response = await fetch(url, { headers: { authorization: "Bearer revoked" } })
       assert.strictEqual(response.status, 200)
       const inProcess = collect(market.events({}, { token: "revoked" }), (m) => m.type === "dropped", RECHECK_MS + 10_000)
@@ -178,12 +182,7 @@ describe("the change feed on SQLite: Promise API, and HTTP heartbeats", () => {
       assert.match(text, /^event: dropped\ndata: .*"reason":"revoked"/m)
       assert.strictEqual((await fetch(url, { headers: { authorization: "Bearer revoked" } })).status, 401)
       assert.strictEqual(((await first(market, {}, { token: "revoked" })) as MarketProblemError).status, 401)
-    } finally {
-      server.closeAllConnections()
-      server.close()
-      await handler.close()
-      await market.close()
-    }
+    })
   })
 
   it("answers 410 for an id past the log's retention, and resumes one within it after exactly that event", { timeout: 60_000 }, async () => {
