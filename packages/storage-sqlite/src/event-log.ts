@@ -98,13 +98,22 @@ export const makeEventLogStore = (client: SqliteClient, pollMs = 100): EventLogS
   const read = (position: string, limit: number) =>
     Effect.flatMap(client.run("events.read", () => readConsistently(position, limit)), (r) =>
       r instanceof EventLogTrimmed ? Effect.fail(r) : Effect.succeed(r))
+  // The position a follow last found nothing after, and the file's change stamp before that
+  // read: while neither moves, nothing was committed to read, and a quiet feed reads no table.
+  let quiet: { readonly position: string; readonly stamp: string } | undefined
+  const stamp = client.run("events.stamp", client.changeStamp)
+  const readUnlessQuiet = (position: string, limit: number, since: string) =>
+    quiet !== undefined && quiet.position === position && quiet.stamp === since ? Effect.succeed([]) : read(position, limit)
   return {
     positions: numberedPositions,
     head: client.run("events.head", () => String(head())),
     read,
     follow: (position, limit) =>
-      Effect.flatMap(read(position, limit), (found) =>
-        found.length > 0 ? Effect.succeed(found) : Effect.zipRight(appended(client.filename, pollMs), read(position, limit)))
+      Effect.flatMap(stamp, (before) => Effect.flatMap(readUnlessQuiet(position, limit, before), (found) => {
+        if (found.length > 0) return Effect.succeed(found)
+        quiet = { position, stamp: before }
+        return Effect.zipRight(appended(client.filename, pollMs), Effect.flatMap(stamp, (after) => readUnlessQuiet(position, limit, after)))
+      }))
   }
 }
 
