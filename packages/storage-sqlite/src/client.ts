@@ -29,6 +29,13 @@ export interface SqliteOptions {
   readonly eventRetention?: number
   /** How often a process polls the file for other processes' events, in ms (default 100). */
   readonly eventPollMs?: number
+  /**
+   * Rows of rental and LLM token prices a connection keeps in memory per data type for its pages
+   * (default 10,000, about 2 KB each with their JSON text; 0 reads every page whole). Pages then
+   * read only the keys of their rows from the index they walk, and rows held are served as they
+   * are: see README, "Row cache".
+   */
+  readonly rowCacheRows?: number
 }
 
 /** A statement as the stores use it: positional or named parameters, rows as plain objects. */

@@ -2,7 +2,8 @@ import { type LlmTokenPrice, llmTokenPriceFields } from "@gpu-market/core"
 import { type LlmModelSummary, llmTokenPriceKeys, type LlmTokenPriceStore, llmTokenPriceTable } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migration.js"
-import { cmp, placeholders, readRows } from "./page-sql.js"
+import { cmp, placeholders } from "./page-sql.js"
+import { DEFAULT_ROW_CACHE_ROWS, rowCachedPages } from "./row-cache.js"
 import { summaryCache } from "./summary-cache.js"
 import { dataVersion } from "./data-version.js"
 import { readMark } from "./settings.js"
@@ -162,12 +163,13 @@ interface ValueRow {
 }
 
 /** The LLM token price store over one connection; the schema must be migrated. */
-export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore["Type"] => {
+export const makeLlmTokenPriceStore = (client: SqliteClient, rowCacheRows = DEFAULT_ROW_CACHE_ROWS): LlmTokenPriceStore["Type"] => {
   const { prepare } = client
 
-  const rows = (sql: string, params: ReadonlyArray<unknown>): Array<LlmTokenPrice> => readRows(prepare, sql, params, llmRowFromColumns)
-
   const version = dataVersion(client, "llm_token_prices")
+  const cachedPage = rowCachedPages(client, {
+    name: "llm_token_prices", tie: llmTokenPriceTable.tie, select: SELECT, fromColumns: llmRowFromColumns, version
+  }, rowCacheRows)
   const summary = summaryCache(client, version, (): ReadonlyArray<LlmModelSummary> => {
     const models = prepare(
       `SELECT m.model, m.model_family, m.model_creator,
@@ -225,10 +227,7 @@ export const makeLlmTokenPriceStore = (client: SqliteClient): LlmTokenPriceStore
     version: version.version,
 
     page: (plan) =>
-      client.run("llm_token_prices.page", () => {
-        const { sql, params } = compileLlmPage(plan)
-        return rows(sql, params)
-      }),
+      client.run("llm_token_prices.page", () => cachedPage(compileLlmPage(plan))),
 
     models: client.run("llm_token_prices.models", () => summary.get())
   }

@@ -1,7 +1,8 @@
 import { type RentalPrice, rentalPriceFields } from "@gpu-market/core"
 import { type GpuSpelling, type RentalGpuSummary, rentalPriceKeys, type RentalPriceStore, rentalPriceTable } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
-import { cmp, placeholders, readRows } from "./page-sql.js"
+import { cmp, placeholders } from "./page-sql.js"
+import { DEFAULT_ROW_CACHE_ROWS, rowCachedPages } from "./row-cache.js"
 import { summaryCache } from "./summary-cache.js"
 import { bulkLoad } from "./bulk-load.js"
 import { dataVersion } from "./data-version.js"
@@ -86,11 +87,17 @@ export const ROWS_PER_WRITE = 1_000
 export const BULK_ROWS_PER_WRITE = 50_000
 
 /** The rental price store over one connection; the schema must be migrated. */
-export const makeRentalPriceStore = (client: SqliteClient, bulk = false): RentalPriceStore["Type"] => {
+export const makeRentalPriceStore = (
+  client: SqliteClient,
+  options: { readonly bulk?: boolean; readonly rowCacheRows?: number } = {}
+): RentalPriceStore["Type"] => {
+  const bulk = options.bulk === true
   const { prepare } = client
   const version = dataVersion(client, "rental_prices")
 
-  const rows = (sql: string, params: ReadonlyArray<unknown>): Array<RentalPrice> => readRows(prepare, sql, params, rowFromColumns)
+  const cachedPage = rowCachedPages(client, {
+    name: "rental_prices", tie: rentalPriceTable.tie, select: SELECT, fromColumns: rowFromColumns, version
+  }, options.rowCacheRows ?? DEFAULT_ROW_CACHE_ROWS)
 
   // Spellings and summaries are read on every `gpu_search` and metadata request.
   const summary = summaryCache(client, version, (): Summary => {
@@ -173,10 +180,7 @@ export const makeRentalPriceStore = (client: SqliteClient, bulk = false): Rental
     version: version.version,
 
     page: (plan) =>
-      client.run("rental_prices.page", () => {
-        const { sql, params } = compilePage(plan)
-        return rows(sql, params)
-      }),
+      client.run("rental_prices.page", () => cachedPage(compilePage(plan))),
 
     spellings: client.run("rental_prices.spellings", () => summary.get().spellings),
 

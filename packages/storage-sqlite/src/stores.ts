@@ -11,15 +11,24 @@ import { makeSettingsStore } from "./settings.js"
 import { makeTokenStore } from "./tokens.js"
 import { makeTransactionStore } from "./transactions.js"
 import { makeEventLogStore } from "./event-log.js"
+import { DEFAULT_ROW_CACHE_ROWS } from "./row-cache.js"
+
+/** The row cache's size (`SqliteOptions.rowCacheRows`); a bulk load's connection serves no pages and keeps none. */
+const rowCacheRowsOf = (options: Pick<SqliteOptions, "bulk" | "rowCacheRows">): number => {
+  if (options.bulk === true) return 0
+  const rows = options.rowCacheRows ?? DEFAULT_ROW_CACHE_ROWS
+  if (!Number.isSafeInteger(rows) || rows < 0) throw new RangeError(`rowCacheRows must be a whole number ≥ 0, got ${rows}`)
+  return rows
+}
 
 /** Every store over one migrated connection; the tests build them over connections they set up. */
-export const makeStores = (client: SqliteClient, options: Pick<SqliteOptions, "eventPollMs" | "bulk"> = {}): Stores => ({
-  rentalStore: makeRentalPriceStore(client, options.bulk === true),
+export const makeStores = (client: SqliteClient, options: Pick<SqliteOptions, "eventPollMs" | "bulk" | "rowCacheRows"> = {}): Stores => ({
+  rentalStore: makeRentalPriceStore(client, { bulk: options.bulk === true, rowCacheRows: rowCacheRowsOf(options) }),
   tokenStore: makeTokenStore(client),
   rateLimitStore: makeRateLimitStore(client),
   settingsStore: makeSettingsStore(client),
   hardwarePriceStore: makeHardwarePriceStore(client),
-  llmTokenPriceStore: makeLlmTokenPriceStore(client),
+  llmTokenPriceStore: makeLlmTokenPriceStore(client, rowCacheRowsOf(options)),
   transactionStore: makeTransactionStore(client),
   indexStore: makeIndexStore(client),
   procurementStore: makeProcurementStore(client),

@@ -33,7 +33,7 @@ const product = (i: number, tag = "p"): RentalPrice => rentalRow({
 
 /** Opens new products through the store's own write, in one transaction. */
 const store = (client: SqliteClient, rows: ReadonlyArray<RentalPrice>) =>
-  makeRentalPriceStore(client, true).transact(rows.map((r) => ({ base: r.base_product_key, at: r.valid_from })), () =>
+  makeRentalPriceStore(client, { bulk: true }).transact(rows.map((r) => ({ base: r.base_product_key, at: r.valid_from })), () =>
     Either.right({ changes: { close: [], open: [...rows] }, result: undefined }))
 
 const indexes = (client: SqliteClient) =>
@@ -69,7 +69,7 @@ const killedLoad = (file: string) =>
     const client = yield* Scope.extend(Effect.gen(function* () {
       const client = yield* makeClient({ filename: file })
       yield* migrate(client)
-      yield* makeRentalPriceStore(client, true).bulkLoad!(10_000)
+      yield* makeRentalPriceStore(client, { bulk: true }).bulkLoad!(10_000)
       yield* store(client, Array.from({ length: 3_000 }, (_, i) => product(i)))
       return client
     }), scope)
@@ -83,7 +83,7 @@ describe("SQLite bulk load of rental prices", () => {
       const before = { indexes: indexes(client), stats: stats(client) }
       const rows = Array.from({ length: 6_000 }, (_, i) => product(i))
       const during = yield* Effect.scoped(Effect.gen(function* () {
-        const end = yield* makeRentalPriceStore(client, true).bulkLoad!(rows.length)
+        const end = yield* makeRentalPriceStore(client, { bulk: true }).bulkLoad!(rows.length)
         const held = indexes(client)
         yield* store(client, rows)
         const read = yield* pages(client)
@@ -110,7 +110,7 @@ describe("SQLite bulk load of rental prices", () => {
       yield* store(client, Array.from({ length: 12_000 }, (_, i) => product(i, "old")))
       const before = indexes(client)
       yield* Effect.scoped(Effect.gen(function* () {
-        yield* makeRentalPriceStore(client, true).bulkLoad!(5_000)
+        yield* makeRentalPriceStore(client, { bulk: true }).bulkLoad!(5_000)
         assert.deepStrictEqual(indexes(client), before)
       }))
     })))
@@ -119,7 +119,7 @@ describe("SQLite bulk load of rental prices", () => {
     withFile(freshFile(), (client) => Effect.gen(function* () {
       const before = indexes(client)
       const exit = yield* Effect.exit(Effect.scoped(Effect.gen(function* () {
-        yield* makeRentalPriceStore(client, true).bulkLoad!(10_000)
+        yield* makeRentalPriceStore(client, { bulk: true }).bulkLoad!(10_000)
         assert.isBelow(indexes(client).length, before.length)
         return yield* Effect.fail("the import failed")
       })))
@@ -152,7 +152,7 @@ describe("SQLite bulk load of rental prices", () => {
         assert.strictEqual(read[0]!.length, 50)
         assert.isTrue(read[0]!.every((r, i, all) => i === 0 || all[i - 1]!.price_usd_per_gpu_hour <= r.price_usd_per_gpu_hour))
         // A load too small to hold anything back takes over the record all the same.
-        yield* Effect.scoped(Effect.flatMap(makeRentalPriceStore(client, true).bulkLoad!(10), (end) => end))
+        yield* Effect.scoped(Effect.flatMap(makeRentalPriceStore(client, { bulk: true }).bulkLoad!(10), (end) => end))
         assert.deepStrictEqual({ indexes: indexes(client), stats: stats(client) }, expected)
         assert.deepStrictEqual(yield* pages(client), read)
       }))

@@ -304,6 +304,68 @@ describe("files", () => {
     }))
 })
 
+describe("row cache", () => {
+  const products = Array.from({ length: 12 }, (_, i) => rentalRow({
+    vendor: `v${i % 3}`, gpu_canonical_name: "g1", vendor_sku: `s${i}`, price_usd_per_gpu_hour: 1 + i / 4, valid_from: at(0), extracted_at: at(0)
+  }))
+  const PLANS: ReadonlyArray<PagePlan> = [
+    { scope: { _tag: "latest" }, predicates: [{ op: "eq", field: "gpu_canonical_name", value: "g1" }], sort: { by: "price_usd_per_gpu_hour", order: "asc" }, after: undefined, limit: 5 },
+    { scope: { _tag: "latest" }, predicates: [{ op: "lte", field: "price_usd_per_gpu_hour", value: 2.5 }], sort: { by: "price_usd_per_gpu_hour", order: "desc" }, after: undefined, limit: 50 },
+    { scope: { _tag: "asOf", at: at(3) }, predicates: [], sort: { by: "product_key", order: "asc" }, after: undefined, limit: 50 },
+    { scope: { _tag: "window", start: at(0), end: at(9) }, predicates: [{ op: "in", field: "vendor", values: ["v1"] }], sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 50 }
+  ]
+  const withCache = <A, E>(filename: string, rowCacheRows: number, f: (store: RentalPriceStore["Type"]) => Effect.Effect<A, E>) =>
+    Effect.scoped(Effect.flatMap(Layer.build(layer({ filename, rowCacheRows })), (ctx) => f(Context.get(ctx, RentalPriceStore))))
+  const pagesOf = (store: RentalPriceStore["Type"]) => Effect.forEach(PLANS, (plan) => store.page(plan))
+  /** Every price of `vendor` one hour later and 1 higher: rows closed and opened. */
+  const reprice = (store: RentalPriceStore["Type"], vendor: string) => {
+    const bases = products.filter((r) => r.vendor === vendor).map((r) => r.base_product_key)
+    return store.transact(bases.map((base) => ({ base, at: at(1) })), ({ current }) => Either.right({
+      changes: {
+        close: current.map((r) => ({ key: r.product_key, valid_to: at(1) })),
+        open: current.map(({ product_key: _, ...r }) => rentalRow({ ...r, price_usd_per_gpu_hour: r.price_usd_per_gpu_hour + 1, valid_from: at(1), extracted_at: at(1) }))
+      },
+      result: undefined
+    }))
+  }
+
+  it.effect("pages after another connection's write, or a VACUUM, hold what a connection without the cache reads", () =>
+    Effect.gen(function* () {
+      const file = freshFile()
+      yield* withCache(file, 1_000, (cached) => withCache(file, 0, (writer) => Effect.gen(function* () {
+        yield* putVersions(writer.transact, rentalPriceKeys, products)
+        const before = yield* pagesOf(cached)
+        assert.deepStrictEqual(before, yield* pagesOf(writer))
+        yield* reprice(writer, "v1")
+        const after = yield* pagesOf(cached)
+        assert.deepStrictEqual(after, yield* pagesOf(writer))
+        // Each plan's page changed: a row closed, a price moved, or a new row came in.
+        for (let i = 0; i < PLANS.length; i++) assert.notDeepEqual(after[i], before[i], `plan ${i}`)
+        // VACUUM may number the table's rows anew; rows are held by their own key, not by rowid.
+        const raw = new Database(file)
+        raw.exec("DELETE FROM rental_prices WHERE vendor = 'v0' AND valid_to IS NULL")
+        raw.exec("VACUUM")
+        raw.close()
+        yield* reprice(writer, "v2")
+        assert.deepStrictEqual(yield* pagesOf(cached), yield* pagesOf(writer))
+      })))
+    }))
+
+  it.effect("a cache smaller than a page serves every row of it; rows are frozen and shared by the pages of one version", () =>
+    Effect.gen(function* () {
+      const file = freshFile()
+      yield* withCache(file, 0, (writer) => putVersions(writer.transact, rentalPriceKeys, products))
+      const expected = yield* withCache(file, 0, pagesOf)
+      assert.deepStrictEqual(yield* withCache(file, 3, pagesOf), expected)
+      yield* withCache(file, 1_000, (store) => Effect.gen(function* () {
+        const [byGpu, underBound] = yield* pagesOf(store)
+        const cheapest = byGpu![0]!
+        assert.isTrue(Object.isFrozen(cheapest))
+        assert.strictEqual(underBound!.find((r) => r.product_key === cheapest.product_key), cheapest)
+      }))
+    }))
+})
+
 describe("transact", () => {
   it.effect("rows given as RentalPriceRow instances are stored like plain rows", () =>
     withStores(freshFile(), (ctx) => Effect.gen(function* () {

@@ -203,6 +203,28 @@ interface Serialised {
 
 const serialised = new WeakMap<object, Serialised>()
 
+// A frozen row never changes, so its JSON text is kept as long as the row is.
+const frozenRowJson = new WeakMap<object, string>()
+
+/**
+ * `JSON.stringify(rows)`, with the text of each frozen row kept: a store that serves the same
+ * frozen rows to many pages (the SQLite row cache) has each serialised once, however many pages,
+ * filters and bounds it appears in.
+ */
+export const rowsJson = (rows: ReadonlyArray<object>): string => {
+  let json = "["
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!
+    let text = frozenRowJson.get(row)
+    if (text === undefined) {
+      text = JSON.stringify(row)
+      if (Object.isFrozen(row)) frozenRowJson.set(row, text)
+    }
+    json += i === 0 ? text : "," + text
+  }
+  return json + "]"
+}
+
 /**
  * A page whose `data` is `json` already serialised: the adapters splice the text (`bodyJson`),
  * and a caller that reads `data` gets the rows parsed from it, once.

@@ -4,7 +4,7 @@ import * as Schema from "effect/Schema"
 import type { DataType, Principal } from "../auth/principal.js"
 import { reportedHistoryStart, requireGrant, requireHistory } from "../auth/entitlements.js"
 import { type MarketError, MissingAnchor, type ValidationFailed, validationFailed } from "../errors.js"
-import { type PageCache, pageFromJson, withSerialisedData } from "../market/page-cache.js"
+import { type PageCache, pageFromJson, rowsJson, withSerialisedData } from "../market/page-cache.js"
 import { unavailable } from "../market/storage.js"
 import type { Page, PageMeta, SortOrder } from "../schema/envelope.js"
 import { type PagePlan, type Position, type Predicate, type Scope, sortValue } from "../storage/plan.js"
@@ -312,7 +312,7 @@ const readPage = <Row extends Readonly<Record<string, unknown>>>(
     const hit = run.cache.get(key, version)
     if (hit !== undefined) return { returned: hit.returned, last: hit.last, page: (meta) => pageFromJson<Row>(hit.json, meta, replay) }
     const { data, last } = cut(yield* Effect.mapError(run.page(plan), unavailable))
-    const json = JSON.stringify(data)
+    const json = rowsJson(data)
     run.cache.set(key, { version, json, returned: data.length, last })
     return { returned: data.length, last, page: (meta) => withSerialisedData({ data, meta }, json, replay) }
   })

@@ -1,0 +1,71 @@
+import type { SqliteClient } from "./client.js"
+import type { DataVersion } from "./data-version.js"
+import { type CompiledPage, KEY_CHUNK, padded, placeholders, readRows } from "./page-sql.js"
+
+/** Rows a versioned table's page reads keep in memory by default (`SqliteOptions.rowCacheRows`). */
+export const DEFAULT_ROW_CACHE_ROWS = 10_000
+
+/** What a page read through the row cache needs to know of its table. */
+export interface CachedTable<Row> {
+  readonly name: string
+  /** The row's unique key column (a version row's own key, never reused, never changed). */
+  readonly tie: string
+  /** `SELECT <every column in field order> FROM <table>`: the prefix of every compiled page. */
+  readonly select: string
+  readonly fromColumns: (columns: ReadonlyArray<unknown>) => Row
+  readonly version: DataVersion
+}
+
+/**
+ * The pages of a versioned table read through a cache of its rows. A page's statement runs once
+ * for the keys of its rows only, which SQLite answers from the index it walks without touching the
+ * table; only rows not held are then read whole. Reading a row's 29 columns is most of a page's
+ * cost, and queries that differ (another bound, another filter) keep landing on the same rows.
+ *
+ * The rows held are those of one data version of the type: every write of the type changes the
+ * version in the transaction that changes its rows, so a read at another version drops them all.
+ * The version, the keys and the missing rows are read in one read transaction, so they come from
+ * one snapshot of the file whichever process wrote last. Rows are frozen: the core serialises a
+ * frozen row once (`rowsJson`), and nobody can change a row others are served.
+ *
+ * At most `capacity` rows are held, oldest read first out; 0 reads every page whole.
+ */
+export const rowCachedPages = <Row>(client: SqliteClient, table: CachedTable<Row>, capacity: number) => {
+  const { prepare } = client
+  const keysSelect = `SELECT ${table.tie} FROM ${table.name}`
+  // Map order is the order rows were read in: eviction takes from the front.
+  const held = new Map<string, Row>()
+  let heldAt: string | undefined
+  const keyOf = (row: Row) => (row as Record<string, unknown>)[table.tie] as string
+
+  const readMissing = (keys: ReadonlyArray<string>) => {
+    for (let i = 0; i < keys.length; i += KEY_CHUNK) {
+      const chunk = padded(keys.slice(i, i + KEY_CHUNK))
+      const sql = `${table.select} WHERE ${table.tie} IN (${placeholders(chunk.length)})`
+      for (const row of readRows(prepare, sql, chunk, table.fromColumns)) held.set(keyOf(row), Object.freeze(row))
+    }
+  }
+
+  const throughCache = client.db.transaction(({ sql, params }: CompiledPage): Array<Row> => {
+    const version = table.version.current()
+    if (version !== heldAt) {
+      held.clear()
+      heldAt = version
+    }
+    const keys = prepare(keysSelect + sql.slice(table.select.length)).pluck(true).all(...params) as Array<string>
+    const missing = keys.filter((key) => !held.has(key))
+    if (missing.length > 0) readMissing(missing)
+    const rows = keys.map((key) => held.get(key)!)
+    for (const key of held.keys()) {
+      if (held.size <= capacity) break
+      held.delete(key)
+    }
+    return rows
+  })
+
+  return (page: CompiledPage): Array<Row> => {
+    if (capacity === 0) return readRows(prepare, page.sql, page.params, table.fromColumns)
+    if (!page.sql.startsWith(table.select)) throw new Error(`a page of ${table.name} that does not read its rows: ${page.sql}`)
+    return throughCache(page)
+  }
+}
