@@ -48,6 +48,12 @@ export interface RedisOptions {
    * 100,000; trimmed with `MAXLEN ~`). A subscriber that resumes from an older id is answered 410.
    */
   readonly eventRetention?: number
+  /**
+   * Rows of rental and LLM token prices a process keeps in memory per data type for its pages
+   * (default 10,000; 0 reads every row of every page). A page then reads its index members and
+   * the type's version, and only rows not held: see README, "Row cache".
+   */
+  readonly rowCacheRows?: number
 }
 
 /** A Lua script: its text and a name unique per client. Define with `script`. */

@@ -21,8 +21,18 @@ import { makeSettingsStore } from "./settings.js"
 import { makeTokenStore } from "./tokens.js"
 import { makeTransactionStore } from "./transactions.js"
 import { makeEventLogStore } from "./event-log.js"
+import type { RowCacheOptions } from "./table.js"
 
 export type { RedisOptions } from "./client.js"
+
+/** Rows a page-serving table keeps by default (`RedisOptions.rowCacheRows`). */
+const DEFAULT_ROW_CACHE_ROWS = 10_000
+
+const rowCacheOf = (options: RedisOptions): RowCacheOptions => {
+  const rows = options.rowCacheRows ?? DEFAULT_ROW_CACHE_ROWS
+  if (!Number.isSafeInteger(rows) || rows < 0) throw new RangeError(`rowCacheRows must be a whole number ≥ 0, got ${rows}`)
+  return { rows }
+}
 
 /**
  * Connects for the life of the scope and builds the stores. Fails with a `StorageError` when
@@ -31,11 +41,11 @@ export type { RedisOptions } from "./client.js"
  */
 export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError, Scope.Scope> =>
   Effect.flatMap(makeClient(options), (client) => Effect.map(makeEventLogStore(client), (eventLogStore) => ({
-    rentalStore: makeRentalPriceStore(client),
+    rentalStore: makeRentalPriceStore(client, rowCacheOf(options)),
     tokenStore: makeTokenStore(client),
     rateLimitStore: makeRateLimitStore(client),
     settingsStore: makeSettingsStore(client),
-    llmTokenPriceStore: makeLlmTokenPriceStore(client),
+    llmTokenPriceStore: makeLlmTokenPriceStore(client, rowCacheOf(options)),
     indexStore: makeIndexStore(client),
     hardwarePriceStore: makeHardwarePriceStore(client),
     transactionStore: makeTransactionStore(client),

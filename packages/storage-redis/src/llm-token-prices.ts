@@ -5,7 +5,7 @@ import {
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
 import { cachedByVersion, replies, type Versioned } from "./reads.js"
-import { makeTable } from "./table.js"
+import { makeTable, type RowCacheOptions } from "./table.js"
 import { readMark } from "./settings.js"
 import { redisTransact, versionTableSpec } from "./versions.js"
 import { readVersion } from "./data-version.js"
@@ -43,8 +43,8 @@ type SummaryField = (typeof SUMMARY_FIELDS)[number]
  * number of current rows) and `version` (bumped by every write, so the summary is cached until
  * something changes).
  */
-export const makeLlmTokenPriceStore = (client: RedisClient): LlmTokenPriceStore["Type"] => {
-  const table = makeTable(client, llmTokenPriceSpec)
+export const makeLlmTokenPriceStore = (client: RedisClient, rowCache?: RowCacheOptions): LlmTokenPriceStore["Type"] => {
+  const table = makeTable(client, llmTokenPriceSpec, rowCache)
   const keys = table.keys("current", "values", "listed", "version", "marks")
   const { redis } = client
 

@@ -4,7 +4,7 @@ import {
 } from "@gpu-market/core/storage"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
-import { makeTable } from "./table.js"
+import { makeTable, type RowCacheOptions } from "./table.js"
 import { readMark } from "./settings.js"
 import { redisTransact, versionTableSpec } from "./versions.js"
 import { readVersion } from "./data-version.js"
@@ -27,8 +27,8 @@ interface Summary {
  * `listed` (hash GPU → number of current rows) and `version` (bumped by every write, so the
  * summary is cached until something changes).
  */
-export const makeRentalPriceStore = (client: RedisClient): RentalPriceStore["Type"] => {
-  const table = makeTable(client, rentalTable)
+export const makeRentalPriceStore = (client: RedisClient, rowCache?: RowCacheOptions): RentalPriceStore["Type"] => {
+  const table = makeTable(client, rentalTable, rowCache)
   const keys = table.keys("current", "gpus", "spellings", "vendors", "listed", "version", "marks")
   const { redis } = client
 

@@ -163,8 +163,28 @@ export interface Table<Row extends Readonly<Record<string, unknown>>> {
   readonly write: (batch: Batch, before: StoredRow<Row> | undefined, after: Row | undefined) => Buffer | undefined
 }
 
-/** Builds the engine for one table. */
-export const makeTable = <Row extends Readonly<Record<string, unknown>>>(client: RedisClient, spec: TableSpec<Row>): Table<Row> => {
+/**
+ * Rows a table keeps in memory for its pages (see `makeTable`), dropped whole when its data
+ * version (the string at the table's `version` key) moves.
+ */
+export interface RowCacheOptions {
+  /** At most this many rows, oldest read first out; 0 keeps none. */
+  readonly rows: number
+}
+
+/** Rows of a walk: each tie's row, or undefined where none is stored. */
+type FetchRows<Row> = (ties: ReadonlyArray<string>) => Promise<Array<Row | undefined>>
+
+/**
+ * Builds the engine for one table. With `rowCache`, pages keep the rows they read, frozen, under
+ * the table's data version: a page's walk then reads the index members and only the rows not
+ * held (see `cachedPage`).
+ */
+export const makeTable = <Row extends Readonly<Record<string, unknown>>>(
+  client: RedisClient,
+  spec: TableSpec<Row>,
+  rowCache: RowCacheOptions = { rows: 0 }
+): Table<Row> => {
   const key = (...parts: ReadonlyArray<string>) => client.keys.key(spec.tag, ...parts)
   const rowsKey = key("rows")
   const indexKey = (subset: string, sortField: string, anchor?: { readonly field: string; readonly value: string }) =>
@@ -224,6 +244,8 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(client:
     return bytes
   }
 
+  const fetchRows: FetchRows<Row> = async (ties) => (await fetch(ties)).map((stored) => stored?.row)
+
   /** Rows pinned by a key or group predicate, ordered and sought in process: there are few. */
   const pinnedPage = async (plan: PagePlan, keep: (row: Row) => boolean): Promise<Array<Row> | undefined> => {
     let ties: ReadonlyArray<string> | undefined = keyValues(plan, spec.tie)
@@ -245,7 +267,7 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(client:
     }
     if (ties === undefined) return undefined
     const rows: Array<Row> = []
-    for (const stored of await fetch([...new Set(ties)])) if (stored !== undefined && keep(stored.row)) rows.push(stored.row)
+    for (const row of await fetchRows([...new Set(ties)])) if (row !== undefined && keep(row)) rows.push(row)
     return orderAndSeek(rows, plan, spec.tie)
   }
 
@@ -268,7 +290,11 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(client:
     throw new InvalidPlan(`no index of ${spec.tag} answers scope ${plan.scope._tag} without an anchor`)
   }
 
-  const page = async (plan: PagePlan): Promise<Array<Row>> => {
+  /**
+   * A page's walk over its indexes, reading rows with `rows`. With `versions`, each read of index
+   * members also reads the table's version before and after them, into `versions`.
+   */
+  const walk = async (plan: PagePlan, rows: FetchRows<Row>, versions?: Array<string | null>): Promise<Array<Row>> => {
     if (!spec.sortFields.includes(plan.sort.by)) throw new InvalidPlan(`cannot sort ${spec.tag} by ${JSON.stringify(plan.sort.by)}`)
     if (plan.limit <= 0) return []
     const keep = (row: Row) => spec.inScope(row, plan.scope) && matchesPredicates(row, plan.predicates)
@@ -289,11 +315,19 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(client:
 
     const refill = async (stale: ReadonlyArray<Cursor>, count: number) => {
       const pipeline = client.redis.pipeline()
+      if (versions !== undefined) pipeline.get(versionKey)
       for (const c of stale) {
         const range = desc ? [lexArg(c.upper, "+"), lexArg(c.lower, "-"), "BYLEX", "REV"] : [lexArg(c.lower, "-"), lexArg(c.upper, "+"), "BYLEX"]
         pipeline.callBuffer("ZRANGE", c.key, ...range, "LIMIT", "0", String(count))
       }
+      if (versions !== undefined) pipeline.get(versionKey)
       const replies = (await pipeline.exec()) ?? []
+      if (versions !== undefined) {
+        for (const [error, version] of [replies.shift()!, replies.pop()!]) {
+          if (error !== null) throw error
+          versions.push(version as string | null)
+        }
+      }
       stale.forEach((c, i) => {
         const [error, members] = replies[i]!
         if (error !== null) throw error
@@ -334,15 +368,73 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(client:
         if (cursors.every((c) => c.done && c.at === c.buffer.length)) break
         continue
       }
-      for (const stored of await fetch(picked.map(memberTie))) {
-        if (stored === undefined || !keep(stored.row)) continue
-        out.push(stored.row)
+      for (const row of await rows(picked.map(memberTie))) {
+        if (row === undefined || !keep(row)) continue
+        out.push(row)
         if (out.length === plan.limit) break
       }
       growth = Math.min(FETCH_CHUNK, growth * 2)
     }
     return out
   }
+
+  const versionKey = key("version")
+  // Map order is the order rows were read in: eviction takes from the front.
+  const held = new Map<string, Row>()
+  let heldAt: string | null | undefined
+
+  /**
+   * Rows of `ties` from those held, reading the others with one HMGET per chunk and the table's
+   * version after them (into `versions`). Rows are held under the first version the page read.
+   */
+  const heldRows = (versions: Array<string | null>): FetchRows<Row> => async (ties) => {
+    if (versions[0] !== heldAt) {
+      held.clear()
+      heldAt = versions[0]
+    }
+    const missing = ties.filter((tie) => !held.has(tie))
+    if (missing.length > 0) {
+      const pipeline = client.redis.pipeline()
+      for (let i = 0; i < missing.length; i += FETCH_CHUNK) pipeline.hmgetBuffer(rowsKey, ...missing.slice(i, i + FETCH_CHUNK))
+      pipeline.get(versionKey)
+      const replies = (await pipeline.exec()) ?? []
+      const [versionError, version] = replies.pop()!
+      if (versionError !== null) throw versionError
+      versions.push(version as string | null)
+      let at = 0
+      for (const [error, values] of replies) {
+        if (error !== null) throw error
+        for (const bytes of values as Array<Buffer | null>) {
+          const tie = missing[at++]!
+          if (bytes !== null) held.set(tie, Object.freeze(decode<Row>(bytes)))
+        }
+      }
+    }
+    const out = ties.map((tie) => held.get(tie))
+    for (const tie of held.keys()) {
+      if (held.size <= rowCache.rows) break
+      held.delete(tie)
+    }
+    return out
+  }
+
+  /**
+   * A page through the row cache. Redis runs each command whole, and every write of the type is
+   * one script that also sets a fresh version: when every version the page read (before and
+   * after each read of index members, after each read of rows) is the one its rows are held
+   * under, no write came between, and the page is what the type held at that version. Otherwise
+   * the rows held are dropped and the page is walked again, reading every row.
+   */
+  const cachedPage = async (plan: PagePlan): Promise<Array<Row>> => {
+    const versions: Array<string | null> = []
+    const rows = await walk(plan, heldRows(versions), versions)
+    if (versions.every((version) => version === heldAt)) return rows
+    held.clear()
+    heldAt = undefined
+    return walk(plan, fetchRows)
+  }
+
+  const page = (plan: PagePlan): Promise<Array<Row>> => (rowCache.rows > 0 ? cachedPage(plan) : walk(plan, fetchRows))
 
   const keys = <const Name extends string>(...names: ReadonlyArray<Name>) =>
     Object.fromEntries(names.map((name) => [name, key(name)])) as Record<Name, string>

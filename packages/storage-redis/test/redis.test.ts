@@ -1,12 +1,13 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { StorageError } from "@gpu-market/core"
-import { cmp, MemoryStorage, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore } from "@gpu-market/core/storage"
+import { cmp, MemoryStorage, type PagePlan, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore } from "@gpu-market/core/storage"
 import { rentalRow } from "@gpu-market/core/test"
-import { Effect, Exit } from "effect"
+import { Context, Effect, Either, Exit, Layer } from "effect"
 import fc from "fast-check"
 import { Redis } from "ioredis"
+import * as RedisStorage from "@gpu-market/storage-redis"
 import { freePort } from "../../../test/support/process"
-import { redisStorageLayer, TestRedis, testRedisLayer } from "../../../test/support/redis"
+import { redisStorageLayer, TestRedis, testRedisLayer, uniquePrefix } from "../../../test/support/redis"
 import { Batch, describeRedis, encodeMember, environmentOptions, fromRedis, make, memberTie, redactUrl } from "../src/internal"
 
 const sign = (n: number) => (n < 0 ? -1 : n > 0 ? 1 : 0)
@@ -124,6 +125,53 @@ layer(testRedisLayer(), { timeout: "30 seconds" })("on one server", (it) => {
         }
       }
     }).pipe(Effect.provide(storage("unicode"))))
+
+  it.effect("pages through the row cache hold what a process without it reads, after writes and after pages that raced them", () =>
+    Effect.gen(function* () {
+      const server = yield* TestRedis
+      const prefix = uniquePrefix("row-cache")
+      const storeOf = (rowCacheRows: number) => Effect.map(
+        Layer.build(RedisStorage.layer({ url: server.url, prefix, rowCacheRows })),
+        (ctx) => Context.get(ctx, RentalPriceStore)
+      )
+      const cached = yield* storeOf(1_000)
+      const writer = yield* storeOf(0)
+      const products = Array.from({ length: 12 }, (_, i) => rentalRow({
+        vendor: `v${i % 3}`, gpu_canonical_name: "g1", vendor_sku: `s${i}`, price_usd_per_gpu_hour: 1 + i / 4
+      }))
+      yield* putVersions(writer.transact, rentalPriceKeys, products)
+      const plans: ReadonlyArray<PagePlan> = [
+        { scope: { _tag: "latest" }, predicates: [{ op: "eq", field: "gpu_canonical_name", value: "g1" }], sort: { by: "price_usd_per_gpu_hour", order: "asc" }, after: undefined, limit: 5 },
+        { scope: { _tag: "latest" }, predicates: [{ op: "lte", field: "price_usd_per_gpu_hour", value: 2.5 }], sort: { by: "price_usd_per_gpu_hour", order: "desc" }, after: undefined, limit: 50 },
+        { scope: { _tag: "window", start: "2000", end: "3000" }, predicates: [{ op: "in", field: "vendor", values: ["v1"] }], sort: { by: "valid_from", order: "asc" }, after: undefined, limit: 50 }
+      ]
+      const pagesOf = (store: RentalPriceStore["Type"]) => Effect.forEach(plans, (plan) => store.page(plan))
+      // Each step moves every price of one vendor up by 1, a microsecond after the last step.
+      let step = 0
+      const reprice = (vendor: string) => {
+        const at = new Date(Date.UTC(2027, 0, 1) + ++step).toISOString().replace("Z", "000Z")
+        const bases = products.filter((r) => r.vendor === vendor).map((r) => r.base_product_key)
+        return writer.transact(bases.map((base) => ({ base, at })), ({ current }) => Either.right({
+          changes: {
+            close: current.map((r) => ({ key: r.product_key, valid_to: at })),
+            open: current.map(({ product_key: _, ...r }) => rentalRow({ ...r, price_usd_per_gpu_hour: r.price_usd_per_gpu_hour + 1, valid_from: at, extracted_at: at }))
+          },
+          result: undefined
+        }))
+      }
+      const before = yield* pagesOf(cached)
+      assert.deepStrictEqual(before, yield* pagesOf(writer))
+      assert.isTrue(Object.isFrozen(before[0]![0]))
+      yield* reprice("v1")
+      const after = yield* pagesOf(cached)
+      assert.deepStrictEqual(after, yield* pagesOf(writer))
+      for (let i = 0; i < plans.length; i++) assert.notDeepEqual(after[i], before[i], `plan ${i}`)
+      // Pages read while writes land leave nothing stale behind them.
+      for (let round = 0; round < 20; round++) {
+        yield* Effect.all([pagesOf(cached), reprice(`v${round % 3}`)], { concurrency: "unbounded" })
+        assert.deepStrictEqual(yield* pagesOf(cached), yield* pagesOf(writer), `round ${round}`)
+      }
+    }).pipe(Effect.scoped))
 })
 
 describe("redactUrl", () => {
