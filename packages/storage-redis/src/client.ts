@@ -3,6 +3,7 @@ import { DEFAULT_EVENT_RETENTION, StorageDefect } from "@gpu-market/core/storage
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { Cluster, Redis } from "ioredis"
+import type { Writable } from "node:stream"
 import { isOwnFailure } from "./errors.js"
 import { type Keys, makeKeys } from "./keys.js"
 
@@ -236,6 +237,29 @@ const connections = (options: RedisOptions): { readonly main: Connection; readon
 
 const defined = new WeakMap<Connection, Set<string>>()
 
+/**
+ * Holds a single connection's writes until the event loop's next check phase (`cork`, then
+ * `uncork` in `setImmediate`): the commands of calls started together (a request's token
+ * version, rate-limit script and data version) go out in one write instead of a write each,
+ * which cost a third of a hot request's CPU. Effect starts forked fibers over more than one
+ * tick, so `process.nextTick` let them go out one by one. A Cluster writes to its nodes'
+ * connections as it routes, and is left as it is.
+ */
+const writesPerTick = (redis: Connection): (() => void) => {
+  if (!(redis instanceof Redis)) return () => {}
+  let held = false
+  return () => {
+    const socket = (redis as unknown as { readonly stream?: Writable }).stream
+    if (held || socket === undefined || socket.writableCorked > 0) return
+    held = true
+    socket.cork()
+    setImmediate(() => {
+      held = false
+      socket.uncork()
+    })
+  }
+}
+
 /** Wraps an ioredis connection. The caller owns connecting and closing it. */
 export const fromRedis = (redis: Connection, prefix: string, settings: ClientSettings = {}): RedisClient => {
   const keys = makeKeys(prefix)
@@ -248,12 +272,16 @@ export const fromRedis = (redis: Connection, prefix: string, settings: ClientSet
     if (error !== null) throw error
     if (held < want) throw new Error(`the write reached ${held} of ${want} replicas within ${timeout} ms; it may be applied`)
   }
+  const holdWrites = writesPerTick(redis)
   const client: RedisClient = {
     redis,
     keys,
     eventRetention: settings.eventRetention ?? DEFAULT_EVENT_RETENTION,
     run: (operation, body) =>
-      Effect.catchAll(Effect.tryPromise({ try: () => body(redis), catch: (cause) => cause }), (cause) =>
+      Effect.catchAll(Effect.tryPromise({ try: () => {
+        holdWrites()
+        return body(redis)
+      }, catch: (cause) => cause }), (cause) =>
         isOwnFailure(cause) ? Effect.die(new StorageDefect({ operation, cause })) : Effect.fail(new StorageError({ operation, cause }))),
     evalScript: async (lua, keys, args) => {
       let names = defined.get(redis)

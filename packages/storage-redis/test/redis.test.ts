@@ -69,6 +69,27 @@ layer(testRedisLayer(), { timeout: "30 seconds" })("on one server", (it) => {
       assert.strictEqual((yield* limits.hit("flush", 60_000_000, 1)).count, 2)
     }).pipe(Effect.provide(storage("flush"))))
 
+  it.effect("calls started together reach Redis in one write, and each gets its own answer", () =>
+    Effect.gen(function* () {
+      const server = yield* TestRedis
+      const redis = new Redis(server.url)
+      yield* Effect.addFinalizer(() => Effect.promise(() => redis.quit()))
+      yield* Effect.promise(() => redis.set("one-write:a", "1").then(() => redis.set("one-write:b", "2")))
+      const client = fromRedis(redis, uniquePrefix("one-write"))
+      const socket = (redis as unknown as { readonly stream: { _write: (...a: Array<unknown>) => void; _writev: (...a: Array<unknown>) => void } }).stream
+      const writes: Array<number> = []
+      const [write, writev] = [socket._write, socket._writev]
+      socket._write = function(...a) { writes.push(1); return write.apply(this, a) }
+      socket._writev = function(chunks, ...a) { writes.push((chunks as Array<unknown>).length); return writev.call(this, chunks, ...a) }
+      const answers = yield* Effect.all([
+        client.run("a", (r) => r.get("one-write:a")),
+        client.run("b", (r) => r.get("one-write:b")),
+        client.run("c", (r) => r.incr("one-write:c"))
+      ], { concurrency: "unbounded" })
+      assert.deepStrictEqual(answers, ["1", "2", 1])
+      assert.deepStrictEqual(writes, [3], "one write of the three commands")
+    }).pipe(Effect.scoped))
+
   it.effect("two connections hitting one key concurrently count every hit exactly once", () =>
     Effect.gen(function* () {
       const server = yield* TestRedis
