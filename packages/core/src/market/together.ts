@@ -1,24 +1,19 @@
-import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
-import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import { StorePipelines } from "../storage/pipelining.js"
 
 /**
  * `effect` run in a fiber of its own as far as it goes without waiting: its exit when it ended
  * (a SQLite or in-memory store answers at once), else the fiber, which goes on by itself (a Redis
- * command was sent and its reply is awaited). Effect's `runSyncExit` hands back such a fiber in
- * an `AsyncFiberException`; everything else it ends with is the exit.
+ * command was sent and its reply is awaited). The fiber starts at once (`runFork` runs it up to
+ * its first wait before returning); `runSyncExit` would do the same but hand a waiting fiber back
+ * inside an exception, built on every hot request over Redis.
  */
 export const runAsFarAsItGoes = <A, E>(runtime: Runtime.Runtime<never>, effect: Effect.Effect<A, E>): Exit.Exit<A, E> | Fiber.RuntimeFiber<A, E> => {
-  const exit = Runtime.runSyncExit(runtime)(effect)
-  if (Exit.isSuccess(exit)) return exit
-  const defect = Cause.dieOption(exit.cause)
-  return Option.isSome(defect) && Runtime.isAsyncFiberException(defect.value)
-    ? defect.value.fiber as Fiber.RuntimeFiber<A, E>
-    : exit
+  const fiber = Runtime.runFork(runtime)(effect)
+  return fiber.unsafePoll() ?? fiber
 }
 
 /** The exit of what `runAsFarAsItGoes` started, at once or once its fiber ends. */
