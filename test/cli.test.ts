@@ -376,17 +376,18 @@ describe("gpu-market CLI", () => {
 })
 
 describe("gpu-market with an extended hardware vocabulary", () => {
-  it("serve --page-cache-mb and $GPU_MARKET_PAGE_CACHE_MB size the page cache (0: off); a size that is not a whole number stops serve", async () => {
+  it("serve --page-cache-mb, $GPU_MARKET_PAGE_CACHE_MB and $GPU_MARKET_ROW_CACHE_ROWS size the caches (0: off); a size that is not a whole number stops serve", async () => {
     const db = join(dir, "page-cache.db")
     const token = (await run("tokens", "create", "--name", "cache-reader", "--grant", "rental:all", "--db", db)).stdout.trim()
     const path = "/v2/gpu/rental/prices/history?start=2026-01-01&end=2026-02-01"
-    for (const env of [{}, { GPU_MARKET_PAGE_CACHE_MB: "0" }, { GPU_MARKET_PAGE_CACHE_MB: "8" }]) {
+    for (const env of [{}, { GPU_MARKET_PAGE_CACHE_MB: "0" }, { GPU_MARKET_PAGE_CACHE_MB: "8" }, { GPU_MARKET_PAGE_CACHE_MB: "0", GPU_MARKET_ROW_CACHE_ROWS: "0" }]) {
       const [first, again] = await serveAll(token, [path, path], db, env)
       assert.strictEqual(first!.status, 200, JSON.stringify(first!.body))
       assert.deepStrictEqual(again, first)
     }
     for (const [env, args, says] of [
       [{ GPU_MARKET_PAGE_CACHE_MB: "lots" }, [], 'GPU_MARKET_PAGE_CACHE_MB is "lots"'],
+      [{ GPU_MARKET_ROW_CACHE_ROWS: "-5" }, [], 'GPU_MARKET_ROW_CACHE_ROWS is "-5"'],
       [{}, ["--page-cache-mb", "-1"], "page cache"],
       // Client timeouts that cannot work stop serve too.
       [{ GPU_MARKET_HEADERS_TIMEOUT_MS: "40000" }, [], "the headers timeout (40000 ms) is longer than the request timeout (30000 ms)"],

@@ -6,6 +6,7 @@ import type * as Server from "@gpu-market/http-adapter"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import { wholeNumberFromEnvironment } from "./environment.js"
 import { configuredMarket } from "./storage.js"
 
 /**
@@ -60,14 +61,6 @@ export interface ServeOptions<E> {
   readonly feedHeartbeatMs?: number | undefined
 }
 
-/** `$name` as a whole number ≥ 0; unset is undefined, anything else fails before the server starts, saying it expected `expected`. */
-const wholeNumberFromEnvironment = (name: string, expected: string): Effect.Effect<number | undefined, Error> => Effect.suspend(() => {
-  const text = process.env[name]
-  if (text === undefined || text.trim() === "") return Effect.succeed(undefined)
-  return /^\d+$/.test(text.trim())
-    ? Effect.succeed(Number(text.trim()))
-    : Effect.fail(new Error(`${name} is ${JSON.stringify(text)}; expected ${expected}`))
-})
 
 /**
  * `$name` as a switch: `1` or `true` is on, `0` or `false` off, unset or empty `unset`; anything

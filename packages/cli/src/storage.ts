@@ -3,6 +3,7 @@ import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import { wholeNumberFromEnvironment } from "./environment.js"
 
 /**
  * Where a command's market lives: a SQLite file (`--db`, default `$GPU_MARKET_DB` or
@@ -88,12 +89,20 @@ export const rateLimitModeOf = (choice: StorageChoice, given: Option.Option<Rate
     : Effect.fail(new Error(`GPU_MARKET_RATE_LIMITS is ${JSON.stringify(env)}; expected ${RATE_LIMIT_MODES.join(" or ")}`))
 }
 
+/** `$GPU_MARKET_ROW_CACHE_ROWS`: rows of each data type a process keeps for its pages (README, "Row cache"); unset is the backend's default. */
+const rowCacheRowsFromEnvironment = wholeNumberFromEnvironment("GPU_MARKET_ROW_CACHE_ROWS", "a whole number of rows (0 turns the row cache off)")
+
 /** The chosen storage backend. */
 export const storageOn = (choice: StorageChoice, use: StorageUse = {}) => {
   const where = resolve(choice)
-  return where._tag === "sqlite"
-    ? SqliteStorage.layer(use.bulk === true ? { filename: where.filename, checkpointPages: BULK_CHECKPOINT_PAGES, bulk: true } : { filename: where.filename })
-    : Layer.unwrapEffect(Effect.map(redisBackend(where), ({ R, options }) => R.layer(options)))
+  return Layer.unwrapEffect(Effect.map(rowCacheRowsFromEnvironment, (rows) => {
+    const rowCache = rows === undefined ? {} : { rowCacheRows: rows }
+    return where._tag === "sqlite"
+      ? SqliteStorage.layer(use.bulk === true
+        ? { filename: where.filename, checkpointPages: BULK_CHECKPOINT_PAGES, bulk: true }
+        : { filename: where.filename, ...rowCache })
+      : Layer.unwrapEffect(Effect.map(redisBackend(where), ({ R, options }) => R.layer({ ...options, ...rowCache })))
+  }))
 }
 
 /**
