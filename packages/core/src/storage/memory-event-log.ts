@@ -24,19 +24,27 @@ export const makeMemoryEventLog = (retention = DEFAULT_EVENT_RETENTION): {
   readonly sink: EventSink
   readonly store: EventLogStore["Type"]
 } => {
+  // The events kept are `events[start..]`; the ones before `start` are trimmed, and the array is
+  // copied down only once they are as many as the kept ones, so an append costs O(1) on average.
   let events: Array<LoggedEvent> = []
+  let start = 0
   let last = 0
   const read = (position: string, limit: number) => Effect.suspend(() => {
     const after = Number(position)
-    const first = events[0] === undefined ? last + 1 : Number(events[0].id)
+    const kept = events[start]
+    const first = kept === undefined ? last + 1 : Number(kept.id)
     if (after < first - 1 || after > last) return Effect.fail(new EventLogTrimmed({ position }))
-    const from = after - first + 1
+    const from = start + after - first + 1
     return Effect.succeed(events.slice(from, from + limit))
   })
   return {
     sink: (logged: ReadonlyArray<MarketEvent>) => {
       for (const event of logged) events.push({ id: String(++last), event })
-      if (events.length > retention) events = events.slice(events.length - retention)
+      start = Math.max(start, events.length - retention)
+      if (start >= retention) {
+        events = events.slice(start)
+        start = 0
+      }
     },
     store: {
       positions: numberedPositions,
