@@ -341,4 +341,16 @@ describe("compression and CORS", () => {
       }
     }
   })
+
+  it("a change-feed heartbeat that is not a whole number of ms above 0 is refused before anything opens", async () => {
+    for (const feedHeartbeatMs of [0, -1, 0.5, Number.NaN, Infinity]) {
+      try {
+        await nodeHandler({ storage: sqlite(db), baseUrl: "http://127.0.0.1", feedHeartbeatMs })
+        assert.fail(`${feedHeartbeatMs} was accepted`)
+      } catch (e) {
+        assert.instanceOf(e, RangeError)
+        assert.include((e as Error).message, "feedHeartbeatMs")
+      }
+    }
+  })
 })

@@ -14,7 +14,7 @@ import { randomUUID } from "node:crypto"
 import { type CorsOptions, corsOptionsProblem, withCors } from "./cors.js"
 import { makeDashboardRoutes } from "./dashboard.js"
 import { docsPage, makeAssetRoutes } from "./docs.js"
-import { DEFAULT_HEARTBEAT_MS, EVENTS_PATH, sseResponse } from "./events.js"
+import { DEFAULT_HEARTBEAT_MS, EVENTS_PATH, heartbeatProblem, sseResponse } from "./events.js"
 import { makeHealthRoutes } from "./health.js"
 import { currentPrincipal, routedAs } from "./observe.js"
 import { problemResponse } from "./problem.js"
@@ -51,6 +51,9 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
   Effect.gen(function* () {
     const corsProblem = options.cors === undefined ? undefined : corsOptionsProblem(options.cors)
     if (corsProblem !== undefined) return yield* Effect.die(new TypeError(corsProblem))
+    const heartbeat = heartbeatProblem(options.feedHeartbeatMs)
+    if (heartbeat !== undefined) return yield* Effect.die(new RangeError(heartbeat))
+    const heartbeatMs = options.feedHeartbeatMs ?? DEFAULT_HEARTBEAT_MS
     const auth = yield* Auth
     const limits = yield* RateLimits
     const readCall = yield* makeReadCalls
@@ -99,7 +102,6 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
     // The change feed: admitted as a data request (one count against the rate limit per
     // connection), refused with a problem before the stream starts, then Server-Sent Events.
     const feed = yield* Feed
-    const heartbeatMs = options.feedHeartbeatMs ?? DEFAULT_HEARTBEAT_MS
     const events = admitted((principal, request, requestId, headers) =>
       Effect.map(Effect.either(feed.subscribe(principal, queryOf(request.url), request.headers["last-event-id"], auth.stillHolds(request.headers.authorization))), (items) =>
         Either.isLeft(items)

@@ -21,6 +21,10 @@ export const EVENTS_PATH = "/v2/events"
  */
 export const DEFAULT_HEARTBEAT_MS = 15_000
 
+/** What is wrong with a `feedHeartbeatMs` option, if anything: it must be a whole number of ms above 0. */
+export const heartbeatProblem = (ms: number | undefined): string | undefined =>
+  ms === undefined || (Number.isSafeInteger(ms) && ms > 0) ? undefined : `feedHeartbeatMs must be a whole number of ms above 0, got ${ms}`
+
 /** The JSON of each event's row, made once however many subscribers it goes to. */
 const rowJson = new WeakMap<object, string>()
 

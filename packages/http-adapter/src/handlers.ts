@@ -12,6 +12,7 @@ import type * as Scope from "effect/Scope"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { makeAppParts, makeAppWithReplay } from "./app.js"
 import { type CorsOptions, corsOptionsProblem } from "./cors.js"
+import { heartbeatProblem } from "./events.js"
 import { type Replay, replayOrHandle } from "./replay.js"
 
 /**
@@ -41,7 +42,8 @@ export interface HandlerOptions {
 
 /**
  * Opens the market and builds the app in one runtime; rejects with a `MarketProblemError` if
- * storage cannot open, and with a `TypeError` before opening anything if the CORS options cannot work.
+ * storage cannot open, and before opening anything with a `TypeError` if the CORS options cannot work
+ * and a `RangeError` if the change feed's heartbeat cannot.
  */
 const open = async <A>(
   options: HandlerOptions,
@@ -50,6 +52,8 @@ const open = async <A>(
 ) => {
   const corsProblem = options.cors === undefined ? undefined : corsOptionsProblem(options.cors)
   if (corsProblem !== undefined) throw new TypeError(corsProblem)
+  const heartbeat = heartbeatProblem(options.feedHeartbeatMs)
+  if (heartbeat !== undefined) throw new RangeError(heartbeat)
   const runtime = ManagedRuntime.make(marketLayer.pipe(
     Layer.provide(hardwareVocabularyLayer(options.hardwareVocabulary)),
     Layer.provide(pageCacheLayer(options.pageCacheMb)),
