@@ -388,6 +388,7 @@ describe("gpu-market with an extended hardware vocabulary", () => {
     for (const [env, args, says] of [
       [{ GPU_MARKET_PAGE_CACHE_MB: "lots" }, [], 'GPU_MARKET_PAGE_CACHE_MB is "lots"'],
       [{ GPU_MARKET_ROW_CACHE_ROWS: "-5" }, [], 'GPU_MARKET_ROW_CACHE_ROWS is "-5"'],
+      [{ GPU_MARKET_ROW_CACHE_ROWS: "99999999999999999999" }, [], 'GPU_MARKET_ROW_CACHE_ROWS is "99999999999999999999"'],
       [{}, ["--page-cache-mb", "-1"], "page cache"],
       // Client timeouts that cannot work stop serve too.
       [{ GPU_MARKET_HEADERS_TIMEOUT_MS: "40000" }, [], "the headers timeout (40000 ms) is longer than the request timeout (30000 ms)"],

@@ -172,6 +172,12 @@ export interface RowCacheOptions {
   readonly rows: number
 }
 
+/**
+ * Thrown, and caught, inside a page through the row cache when a write of the type came between
+ * its reads: one instance, as it never leaves the page.
+ */
+const moved = new Error("the type's version moved during the page")
+
 /** Rows of a walk: each tie's row, or undefined where none is stored. */
 type FetchRows<Row> = (ties: ReadonlyArray<string>) => Promise<Array<Row | undefined>>
 
@@ -327,6 +333,7 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(
           if (error !== null) throw error
           versions.push(version as string | null)
         }
+        if (versions.some((version) => version !== versions[0])) throw moved
       }
       stale.forEach((c, i) => {
         const [error, members] = replies[i]!
@@ -384,33 +391,44 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(
   let heldAt: string | null | undefined
 
   /**
-   * Rows of `ties` from those held, reading the others with one HMGET per chunk and the table's
-   * version after them (into `versions`). Rows are held under the first version the page read.
+   * Rows of `ties`: those held at the version the page read first, taken before anything is
+   * awaited (another page may evict them meanwhile); the others read with one HMGET per chunk and
+   * the table's version after them. Rows read are held only when that version is still the
+   * page's first one, which no write came between; otherwise the page is abandoned (`moved`).
    */
   const heldRows = (versions: Array<string | null>): FetchRows<Row> => async (ties) => {
-    if (versions[0] !== heldAt) {
+    const at = versions[0]
+    if (at !== heldAt) {
       held.clear()
-      heldAt = versions[0]
+      heldAt = at
     }
-    const missing = ties.filter((tie) => !held.has(tie))
+    const out = ties.map((tie) => held.get(tie))
+    const missing: Array<number> = []
+    out.forEach((row, i) => {
+      if (row === undefined) missing.push(i)
+    })
     if (missing.length > 0) {
       const pipeline = client.redis.pipeline()
-      for (let i = 0; i < missing.length; i += FETCH_CHUNK) pipeline.hmgetBuffer(rowsKey, ...missing.slice(i, i + FETCH_CHUNK))
+      for (let i = 0; i < missing.length; i += FETCH_CHUNK) {
+        pipeline.hmgetBuffer(rowsKey, ...missing.slice(i, i + FETCH_CHUNK).map((m) => ties[m]!))
+      }
       pipeline.get(versionKey)
       const replies = (await pipeline.exec()) ?? []
       const [versionError, version] = replies.pop()!
       if (versionError !== null) throw versionError
-      versions.push(version as string | null)
-      let at = 0
+      if (version !== at) throw moved
+      let next = 0
       for (const [error, values] of replies) {
         if (error !== null) throw error
         for (const bytes of values as Array<Buffer | null>) {
-          const tie = missing[at++]!
-          if (bytes !== null) held.set(tie, Object.freeze(decode<Row>(bytes)))
+          const i = missing[next++]!
+          if (bytes === null) continue
+          const row = Object.freeze(decode<Row>(bytes))
+          out[i] = row
+          if (heldAt === at) held.set(ties[i]!, row)
         }
       }
     }
-    const out = ties.map((tie) => held.get(tie))
     for (const tie of held.keys()) {
       if (held.size <= rowCache.rows) break
       held.delete(tie)
@@ -420,18 +438,19 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(
 
   /**
    * A page through the row cache. Redis runs each command whole, and every write of the type is
-   * one script that also sets a fresh version: when every version the page read (before and
-   * after each read of index members, after each read of rows) is the one its rows are held
-   * under, no write came between, and the page is what the type held at that version. Otherwise
-   * the rows held are dropped and the page is walked again, reading every row.
+   * one script that also sets a fresh version: while every version the page reads (before and
+   * after each read of index members, after each read of rows) is its first one, no write came
+   * between, and the page is what the type held at that version. As soon as one differs the walk
+   * is abandoned and the page walked again, reading every row.
    */
   const cachedPage = async (plan: PagePlan): Promise<Array<Row>> => {
     const versions: Array<string | null> = []
-    const rows = await walk(plan, heldRows(versions), versions)
-    if (versions.every((version) => version === heldAt)) return rows
-    held.clear()
-    heldAt = undefined
-    return walk(plan, fetchRows)
+    try {
+      return await walk(plan, heldRows(versions), versions)
+    } catch (error) {
+      if (error !== moved) throw error
+      return walk(plan, fetchRows)
+    }
   }
 
   const page = (plan: PagePlan): Promise<Array<Row>> => (rowCache.rows > 0 ? cachedPage(plan) : walk(plan, fetchRows))

@@ -8,7 +8,7 @@ import { Redis } from "ioredis"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import { freePort } from "../../../test/support/process"
 import { redisStorageLayer, TestRedis, testRedisLayer, uniquePrefix } from "../../../test/support/redis"
-import { Batch, describeRedis, encodeMember, environmentOptions, fromRedis, make, memberTie, redactUrl } from "../src/internal"
+import { Batch, describeRedis, encodeMember, environmentOptions, fromRedis, make, makeRentalPriceStore, makeTable, memberTie, redactUrl, rentalTable } from "../src/internal"
 
 const sign = (n: number) => (n < 0 ? -1 : n > 0 ? 1 : 0)
 
@@ -146,6 +146,108 @@ layer(testRedisLayer(), { timeout: "30 seconds" })("on one server", (it) => {
         }
       }
     }).pipe(Effect.provide(storage("unicode"))))
+
+  /**
+   * A table over its own connection whose pipelines wait for the gates queued: each gate gets the
+   * pipeline's `exec` and answers for it. Rental rows of one GPU priced 1..60, written by `writer`.
+   */
+  const gatedTable = (rows: number) => Effect.gen(function* () {
+    const server = yield* TestRedis
+    const prefix = uniquePrefix("gated")
+    const connect = () => Effect.acquireRelease(Effect.sync(() => new Redis(server.url)), (r) => Effect.promise(() => r.quit()))
+    const [reader, writing] = [yield* connect(), yield* connect()]
+    const writer = makeRentalPriceStore(fromRedis(writing, prefix))
+    const products = Array.from({ length: 60 }, (_, i) => rentalRow({ vendor: "v", gpu_canonical_name: "g1", vendor_sku: `s${i}`, price_usd_per_gpu_hour: 1 + i }))
+    yield* putVersions(writer.transact, rentalPriceKeys, products)
+    const gates: Array<(exec: () => Promise<unknown>) => Promise<unknown>> = []
+    const pipeline = reader.pipeline.bind(reader)
+    reader.pipeline = ((...args: Parameters<typeof reader.pipeline>) => {
+      const p = pipeline(...args)
+      const exec = p.exec.bind(p)
+      p.exec = (() => {
+        const gate = gates.shift()
+        return gate === undefined ? exec() : gate(exec)
+      }) as typeof p.exec
+      return p
+    }) as typeof reader.pipeline
+    const table = makeTable(fromRedis(reader, prefix), rentalTable, { rows })
+    const uncached = makeTable(fromRedis(writing, prefix), rentalTable)
+    return { table, uncached, writer, products, gates }
+  })
+  const cheapest = (order: "asc" | "desc", limit: number): PagePlan => ({
+    scope: { _tag: "latest" }, predicates: [{ op: "eq", field: "gpu_canonical_name", value: "g1" }],
+    sort: { by: "price_usd_per_gpu_hour", order }, after: undefined, limit
+  })
+  const deferred = () => {
+    let resolve = () => {}
+    const promise = new Promise<void>((r) => (resolve = r))
+    return { promise, resolve }
+  }
+
+  it.effect("a page whose held rows another page evicts while it reads the rest still has every row", () =>
+    Effect.gen(function* () {
+      const { table, uncached, gates } = yield* gatedTable(20)
+      yield* Effect.promise(() => table.page(cheapest("asc", 10)))
+      const late = deferred()
+      gates.push((exec) => exec())
+      gates.push(async (exec) => {
+        const reply = await exec()
+        await late.promise
+        return reply
+      })
+      const page = table.page(cheapest("asc", 20))
+      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 50)))
+      // Twenty other rows read meanwhile push the ten cheapest out of a cache of twenty.
+      yield* Effect.promise(() => table.page(cheapest("desc", 20)))
+      late.resolve()
+      assert.deepStrictEqual(yield* Effect.promise(() => page), yield* Effect.promise(() => uncached.page(cheapest("asc", 20))))
+    }).pipe(Effect.scoped))
+
+  it.effect("rows read after a write that came during a page are not held for pages that read before it", () =>
+    Effect.gen(function* () {
+      const { table, uncached, writer, products, gates } = yield* gatedTable(1_000)
+      const before = yield* Effect.promise(() => uncached.page(cheapest("asc", 5)))
+      // A: its index read goes now; its read of rows waits until after the write, and its reply
+      // arrives with C's, as in one socket read.
+      const sendA = deferred(), deliver = deferred(), cSent = deferred()
+      gates.push((exec) => exec())
+      gates.push(async (exec) => {
+        await sendA.promise
+        const reply = await exec()
+        await deliver.promise
+        return reply
+      })
+      // A filter no row meets, so A reads every row of the GPU.
+      const planA: PagePlan = { ...cheapest("asc", 2), predicates: [...cheapest("asc", 2).predicates, { op: "lte", field: "gpu_count", value: 0 }] }
+      const pageA = table.page(planA)
+      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 50)))
+      // C: its index read goes before the write, its reply held back.
+      gates.push(async (exec) => {
+        const reply = await exec()
+        cSent.resolve()
+        await deliver.promise
+        return reply
+      })
+      const pageC = table.page(cheapest("asc", 5))
+      yield* Effect.promise(() => cSent.promise)
+      // The cheapest product's price moves from 1 to 1.5.
+      const at = "2030-01-01T00:00:00.000000Z"
+      yield* writer.transact([{ base: products[0]!.base_product_key, at }], ({ current }) => Either.right({
+        changes: {
+          close: current.map((r) => ({ key: r.product_key, valid_to: at })),
+          open: current.map(({ product_key: _, ...r }) => rentalRow({ ...r, price_usd_per_gpu_hour: 1.5, valid_from: at, extracted_at: at }))
+        },
+        result: undefined
+      }))
+      sendA.resolve()
+      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 50)))
+      deliver.resolve()
+      const [, c] = yield* Effect.promise(() => Promise.all([pageA, pageC]))
+      const after = yield* Effect.promise(() => uncached.page(cheapest("asc", 5)))
+      assert.notDeepEqual(after, before)
+      assert.isTrue(JSON.stringify(c) === JSON.stringify(before) || JSON.stringify(c) === JSON.stringify(after), c.map((r) => r.price_usd_per_gpu_hour).join(","))
+      assert.deepStrictEqual(yield* Effect.promise(() => table.page(cheapest("asc", 5))), after)
+    }).pipe(Effect.scoped))
 
   it.effect("pages through the row cache hold what a process without it reads, after writes and after pages that raced them", () =>
     Effect.gen(function* () {

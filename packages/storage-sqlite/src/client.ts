@@ -154,9 +154,10 @@ export const fromDatabase = (db: Database.Database, filename: string, eventReten
       // Re-inserting keeps Map order as recency order, which is what eviction reads.
       cache.delete(sql)
       cache.set(sql, hit)
-      // A cached reader may have been switched to raw rows by its last user; every caller gets
-      // object rows unless it asks for raw ones itself.
-      return hit.reader ? hit.raw(false) : hit
+      // A cached reader may have been switched to raw or plucked rows by its last user; every
+      // caller gets object rows unless it asks for another mode itself (`raw(false)` alone leaves
+      // a plucked statement plucked).
+      return hit.reader ? hit.pluck(false).raw(false) : hit
     }
     const statement = db.prepare<Array<unknown>, unknown>(sql)
     if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!)

@@ -93,6 +93,8 @@ describe("schema", () => {
       const sql = "SELECT name FROM sqlite_schema WHERE name = 'rental_prices'"
       assert.deepStrictEqual(client.prepare(sql).raw(true).all(), [["rental_prices"]])
       assert.deepStrictEqual(client.prepare(sql).all(), [{ name: "rental_prices" }])
+      assert.deepStrictEqual(client.prepare(sql).pluck(true).all(), ["rental_prices"])
+      assert.deepStrictEqual(client.prepare(sql).all(), [{ name: "rental_prices" }])
     })))
 })
 
