@@ -82,12 +82,41 @@ const holdBack = (client: SqliteClient, rows: number): Effect.Effect<number, Sto
 const PAUSE_BETWEEN_BUILDS = "120 millis"
 
 /**
+ * Sorter memory of an index build, MiB: the page cache the connection has while it builds (SQLite
+ * sizes the sorter's runs by it). A build sorts a million keys in runs of this size, each sorted in
+ * memory and written to a temporary file, then merges them: about a third less CPU than sorting
+ * them all in one list, whose merge sort reads memory all over (BENCHMARKS.md (k)).
+ */
+const SORT_RUN_MIB = 8
+
+/**
+ * Runs `build` with the connection set for sorting (`SORT_RUN_MIB`, temporary files on disk: with
+ * `temp_store = MEMORY` SQLite never ends a run and sorts everything in one list), and puts its
+ * page cache and temporary store back after, whatever happens.
+ */
+const sortingOnDisk = <A, E>(client: SqliteClient, build: Effect.Effect<A, E>): Effect.Effect<A, E | StorageError> =>
+  Effect.acquireUseRelease(
+    client.run("rental_prices.sortSettings", () => {
+      const kept = { cache: client.db.pragma("cache_size", { simple: true }) as number, temp: client.db.pragma("temp_store", { simple: true }) as number }
+      client.db.pragma(`cache_size = -${SORT_RUN_MIB * 1024}`)
+      client.db.pragma("temp_store = FILE")
+      return kept
+    }),
+    () => build,
+    (kept) => Effect.sync(() => {
+      if (!client.db.open) return
+      client.db.pragma(`cache_size = ${kept.cache}`)
+      client.db.pragma(`temp_store = ${kept.temp}`)
+    })
+  )
+
+/**
  * Builds every recorded index again, one transaction each (so another writer waits for one index
  * at a time, never for all of them), restoring its planner statistics in the same transaction:
  * other connections load them with the new schema.
  */
 export const restoreHeldIndexes = (client: SqliteClient): Effect.Effect<void, StorageError> =>
-  Effect.gen(function* () {
+  sortingOnDisk(client, Effect.gen(function* () {
     for (;;) {
       const more = yield* client.transaction("rental_prices.restoreIndexes", () => {
         const [next, ...rest] = readRecord(client)
@@ -105,7 +134,7 @@ export const restoreHeldIndexes = (client: SqliteClient): Effect.Effect<void, St
       if (!more) return
       yield* Effect.sleep(PAUSE_BETWEEN_BUILDS)
     }
-  })
+  }))
 
 /**
  * For the life of the scope, a bulk load of about `rows` rental rows: holds the serving indexes

@@ -22,6 +22,9 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 let files = 0
 const freshFile = () => path.join(dir, `db-${files++}.db`)
 
+/** Rows of the sorted-runs case: each index's keys outgrow one sorting run. */
+const SORTED_ROWS = 200_000
+
 const hex32 = (s: string) => createHash("md5").update(s).digest("hex")
 
 /** Product `i` of a load, current from its day. */
@@ -157,4 +160,38 @@ describe("SQLite bulk load of rental prices", () => {
         assert.deepStrictEqual(yield* pages(client), read)
       }))
     }))
+
+  // Rows enough that each index's keys outgrow one sorting run (8 MiB), so the build merges runs
+  // from disk; the connection gets its page cache and temporary store back afterwards.
+  it.live("builds every held-back index again from sorted runs, and restores the connection's settings", () =>
+    Effect.scoped(Effect.gen(function* () {
+      const client = yield* makeClient({ filename: freshFile(), bulk: true })
+      yield* migrate(client)
+      const { db } = client
+      const indexes = () => db.prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'rental_prices' ORDER BY name").all()
+      const before = { indexes: indexes(), cache: db.pragma("cache_size", { simple: true }), temp: db.pragma("temp_store", { simple: true }) }
+      yield* Effect.scoped(Effect.gen(function* () {
+        const end = yield* makeRentalPriceStore(client, { bulk: true }).bulkLoad!(SORTED_ROWS)
+        assert.isBelow(indexes().length, before.indexes.length)
+        // Rows as a load writes them: every product current, keys hashes, in no order of any index.
+        db.exec(`
+          WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${SORTED_ROWS})
+          INSERT INTO rental_prices (vendor, vendor_gpu_name, region, gpu_canonical_name, gpu_manufacturer, gpu_model, gpu_count, gpu_memory_gb,
+            contract_type, price_usd_per_gpu_hour, raw_price, raw_price_unit, valid_from, extracted_at, base_product_key, product_key)
+          SELECT 'vendor-' || (i % 40), 'H100', 'region-' || (i % 9), 'gpu-' || (i % 30), 'nvidia', 'H100', 1 + i % 8, 80,
+            'ondemand', 1 + (i % 997) / 100.0, 1, 'usd_per_gpu_hour', '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z',
+            lower(hex(randomblob(16))), lower(hex(randomblob(16)))
+          FROM n`)
+        yield* end
+      }))
+      assert.deepStrictEqual(indexes(), before.indexes)
+      assert.strictEqual(db.pragma("integrity_check", { simple: true }), "ok")
+      // Each index holds every current row, in its order.
+      for (const { name } of before.indexes as Array<{ name: string }>) {
+        if (!name.startsWith("rental_prices_current_") || name === "rental_prices_current_base") continue
+        assert.strictEqual(db.prepare(`SELECT count(*) FROM rental_prices INDEXED BY ${name} WHERE valid_to IS NULL`).pluck().get(), SORTED_ROWS, name)
+      }
+      assert.strictEqual(db.pragma("cache_size", { simple: true }), before.cache)
+      assert.strictEqual(db.pragma("temp_store", { simple: true }), before.temp)
+    })), 120_000)
 })

@@ -1,7 +1,6 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { createHash } from "node:crypto"
 import type { InvalidRecords } from "../errors.js"
 import { type LlmTokenPrice, LlmTokenPriceObservation } from "../schema/llm-token-price.js"
 import { LlmTokenPriceStore } from "../storage/llm-token-prices.js"
@@ -11,12 +10,10 @@ import { llmTokenPriceKeys } from "../storage/tables.js"
 import { countedIngest, decodeTimed, markReader, refuseIf, type Timed } from "./batch.js"
 import { boundIssues, IngestBounds } from "./bounds.js"
 import { conflictingPrices, type IngestSummary, type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
+import { hash32 } from "./key-hash.js"
 
 /** Fields that identify one published price across price changes (`base_price_key`). */
 const IDENTITY = ["source", "model", "serving_provider", "price_type", "region", "metric", "qualifiers"] as const
-
-const hash32 = (parts: ReadonlyArray<unknown>): string =>
-  createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 32)
 
 /** `base_price_key`: SHA-256 (first 128 bits, hex) of the identity fields in a fixed order. */
 export const basePriceKey = (o: { readonly [K in (typeof IDENTITY)[number]]: unknown }): string =>

@@ -1,6 +1,5 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { createHash } from "node:crypto"
 import type { InvalidRecords, StorageUnavailable } from "../errors.js"
 import { parsePriceUnit } from "../schema/price-unit.js"
 import { type RentalPrice, RentalPriceObservation } from "../schema/rental-price.js"
@@ -16,15 +15,13 @@ import { recordDecoder } from "./record-decoder.js"
 import { type ReferenceReader, referenceReader } from "./reference-data.js"
 import { normaliseRental, type RentalObservation, resolvedGpuSlug } from "./rental-normalise.js"
 import { conflictingPrices, type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
+import { hash32 } from "./key-hash.js"
 
 /** Fields that identify one priced thing across price changes (`base_product_key`). */
 const IDENTITY = [
   "vendor", "vendor_sku", "vendor_gpu_name", "vendor_region", "region", "gpu_canonical_name", "gpu_count",
   "instance_type", "instance_variant", "os", "contract_type", "contract_term"
 ] as const
-
-const hash32 = (parts: ReadonlyArray<unknown>): string =>
-  createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 32)
 
 /**
  * `base_product_key`: SHA-256 (first 128 bits, hex) of the identity fields in a fixed order. A

@@ -1,7 +1,6 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { createHash } from "node:crypto"
 import type { InvalidRecords, RecordIssue } from "../errors.js"
 import { MICROS_PER_DAY, parseDate } from "../query/time.js"
 import { type AggregatedTransaction, type BlendAxis, TransactionDeal } from "../schema/transaction.js"
@@ -12,6 +11,7 @@ import {
 import { type MarkedWrite, withMark } from "../storage/marks.js"
 import { countedIngest, decodeRecords, invalidRecords, markReader, refuseIf, writeFailure } from "./batch.js"
 import { boundIssues, IngestBounds } from "./bounds.js"
+import { hash32 } from "./key-hash.js"
 
 /**
  * The write path of aggregated transactions. Settled deals are stored privately; what is
@@ -23,9 +23,6 @@ import { boundIssues, IngestBounds } from "./bounds.js"
 
 /** A thin (two-deal) cohort rolls in its series' previous cohort when that is at most this many days older. */
 export const ROLLING_DAYS = 7
-
-const hash32 = (parts: ReadonlyArray<unknown>): string =>
-  createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 32)
 
 /** What identifies a series: every descriptive field of its rows but the date. */
 export interface SeriesKey {
