@@ -4,7 +4,7 @@
  * is one checked Lua batch; requests fail fast with a `StorageError` while Redis is away.
  */
 import { type PortableMarketStorage, portableStorage, type Storage, type StorageError } from "@gpu-market/core"
-import { storageContext, type Stores } from "@gpu-market/core/storage"
+import { rowCacheRowsOf, storageContext, type Stores } from "@gpu-market/core/storage"
 import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -25,27 +25,21 @@ import type { RowCacheOptions } from "./table.js"
 
 export type { RedisOptions } from "./client.js"
 
-/** Rows a page-serving table keeps by default (`RedisOptions.rowCacheRows`). */
-const DEFAULT_ROW_CACHE_ROWS = 10_000
-
-const rowCacheOf = (options: RedisOptions): RowCacheOptions => {
-  const rows = options.rowCacheRows ?? DEFAULT_ROW_CACHE_ROWS
-  if (!Number.isSafeInteger(rows) || rows < 0) throw new RangeError(`rowCacheRows must be a whole number ≥ 0, got ${rows}`)
-  return { rows }
-}
-
 /**
  * Connects for the life of the scope and builds the stores. Fails with a `StorageError` when
  * Redis cannot be reached within the connect timeout; once connected, requests fail fast while
  * Redis is away and the connection comes back by itself.
  */
 export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError, Scope.Scope> =>
-  Effect.flatMap(makeClient(options), (client) => Effect.map(makeEventLogStore(client), (eventLogStore) => ({
-    rentalStore: makeRentalPriceStore(client, rowCacheOf(options)),
+  Effect.suspend(() => {
+    // A size that cannot work dies here, before anything connects.
+    const rowCache: RowCacheOptions = { rows: rowCacheRowsOf(options.rowCacheRows) }
+    return Effect.flatMap(makeClient(options), (client) => Effect.map(makeEventLogStore(client), (eventLogStore) => ({
+    rentalStore: makeRentalPriceStore(client, rowCache),
     tokenStore: makeTokenStore(client),
     rateLimitStore: makeRateLimitStore(client),
     settingsStore: makeSettingsStore(client),
-    llmTokenPriceStore: makeLlmTokenPriceStore(client, rowCacheOf(options)),
+    llmTokenPriceStore: makeLlmTokenPriceStore(client, rowCache),
     indexStore: makeIndexStore(client),
     hardwarePriceStore: makeHardwarePriceStore(client),
     transactionStore: makeTransactionStore(client),
@@ -54,6 +48,7 @@ export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError,
     eventLogStore,
     pipelines: true
   })))
+  })
 
 /**
  * Every store in the Redis `options` name, over one connection the layer opens and closes; calls

@@ -2,7 +2,7 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { StorageError } from "@gpu-market/core"
 import { cmp, MemoryStorage, type PagePlan, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore } from "@gpu-market/core/storage"
 import { rentalRow } from "@gpu-market/core/test"
-import { Context, Effect, Either, Exit, Layer } from "effect"
+import { Cause, Context, Effect, Either, Exit, Layer, Option } from "effect"
 import fc from "fast-check"
 import { Redis } from "ioredis"
 import * as RedisStorage from "@gpu-market/storage-redis"
@@ -29,6 +29,16 @@ describe("member encoding", () => {
 })
 
 describe("connection", () => {
+  it.effect("a row-cache size that is not a whole number ≥ 0 dies with a RangeError before anything connects", () =>
+    Effect.gen(function* () {
+      const port = yield* Effect.promise(freePort)
+      for (const rowCacheRows of [-1, 1.5, Number.NaN]) {
+        const exit = yield* Effect.exit(Effect.scoped(make({ url: `redis://127.0.0.1:${port}`, connectTimeoutMs: 500, rowCacheRows })))
+        const defect = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.dieOption(exit.cause)) : undefined
+        assert.instanceOf(defect, RangeError, String(rowCacheRows))
+      }
+    }))
+
   it.effect("an unreachable Redis fails the layer with a StorageError, quickly", () =>
     Effect.gen(function* () {
       const port = yield* Effect.promise(freePort)

@@ -1,8 +1,8 @@
 import { type RentalPrice, rentalPriceFields } from "@gpu-market/core"
-import { type GpuSpelling, type RentalGpuSummary, rentalPriceKeys, type RentalPriceStore, rentalPriceTable } from "@gpu-market/core/storage"
+import { type GpuSpelling, type RentalGpuSummary, rentalPriceKeys, type RentalPriceStore, rentalPriceTable, rowCacheRowsOf } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 import { cmp, placeholders } from "./page-sql.js"
-import { DEFAULT_ROW_CACHE_ROWS, rowCachedPages } from "./row-cache.js"
+import { rowCachedPages } from "./row-cache.js"
 import { summaryCache } from "./summary-cache.js"
 import { bulkLoad } from "./bulk-load.js"
 import { dataVersion } from "./data-version.js"
@@ -97,7 +97,7 @@ export const makeRentalPriceStore = (
 
   const cachedPage = rowCachedPages(client, {
     name: "rental_prices", tie: rentalPriceTable.tie, select: SELECT, fromColumns: rowFromColumns, version
-  }, options.rowCacheRows ?? DEFAULT_ROW_CACHE_ROWS)
+  }, rowCacheRowsOf(options.rowCacheRows))
 
   // Spellings and summaries are read on every `gpu_search` and metadata request.
   const summary = summaryCache(client, version, (): Summary => {

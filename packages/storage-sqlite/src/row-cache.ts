@@ -2,9 +2,6 @@ import type { SqliteClient } from "./client.js"
 import type { DataVersion } from "./data-version.js"
 import { type CompiledPage, KEY_CHUNK, padded, placeholders, readRows } from "./page-sql.js"
 
-/** Rows a versioned table's page reads keep in memory by default (`SqliteOptions.rowCacheRows`). */
-export const DEFAULT_ROW_CACHE_ROWS = 10_000
-
 /** What a page read through the row cache needs to know of its table. */
 export interface CachedTable<Row> {
   readonly name: string

@@ -1,4 +1,4 @@
-import type { Stores } from "@gpu-market/core/storage"
+import { rowCacheRowsOf, type Stores } from "@gpu-market/core/storage"
 import type { SqliteClient, SqliteOptions } from "./client.js"
 import { makeHardwarePriceStore } from "./hardware-prices.js"
 import { makeIndexStore } from "./indexes.js"
@@ -11,28 +11,23 @@ import { makeSettingsStore } from "./settings.js"
 import { makeTokenStore } from "./tokens.js"
 import { makeTransactionStore } from "./transactions.js"
 import { makeEventLogStore } from "./event-log.js"
-import { DEFAULT_ROW_CACHE_ROWS } from "./row-cache.js"
-
-/** The row cache's size (`SqliteOptions.rowCacheRows`); a bulk load's connection serves no pages and keeps none. */
-const rowCacheRowsOf = (options: Pick<SqliteOptions, "bulk" | "rowCacheRows">): number => {
-  if (options.bulk === true) return 0
-  const rows = options.rowCacheRows ?? DEFAULT_ROW_CACHE_ROWS
-  if (!Number.isSafeInteger(rows) || rows < 0) throw new RangeError(`rowCacheRows must be a whole number ≥ 0, got ${rows}`)
-  return rows
-}
 
 /** Every store over one migrated connection; the tests build them over connections they set up. */
-export const makeStores = (client: SqliteClient, options: Pick<SqliteOptions, "eventPollMs" | "bulk" | "rowCacheRows"> = {}): Stores => ({
-  rentalStore: makeRentalPriceStore(client, { bulk: options.bulk === true, rowCacheRows: rowCacheRowsOf(options) }),
+export const makeStores = (client: SqliteClient, options: Pick<SqliteOptions, "eventPollMs" | "bulk" | "rowCacheRows"> = {}): Stores => {
+  // A bulk load's connection serves no pages, so keeps no rows.
+  const rowCacheRows = options.bulk === true ? 0 : rowCacheRowsOf(options.rowCacheRows)
+  return {
+  rentalStore: makeRentalPriceStore(client, { bulk: options.bulk === true, rowCacheRows }),
   tokenStore: makeTokenStore(client),
   rateLimitStore: makeRateLimitStore(client),
   settingsStore: makeSettingsStore(client),
   hardwarePriceStore: makeHardwarePriceStore(client),
-  llmTokenPriceStore: makeLlmTokenPriceStore(client, rowCacheRowsOf(options)),
+  llmTokenPriceStore: makeLlmTokenPriceStore(client, rowCacheRows),
   transactionStore: makeTransactionStore(client),
   indexStore: makeIndexStore(client),
   procurementStore: makeProcurementStore(client),
   referenceDataStore: makeReferenceDataStore(client),
   eventLogStore: makeEventLogStore(client, options.eventPollMs),
   changeStamp: client.changeStamp
-})
+  }
+}

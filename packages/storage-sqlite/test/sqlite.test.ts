@@ -353,6 +353,14 @@ describe("row cache", () => {
       })))
     }))
 
+  it.effect("a row-cache size that is not a whole number ≥ 0 dies with a RangeError before the stores serve anything", () =>
+    Effect.gen(function* () {
+      for (const rowCacheRows of [-1, 2.5]) {
+        const exit = yield* Effect.exit(withCache(freshFile(), rowCacheRows, () => Effect.void))
+        assert.instanceOf(defectOf(exit), RangeError, String(rowCacheRows))
+      }
+    }))
+
   it.effect("a cache smaller than a page serves every row of it; rows are frozen and shared by the pages of one version", () =>
     Effect.gen(function* () {
       const file = freshFile()
