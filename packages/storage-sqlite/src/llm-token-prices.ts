@@ -135,8 +135,11 @@ export const llmColumnsOf = (r: LlmTokenPrice): Array<unknown> => [
   r.extracted_at, r.base_price_key, r.price_key
 ]
 
-/** Turns a page plan into one statement (`versionPageCompiler`); the outlier flag compares by its text form. */
-export const compileLlmPage = versionPageCompiler(llmTokenPriceTable, SELECT, { booleansAsText: true })
+/** The page compiler over `select` (`versionPageCompiler`); the outlier flag compares by its text form. */
+const llmPageCompiler = (select: string) => versionPageCompiler(llmTokenPriceTable, select, { booleansAsText: true })
+
+/** Turns a page plan into one statement reading whole rows. */
+export const compileLlmPage = llmPageCompiler(SELECT)
 
 /** Summary value kinds: the row field each comes from. */
 const KINDS = ["model_name", "serving_provider", "source", "price_type", "region", "metric", "qualifiers"] as const
@@ -168,7 +171,7 @@ export const makeLlmTokenPriceStore = (client: SqliteClient, rowCacheRows = DEFA
 
   const version = dataVersion(client, "llm_token_prices")
   const cachedPage = rowCachedPages(client, {
-    name: "llm_token_prices", tie: llmTokenPriceTable.tie, select: SELECT, fromColumns: llmRowFromColumns, version
+    name: "llm_token_prices", tie: llmTokenPriceTable.tie, select: SELECT, fromColumns: llmRowFromColumns, version, compiler: llmPageCompiler
   }, rowCacheRows)
   const summary = summaryCache(client, version, (): ReadonlyArray<LlmModelSummary> => {
     const models = prepare(
@@ -227,7 +230,7 @@ export const makeLlmTokenPriceStore = (client: SqliteClient, rowCacheRows = DEFA
     version: version.version,
 
     page: (plan) =>
-      client.run("llm_token_prices.page", () => cachedPage(compileLlmPage(plan))),
+      client.run("llm_token_prices.page", () => cachedPage(plan)),
 
     models: client.run("llm_token_prices.models", () => summary.get())
   }

@@ -96,7 +96,8 @@ export const makeRentalPriceStore = (
   const version = dataVersion(client, "rental_prices")
 
   const cachedPage = rowCachedPages(client, {
-    name: "rental_prices", tie: rentalPriceTable.tie, select: SELECT, fromColumns: rowFromColumns, version
+    name: "rental_prices", tie: rentalPriceTable.tie, select: SELECT, fromColumns: rowFromColumns, version,
+    compiler: (select) => versionPageCompiler(rentalPriceTable, select)
   }, rowCacheRowsOf(options.rowCacheRows))
 
   // Spellings and summaries are read on every `gpu_search` and metadata request.
@@ -180,7 +181,7 @@ export const makeRentalPriceStore = (
     version: version.version,
 
     page: (plan) =>
-      client.run("rental_prices.page", () => cachedPage(compilePage(plan))),
+      client.run("rental_prices.page", () => cachedPage(plan)),
 
     spellings: client.run("rental_prices.spellings", () => summary.get().spellings),
 

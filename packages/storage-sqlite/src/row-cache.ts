@@ -1,3 +1,4 @@
+import type { PagePlan } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 import type { DataVersion } from "./data-version.js"
 import { type CompiledPage, KEY_CHUNK, padded, placeholders, readRows } from "./page-sql.js"
@@ -7,15 +8,17 @@ export interface CachedTable<Row> {
   readonly name: string
   /** The row's unique key column (a version row's own key, never reused, never changed). */
   readonly tie: string
-  /** `SELECT <every column in field order> FROM <table>`: the prefix of every compiled page. */
+  /** `SELECT <every column in field order> FROM <table>`. */
   readonly select: string
+  /** The table's page compiler over `select`, a `SELECT ... FROM <table>` (`versionPageCompiler`). */
+  readonly compiler: (select: string) => (plan: PagePlan) => CompiledPage
   readonly fromColumns: (columns: ReadonlyArray<unknown>) => Row
   readonly version: DataVersion
 }
 
 /**
- * The pages of a versioned table read through a cache of its rows. A page's statement runs once
- * for the keys of its rows only, which SQLite answers from the index it walks without touching the
+ * The pages of a versioned table read through a cache of its rows. A page's statement (the table's
+ * own compiler over a `SELECT` of the key alone) runs for the keys of its rows only, which SQLite answers from the index it walks without touching the
  * table; only rows not held are then read whole. Reading a row's 29 columns is most of a page's
  * cost, and queries that differ (another bound, another filter) keep landing on the same rows.
  *
@@ -29,7 +32,8 @@ export interface CachedTable<Row> {
  */
 export const rowCachedPages = <Row>(client: SqliteClient, table: CachedTable<Row>, capacity: number) => {
   const { prepare } = client
-  const keysSelect = `SELECT ${table.tie} FROM ${table.name}`
+  const wholePage = table.compiler(table.select)
+  const keysPage = table.compiler(`SELECT ${table.tie} FROM ${table.name}`)
   // Map order is the order rows were read in: eviction takes from the front.
   const held = new Map<string, Row>()
   let heldAt: string | undefined
@@ -49,7 +53,7 @@ export const rowCachedPages = <Row>(client: SqliteClient, table: CachedTable<Row
       held.clear()
       heldAt = version
     }
-    const keys = prepare(keysSelect + sql.slice(table.select.length)).pluck(true).all(...params) as Array<string>
+    const keys = prepare(sql).pluck(true).all(...params) as Array<string>
     const missing = keys.filter((key) => !held.has(key))
     if (missing.length > 0) readMissing(missing)
     const rows = keys.map((key) => held.get(key)!)
@@ -60,9 +64,9 @@ export const rowCachedPages = <Row>(client: SqliteClient, table: CachedTable<Row
     return rows
   })
 
-  return (page: CompiledPage): Array<Row> => {
-    if (capacity === 0) return readRows(prepare, page.sql, page.params, table.fromColumns)
-    if (!page.sql.startsWith(table.select)) throw new Error(`a page of ${table.name} that does not read its rows: ${page.sql}`)
-    return throughCache(page)
+  return (plan: PagePlan): Array<Row> => {
+    if (capacity > 0) return throughCache(keysPage(plan))
+    const { sql, params } = wholePage(plan)
+    return readRows(prepare, sql, params, table.fromColumns)
   }
 }
