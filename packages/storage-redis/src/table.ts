@@ -178,6 +178,19 @@ export interface RowCacheOptions {
  */
 const moved = new Error("the type's version moved during the page")
 
+/**
+ * The data version one page through the row cache reads: the first reading, which every later
+ * one must equal (else `moved`: a write came between).
+ */
+class PageVersion {
+  /** Undefined until the first reading; null while the type was never written. */
+  first: string | null | undefined = undefined
+  note(version: string | null): void {
+    if (this.first === undefined) this.first = version
+    else if (version !== this.first) throw moved
+  }
+}
+
 /** Rows of a walk: each tie's row, or undefined where none is stored. */
 type FetchRows<Row> = (ties: ReadonlyArray<string>) => Promise<Array<Row | undefined>>
 
@@ -297,10 +310,10 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(
   }
 
   /**
-   * A page's walk over its indexes, reading rows with `rows`. With `versions`, each read of index
-   * members also reads the table's version before and after them, into `versions`.
+   * A page's walk over its indexes, reading rows with `rows`. With `version`, each read of index
+   * members also reads the table's version before and after them, and notes both.
    */
-  const walk = async (plan: PagePlan, rows: FetchRows<Row>, versions?: Array<string | null>): Promise<Array<Row>> => {
+  const walk = async (plan: PagePlan, rows: FetchRows<Row>, version?: PageVersion): Promise<Array<Row>> => {
     if (!spec.sortFields.includes(plan.sort.by)) throw new InvalidPlan(`cannot sort ${spec.tag} by ${JSON.stringify(plan.sort.by)}`)
     if (plan.limit <= 0) return []
     const keep = (row: Row) => spec.inScope(row, plan.scope) && matchesPredicates(row, plan.predicates)
@@ -321,19 +334,18 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(
 
     const refill = async (stale: ReadonlyArray<Cursor>, count: number) => {
       const pipeline = client.redis.pipeline()
-      if (versions !== undefined) pipeline.get(versionKey)
+      if (version !== undefined) pipeline.get(versionKey)
       for (const c of stale) {
         const range = desc ? [lexArg(c.upper, "+"), lexArg(c.lower, "-"), "BYLEX", "REV"] : [lexArg(c.lower, "-"), lexArg(c.upper, "+"), "BYLEX"]
         pipeline.callBuffer("ZRANGE", c.key, ...range, "LIMIT", "0", String(count))
       }
-      if (versions !== undefined) pipeline.get(versionKey)
+      if (version !== undefined) pipeline.get(versionKey)
       const replies = (await pipeline.exec()) ?? []
-      if (versions !== undefined) {
-        for (const [error, version] of [replies.shift()!, replies.pop()!]) {
+      if (version !== undefined) {
+        for (const [error, reading] of [replies.shift()!, replies.pop()!]) {
           if (error !== null) throw error
-          versions.push(version as string | null)
+          version.note(reading as string | null)
         }
-        if (versions.some((version) => version !== versions[0])) throw moved
       }
       stale.forEach((c, i) => {
         const [error, members] = replies[i]!
@@ -396,8 +408,8 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(
    * the table's version after them. Rows read are held only when that version is still the
    * page's first one, which no write came between; otherwise the page is abandoned (`moved`).
    */
-  const heldRows = (versions: Array<string | null>): FetchRows<Row> => async (ties) => {
-    const at = versions[0]
+  const heldRows = (version: PageVersion): FetchRows<Row> => async (ties) => {
+    const at = version.first
     if (at !== heldAt) {
       held.clear()
       heldAt = at
@@ -414,9 +426,9 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(
       }
       pipeline.get(versionKey)
       const replies = (await pipeline.exec()) ?? []
-      const [versionError, version] = replies.pop()!
+      const [versionError, reading] = replies.pop()!
       if (versionError !== null) throw versionError
-      if (version !== at) throw moved
+      version.note(reading as string | null)
       let next = 0
       for (const [error, values] of replies) {
         if (error !== null) throw error
@@ -444,9 +456,9 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(
    * is abandoned and the page walked again, reading every row.
    */
   const cachedPage = async (plan: PagePlan): Promise<Array<Row>> => {
-    const versions: Array<string | null> = []
+    const version = new PageVersion()
     try {
-      return await walk(plan, heldRows(versions), versions)
+      return await walk(plan, heldRows(version), version)
     } catch (error) {
       if (error !== moved) throw error
       return walk(plan, fetchRows)
