@@ -269,16 +269,14 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
     ) {
       const selection = yield* selectionOf(principal, query)
       const lastEventId = lastEventIdHeader ?? selection.lastEventId
-      const ring = yield* started
-      let position = ring.position
-      if (lastEventId !== undefined) {
-        const parsed = positions.parse(lastEventId)
-        if (parsed === undefined) {
-          const parameter = lastEventIdHeader !== undefined ? "Last-Event-ID" : "last_event_id"
-          return yield* validationFailed([{ parameter, message: "not an event id of this feed" }])
-        }
-        position = parsed
+      // Checked before the follower starts: a refused request leaves a market nobody follows unread.
+      const resumeAt = lastEventId === undefined ? undefined : positions.parse(lastEventId)
+      if (lastEventId !== undefined && resumeAt === undefined) {
+        const parameter = lastEventIdHeader !== undefined ? "Last-Event-ID" : "last_event_id"
+        return yield* validationFailed([{ parameter, message: "not an event id of this feed" }])
       }
+      const ring = yield* started
+      let position = resumeAt ?? ring.position
       const epoch = ring.epoch
       const expired = (e: EventLogTrimmed) => new EventIdExpired({
         detail: `the log no longer holds the events after ${e.position} (it keeps the newest ones only); read the current state and subscribe without Last-Event-ID`
