@@ -95,12 +95,14 @@ const rowCacheRowsFromEnvironment = wholeNumberFromEnvironment("GPU_MARKET_ROW_C
 /** The chosen storage backend. */
 export const storageOn = (choice: StorageChoice, use: StorageUse = {}) => {
   const where = resolve(choice)
+  // A bulk load serves no pages, so keeps no rows and does not read the row cache's size.
+  if (where._tag === "sqlite" && use.bulk === true) {
+    return SqliteStorage.layer({ filename: where.filename, checkpointPages: BULK_CHECKPOINT_PAGES, bulk: true })
+  }
   return Layer.unwrapEffect(Effect.map(rowCacheRowsFromEnvironment, (rows) => {
     const rowCache = rows === undefined ? {} : { rowCacheRows: rows }
     return where._tag === "sqlite"
-      ? SqliteStorage.layer(use.bulk === true
-        ? { filename: where.filename, checkpointPages: BULK_CHECKPOINT_PAGES, bulk: true }
-        : { filename: where.filename, ...rowCache })
+      ? SqliteStorage.layer({ filename: where.filename, ...rowCache })
       : Layer.unwrapEffect(Effect.map(redisBackend(where), ({ R, options }) => R.layer({ ...options, ...rowCache })))
   }))
 }
