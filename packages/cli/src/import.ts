@@ -2,8 +2,8 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import {
-  AdministeredValue, FxRateRecord, GpuCatalogRecord, HardwarePriceIngest, HardwarePriceObservation, IndexIngest, LlmTokenPriceIngest, InvalidRecords,
-  LlmTokenPriceObservation, ReferenceDataIngest, RentalPriceIngest, RentalPriceObservation, type StorageUnavailable, TransactionDeal, TransactionIngest
+  AdministeredValue, type BulkLoad, FxRateRecord, GpuCatalogRecord, HardwarePriceIngest, HardwarePriceObservation, IndexIngest, LlmTokenPriceIngest, InvalidRecords,
+  LlmTokenPriceObservation, MIN_IMPORT_BATCH, ReferenceDataIngest, RentalPriceIngest, RentalPriceObservation, type StorageUnavailable, TransactionDeal, TransactionIngest
 } from "@gpu-market/core"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -28,13 +28,6 @@ import { marketOn } from "./storage.js"
  * same store, after a kill or to completion, skips the lines an earlier run stored.
  */
 
-/**
- * Rows per write batch: big enough to amortise a commit, small enough to stream. A type whose
- * write path offers a bulk load sets its own (on SQLite a batch of rental prices is one
- * transaction of tens of thousands of rows).
- */
-const BATCH = 500
-
 /** The importable types: the write path of each and the schema of one input row. */
 type Writers = RentalPriceIngest | HardwarePriceIngest | LlmTokenPriceIngest | TransactionIngest | IndexIngest | ReferenceDataIngest
 
@@ -44,15 +37,12 @@ interface ImportType {
   readonly write: (rows: ReadonlyArray<unknown>, mark: ProgressMark) => Effect.Effect<number, InvalidRecords | StorageUnavailable, Writers>
   readonly mark: (name: string) => Effect.Effect<Option.Option<string>, StorageUnavailable, Writers>
   /** For the life of the scope, an import of about `rows` rows: its batch size, and the load's end to run after the last batch. */
-  readonly load: (rows: number) => Effect.Effect<Load, StorageUnavailable, Writers | Scope.Scope>
+  readonly load: (rows: number) => Effect.Effect<BulkLoad, StorageUnavailable, Writers | Scope.Scope>
 }
 
-interface Load {
-  readonly batch: number
-  readonly end: Effect.Effect<void, StorageUnavailable>
-}
-
-const plainLoad: ImportType["load"] = () => Effect.succeed({ batch: BATCH, end: Effect.void })
+// A type whose write path offers a bulk load sets its own batch (on SQLite a batch of rental
+// prices is one transaction of tens of thousands of rows).
+const plainLoad: ImportType["load"] = () => Effect.succeed({ batch: MIN_IMPORT_BATCH, end: Effect.void })
 
 /** A type's write path as an import uses it: its write with a mark, the duplicates its summary counts, and its marks. */
 const importType = <I extends Writers, S>(

@@ -85,8 +85,8 @@ const rules: VersionRules<RentalObservation, RentalPrice> = {
   })
 }
 
-/** Observations one batch of a bulk load writes at least: enough to amortise a commit. */
-const MIN_BATCH = 500
+/** Observations one import batch writes at least (an import's batch where no bulk load is offered): enough to amortise a commit, small enough to stream. */
+export const MIN_IMPORT_BATCH = 500
 
 /** A bulk load as the write path offers it (`RentalPriceIngest.bulkLoad`). */
 export interface BulkLoad {
@@ -149,7 +149,7 @@ export class RentalPriceIngest extends Effect.Service<RentalPriceIngest>()("Mark
       Effect.mapError(
         Effect.map(store.bulkLoad === undefined ? Effect.succeed(Effect.void) : store.bulkLoad(rows), (end): BulkLoad => ({
           // Each product a batch names may close a stored row and open one.
-          batch: Math.max(MIN_BATCH, Math.floor((store.rowsPerWrite ?? 0) / 2)),
+          batch: Math.max(MIN_IMPORT_BATCH, Math.floor((store.rowsPerWrite ?? 0) / 2)),
           end: Effect.mapError(end, unavailable)
         })),
         unavailable
