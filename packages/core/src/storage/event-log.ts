@@ -6,9 +6,11 @@ import type { VersionChanges, VersionView } from "./versions.js"
 import type { StorageError } from "./errors.js"
 
 /**
- * The durable, ordered log of market changes behind the change feed. Every write of a row the
- * feed reports appends its events in the same atomic step as the rows (SQLite: the same
- * transaction; Redis: the same script), so an event exists exactly when its write committed.
+ * The durable log of market changes behind the change feed. Every write of a row the feed
+ * reports appends its events in the same atomic step as the rows (SQLite: the same transaction;
+ * Redis: the same script), so an event exists exactly when its write committed. Events of one
+ * data type come in the order they were written; events of different types may interleave in
+ * another order (Redis keeps a stream per type), as the conformance suite holds every backend to.
  * A position names a point of the log: a subscriber that saw up to it resumes after it.
  */
 
