@@ -195,7 +195,7 @@ describe("page cache", () => {
         yield* Effect.provide(http(LATEST, { token: "all" }), uncached)
         yield* Effect.provide(http(LATEST, { token: "all" }), uncached)
         assert.strictEqual(off.calls.page, 2)
-        assert.deepStrictEqual(Context.get(uncached, PageCache).stats(), { entries: 0, bytes: 0 })
+        assert.deepStrictEqual(Context.get(uncached, PageCache).stats(), { entries: 0, bytes: 0, offered: 0 })
       })))
   })
 

@@ -6,7 +6,8 @@ import * as crypto from "node:crypto"
  * time of a `Hash` object, which an import pays twice a row; older Node gets the same digest the
  * long way.
  */
-const sha256Hex: (text: string) => string = typeof crypto.hash === "function"
+/** SHA-256 of `text`, in hex. */
+export const sha256Hex: (text: string) => string = typeof crypto.hash === "function"
   ? (text) => crypto.hash("sha256", text, "hex")
   : (text) => crypto.createHash("sha256").update(text).digest("hex")
 

@@ -1,6 +1,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { sha256Hex } from "../ingest/key-hash.js"
 import { countNow, pageCacheLookups } from "../metrics.js"
 import type { Page } from "../schema/envelope.js"
 import type { StorageError } from "../storage/contract.js"
@@ -67,6 +68,9 @@ export interface Versioned {
 /** Keys a cache remembers having been offered once, without keeping their values. */
 const OFFERED_ONCE = 4096
 
+/** What a cache remembers of a key offered once: 128 bits of its SHA-256. */
+const digestOf = (key: string): string => sha256Hex(key).slice(0, 32)
+
 /**
  * Values kept under string keys within a budget of `budget` counted units (`cost` of each key and
  * value, plus a fixed overhead per entry), least recently used first out. A value is kept the
@@ -80,8 +84,13 @@ const OFFERED_ONCE = 4096
 export const boundedCache = <V extends Versioned>(budget: number, cost: (key: string, value: V) => number) => {
   // Map order is recency order: a hit moves its entry to the end, eviction takes from the front.
   const entries = new Map<string, V>()
-  // Set order is the order keys were first offered: the oldest is forgotten first.
+  // Digests of the keys offered once (a key may hold a bearer token and be kilobytes long; a
+  // digest is neither), in the order they were first offered: the oldest is forgotten first.
   const offered = new Set<string>()
+  const remember = (digest: string) => {
+    offered.add(digest)
+    if (offered.size > OFFERED_ONCE) offered.delete(offered.values().next().value!)
+  }
   let bytes = 0
   const costOf = (key: string, value: V) => cost(key, value) + ENTRY_OVERHEAD
   const drop = (key: string, value: V) => {
@@ -90,9 +99,9 @@ export const boundedCache = <V extends Versioned>(budget: number, cost: (key: st
   }
   /** Notes `key` as offered once; whether it had been offered already (and so is kept now). */
   const offeredBefore = (key: string): boolean => {
-    if (offered.delete(key)) return true
-    offered.add(key)
-    if (offered.size > OFFERED_ONCE) offered.delete(offered.values().next().value!)
+    const digest = digestOf(key)
+    if (offered.delete(digest)) return true
+    remember(digest)
     return false
   }
   return {
@@ -103,7 +112,7 @@ export const boundedCache = <V extends Versioned>(budget: number, cost: (key: st
       entries.delete(key)
       if (hit.version !== version) {
         bytes -= costOf(key, hit)
-        offered.add(key)
+        remember(digestOf(key))
         return undefined
       }
       entries.set(key, hit)
@@ -116,7 +125,7 @@ export const boundedCache = <V extends Versioned>(budget: number, cost: (key: st
       const old = entries.get(key)
       if (old === undefined) return
       drop(key, old)
-      offered.add(key)
+      remember(digestOf(key))
     },
     /**
      * Offers `value` under `key`: kept if the key was offered before (see above), evicting the
@@ -135,8 +144,8 @@ export const boundedCache = <V extends Versioned>(budget: number, cost: (key: st
         drop(k, v)
       }
     },
-    /** Entries held and their counted bytes, for tests and operators. */
-    stats: (): { readonly entries: number; readonly bytes: number } => ({ entries: entries.size, bytes })
+    /** Entries held and their counted bytes, and keys remembered as offered once, for tests and operators. */
+    stats: (): { readonly entries: number; readonly bytes: number; readonly offered: number } => ({ entries: entries.size, bytes, offered: offered.size })
   } as const
 }
 
