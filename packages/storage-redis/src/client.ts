@@ -104,6 +104,8 @@ export interface RedisClient {
    * `key`; rejects when fewer did within the timeout. At once when `replicasToAck` is 0.
    */
   readonly acknowledged: (key: string) => Promise<void>
+  /** The connection's turns, where it is a single connection (not a Cluster). */
+  readonly turn: Turn | undefined
   /**
    * The client whose reads may lag the primary by the replication delay: a replica's, with
    * `readFromReplicas`, else this client itself.
@@ -238,25 +240,55 @@ const connections = (options: RedisOptions): { readonly main: Connection; readon
 const defined = new WeakMap<Connection, Set<string>>()
 
 /**
- * Holds a single connection's writes until the event loop's next check phase (`cork`, then
- * `uncork` in `setImmediate`): the commands of calls started together (a request's token
- * version, rate-limit script and data version) go out in one write instead of a write each,
- * which cost a third of a hot request's CPU. Effect starts forked fibers over more than one
- * tick, so `process.nextTick` let them go out one by one. A Cluster writes to its nodes'
- * connections as it routes, and is left as it is.
+ * One turn of the event loop on a single connection: its writes are held from the turn's first
+ * command until the loop's next check phase (`cork`, then `uncork` in `setImmediate`), so the
+ * commands of calls started together (a request's token version, rate-limit script and data
+ * version) go out in one write instead of a write each, which cost a third of a hot request's
+ * CPU. Effect starts forked fibers over more than one tick, so `process.nextTick` let them go out
+ * one by one. What `atEnd` registers runs just before the uncork, its commands in the same write.
+ * A Cluster writes to its nodes' connections as it routes, and is left as it is.
  */
-const writesPerTick = (redis: Connection): (() => void) => {
-  if (!(redis instanceof Redis)) return () => {}
-  let held = false
-  return () => {
-    const socket = (redis as unknown as { readonly stream?: Writable }).stream
-    if (held || socket === undefined || socket.writableCorked > 0) return
-    held = true
-    socket.cork()
-    setImmediate(() => {
-      held = false
-      socket.uncork()
-    })
+interface Turn {
+  /** Holds this turn's writes (from the first call of a turn on). */
+  readonly hold: () => void
+  /** Runs `flush` once at the end of this turn, before the held writes go out. */
+  readonly atEnd: (flush: () => void) => void
+}
+
+const turnOf = (redis: Connection): Turn | undefined => {
+  if (!(redis instanceof Redis)) return undefined
+  const socketOf = () => (redis as unknown as { readonly stream?: Writable }).stream
+  let scheduled = false
+  let corked: Writable | undefined
+  let flushes: Array<() => void> = []
+  const end = () => {
+    scheduled = false
+    const due = flushes
+    flushes = []
+    for (const flush of due) flush()
+    const socket = corked
+    corked = undefined
+    socket?.uncork()
+  }
+  const schedule = () => {
+    if (scheduled) return
+    scheduled = true
+    setImmediate(end)
+  }
+  return {
+    hold: () => {
+      if (corked !== undefined) return
+      const socket = socketOf()
+      // Not yet connected, or corked by ioredis itself: its writes are not ours to hold.
+      if (socket === undefined || socket.writableCorked > 0) return
+      socket.cork()
+      corked = socket
+      schedule()
+    },
+    atEnd: (flush) => {
+      flushes.push(flush)
+      schedule()
+    }
   }
 }
 
@@ -272,14 +304,14 @@ export const fromRedis = (redis: Connection, prefix: string, settings: ClientSet
     if (error !== null) throw error
     if (held < want) throw new Error(`the write reached ${held} of ${want} replicas within ${timeout} ms; it may be applied`)
   }
-  const holdWrites = writesPerTick(redis)
+  const turn = turnOf(redis)
   const client: RedisClient = {
     redis,
     keys,
     eventRetention: settings.eventRetention ?? DEFAULT_EVENT_RETENTION,
     run: (operation, body) =>
       Effect.catchAll(Effect.tryPromise({ try: () => {
-        holdWrites()
+        turn?.hold()
         return body(redis)
       }, catch: (cause) => cause }), (cause) =>
         isOwnFailure(cause) ? Effect.die(new StorageDefect({ operation, cause })) : Effect.fail(new StorageError({ operation, cause }))),
@@ -298,6 +330,7 @@ export const fromRedis = (redis: Connection, prefix: string, settings: ClientSet
       return result
     },
     acknowledged,
+    turn,
     get stale() {
       return stale
     }

@@ -9,16 +9,17 @@ import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import { makeClient, type RedisOptions } from "./client.js"
-import { makeHardwarePriceStore } from "./hardware-prices.js"
+import { makeClient, type RedisClient, type RedisOptions } from "./client.js"
+import { hardwareTable, makeHardwarePriceStore } from "./hardware-prices.js"
 import { makeIndexStore } from "./indexes.js"
-import { makeLlmTokenPriceStore } from "./llm-token-prices.js"
+import { llmTokenPriceSpec, makeLlmTokenPriceStore } from "./llm-token-prices.js"
 import { makeProcurementStore } from "./procurement.js"
 import { makeRateLimitStore } from "./rate-limits.js"
 import { makeReferenceDataStore } from "./reference.js"
-import { makeRentalPriceStore } from "./rental-prices.js"
+import { makeRentalPriceStore, rentalTable } from "./rental-prices.js"
 import { makeSettingsStore } from "./settings.js"
-import { makeTokenStore } from "./tokens.js"
+import { makeStampedCounts } from "./stamped-counts.js"
+import { makeTokenStore, tokensVersionKey } from "./tokens.js"
 import { makeTransactionStore } from "./transactions.js"
 import { makeEventLogStore } from "./event-log.js"
 import type { RowCacheOptions } from "./table.js"
@@ -46,9 +47,24 @@ export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError,
     procurementStore: makeProcurementStore(client),
     referenceDataStore: makeReferenceDataStore(client),
     eventLogStore,
-    pipelines: true
+    pipelines: true,
+    ...stampedCountsOf(client)
   })))
   })
+
+/**
+ * The stamps a replayed page is checked by, for the types whose pages and versions are read from
+ * the primary (index pages may come from a replica, behind the primary's version).
+ */
+const stampedCountsOf = (client: RedisClient): Pick<Stores, "stampedCounts"> => {
+  const version = (tag: string) => client.keys.key(tag, "version")
+  const counts = makeStampedCounts(client, tokensVersionKey(client), {
+    gpu_rental_prices: version(rentalTable.tag),
+    llm_token_prices: version(llmTokenPriceSpec.tag),
+    gpu_hardware_prices: version(hardwareTable.tag)
+  })
+  return counts === undefined ? {} : { stampedCounts: counts }
+}
 
 /**
  * Every store in the Redis `options` name, over one connection the layer opens and closes; calls

@@ -15,11 +15,14 @@ import { AFTER_VALUE, encodeMember, encodeValue, memberTie } from "./lex.js"
  * in one checked batch, which also sets `version` (a string) to a fresh random value: `version`
  * is one GET.
  */
+/** The key of the tokens' version. */
+export const tokensVersionKey = (client: RedisClient): string => client.keys.key("tokens", "version")
+
 export const makeTokenStore = (client: RedisClient): TokenStore["Type"] => {
   const { redis } = client
   const byHash = client.keys.key("tokens", "by-hash")
   const byPrincipal = client.keys.key("tokens", "by-principal")
-  const version = client.keys.key("tokens", "version")
+  const version = tokensVersionKey(client)
   const bump = (batch: Batch) => batch.op("SET", version, randomBytes(8).toString("hex"))
 
   /** Runs `attempt` until its batch applies; a batch whose checks failed is decided again. */

@@ -1,8 +1,10 @@
 import { assert, describe, it, layer } from "@effect/vitest"
-import { StorageError } from "@gpu-market/core"
-import { cmp, MemoryStorage, type PagePlan, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore } from "@gpu-market/core/storage"
-import { rentalRow } from "@gpu-market/core/test"
-import { Cause, Context, Effect, Either, Exit, Layer, Option } from "effect"
+import { Principal, StorageError } from "@gpu-market/core"
+import {
+  cmp, llmTokenPriceKeys, LlmTokenPriceStore, MemoryStorage, type PagePlan, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore
+} from "@gpu-market/core/storage"
+import { llmRow, rentalRow } from "@gpu-market/core/test"
+import { Cause, Context, Effect, Either, Exit, Layer, Option, Schema } from "effect"
 import fc from "fast-check"
 import { Redis } from "ioredis"
 import * as RedisStorage from "@gpu-market/storage-redis"
@@ -65,6 +67,17 @@ const batchOp = fc.oneof(
   fc.tuple(fc.constant("SREM" as const), fc.constantFrom("s1", "s2"), fc.constantFrom("m1", "m2", "m3"))
 )
 
+/** EVALSHA calls the server has run, as `INFO commandstats` counts them. */
+const scriptCalls = (url: string) =>
+  Effect.promise(async () => {
+    const admin = new Redis(url)
+    try {
+      return Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info("commandstats"))?.[1] ?? 0)
+    } finally {
+      admin.disconnect()
+    }
+  })
+
 layer(testRedisLayer(), { timeout: "30 seconds" })("on one server", (it) => {
   it.effect("scripts still run after the server forgets them (SCRIPT FLUSH, as after a restart)", () =>
     Effect.gen(function* () {
@@ -98,6 +111,69 @@ layer(testRedisLayer(), { timeout: "30 seconds" })("on one server", (it) => {
       ], { concurrency: "unbounded" })
       assert.deepStrictEqual(answers, ["1", "2", 1])
       assert.deepStrictEqual(writes, [3], "one write of the three commands")
+    }).pipe(Effect.scoped))
+
+  it.effect("stamped hits of one turn go out as one script, each counted once in the rate-limit store's own window, with the stamp of that instant", () =>
+    Effect.gen(function* () {
+      const server = yield* TestRedis
+      const prefix = uniquePrefix("stamped")
+      const stores = yield* make({ url: server.url, prefix })
+      const other = yield* make({ url: server.url, prefix })
+      const counts = stores.stampedCounts!
+      const minute = 60_000_000
+      assert.strictEqual((yield* other.rateLimitStore.hit("client", minute, 5)).count, 1)
+      // The connection's first run of the script loads it; what follows is one EVALSHA a turn.
+      assert.strictEqual((yield* Effect.promise(() => counts.hit("client", minute, 5, "gpu_rental_prices"))).count, 2)
+      const scriptsBefore = yield* scriptCalls(server.url)
+      const hits = yield* Effect.promise(() => Promise.all(Array.from({ length: 20 }, () => counts.hit("client", minute, 5, "gpu_rental_prices"))))
+      assert.strictEqual((yield* scriptCalls(server.url)) - scriptsBefore, 1, "one script for the turn's twenty hits")
+      assert.deepStrictEqual(hits.map((h) => h.count), Array.from({ length: 20 }, (_, i) => i + 3))
+      assert.isTrue(hits.every((h) => h.resetInMicros === minute - 5))
+      const stamp = yield* Effect.promise(() => counts.stamp("gpu_rental_prices"))
+      assert.isTrue(hits.every((h) => h.stamp === stamp))
+      // The same counter as the store's: another process counting the same key goes on from there.
+      assert.strictEqual((yield* other.rateLimitStore.hit("client", minute, 5)).count, 23)
+      // Hits of one turn for two types carry each its own type's stamp.
+      const [rental, llm] = yield* Effect.promise(() => Promise.all([
+        counts.hit("client", minute, 5, "gpu_rental_prices"), counts.hit("client", minute, 5, "llm_token_prices")
+      ]))
+      assert.deepStrictEqual([rental!.stamp, llm!.stamp], yield* Effect.promise(() => Promise.all([counts.stamp("gpu_rental_prices"), counts.stamp("llm_token_prices")])))
+      assert.deepStrictEqual([rental!.count, llm!.count], [24, 25])
+    }).pipe(Effect.scoped))
+
+  it.effect("a stamp moves with a token put or revoked and with a write of its type, and with nothing else", () =>
+    Effect.gen(function* () {
+      const server = yield* TestRedis
+      const stores = yield* make({ url: server.url, prefix: uniquePrefix("stamp-moves") })
+      const counts = stores.stampedCounts!
+      const stamps = () => Effect.promise(() => Promise.all([counts.stamp("gpu_rental_prices"), counts.stamp("llm_token_prices")]))
+      const provided = <A, E>(effect: Effect.Effect<A, E, RentalPriceStore | LlmTokenPriceStore>) =>
+        Effect.provide(effect, Context.make(RentalPriceStore, stores.rentalStore).pipe(Context.add(LlmTokenPriceStore, stores.llmTokenPriceStore)))
+      const seen = [yield* stamps()]
+      yield* provided(Effect.flatMap(RentalPriceStore, (s) => putVersions(s.transact, rentalPriceKeys, [rentalRow({ vendor: "v", gpu_canonical_name: "g" })])))
+      seen.push(yield* stamps())
+      yield* provided(Effect.flatMap(LlmTokenPriceStore, (s) => putVersions(s.transact, llmTokenPriceKeys, [llmRow({ model: "m", serving_provider: "p" })])))
+      seen.push(yield* stamps())
+      yield* stores.rateLimitStore.hit("client", 60_000_000, 5)
+      seen.push(yield* stamps())
+      yield* stores.tokenStore.put("h".repeat(64), Schema.decodeSync(Principal)({
+        id: "p1", name: "p1", grants: {}, indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 10
+      }))
+      seen.push(yield* stamps())
+      yield* stores.tokenStore.revoke("p1")
+      seen.push(yield* stamps())
+      const moved = seen.slice(1).map((now, i) => [now[0] !== seen[i]![0], now[1] !== seen[i]![1]])
+      assert.deepStrictEqual(moved, [
+        [true, false], // a rental write: rental only
+        [false, true], // an LLM write: LLM only
+        [false, false], // a rate-limit hit: neither
+        [true, true], // a token put: both
+        [true, true] // a revocation: both
+      ])
+      assert.strictEqual(new Set(seen.map((s) => s[0])).size, 1 + moved.filter(([rental]) => rental).length, "never back to an earlier value")
+      const types = ["gpu_rental_prices", "llm_token_prices", "gpu_hardware_prices", "gpu_rental_indexes", "gpu_rental_transactions"] as const
+      assert.deepStrictEqual(types.map((type) => counts.covers(type)),
+        [true, true, true, false, false])
     }).pipe(Effect.scoped))
 
   it.effect("two connections hitting one key concurrently count every hit exactly once", () =>

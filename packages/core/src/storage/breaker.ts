@@ -16,6 +16,7 @@ import { ReferenceDataStore } from "./reference.js"
 import { EventLogStore } from "./event-log.js"
 import { StorePipelines } from "./pipelining.js"
 import { StoreChangeStamp } from "./change-stamp.js"
+import { StoreStampedCounts } from "./stamped-count.js"
 import { storageContext, type Stores } from "./stores.js"
 import { TransactionStore } from "./transactions.js"
 
@@ -131,6 +132,7 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
     // Read beside the guarded calls, not through them: a stamp that cannot be read throws, and its
     // reader then takes the guarded path.
     const stamp = Context.get(context, StoreChangeStamp)
+    const counts = Context.get(context, StoreStampedCounts)
     const stores: Stores = {
       rentalStore: guarded(RentalPriceStore),
       tokenStore: guarded(TokenStore),
@@ -144,6 +146,15 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
       referenceDataStore: guarded(ReferenceDataStore),
       eventLogStore: guarded(EventLogStore),
       ...stamp === undefined ? {} : { changeStamp: stamp },
+      // Refused while the breaker is open, so the request takes the guarded path (and its 503).
+      ...counts === undefined ? {} : {
+        stampedCounts: {
+          covers: counts.covers,
+          stamp: (type) => open ? Promise.reject(new StorageError({ operation: notTried, cause: undefined })) : counts.stamp(type),
+          hit: (key, windowMicros, now, type) =>
+            open ? Promise.reject(new StorageError({ operation: notTried, cause: undefined })) : counts.hit(key, windowMicros, now, type)
+        }
+      },
       pipelines: Context.get(context, StorePipelines)
     }
     return storageContext(stores)

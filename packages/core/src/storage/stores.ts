@@ -10,6 +10,7 @@ import { TransactionStore } from "./transactions.js"
 import { EventLogStore } from "./event-log.js"
 import { StoreChangeStamp } from "./change-stamp.js"
 import { StorePipelines } from "./pipelining.js"
+import { type StampedCounts, StoreStampedCounts } from "./stamped-count.js"
 
 /** Every store of the storage contract, as a backend builds them over one connection. */
 export interface Stores {
@@ -26,6 +27,8 @@ export interface Stores {
   readonly eventLogStore: EventLogStore["Type"]
   /** The storage's `StoreChangeStamp`, where it can take one at once. */
   readonly changeStamp?: () => string
+  /** The storage's `StoreStampedCounts`, where it counts rate limits and stamps in one round trip. */
+  readonly stampedCounts?: StampedCounts
   /** Whether its calls share round trips when started together (`StorePipelines`); default false. */
   readonly pipelines?: boolean
 }
@@ -44,6 +47,7 @@ export const storageContext = (s: Stores): Context.Context<Storage> =>
     Context.add(ReferenceDataStore, s.referenceDataStore),
     Context.add(EventLogStore, s.eventLogStore),
     (context) => s.changeStamp === undefined ? context : Context.add(context, StoreChangeStamp, s.changeStamp),
+    (context) => s.stampedCounts === undefined ? context : Context.add(context, StoreStampedCounts, s.stampedCounts),
     Context.add(StorePipelines, s.pipelines === true)
   )
 
