@@ -7,6 +7,7 @@ import * as RedisStorage from "@gpu-market/storage-redis"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Context, Effect, Layer, ManagedRuntime } from "effect"
+import { Redis } from "ioredis"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { gunzipSync } from "node:zlib"
@@ -230,6 +231,92 @@ describe("replayed answers over SQLite while nothing changed", () => {
     } finally {
       await host?.close()
       await writer.close()
+    }
+  })
+})
+
+describe("replayed answers over Redis while nothing changed", () => {
+  it("two servers on one Redis replay with one script per request, counting into one window; a write or a revocation is seen at once", async () => {
+    const server = await startRedis()
+    const prefix = uniquePrefix("replay-stamped")
+    const admin = new Redis(server.url)
+    const hosts: Array<Host> = []
+    let writer: Market | undefined
+    try {
+      writer = await createMarket({ storage: redis(server.url, prefix) })
+      await seedMarket(writer)
+      for (let i = 0; i < 2; i++) hosts.push(await startReplayingHost(RedisStorage.layer({ url: server.url, prefix })))
+      // Each host: the app's answers (kept from the second on), then a replay checked in full, which the next ones build on.
+      for (const host of hosts) for (let i = 0; i < 3; i++) await get(host.origin + PAGE, "all")
+      // Every command the servers send while they replay, as Redis sees them (MONITOR): scripts' own calls are not theirs.
+      const monitor = await admin.monitor()
+      const sent: Array<string> = []
+      monitor.on("monitor", (_time: string, args: Array<string>, source: string) => {
+        if (source !== "lua") sent.push(String(args[0]).toLowerCase())
+      })
+      const before = hosts.map((h) => h.replay.stats().replayed)
+      const answers: Array<Awaited<ReturnType<typeof get>>> = []
+      for (let i = 0; i < 8; i++) answers.push(await get(hosts[i % 2]!.origin + PAGE, "all"))
+      await admin.ping()
+      monitor.disconnect()
+      assert.deepStrictEqual(answers.map((a) => a.status), Array(8).fill(200))
+      assert.deepStrictEqual(hosts.map((h, i) => h.replay.stats().replayed - before[i]!), [4, 4])
+      assert.isTrue(answers.every((a) => a.bytes.equals(answers[0]!.bytes)))
+      // A connection's first run of a script is an EVAL, later ones EVALSHA.
+      assert.deepStrictEqual(sent.filter((c) => c !== "ping").map((c) => c.startsWith("eval") ? "script" : c), Array(8).fill("script"),
+        "one script per request: no token or version read of its own")
+      const remaining = answers.map((a) => Number(a.headers.get("x-ratelimit-remaining")))
+      // One window across both servers: one less each request, unless the minute turned meanwhile.
+      assert.isTrue(remaining.every((r, i) => i === 0 || r === remaining[i - 1]! - 1 || r === TOKENS.all.rate_limit_per_minute - 1), remaining.join(" → "))
+
+      const cheaper = observations(11).filter((o) => o.gpu_canonical_name === "h100-sxm").map((o) => ({
+        ...o, price_usd_per_gpu_hour: 0.03, raw_price: 0.03 * (o.gpu_count ?? 1), extracted_at: dayIso(11)
+      }))
+      await writer.ingest.rental(cheaper)
+      for (const host of hosts) {
+        const fresh = await get(host.origin + PAGE, "all")
+        assert.isTrue(JSON.parse(fresh.bytes.toString()).data.every((r: { price_usd_per_gpu_hour: number }) => r.price_usd_per_gpu_hour === 0.03))
+      }
+      await writer.tokens.revoke(TOKENS.all.id)
+      for (const host of hosts) assert.strictEqual((await get(host.origin + PAGE, "all")).status, 401)
+    } finally {
+      for (const host of hosts) await host.close()
+      await writer?.close()
+      admin.disconnect()
+      await server.stop()
+    }
+  })
+})
+
+describe("replayed answers over Redis with process rate limits", () => {
+  it("count in the process: the replays leave no counter in Redis, as shared limits do", async () => {
+    const server = await startRedis()
+    const admin = new Redis(server.url)
+    try {
+      const counters: Record<string, number> = {}
+      for (const mode of ["process", "shared"] as const) {
+        const prefix = uniquePrefix(`replay-${mode}`)
+        const writer = await createMarket({ storage: redis(server.url, prefix) })
+        const host = await startReplayingHost(withRateLimits(RedisStorage.layer({ url: server.url, prefix }), mode)).catch(async (e) => {
+          await writer.close()
+          throw e
+        })
+        try {
+          await seedMarket(writer)
+          const remaining: Array<number> = []
+          for (let i = 0; i < 6; i++) remaining.push(Number((await get(host.origin + PAGE, "all")).headers.get("x-ratelimit-remaining")))
+          assert.isAtLeast(host.replay.stats().replayed, 4)
+          assert.isTrue(remaining.every((r, i) => i === 0 || r === remaining[i - 1]! - 1 || r === TOKENS.all.rate_limit_per_minute - 1), remaining.join(" → "))
+          counters[mode] = (await admin.keys(`${prefix}:{rl:*`)).length
+        } finally {
+          await host.close()
+          await writer.close()
+        }
+      }
+      assert.deepStrictEqual(counters, { process: 0, shared: 1 })
+    } finally {
+      admin.disconnect()
+      await server.stop()
     }
   })
 })

@@ -3,8 +3,8 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Auth, Feed, type MarketError, PageCacheBytes, type Principal, RateLimits } from "@gpu-market/core"
-import { admit, bodyJson, charge, makeReadCalls, type ReadCall, replayOf, requestOrigin } from "@gpu-market/core/adapters"
-import { StoreChangeStamp } from "@gpu-market/core/storage"
+import { admit, admitCounted, bodyJson, charge, chargeStamped, makeReadCalls, type ReadCall, replayOf, requestOrigin } from "@gpu-market/core/adapters"
+import { StoreChangeStamp, StoreStampedCounts } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -60,10 +60,16 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
     const origin = requestOrigin(options.baseUrl)
     const admitNow = (authorization: string | undefined) => admit(auth, limits, authorization)
     // The replay shares the page cache's budget setting; without a server to take requests, it keeps nothing.
+    const counts = yield* StoreStampedCounts
     const replay: Replay = makeReplay(replaying ? yield* PageCacheBytes : 0, {
       admit: admitNow,
       charge: (principal) => charge(limits, principal),
-      changeStamp: yield* StoreChangeStamp
+      changeStamp: yield* StoreChangeStamp,
+      stamped: counts === undefined ? undefined : {
+        counts,
+        charge: (principal, type) => chargeStamped(limits, counts, principal, type),
+        admitCounted: (authorization, guess, counted) => admitCounted(auth, limits, authorization, guess, counted)
+      }
     }, yield* Effect.runtime<never>())
 
     /**

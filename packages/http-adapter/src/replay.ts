@@ -1,7 +1,10 @@
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type * as HttpApp from "@effect/platform/HttpApp"
-import type { MarketError, Principal, StorageError } from "@gpu-market/core"
-import { type Admission, boundedCache, type Replayable, runAsFarAsItGoes, startedTogether } from "@gpu-market/core/adapters"
+import type { DataType, MarketError, Principal, RateLimitCount, StorageError } from "@gpu-market/core"
+import {
+  type Admission, boundedCache, type Replayable, runAsFarAsItGoes, type StampedAdmission, startedTogether
+} from "@gpu-market/core/adapters"
+import type { StampedCounts } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -25,10 +28,12 @@ import { audienceOf } from "./transfer.js"
  * entitlements, a write since, a refusal, a conditional request) goes to the app, with the
  * admission already made, so a request is counted once.
  *
- * Over a store that takes a `StoreChangeStamp` at once (SQLite), an answer replayed also keeps
- * the stamp read before its checks and the principal they admitted: while the stamp stays the
- * same, nothing stored changed (no token put or revoked, no write to the type), so the same
- * request again is only counted against the rate limit, with no read of the store.
+ * An answer replayed also keeps a stamp of the store read before its checks and the principal
+ * they admitted: while the stamp stays the same, nothing stored changed (no token put or revoked,
+ * no write to the type), so the same request again is only counted against the rate limit. Over
+ * a store that takes a `StoreChangeStamp` at once (SQLite) that is a count and no read; over one
+ * with `StoreStampedCounts` (Redis) the count and the stamp travel in one script, shared by the
+ * requests of one event-loop turn, and the request runs no fiber.
  */
 
 /** An answer kept to be replayed, under the data version its page was read at (`Replayable`). */
@@ -41,7 +46,7 @@ interface Recorded extends Replayable {
   readonly headers: Readonly<Record<string, string>>
   readonly body: Uint8Array
   /** The stamp read before the last checks that replayed it, and the principal they admitted. */
-  checked?: { readonly stamp: string; readonly principal: Principal }
+  checked?: { readonly stamp: string; readonly principal: Principal } | undefined
 }
 
 /** What a replay checks: the request's admission, and the data version of the page's type now. */
@@ -85,6 +90,17 @@ export interface Admitting {
   readonly charge: (principal: Principal) => Effect.Effect<Admission, MarketError>
   /** The storage's `StoreChangeStamp`, where it has one. */
   readonly changeStamp: (() => string) | undefined
+  /** Where the storage counts and stamps in one round trip (`StoreStampedCounts`). */
+  readonly stamped: Stamped | undefined
+}
+
+/** A request counted and stamped in one round trip, and what follows when the stamp moved. */
+export interface Stamped {
+  readonly counts: StampedCounts
+  /** Charges `principal` for a page of `type` (`chargeStamped`). */
+  readonly charge: (principal: Principal, type: DataType) => Promise<StampedAdmission>
+  /** Admits a request already counted under `guess` (`admitCounted`). */
+  readonly admitCounted: (authorization: string | undefined, guess: Principal, counted: RateLimitCount) => Effect.Effect<Admission, MarketError>
 }
 
 /** The storage's change stamp now, or undefined when it has none or cannot take one. */
@@ -101,7 +117,7 @@ const stampOf = (changeStamp: (() => string) | undefined): string | undefined =>
  * A replay within `budget` bytes (0: off), admitting requests as `admitting` says in `runtime`.
  */
 export const makeReplay = (budget: number, admitting: Admitting, runtime: Runtime.Runtime<never>): Replay => {
-  const { admit, charge, changeStamp } = admitting
+  const { admit, charge, changeStamp, stamped } = admitting
   const kept = boundedCache<Recorded>(budget, (key, r) => {
     let size = key.length + r.body.length
     for (const name in r.headers) size += name.length + r.headers[name]!.length + HEADER_OVERHEAD
@@ -122,37 +138,93 @@ export const makeReplay = (budget: number, admitting: Admitting, runtime: Runtim
       handedOn++
       next()
     }
-    const stamp = stampOf(changeStamp)
-    const known = stamp !== undefined && entry.checked?.stamp === stamp ? entry.checked.principal : undefined
-    const check: Effect.Effect<Checked> = known !== undefined
-      ? Effect.map(Effect.either(charge(known)), (admission): Checked => [admission, Either.right(entry.version)])
-      // Started together, so a store that pipelines sends the version read with the admission's reads.
-      : startedTogether(Effect.either(admit(req.headers.authorization)), Effect.either(entry.current))
-    const settle = (exit: Exit.Exit<Checked>) => {
+    const answer = (admission: Admission) => {
+      const requestId = randomUUID()
+      res.writeHead(200, { ...entry.headers, ...rateHeaders(admission.status), "x-request-id": requestId })
+      res.end(entry.body)
+      replays++
+      replayed?.({
+        method: "GET", route: entry.route, status: 200, requestId, principalId: admission.principal.id,
+        seconds: (performance.now() - arrived) / 1000
+      })
+    }
+    /** Settles the checks; a replay they allow records `stamp` (read before them) with the principal they admitted. */
+    const settle = (exit: Exit.Exit<Checked>, stamp: string | undefined) => {
       if (Exit.isFailure(exit)) return handOn()
       const [admission, version] = exit.value
       if (Either.isRight(admission) && Either.isRight(version) && version.right === entry.version &&
         audienceOf(admission.right.principal) === entry.audience && kept.get(key, entry.version) !== undefined) {
-        if (stamp !== undefined && known === undefined) entry.checked = { stamp, principal: admission.right.principal }
-        const requestId = randomUUID()
-        res.writeHead(200, { ...entry.headers, ...rateHeaders(admission.right.status), "x-request-id": requestId })
-        res.end(entry.body)
-        replays++
-        replayed?.({
-          method: "GET", route: entry.route, status: 200, requestId, principalId: admission.right.principal.id,
-          seconds: (performance.now() - arrived) / 1000
-        })
-        return
+        if (stamp !== undefined) entry.checked = { stamp, principal: admission.right.principal }
+        return answer(admission.right)
       }
       if (Either.isRight(version) && version.right !== entry.version) kept.delete(key)
       admissions.set(req, admission)
       handOn()
     }
     // Settled right here when every store answers at once (SQLite, memory), else when the reads come back.
-    const started = runAsFarAsItGoes(runtime, check)
-    if (Exit.isExit(started)) settle(started)
-    else started.addObserver(settle)
+    const check = (checks: Effect.Effect<Checked>, stamp: string | undefined) => {
+      const started = runAsFarAsItGoes(runtime, checks)
+      if (Exit.isExit(started)) settle(started, stamp)
+      else started.addObserver((exit) => settle(exit, stamp))
+    }
+
+    if (stamped !== undefined && stamped.counts.covers(entry.dataType)) {
+      takeStamped(stamped, req, entry, key, { answer, handOn, settle })
+      return true
+    }
+    const stamp = stampOf(changeStamp)
+    const known = stamp !== undefined && entry.checked?.stamp === stamp ? entry.checked.principal : undefined
+    if (known !== undefined) {
+      check(Effect.map(Effect.either(charge(known)), (admission): Checked => [admission, Either.right(entry.version)]), undefined)
+    } else {
+      // Started together, so a store that pipelines sends the version read with the admission's reads.
+      check(startedTogether(Effect.either(admit(req.headers.authorization)), Effect.either(entry.current)), stamp)
+    }
     return true
+  }
+
+  /**
+   * A replayed request over a store that stamps its counts (Redis). With a principal checked at a
+   * stamp, the request is counted and the stamp read in one round trip shared by the turn's
+   * requests, and no fiber runs: an unchanged stamp means no token and none of the type's rows
+   * changed since those checks. Otherwise (first time, or something changed) it is admitted as
+   * any other, the stamp read first so the checks that follow are no older than it.
+   */
+  const takeStamped = (
+    stamped: Stamped,
+    req: IncomingMessage,
+    entry: Recorded,
+    key: string,
+    outcome: {
+      readonly answer: (admission: Admission) => void
+      readonly handOn: () => void
+      readonly settle: (exit: Exit.Exit<Checked>, stamp: string | undefined) => void
+    }
+  ) => {
+    const authorization = req.headers.authorization
+    const checkStamped = (admission: Effect.Effect<Admission, MarketError>) => {
+      const checks = startedTogether(
+        Effect.either(Effect.tryPromise(() => stamped.counts.stamp(entry.dataType))),
+        startedTogether(Effect.either(admission), Effect.either(entry.current))
+      )
+      const started = runAsFarAsItGoes(runtime, checks)
+      const settle = (exit: Exit.Exit<readonly [Either.Either<string, unknown>, Checked]>) =>
+        outcome.settle(Exit.map(exit, ([, checked]) => checked), Exit.isSuccess(exit) ? Either.getOrUndefined(exit.value[0]) : undefined)
+      if (Exit.isExit(started)) settle(started)
+      else started.addObserver(settle)
+    }
+    const checked = entry.checked
+    if (checked === undefined) return checkStamped(admit(authorization))
+    stamped.charge(checked.principal, entry.dataType).then((charged) => {
+      if (charged.stamp !== checked.stamp) {
+        if (entry.checked === checked) delete entry.checked
+        return checkStamped(stamped.admitCounted(authorization, checked.principal, charged.counted))
+      }
+      if (Either.isRight(charged.admission) && kept.get(key, entry.version) !== undefined) return outcome.answer(charged.admission.right)
+      // Past the limit (or the answer since dropped): the app answers, with this count.
+      admissions.set(req, charged.admission)
+      outcome.handOn()
+    }, () => outcome.handOn())
   }
 
   return {

@@ -1,9 +1,11 @@
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { Auth } from "../auth/auth.js"
-import type { Principal, PrincipalInput } from "../auth/principal.js"
-import { RateLimits, type RateLimitStatus } from "../auth/rate-limits.js"
+import type { DataType, Principal, PrincipalInput } from "../auth/principal.js"
+import { type RateLimitCount, RateLimits, type RateLimitStatus } from "../auth/rate-limits.js"
+import type { StampedCounts } from "../storage/stamped-count.js"
 import {
   InsufficientEntitlement, InvalidRecords, type MarketError, MissingAnchor, NotFound, RateLimited, SearchTooBroad,
   StorageUnavailable, Unauthenticated, ValidationFailed, EventIdExpired
@@ -52,13 +54,29 @@ export const admit = (
   if (guess === undefined) return Effect.flatMap(auth.authenticate(authorization), (principal) => charge(limits, principal))
   // Counted beside the authentication, so a store that pipelines sends both in one round trip.
   return Effect.flatMap(startedTogether(auth.authenticate(authorization), limits.count(key(guess))), ([principal, counted]) =>
-    Effect.map(
-      principal.id === guess.id
-        ? limits.judge(counted, principal.rate_limit_per_minute)
-        : limits.consume(key(principal), principal.rate_limit_per_minute),
-      (status) => ({ principal, status })
-    ))
+    judged(limits, principal, guess, counted))
 }
+
+/**
+ * `admit` for a request already counted under `guess` (`counted`): the token authenticated, and
+ * the count judged under the principal it now reaches, or that principal counted instead.
+ */
+export const admitCounted = (
+  auth: Auth,
+  limits: RateLimits,
+  authorization: string | undefined,
+  guess: Principal,
+  counted: RateLimitCount
+): Effect.Effect<Admission, MarketError> =>
+  Effect.flatMap(auth.authenticate(authorization), (principal) => judged(limits, principal, guess, counted))
+
+const judged = (limits: RateLimits, principal: Principal, guess: Principal, counted: RateLimitCount) =>
+  Effect.map(
+    principal.id === guess.id
+      ? limits.judge(counted, principal.rate_limit_per_minute)
+      : limits.consume(key(principal), principal.rate_limit_per_minute),
+    (status): Admission => ({ principal, status })
+  )
 
 /** Who a request was admitted as, with their rate-limit budget charged. */
 export interface Admission {
@@ -75,6 +93,24 @@ const key = (principal: Principal) => `data:${principal.id}`
  */
 export const charge = (limits: RateLimits, principal: Principal): Effect.Effect<Admission, RateLimited | StorageUnavailable> =>
   Effect.map(limits.consume(key(principal), principal.rate_limit_per_minute), (status) => ({ principal, status }))
+
+/** One request of `principal` counted through the storage's `StampedCounts`, judged, with the stamp of `type`. */
+export interface StampedAdmission {
+  readonly admission: Either.Either<Admission, RateLimited>
+  readonly counted: RateLimitCount
+  readonly stamp: string
+}
+
+/**
+ * `charge` through the storage's `StampedCounts` for a page of `type`, as a promise: the
+ * admission and the stamp read with its count in one round trip, for the replay's hot path.
+ */
+export const chargeStamped = (limits: RateLimits, counts: StampedCounts, principal: Principal, type: DataType): Promise<StampedAdmission> =>
+  limits.countStamped(counts, key(principal), type).then(({ counted, stamp }) => ({
+    counted,
+    stamp,
+    admission: Either.map(limits.judge(counted, principal.rate_limit_per_minute), (status) => ({ principal, status }))
+  }))
 
 /** Every error an operation ends with; a Schema, so the worker sends them typed. */
 export const OperationError = Schema.Union(

@@ -1,5 +1,6 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import { RateLimited, type StorageUnavailable } from "../errors.js"
 import { unavailable } from "../market/storage.js"
@@ -7,6 +8,8 @@ import { countNow, rateLimitRejections } from "../metrics.js"
 import { MICROS_PER_MS } from "../query/time.js"
 import { RateLimitStore, type Storage } from "../storage/contract.js"
 import { makeMemoryRateLimitStore } from "../storage/memory-rate-limits.js"
+import { type StampedCounts, StoreStampedCounts } from "../storage/stamped-count.js"
+import type { DataType } from "./principal.js"
 
 /** The state of a caller's budget after one request, for the `X-RateLimit-*` headers. */
 export interface RateLimitStatus {
@@ -28,10 +31,13 @@ export type RateLimitMode = (typeof RATE_LIMIT_MODES)[number]
 
 /**
  * `storage` with its rate-limit counters kept as `mode` says: the storage's own for `shared`,
- * replaced by this process's (`makeMemoryRateLimitStore`, the same windows) for `process`.
+ * replaced by this process's (`makeMemoryRateLimitStore`, the same windows) for `process`, which
+ * also leaves out the storage's `StoreStampedCounts` (they count in the storage).
  */
 export const withRateLimits = <E, R>(storage: Layer.Layer<Storage, E, R>, mode: RateLimitMode): Layer.Layer<Storage, E, R> =>
-  mode === "shared" ? storage : Layer.merge(storage, Layer.sync(RateLimitStore, makeMemoryRateLimitStore))
+  mode === "shared"
+    ? storage
+    : Layer.merge(storage, Layer.merge(Layer.sync(RateLimitStore, makeMemoryRateLimitStore), Layer.succeed(StoreStampedCounts, undefined)))
 
 /** One request counted in its window, before it is judged against a limit. */
 export interface RateLimitCount {
@@ -41,30 +47,32 @@ export interface RateLimitCount {
   readonly resetSeconds: number
 }
 
+const countOf = (hit: { readonly count: number; readonly resetInMicros: number }): RateLimitCount => ({
+  count: hit.count,
+  resetSeconds: Math.max(1, Math.ceil(hit.resetInMicros / 1_000_000))
+})
+
 /** Fixed one-minute windows per key, counted in the `RateLimitStore` (see `withRateLimits`). */
 export class RateLimits extends Effect.Service<RateLimits>()("Market/RateLimits", {
   effect: Effect.gen(function* () {
     const store = yield* RateLimitStore
+    const clock = yield* Effect.clock
 
     // Every request counts, so this is not a span: a span costs more than a count in memory.
     const count = (key: string): Effect.Effect<RateLimitCount, StorageUnavailable> =>
       Effect.flatMap(Clock.currentTimeMillis, (millis) =>
-        Effect.map(Effect.mapError(store.hit(key, MINUTE, millis * MICROS_PER_MS), unavailable), (hit) => ({
-          count: hit.count,
-          resetSeconds: Math.max(1, Math.ceil(hit.resetInMicros / 1_000_000))
-        })))
+        Effect.map(Effect.mapError(store.hit(key, MINUTE, millis * MICROS_PER_MS), unavailable), countOf))
 
-    const judge = ({ count, resetSeconds }: RateLimitCount, limit: number): Effect.Effect<RateLimitStatus, RateLimited> =>
-      count > limit
-        ? Effect.suspend(() => {
-            countNow(rateLimitRejections, {})
-            return Effect.fail(new RateLimited({
-              detail: `rate limit of ${limit} requests per minute exceeded; retry in ${resetSeconds} s`,
-              limit,
-              retry_after_seconds: resetSeconds
-            }))
-          })
-        : Effect.succeed({ limit, remaining: limit - count, resetSeconds })
+    // An Either, which is also an Effect: the replay judges without running one.
+    const judge = ({ count, resetSeconds }: RateLimitCount, limit: number): Either.Either<RateLimitStatus, RateLimited> => {
+      if (count <= limit) return Either.right({ limit, remaining: limit - count, resetSeconds })
+      countNow(rateLimitRejections, {})
+      return Either.left(new RateLimited({
+        detail: `rate limit of ${limit} requests per minute exceeded; retry in ${resetSeconds} s`,
+        limit,
+        retry_after_seconds: resetSeconds
+      }))
+    }
 
     return {
       /** Counts one request for `key`, past any limit too; `judge` then says what it is under a limit. */
@@ -75,7 +83,13 @@ export class RateLimits extends Effect.Service<RateLimits>()("Market/RateLimits"
        * Counts one request against `limit` per minute for `key`. Past the limit it fails with
        * `RateLimited`; either way the status for the response headers is returned or carried.
        */
-      consume: (key: string, limit: number) => Effect.flatMap(count(key), (counted) => judge(counted, limit))
+      consume: (key: string, limit: number) => Effect.flatMap(count(key), (counted) => judge(counted, limit)),
+      /**
+       * `count` through the storage's `StampedCounts`, with the stamp of `type` read in the same
+       * round trip: a promise, for the replay's hot path.
+       */
+      countStamped: (counts: StampedCounts, key: string, type: DataType): Promise<{ readonly counted: RateLimitCount; readonly stamp: string }> =>
+        counts.hit(key, MINUTE, clock.unsafeCurrentTimeMillis() * MICROS_PER_MS, type).then((hit) => ({ counted: countOf(hit), stamp: hit.stamp }))
     } as const
   })
 }) {}

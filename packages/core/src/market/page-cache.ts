@@ -3,6 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { sha256Hex } from "../ingest/key-hash.js"
 import { countNow, pageCacheLookups } from "../metrics.js"
+import type { DataType } from "../auth/principal.js"
 import type { Page } from "../schema/envelope.js"
 import type { StorageError } from "../storage/contract.js"
 import type { Position } from "../storage/plan.js"
@@ -202,6 +203,8 @@ export const underVersion = <A, E>(read: Effect.Effect<A, E>) => {
  */
 export interface Replayable extends Versioned {
   readonly current: Effect.Effect<string, StorageError>
+  /** The type of the page's rows, whose writes move `current` (and the storage's stamp of it). */
+  readonly dataType: DataType
 }
 
 /** What a page carries besides its rows: their JSON text, and whether the answer may be replayed. */

@@ -308,7 +308,7 @@ const readPage = <Row extends Readonly<Record<string, unknown>>>(
     }
     const key = `${endpointPath}\n${run.entitled?.(plan) ?? ""}\n${JSON.stringify(plan)}`
     // Only a page of current rows has nothing in it that moves with the clock (a window, a floor).
-    const replay = plan.scope._tag === "latest" ? { version, current: run.version } : undefined
+    const replay = plan.scope._tag === "latest" ? { version, current: run.version, dataType: run.collection.dataType } : undefined
     const hit = run.cache.get(key, version)
     if (hit !== undefined) return { returned: hit.returned, last: hit.last, page: (meta) => pageFromJson<Row>(hit.json, meta, replay) }
     const { data, last } = cut(yield* Effect.mapError(run.page(plan), unavailable))
