@@ -321,6 +321,50 @@ describe("replayed answers over Redis with process rate limits", () => {
   })
 })
 
+describe("replayed answers over Redis when Redis fails", () => {
+  it("killed or hung, a replayed request gets a quick 503 problem; back, the replay serves again", async () => {
+    const server = await startRedis({ persistent: true })
+    const prefix = uniquePrefix("replay-faults")
+    let writer: Market | undefined
+    let host: Host | undefined
+    try {
+      writer = await createMarket({ storage: redis(server.url, prefix) })
+      await seedMarket(writer)
+      host = await startReplayingHost(RedisStorage.layer({ url: server.url, prefix, commandTimeoutMs: 500 }))
+      const serving = host
+      const warm = async () => {
+        for (let i = 0; i < 200; i++) {
+          if ((await get(serving.origin + PAGE, "all")).status === 200) return
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+        assert.fail("the replay did not serve again")
+      }
+      // Kept, checked in full, then replayed on its stamp: the requests below take that lane.
+      for (let i = 0; i < 4; i++) await warm()
+      for (const fault of ["kill", "pause"] as const) {
+        const replayed = serving.replay.stats().replayed
+        if (fault === "kill") await server.kill()
+        else server.pause()
+        const started = Date.now()
+        const down = await get(serving.origin + PAGE, "all").finally(() => fault === "pause" ? server.resume() : undefined)
+        const ms = Date.now() - started
+        assert.strictEqual(down.status, 503, fault)
+        assert.strictEqual(JSON.parse(down.bytes.toString()).code, "storage_unavailable")
+        assert.isBelow(ms, 3000, `${fault}: bounded by the command timeout`)
+        assert.strictEqual(serving.replay.stats().replayed, replayed)
+        if (fault === "kill") await server.restart()
+        await warm()
+        await warm()
+        assert.isAbove(serving.replay.stats().replayed, replayed, `${fault}: replayed again`)
+      }
+    } finally {
+      await host?.close()
+      await writer?.close()
+      await server.stop()
+    }
+  }, 60_000)
+})
+
 /** The body as sent, not decoded (fetch always decodes). */
 const rawGet = async (url: string, headers: Record<string, string>): Promise<Buffer> => {
   const { request } = await import("node:http")
