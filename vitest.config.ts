@@ -31,6 +31,7 @@ export default defineConfig({
     // The first lets a worker's event loop turn during long in-process computations, so it reads
     // vitest's RPC replies in time; the second gives each file @effect/vitest's own `it`.
     setupFiles: ["test/support/yielding-scheduler.ts", "test/support/effect-vitest-reset.ts"],
+    globalSetup: ["test/support/temporary-files.ts"],
     // Two cores: one worker per core keeps SQLite files and servers from starving each other. A
     // worker keeps its modules from file to file (isolate: false): loading Effect and the packages
     // again for each of 100 files cost 160 s of the run; every file builds its own markets, servers
