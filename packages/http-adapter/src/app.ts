@@ -3,7 +3,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Auth, Feed, type MarketError, PageCacheBytes, type Principal, RateLimits } from "@gpu-market/core"
-import { admit, admitCounted, bodyJson, charge, chargeStamped, makeReadCalls, type ReadCall, replayOf, requestOrigin } from "@gpu-market/core/adapters"
+import { admit, admitCounted, bodyBytes, charge, chargeStamped, makeReadCalls, type ReadCall, replayOf, requestOrigin } from "@gpu-market/core/adapters"
 import { StoreChangeStamp, StoreStampedCounts } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -102,7 +102,7 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
         headers["x-request-id"] = requestId
         const replayable = replayOf(body.right)
         if (replayable !== undefined) replay.mark(request, replayable, principal)
-        return respond(request, { body: Buffer.from(bodyJson(body.right)), contentType: "application/json", headers, caller: principal })
+        return respond(request, { body: bodyBytes(body.right), contentType: "application/json", headers, caller: principal })
       }))
 
     // The change feed: admitted as a data request (one count against the rate limit per

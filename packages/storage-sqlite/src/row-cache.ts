@@ -26,7 +26,7 @@ export interface CachedTable<Row> {
  * version in the transaction that changes its rows, so a read at another version drops them all.
  * The version, the keys and the missing rows are read in one read transaction, so they come from
  * one snapshot of the file whichever process wrote last. Rows are frozen: the core serialises a
- * frozen row once (`rowsJson`), and nobody can change a row others are served.
+ * frozen row once (`rowsBytes`), and nobody can change a row others are served.
  *
  * At most `capacity` rows are held, oldest read first out; 0 reads every page whole.
  */

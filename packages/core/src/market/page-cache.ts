@@ -47,12 +47,12 @@ export const pageCacheLayer = (mb: number | undefined): Layer.Layer<never> => {
   return PageCacheBytes.layer(Math.round(mb * 1024 * 1024))
 }
 
-/** One page's rows as cached: their JSON text and what the page's `meta` is built from. */
+/** One page's rows as cached: their JSON and what the page's `meta` is built from. */
 export interface CachedRows {
   /** The data version of the type these rows were read at (read before them). */
   readonly version: string
-  /** `JSON.stringify` of the page's rows, the `data` of the envelope. */
-  readonly json: string
+  /** `JSON.stringify` of the page's rows in UTF-8 (`rowsBytes`), the `data` of the envelope. */
+  readonly data: Uint8Array
   readonly returned: number
   /** Keyset position of the page's last row, where the next page starts; absent on the last page. */
   readonly last: Position | undefined
@@ -160,7 +160,7 @@ const MISS = { result: "miss" } as const
 export class PageCache extends Effect.Service<PageCache>()("Market/PageCache", {
   effect: Effect.gen(function* () {
     const budget = yield* PageCacheBytes
-    const cache = boundedCache<CachedRows>(budget, (key, rows) => key.length + rows.json.length)
+    const cache = boundedCache<CachedRows>(budget, (key, rows) => key.length + rows.data.length)
     return {
       /** Whether the cache holds anything at all (a budget of 0 turns it off). */
       enabled: budget > 0,
@@ -207,55 +207,69 @@ export interface Replayable extends Versioned {
   readonly dataType: DataType
 }
 
-/** What a page carries besides its rows: their JSON text, and whether the answer may be replayed. */
+/** What a page carries besides its rows: their JSON, and whether the answer may be replayed. */
 interface Serialised {
-  readonly json: string
+  readonly data: Uint8Array
   readonly replay: Replayable | undefined
 }
 
 const serialised = new WeakMap<object, Serialised>()
 
-// A frozen row never changes, so its JSON text is kept as long as the row is.
-const frozenRowJson = new WeakMap<object, string>()
+// A frozen row never changes, so its JSON is kept, encoded, as long as the row is.
+const frozenRowBytes = new WeakMap<object, Uint8Array>()
 
-/**
- * `JSON.stringify(rows)`, with the text of each frozen row kept: a store that serves the same
- * frozen rows to many pages (the SQLite row cache) has each serialised once, however many pages,
- * filters and bounds it appears in.
- */
-export const rowsJson = (rows: ReadonlyArray<object>): string => {
-  let json = "["
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i]!
-    let text = frozenRowJson.get(row)
-    if (text === undefined) {
-      text = JSON.stringify(row)
-      if (Object.isFrozen(row)) frozenRowJson.set(row, text)
-    }
-    json += i === 0 ? text : "," + text
-  }
-  return json + "]"
+const OPEN_ARRAY = Buffer.from("[")
+const COMMA = Buffer.from(",")
+const CLOSE_ARRAY = Buffer.from("]")
+
+/** `text` in UTF-8, in a buffer of its own: one from Node's shared pool would keep 8 KiB alive. */
+const ownBytes = (text: string): Uint8Array => {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text))
+  bytes.write(text)
+  return bytes
 }
 
 /**
- * A page whose `data` is `json` already serialised: the adapters splice the text (`bodyJson`),
- * and a caller that reads `data` gets the rows parsed from it, once.
+ * `JSON.stringify(rows)` in UTF-8. When every row is frozen (a store that serves the same rows
+ * to many pages: the SQLite and Redis row caches), each row is serialised and encoded once, and a
+ * page is a copy of their bytes: encoding a whole 80 KB page again cost as much as the page's
+ * query. Other rows are serialised as a whole.
  */
-export const pageFromJson = <Row>(json: string, meta: Page<Row>["meta"], replay?: Replayable): Page<Row> => {
+export const rowsBytes = (rows: ReadonlyArray<object>): Uint8Array => {
+  if (!rows.every((row) => Object.isFrozen(row))) return Buffer.from(JSON.stringify(rows))
+  const parts: Array<Uint8Array> = [OPEN_ARRAY]
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!
+    let bytes = frozenRowBytes.get(row)
+    if (bytes === undefined) frozenRowBytes.set(row, bytes = ownBytes(JSON.stringify(row)))
+    if (i > 0) parts.push(COMMA)
+    parts.push(bytes)
+  }
+  parts.push(CLOSE_ARRAY)
+  return Buffer.concat(parts)
+}
+
+const utf8 = new TextDecoder()
+
+/**
+ * A page whose `data` is `data` already serialised (`rowsBytes`): the adapters splice the bytes
+ * (`bodyBytes`), and a caller that reads `data` gets the rows parsed from them, once.
+ */
+export const pageFromBytes = <Row>(data: Uint8Array, meta: Page<Row>["meta"], replay?: Replayable): Page<Row> => {
   let rows: ReadonlyArray<Row> | undefined
   const page: Page<Row> = {
     get data() {
-      return rows ??= JSON.parse(json) as ReadonlyArray<Row>
+      return rows ??= JSON.parse(utf8.decode(data)) as ReadonlyArray<Row>
     },
     meta
   }
-  serialised.set(page, { json, replay })
+  serialised.set(page, { data, replay })
   return page
 }
 
-/** `page`, recorded as having `json` for its `data` (which it must be the JSON text of). */
-export const withSerialisedData = <Row>(page: Page<Row>, json: string, replay?: Replayable): Page<Row> => {
-  serialised.set(page, { json, replay })
+/** `page`, recorded as having `data` for its rows (which it must be `rowsBytes` of). */
+export const withSerialisedData = <Row>(page: Page<Row>, data: Uint8Array, replay?: Replayable): Page<Row> => {
+  serialised.set(page, { data, replay })
   return page
 }
 
@@ -263,11 +277,23 @@ export const withSerialisedData = <Row>(page: Page<Row>, json: string, replay?: 
 export const replayOf = (body: unknown): Replayable | undefined =>
   typeof body === "object" && body !== null ? serialised.get(body)?.replay : undefined
 
+const OPEN_PAGE = Buffer.from(`{"data":`)
+const META = Buffer.from(`,"meta":`)
+const CLOSE_PAGE = Buffer.from("}")
+
 /**
- * A response body's JSON text, as `JSON.stringify` gives it: a page whose rows were serialised
- * when cached has that text spliced in, so rows are serialised once however often served.
+ * A response body's JSON in UTF-8, as `JSON.stringify` gives it: a page whose rows were serialised
+ * when read has their bytes spliced in, so rows are serialised once however often served.
  */
+export const bodyBytes = (body: unknown): Uint8Array => {
+  const data = typeof body === "object" && body !== null ? serialised.get(body)?.data : undefined
+  return data === undefined
+    ? Buffer.from(JSON.stringify(body))
+    : Buffer.concat([OPEN_PAGE, data, META, Buffer.from(JSON.stringify((body as Page<unknown>).meta)), CLOSE_PAGE])
+}
+
+/** `bodyBytes` as text, for an adapter that sends strings (the worker). */
 export const bodyJson = (body: unknown): string => {
-  const data = typeof body === "object" && body !== null ? serialised.get(body)?.json : undefined
-  return data === undefined ? JSON.stringify(body) : `{"data":${data},"meta":${JSON.stringify((body as Page<unknown>).meta)}}`
+  const data = typeof body === "object" && body !== null ? serialised.get(body)?.data : undefined
+  return data === undefined ? JSON.stringify(body) : `{"data":${utf8.decode(data)},"meta":${JSON.stringify((body as Page<unknown>).meta)}}`
 }

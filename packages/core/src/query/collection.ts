@@ -4,7 +4,7 @@ import * as Schema from "effect/Schema"
 import type { DataType, Principal } from "../auth/principal.js"
 import { reportedHistoryStart, requireGrant, requireHistory } from "../auth/entitlements.js"
 import { type MarketError, MissingAnchor, type ValidationFailed, validationFailed } from "../errors.js"
-import { type PageCache, pageFromJson, rowsJson, withSerialisedData } from "../market/page-cache.js"
+import { type PageCache, pageFromBytes, rowsBytes, withSerialisedData } from "../market/page-cache.js"
 import { unavailable } from "../market/storage.js"
 import type { Page, PageMeta, SortOrder } from "../schema/envelope.js"
 import { type PagePlan, type Position, type Predicate, type Scope, sortValue } from "../storage/plan.js"
@@ -310,11 +310,11 @@ const readPage = <Row extends Readonly<Record<string, unknown>>>(
     // Only a page of current rows has nothing in it that moves with the clock (a window, a floor).
     const replay = plan.scope._tag === "latest" ? { version, current: run.version, dataType: run.collection.dataType } : undefined
     const hit = run.cache.get(key, version)
-    if (hit !== undefined) return { returned: hit.returned, last: hit.last, page: (meta) => pageFromJson<Row>(hit.json, meta, replay) }
+    if (hit !== undefined) return { returned: hit.returned, last: hit.last, page: (meta) => pageFromBytes<Row>(hit.data, meta, replay) }
     const { data, last } = cut(yield* Effect.mapError(run.page(plan), unavailable))
-    const json = rowsJson(data)
-    run.cache.set(key, { version, json, returned: data.length, last })
-    return { returned: data.length, last, page: (meta) => withSerialisedData({ data, meta }, json, replay) }
+    const bytes = rowsBytes(data)
+    run.cache.set(key, { version, data: bytes, returned: data.length, last })
+    return { returned: data.length, last, page: (meta) => withSerialisedData({ data, meta }, bytes, replay) }
   })
 
 /** Runs one page request end to end: validation, entitlements, plan, storage, envelope. */
