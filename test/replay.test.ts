@@ -246,24 +246,38 @@ describe("replayed answers over Redis while nothing changed", () => {
       writer = await createMarket({ storage: redis(server.url, prefix) })
       await seedMarket(writer)
       for (let i = 0; i < 2; i++) hosts.push(await startReplayingHost(RedisStorage.layer({ url: server.url, prefix })))
-      // Each host: the app's answers (kept from the second on), then a replay checked in full, which the next ones build on.
-      for (const host of hosts) for (let i = 0; i < 3; i++) await get(host.origin + PAGE, "all")
-      // Every command the servers send while they replay, as Redis sees them (MONITOR): scripts' own calls are not theirs.
+      // Every command the servers send, as Redis sees them (MONITOR), by connection: scripts' own calls are not theirs.
       const monitor = await admin.monitor()
-      const sent: Array<string> = []
+      const sent = new Map<string, Array<string>>()
       monitor.on("monitor", (_time: string, args: Array<string>, source: string) => {
-        if (source !== "lua") sent.push(String(args[0]).toLowerCase())
+        if (source === "lua" || String(args[0]).toLowerCase() === "ping") return
+        if (!sent.has(source)) sent.set(source, [])
+        sent.get(source)!.push(String(args[0]).toLowerCase())
       })
+      const sentSince = async () => {
+        await admin.ping()
+        const commands = [...sent.values()]
+        sent.clear()
+        return commands
+      }
+      // Each host: the app's answers (kept from the second on), then a replay checked in full, which the next ones build on.
+      for (const host of hosts) for (let i = 0; i < 2; i++) await get(host.origin + PAGE, "all")
+      await sentSince()
+      for (const host of hosts) await get(host.origin + PAGE, "all")
+      // The stamp it records is read first, so nothing its checks read (the tokens' and the type's versions) is older.
+      const checks = (await sentSince()).filter((commands) => commands.includes("get"))
+      assert.strictEqual(checks.length, 2)
+      for (const commands of checks) assert.strictEqual(commands[0], "mget", commands.join(" "))
       const before = hosts.map((h) => h.replay.stats().replayed)
       const answers: Array<Awaited<ReturnType<typeof get>>> = []
       for (let i = 0; i < 8; i++) answers.push(await get(hosts[i % 2]!.origin + PAGE, "all"))
-      await admin.ping()
+      const replays = (await sentSince()).flat()
       monitor.disconnect()
       assert.deepStrictEqual(answers.map((a) => a.status), Array(8).fill(200))
       assert.deepStrictEqual(hosts.map((h, i) => h.replay.stats().replayed - before[i]!), [4, 4])
       assert.isTrue(answers.every((a) => a.bytes.equals(answers[0]!.bytes)))
       // A connection's first run of a script is an EVAL, later ones EVALSHA.
-      assert.deepStrictEqual(sent.filter((c) => c !== "ping").map((c) => c.startsWith("eval") ? "script" : c), Array(8).fill("script"),
+      assert.deepStrictEqual(replays.map((c) => c.startsWith("eval") ? "script" : c), Array(8).fill("script"),
         "one script per request: no token or version read of its own")
       const remaining = answers.map((a) => Number(a.headers.get("x-ratelimit-remaining")))
       // One window across both servers: one less each request, unless the minute turned meanwhile.

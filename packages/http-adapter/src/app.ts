@@ -3,7 +3,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Auth, Feed, type MarketError, PageCacheBytes, type Principal, RateLimits } from "@gpu-market/core"
-import { admit, admitCounted, bodyBytes, charge, chargeStamped, makeReadCalls, type ReadCall, replayOf, requestOrigin } from "@gpu-market/core/adapters"
+import { admit, admitCounted, bodyBytes, charge, countStamped, judgeCount, makeReadCalls, type ReadCall, replayOf, requestOrigin } from "@gpu-market/core/adapters"
 import { StoreChangeStamp, StoreStampedCounts } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -67,7 +67,8 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
       changeStamp: yield* StoreChangeStamp,
       stamped: counts === undefined ? undefined : {
         counts,
-        charge: (principal, type) => chargeStamped(limits, counts, principal, type),
+        count: (principal, type) => countStamped(limits, counts, principal, type),
+        judge: (principal, counted) => judgeCount(limits, principal, counted),
         admitCounted: (authorization, guess, counted) => admitCounted(auth, limits, authorization, guess, counted)
       }
     }, yield* Effect.runtime<never>())

@@ -2,7 +2,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import type { DataType, MarketError, Principal, RateLimitCount, StorageError } from "@gpu-market/core"
 import {
-  type Admission, boundedCache, type Replayable, runAsFarAsItGoes, type StampedAdmission, startedTogether
+  type Admission, boundedCache, type Replayable, runAsFarAsItGoes, type StampedCount, startedTogether
 } from "@gpu-market/core/adapters"
 import type { StampedCounts } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
@@ -46,7 +46,7 @@ interface Recorded extends Replayable {
   readonly headers: Readonly<Record<string, string>>
   readonly body: Uint8Array
   /** The stamp read before the last checks that replayed it, and the principal they admitted. */
-  checked?: { readonly stamp: string; readonly principal: Principal } | undefined
+  checked?: { readonly stamp: string; readonly principal: Principal }
 }
 
 /** What a replay checks: the request's admission, and the data version of the page's type now. */
@@ -96,9 +96,12 @@ export interface Admitting {
 
 /** A request counted and stamped in one round trip, and what follows when the stamp moved. */
 export interface Stamped {
+  /** The storage's `StoreStampedCounts`. */
   readonly counts: StampedCounts
-  /** Charges `principal` for a page of `type` (`chargeStamped`). */
-  readonly charge: (principal: Principal, type: DataType) => Promise<StampedAdmission>
+  /** Counts a request of `principal` for a page of `type`, with its stamp (`countStamped`). */
+  readonly count: (principal: Principal, type: DataType) => Promise<Either.Either<StampedCount, MarketError>>
+  /** The admission of a request of `principal` counted as `counted` (`judgeCount`). */
+  readonly judge: (principal: Principal, counted: RateLimitCount) => Either.Either<Admission, MarketError>
   /** Admits a request already counted under `guess` (`admitCounted`). */
   readonly admitCounted: (authorization: string | undefined, guess: Principal, counted: RateLimitCount) => Effect.Effect<Admission, MarketError>
 }
@@ -202,12 +205,19 @@ export const makeReplay = (budget: number, admitting: Admitting, runtime: Runtim
     }
   ) => {
     const authorization = req.headers.authorization
-    const checkStamped = (admission: Effect.Effect<Admission, MarketError>) => {
-      const checks = startedTogether(
-        Effect.either(Effect.tryPromise(() => stamped.counts.stamp(entry.dataType))),
-        startedTogether(Effect.either(admission), Effect.either(entry.current))
-      )
-      const started = runAsFarAsItGoes(runtime, checks)
+    /**
+     * The full checks, `admission` started beside the version read; what replays records `stamp`,
+     * or, without one, a stamp read first (sent before the checks' reads on the connection).
+     */
+    const checkStamped = (admission: Effect.Effect<Admission, MarketError>, stamp?: string) => {
+      const checks = startedTogether(Effect.either(admission), Effect.either(entry.current))
+      if (stamp !== undefined) {
+        const started = runAsFarAsItGoes(runtime, checks)
+        if (Exit.isExit(started)) outcome.settle(started, stamp)
+        else started.addObserver((exit) => outcome.settle(exit, stamp))
+        return
+      }
+      const started = runAsFarAsItGoes(runtime, startedTogether(Effect.either(Effect.tryPromise(() => stamped.counts.stamp(entry.dataType))), checks))
       const settle = (exit: Exit.Exit<readonly [Either.Either<string, unknown>, Checked]>) =>
         outcome.settle(Exit.map(exit, ([, checked]) => checked), Exit.isSuccess(exit) ? Either.getOrUndefined(exit.value[0]) : undefined)
       if (Exit.isExit(started)) settle(started)
@@ -215,14 +225,22 @@ export const makeReplay = (budget: number, admitting: Admitting, runtime: Runtim
     }
     const checked = entry.checked
     if (checked === undefined) return checkStamped(admit(authorization))
-    stamped.charge(checked.principal, entry.dataType).then((charged) => {
-      if (charged.stamp !== checked.stamp) {
-        if (entry.checked === checked) delete entry.checked
-        return checkStamped(stamped.admitCounted(authorization, checked.principal, charged.counted))
+    stamped.count(checked.principal, entry.dataType).then((result) => {
+      // The storage failed: the app answers its 503, and the request is not counted again.
+      if (Either.isLeft(result)) {
+        admissions.set(req, Either.left(result.left))
+        return outcome.handOn()
       }
-      if (Either.isRight(charged.admission) && kept.get(key, entry.version) !== undefined) return outcome.answer(charged.admission.right)
+      const { counted, stamp } = result.right
+      if (stamp !== checked.stamp) {
+        if (entry.checked === checked) delete entry.checked
+        // Read with the count, before the checks' reads: what they replay is recorded under it.
+        return checkStamped(stamped.admitCounted(authorization, checked.principal, counted), stamp)
+      }
+      const admission = stamped.judge(checked.principal, counted)
+      if (Either.isRight(admission) && kept.get(key, entry.version) !== undefined) return outcome.answer(admission.right)
       // Past the limit (or the answer since dropped): the app answers, with this count.
-      admissions.set(req, charged.admission)
+      admissions.set(req, admission)
       outcome.handOn()
     }, () => outcome.handOn())
   }

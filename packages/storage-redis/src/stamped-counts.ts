@@ -1,6 +1,8 @@
-import type { DataType } from "@gpu-market/core"
+import { type DataType, StorageError } from "@gpu-market/core"
 import type { StampedCounts, StampedHit } from "@gpu-market/core/storage"
+import { randomUUID } from "node:crypto"
 import { type RedisClient, script } from "./client.js"
+import { isOwnFailure } from "./errors.js"
 import { rateWindow } from "./rate-limits.js"
 
 /**
@@ -20,6 +22,18 @@ for j = versions + 2, #KEYS do
 end
 return out
 `)
+
+/**
+ * The stamp of a tokens' version and a data version. A missing version (a key evicted or deleted:
+ * a stamp could then come back) gives a stamp no reading equals, so nothing is skipped on it.
+ */
+const stampOf = (tokens: string, data: string): string =>
+  tokens === "" || data === "" ? `unstamped:${randomUUID()}` : `${tokens}\n${data}`
+
+/** The connection's or the server's failure as a `StorageError`; this package's own as it is (a defect). */
+const storageFailure = (operation: string) => (error: unknown): never => {
+  throw isOwnFailure(error) ? error : new StorageError({ operation, cause: error })
+}
 
 /** A hit waiting for the end of its turn. */
 interface Waiting {
@@ -63,9 +77,9 @@ export const makeStampedCounts = (
       hits.forEach((hit, i) => hit.resolve({
         count: Number(out[versions.length + 1 + i]),
         resetInMicros: hit.resetInMicros,
-        stamp: `${tokens}\n${String(out[position.get(hit.versionKey)!])}`
+        stamp: stampOf(tokens, String(out[position.get(hit.versionKey)!]))
       }))
-    }, (error: unknown) => {
+    }).catch(storageFailure("rate_limits.hit")).catch((error: unknown) => {
       for (const hit of hits) hit.reject(error)
     })
   }
@@ -78,10 +92,12 @@ export const makeStampedCounts = (
 
   return {
     covers: (type) => versionKeys[type] !== undefined,
-    stamp: async (type) => {
+    stamp: (type) => {
       turn.hold()
-      const [tokens, data] = await client.redis.mget(tokensVersionKey, keyOf(type))
-      return `${tokens ?? ""}\n${data ?? ""}`
+      return client.redis.mget(tokensVersionKey, keyOf(type)).then(
+        ([tokens, data]) => stampOf(tokens ?? "", data ?? ""),
+        storageFailure("stamped_counts.stamp")
+      )
     },
     hit: (key, windowMicros, now, type) =>
       new Promise<StampedHit>((resolve, reject) => {

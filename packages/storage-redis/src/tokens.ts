@@ -8,6 +8,9 @@ import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
 import { AFTER_VALUE, encodeMember, encodeValue, memberTie } from "./lex.js"
 
+/** The key of the tokens' version. */
+export const tokensVersionKey = (client: RedisClient): string => client.keys.key("tokens", "version")
+
 /**
  * Tokens under the hash tag `{tokens}`: `by-hash` (hash token hash → msgpack principal) and
  * `by-principal` (sorted set, member `lex(principal id) ++ lex(token hash)`), which lists tokens
@@ -15,9 +18,6 @@ import { AFTER_VALUE, encodeMember, encodeValue, memberTie } from "./lex.js"
  * in one checked batch, which also sets `version` (a string) to a fresh random value: `version`
  * is one GET.
  */
-/** The key of the tokens' version. */
-export const tokensVersionKey = (client: RedisClient): string => client.keys.key("tokens", "version")
-
 export const makeTokenStore = (client: RedisClient): TokenStore["Type"] => {
   const { redis } = client
   const byHash = client.keys.key("tokens", "by-hash")

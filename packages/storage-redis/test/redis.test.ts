@@ -1,9 +1,9 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Principal, StorageError } from "@gpu-market/core"
 import {
-  cmp, llmTokenPriceKeys, LlmTokenPriceStore, MemoryStorage, type PagePlan, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore
+  cmp, llmTokenPriceKeys, MemoryStorage, type PagePlan, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore
 } from "@gpu-market/core/storage"
-import { llmRow, rentalRow } from "@gpu-market/core/test"
+import { hardwareDay, hardwareRow, llmRow, rentalRow, testListingKey } from "@gpu-market/core/test"
 import { Cause, Context, Effect, Either, Exit, Layer, Option, Schema } from "effect"
 import fc from "fast-check"
 import { Redis } from "ioredis"
@@ -121,6 +121,12 @@ layer(testRedisLayer(), { timeout: "30 seconds" })("on one server", (it) => {
       const other = yield* make({ url: server.url, prefix })
       const counts = stores.stampedCounts!
       const minute = 60_000_000
+      // The versions a stamp is made of, set once.
+      yield* stores.tokenStore.put("h".repeat(64), Schema.decodeSync(Principal)({
+        id: "p1", name: "p1", grants: {}, indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 10
+      }))
+      yield* putVersions(stores.rentalStore.transact, rentalPriceKeys, [rentalRow({ vendor: "v", gpu_canonical_name: "g" })])
+      yield* putVersions(stores.llmTokenPriceStore.transact, llmTokenPriceKeys, [llmRow({ model: "m", serving_provider: "p" })])
       assert.strictEqual((yield* other.rateLimitStore.hit("client", minute, 5)).count, 1)
       // The connection's first run of the script loads it; what follows is one EVALSHA a turn.
       assert.strictEqual((yield* Effect.promise(() => counts.hit("client", minute, 5, "gpu_rental_prices"))).count, 2)
@@ -141,39 +147,52 @@ layer(testRedisLayer(), { timeout: "30 seconds" })("on one server", (it) => {
       assert.deepStrictEqual([rental!.count, llm!.count], [24, 25])
     }).pipe(Effect.scoped))
 
-  it.effect("a stamp moves with a token put or revoked and with a write of its type, and with nothing else", () =>
+  it.effect("a stamp moves with a token put or revoked and with a write of its type, and with nothing else; a missing version matches nothing", () =>
     Effect.gen(function* () {
       const server = yield* TestRedis
-      const stores = yield* make({ url: server.url, prefix: uniquePrefix("stamp-moves") })
+      const prefix = uniquePrefix("stamp-moves")
+      const stores = yield* make({ url: server.url, prefix })
       const counts = stores.stampedCounts!
-      const stamps = () => Effect.promise(() => Promise.all([counts.stamp("gpu_rental_prices"), counts.stamp("llm_token_prices")]))
-      const provided = <A, E>(effect: Effect.Effect<A, E, RentalPriceStore | LlmTokenPriceStore>) =>
-        Effect.provide(effect, Context.make(RentalPriceStore, stores.rentalStore).pipe(Context.add(LlmTokenPriceStore, stores.llmTokenPriceStore)))
-      const seen = [yield* stamps()]
-      yield* provided(Effect.flatMap(RentalPriceStore, (s) => putVersions(s.transact, rentalPriceKeys, [rentalRow({ vendor: "v", gpu_canonical_name: "g" })])))
-      seen.push(yield* stamps())
-      yield* provided(Effect.flatMap(LlmTokenPriceStore, (s) => putVersions(s.transact, llmTokenPriceKeys, [llmRow({ model: "m", serving_provider: "p" })])))
-      seen.push(yield* stamps())
-      yield* stores.rateLimitStore.hit("client", 60_000_000, 5)
-      seen.push(yield* stamps())
-      yield* stores.tokenStore.put("h".repeat(64), Schema.decodeSync(Principal)({
+      const types = ["gpu_rental_prices", "llm_token_prices", "gpu_hardware_prices"] as const
+      const stamps = () => Effect.promise(() => Promise.all(types.map((type) => counts.stamp(type))))
+      const principal = Schema.decodeSync(Principal)({
         id: "p1", name: "p1", grants: {}, indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 10
-      }))
-      seen.push(yield* stamps())
-      yield* stores.tokenStore.revoke("p1")
-      seen.push(yield* stamps())
-      const moved = seen.slice(1).map((now, i) => [now[0] !== seen[i]![0], now[1] !== seen[i]![1]])
+      })
+      let n = 0
+      const write = {
+        rental: () => putVersions(stores.rentalStore.transact, rentalPriceKeys, [rentalRow({ vendor: `v${n++}`, gpu_canonical_name: "g" })]),
+        llm: () => putVersions(stores.llmTokenPriceStore.transact, llmTokenPriceKeys, [llmRow({ model: `m${n++}`, serving_provider: "p" })]),
+        hardware: () => stores.hardwarePriceStore.put([hardwareRow({ listing_key: testListingKey(`l${n++}`), gpu_canonical_name: "g", observed_date: hardwareDay(1) })])
+      }
+      // Every version set once: before that, a type's stamp matches no other reading.
+      yield* stores.tokenStore.put("h".repeat(64), principal)
+      for (const w of Object.values(write)) yield* w()
+      const seen = [yield* stamps()]
+      for (const step of [write.rental, write.llm, write.hardware, () => stores.rateLimitStore.hit("client", 60_000_000, 5),
+        () => stores.tokenStore.put("i".repeat(64), principal), () => Effect.asVoid(stores.tokenStore.revoke("p1"))]) {
+        yield* step()
+        seen.push(yield* stamps())
+      }
+      const moved = seen.slice(1).map((now, i) => now.map((stamp, t) => stamp !== seen[i]![t]))
       assert.deepStrictEqual(moved, [
-        [true, false], // a rental write: rental only
-        [false, true], // an LLM write: LLM only
-        [false, false], // a rate-limit hit: neither
-        [true, true], // a token put: both
-        [true, true] // a revocation: both
+        [true, false, false], // a rental write: rental only
+        [false, true, false], // an LLM write: LLM only
+        [false, false, true], // a hardware write: hardware only
+        [false, false, false], // a rate-limit hit: none
+        [true, true, true], // a token put: every type
+        [true, true, true] // a revocation: every type
       ])
       assert.strictEqual(new Set(seen.map((s) => s[0])).size, 1 + moved.filter(([rental]) => rental).length, "never back to an earlier value")
-      const types = ["gpu_rental_prices", "llm_token_prices", "gpu_hardware_prices", "gpu_rental_indexes", "gpu_rental_transactions"] as const
-      assert.deepStrictEqual(types.map((type) => counts.covers(type)),
-        [true, true, true, false, false])
+      assert.deepStrictEqual(["gpu_rental_indexes", "gpu_rental_transactions"].map((type) => counts.covers(type as never)), [false, false])
+      // The tokens' version gone (evicted, deleted): two readings, and a hit's, are never equal.
+      yield* Effect.promise(async () => {
+        const admin = new Redis(server.url)
+        await admin.del(`${prefix}:{tokens}:version`)
+        admin.disconnect()
+      })
+      const [first, second] = yield* Effect.promise(() => Promise.all([counts.stamp("gpu_rental_prices"), counts.stamp("gpu_rental_prices")]))
+      const hit = yield* Effect.promise(() => counts.hit("client", 60_000_000, 5, "gpu_rental_prices"))
+      assert.strictEqual(new Set([first, second, hit.stamp]).size, 3)
     }).pipe(Effect.scoped))
 
   it.effect("two connections hitting one key concurrently count every hit exactly once", () =>

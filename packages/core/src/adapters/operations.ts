@@ -27,7 +27,7 @@ import type { AdministeredValueInput, FleetWeight, IndexDefinitionInput } from "
 import type { LlmTokenPriceObservationInput } from "../schema/llm-token-price.js"
 import type { RentalPriceObservationInput } from "../schema/rental-price.js"
 import type { TransactionDealInput } from "../schema/transaction.js"
-import { TokenStore } from "../storage/contract.js"
+import { StorageError, TokenStore } from "../storage/contract.js"
 import { type CatalogueEntry, makeReadCalls } from "./catalogue.js"
 
 /**
@@ -94,23 +94,31 @@ const key = (principal: Principal) => `data:${principal.id}`
 export const charge = (limits: RateLimits, principal: Principal): Effect.Effect<Admission, RateLimited | StorageUnavailable> =>
   Effect.map(limits.consume(key(principal), principal.rate_limit_per_minute), (status) => ({ principal, status }))
 
-/** One request of `principal` counted through the storage's `StampedCounts`, judged, with the stamp of `type`. */
-export interface StampedAdmission {
-  readonly admission: Either.Either<Admission, RateLimited>
+/** One request counted through the storage's `StampedCounts`, with the stamp read beside the count. */
+export interface StampedCount {
   readonly counted: RateLimitCount
   readonly stamp: string
 }
 
 /**
- * `charge` through the storage's `StampedCounts` for a page of `type`, as a promise: the
- * admission and the stamp read with its count in one round trip, for the replay's hot path.
+ * One request of `principal` counted through the storage's `StampedCounts`, with the stamp of
+ * `type`, as a promise for the replay's hot path: `StorageUnavailable` when the storage failed.
+ * Judged apart (`judgeCount`), once the caller knows whether the stamp held.
  */
-export const chargeStamped = (limits: RateLimits, counts: StampedCounts, principal: Principal, type: DataType): Promise<StampedAdmission> =>
-  limits.countStamped(counts, key(principal), type).then(({ counted, stamp }) => ({
-    counted,
-    stamp,
-    admission: Either.map(limits.judge(counted, principal.rate_limit_per_minute), (status) => ({ principal, status }))
-  }))
+export const countStamped = (
+  limits: RateLimits,
+  counts: StampedCounts,
+  principal: Principal,
+  type: DataType
+): Promise<Either.Either<StampedCount, StorageUnavailable>> =>
+  limits.countStamped(counts, key(principal), type).then(
+    (stamped) => Either.right(stamped),
+    (error: unknown) => (error instanceof StorageError ? Either.left(unavailable(error)) : Promise.reject(error))
+  )
+
+/** The admission of a request of `principal` counted as `counted`, or `RateLimited` past its limit. */
+export const judgeCount = (limits: RateLimits, principal: Principal, counted: RateLimitCount): Either.Either<Admission, RateLimited> =>
+  Either.map(limits.judge(counted, principal.rate_limit_per_minute), (status) => ({ principal, status }))
 
 /** Every error an operation ends with; a Schema, so the worker sends them typed. */
 export const OperationError = Schema.Union(

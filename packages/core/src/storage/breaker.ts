@@ -5,6 +5,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import { countNow, storageCallSeconds, storageErrors, storageShortCircuits, storageUp } from "../metrics.js"
 import { RateLimitStore, RentalPriceStore, SettingsStore, type Storage, StorageError, TokenStore } from "./contract.js"
@@ -16,7 +17,7 @@ import { ReferenceDataStore } from "./reference.js"
 import { EventLogStore } from "./event-log.js"
 import { StorePipelines } from "./pipelining.js"
 import { StoreChangeStamp } from "./change-stamp.js"
-import { StoreStampedCounts } from "./stamped-count.js"
+import { type StampedCounts, StoreStampedCounts } from "./stamped-count.js"
 import { storageContext, type Stores } from "./stores.js"
 import { TransactionStore } from "./transactions.js"
 
@@ -127,6 +128,27 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
         })
     }
 
+    const runtime = yield* Effect.runtime<never>()
+    /** A promise's outcome kept as a guarded call's: refused while open, and its failures and successes counted. */
+    const guardedPromise = <A>(operation: string, call: () => Promise<A>): Promise<A> => {
+      if (open) {
+        countNow(storageShortCircuits, {})
+        return Promise.reject(new StorageError({ operation: notTried, cause: undefined }))
+      }
+      return call().then((value) => {
+        failures = 0
+        return value
+      }, (error: unknown) => {
+        if (error instanceof StorageError) Runtime.runFork(runtime)(failed(operation, error))
+        throw error
+      })
+    }
+    const guardedCounts = (counts: StampedCounts): StampedCounts => ({
+      covers: counts.covers,
+      stamp: (type) => guardedPromise("stamped_counts.stamp", () => counts.stamp(type)),
+      hit: (key, windowMicros, now, type) => guardedPromise("stamped_counts.hit", () => counts.hit(key, windowMicros, now, type))
+    })
+
     const guarded = <I extends Storage, S extends object>(tag: Context.Tag<I, S>): S =>
       guardStore(tag.key.split("/").pop()!, Context.get(context, tag), guard)
     // Read beside the guarded calls, not through them: a stamp that cannot be read throws, and its
@@ -146,15 +168,7 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
       referenceDataStore: guarded(ReferenceDataStore),
       eventLogStore: guarded(EventLogStore),
       ...stamp === undefined ? {} : { changeStamp: stamp },
-      // Refused while the breaker is open, so the request takes the guarded path (and its 503).
-      ...counts === undefined ? {} : {
-        stampedCounts: {
-          covers: counts.covers,
-          stamp: (type) => open ? Promise.reject(new StorageError({ operation: notTried, cause: undefined })) : counts.stamp(type),
-          hit: (key, windowMicros, now, type) =>
-            open ? Promise.reject(new StorageError({ operation: notTried, cause: undefined })) : counts.hit(key, windowMicros, now, type)
-        }
-      },
+      ...counts === undefined ? {} : { stampedCounts: guardedCounts(counts) },
       pipelines: Context.get(context, StorePipelines)
     }
     return storageContext(stores)

@@ -17,7 +17,11 @@ export interface StampedHit {
  * fibers: this is the whole storage work of a hot request.
  *
  * A stamp moves whenever a token is put or revoked, or the type's rows change, and never comes
- * back to an earlier value; two equal stamps mean neither changed between the two readings.
+ * back to an earlier value; two equal stamps mean neither changed between the two readings. A
+ * store that cannot promise that for a reading (a version key missing) gives a stamp no other
+ * reading equals. The hits count into the same windows as the storage's `RateLimitStore`, so a
+ * request counted here and one counted there share a budget. Failures of the storage reject with
+ * a `StorageError`.
  */
 export interface StampedCounts {
   /** Whether `type`'s stamp is kept (a type read from a lagging replica is not). */
