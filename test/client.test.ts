@@ -120,6 +120,28 @@ describe("HTTP client change feed", () => {
   })
 })
 
+describe("HTTP client change feed waits", () => {
+  it("waits what a Retry-After asks for instead of its own growing pause, and the growing pause without one", async () => {
+    const refusal = (headers: Record<string, string>) =>
+      new Response(JSON.stringify({ status: 503, code: "storage_unavailable", detail: "away" }), { status: 503, headers })
+    const answers = [
+      () => refusal({ "retry-after": "5" }),
+      () => refusal({}),
+      () => refusal({ "retry-after": "2" }),
+      () => new Response(`data: ${JSON.stringify({ id: "9", type: "dropped", reason: "resync" })}\n\n`, { headers: { "content-type": "text/event-stream" } })
+    ]
+    const slept: Array<number> = []
+    let asked = 0
+    const client = createClient({
+      baseUrl: "http://feed.test", token: "all", maxRetries: 5, sleep: async (ms) => void slept.push(ms),
+      fetch: async () => answers[asked++]!()
+    })
+    for await (const _ of client.events()) { /* the resync ends it */ }
+    // Failures 1, 2, 3 in a row: 5 s asked, then the pause of the 2nd failure (2 s), then 2 s asked.
+    assert.deepStrictEqual(slept, [5000, 2000, 2000])
+  })
+})
+
 describe("HTTP client and meta.next on another origin", () => {
   it("does not send the token to a meta.next.url outside the client's origin", async () => {
     const seen: Array<string> = []

@@ -88,7 +88,8 @@ export const createClient = (options: ClientOptions): MarketReads & MarketFeed =
   /**
    * The change feed over `GET /v2/events`. A cut connection, a stream the server ended, a 503
    * and a `slow_consumer` or `storage_unavailable` drop are resumed from the last id seen
-   * (`maxRetries` times in a row, waiting a second more each time); a `resync` drop is yielded
+   * (`maxRetries` times in a row, waiting a second more each time, or what a `Retry-After` asks
+   * for instead); a `resync` drop is yielded
    * and ends the iteration; a refusal (403, 404, 410, 422) is thrown as its problem.
    */
   const events = (query?: object, { token = options.token, lastEventId }: EventsOptions = {}): AsyncIterable<FeedMessage> => {
@@ -96,9 +97,12 @@ export const createClient = (options: ClientOptions): MarketReads & MarketFeed =
     const url = `${base}/v2/events${search === "" ? "" : `?${search}`}`
     return (async function* (): AsyncGenerator<FeedMessage> {
       let resumeFrom = lastEventId
+      // A wait the server asked for (Retry-After) stands in for the growing pause, not on top of it.
+      let waited = false
       for (let failures = 0; ; failures++) {
         if (failures > maxRetries) throw new Error(`the change feed at ${url} failed ${failures} times in a row`)
-        if (failures > 0) await sleep(1000 * failures)
+        if (failures > 0 && !waited) await sleep(1000 * failures)
+        waited = false
         const headers: Record<string, string> = { accept: "text/event-stream" }
         if (token !== undefined) headers.authorization = `Bearer ${token}`
         if (resumeFrom !== undefined) headers["last-event-id"] = resumeFrom
@@ -114,7 +118,10 @@ export const createClient = (options: ClientOptions): MarketReads & MarketFeed =
             // A 503 without a wait is retried after the growing pause above; a 429 needs its wait.
             if (retryAfter !== undefined || response.status === 503) {
               await response.body?.cancel()
-              if (retryAfter !== undefined) await sleep(retryAfter)
+              if (retryAfter !== undefined) {
+                await sleep(retryAfter)
+                waited = true
+              }
               continue
             }
           }
