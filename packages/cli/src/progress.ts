@@ -76,12 +76,13 @@ export const makeProgress = (stream: NodeJS.WritableStream & { readonly isTTY?: 
   let lastTenth = -1
   // Recent (time, done) samples of the current label, oldest first: the rate is measured across them.
   let samples: Array<{ readonly at: number; readonly done: number }> = []
-  let first = { at: 0, done: 0 }
-  const rateAt = (at: number): number | undefined => {
+  // Where the current label started: its last update's rate is over the whole of it.
+  let start = { at: 0, done: 0 }
+  const rateBetween = (from: { readonly at: number; readonly done: number }, at: number, done: number): number | undefined =>
+    at - from.at >= RATE_MIN_MS ? ((done - from.done) * 1000) / (at - from.at) : undefined
+  const recentRate = (at: number, done: number): number | undefined => {
     while (samples.length > 1 && at - samples[1]!.at >= RATE_WINDOW_MS) samples.shift()
-    const first = samples[0]!
-    const last = samples[samples.length - 1]!
-    return last.at - first.at >= RATE_MIN_MS ? ((last.done - first.done) * 1000) / (last.at - first.at) : undefined
+    return rateBetween(samples[0]!, at, done)
   }
   return {
     update: (label, done, total) =>
@@ -89,13 +90,13 @@ export const makeProgress = (stream: NodeJS.WritableStream & { readonly isTTY?: 
         const fresh = label !== lastLabel
         if (fresh) {
           samples = []
-          first = { at, done }
+          start = { at, done }
           lastTenth = -1
           lastLabel = label
         }
         samples.push({ at, done })
-        const overall = at - first.at >= RATE_MIN_MS ? ((done - first.done) * 1000) / (at - first.at) : undefined
-        const state: ProgressState = { label, done, total, unit, rate: done >= total ? overall : rateAt(at) }
+        const rate = done >= total ? rateBetween(start, at, done) : recentRate(at, done)
+        const state: ProgressState = { label, done, total, unit, rate }
         if (tty) {
           if (!fresh && done < total && at - lastDraw < REDRAW_MS) return
           stream.write(`\r${progressBar(state)}\x1b[K`)
