@@ -11,7 +11,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { makeClient, type RedisClient, type RedisOptions } from "./client.js"
 import { hardwareTable, makeHardwarePriceStore } from "./hardware-prices.js"
-import { makeIndexStore } from "./indexes.js"
+import { indexesVersionKey, makeIndexStore } from "./indexes.js"
 import { llmTokenPriceSpec, makeLlmTokenPriceStore } from "./llm-token-prices.js"
 import { makeProcurementStore } from "./procurement.js"
 import { makeRateLimitStore } from "./rate-limits.js"
@@ -54,14 +54,16 @@ export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError,
 
 /**
  * The stamps a replayed page is checked by, for the types whose pages and versions are read from
- * the primary (index pages may come from a replica, behind the primary's version).
+ * the primary: index pages are, unless they are read from a replica (`readFromReplicas`), behind
+ * the primary's version.
  */
 const stampedCountsOf = (client: RedisClient): Pick<Stores, "stampedCounts"> => {
   const version = (tag: string) => client.keys.key(tag, "version")
   const counts = makeStampedCounts(client, tokensVersionKey(client), {
     gpu_rental_prices: version(rentalTable.tag),
     llm_token_prices: version(llmTokenPriceSpec.tag),
-    gpu_hardware_prices: version(hardwareTable.tag)
+    gpu_hardware_prices: version(hardwareTable.tag),
+    ...(client.stale === client ? { gpu_rental_indexes: indexesVersionKey(client) } : {})
   })
   return counts === undefined ? {} : { stampedCounts: counts }
 }

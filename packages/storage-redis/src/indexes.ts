@@ -17,6 +17,9 @@ import { logEvents } from "./event-log.js"
 /** The hash tag of everything the index store keeps: one apply may touch several indexes. */
 const TAG = "indexes"
 
+/** The key of the index values' version, which every change of a value or definition bumps. */
+export const indexesVersionKey = (client: RedisClient): string => client.keys.key(TAG, "version")
+
 const startOf = (v: IndexValue): string => intervalStart(v.timestamp)
 
 /** Whether a value's interval starts inside a window; `latest` and `asOf` pick values per index instead. */
@@ -93,7 +96,7 @@ const storeOn = (client: RedisClient): IndexStore["Type"] => {
   const weightsKey = key("weights")
   const idsKey = key("ids")
   const verKey = key("ver")
-  const versionKey = key("version")
+  const versionKey = indexesVersionKey(client)
   const startKey = (id: string) => key("v", id, "start")
   const answersKey = (id: string) => key("v", id, "answers")
 
