@@ -265,10 +265,14 @@ const turnOf = (redis: Connection): Turn | undefined => {
     scheduled = false
     const due = flushes
     flushes = []
-    for (const flush of due) flush()
     const socket = corked
     corked = undefined
-    socket?.uncork()
+    // Whatever a flush does, the socket is uncorked: held for good, no command would leave again.
+    try {
+      for (const flush of due) flush()
+    } finally {
+      socket?.uncork()
+    }
   }
   const schedule = () => {
     if (scheduled) return
