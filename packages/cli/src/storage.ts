@@ -71,7 +71,7 @@ export interface StorageUse {
 /**
  * WAL pages a bulk load's SQLite connection writes between checkpoints (`SqliteOptions.checkpointPages`):
  * about 1 GiB, so a page its writes change again and again is copied into the file once in a while
- * rather than after every write: an import's writes of 50,000 rows each add more than 80 MiB.
+ * rather than after every write: an import's writes of 100,000 rows each add more than 150 MiB.
  */
 const BULK_CHECKPOINT_PAGES = 250_000
 

@@ -81,10 +81,14 @@ export const ROWS_PER_WRITE = 1_000
  * Rows one rental write of a bulk load's connection holds (`SqliteOptions.bulk`): a commit copies
  * every page it changed to the WAL, and with the serving indexes held back (`bulkLoad`) those are
  * mostly pages of the three indexes keyed by hashes, which a write of 1,000 rows changes nearly
- * one page per row and a write of 50,000 rows changes once for many rows. Another writer waits
- * for the whole write: about a second on a quiet machine (BENCHMARKS.md (k)).
+ * one page per row. Past half a million rows a write of 25,000 new products still changed nine in
+ * ten of those pages, so each commit copied nearly all three indexes again; a write of 50,000
+ * products copies them half as often for the same rows (BENCHMARKS.md (k)). The bound is the bulk
+ * page cache (`BULK_CACHE_MIB`): the pages such a write dirties, three indexes of a million rows
+ * and the write's own table and event pages, stay in it until the commit. Another writer waits for
+ * the whole write: about two seconds on a quiet machine.
  */
-export const BULK_ROWS_PER_WRITE = 50_000
+export const BULK_ROWS_PER_WRITE = 100_000
 
 /** The rental price store over one connection; the schema must be migrated. */
 export const makeRentalPriceStore = (

@@ -161,6 +161,26 @@ describe("SQLite bulk load of rental prices", () => {
       }))
     }))
 
+  it.live("copies the WAL into the file between two builds: when they end, the WAL holds the last index built and no more", () =>
+    Effect.scoped(Effect.gen(function* () {
+      // Checkpoints as rarely as an import's connection has them: none of its own during the load.
+      const client = yield* makeClient({ filename: freshFile(), bulk: true, checkpointPages: 1_000_000 })
+      yield* migrate(client)
+      yield* Effect.scoped(Effect.gen(function* () {
+        const end = yield* makeRentalPriceStore(client, { bulk: true }).bulkLoad!(20_000)
+        yield* store(client, Array.from({ length: 20_000 }, (_, i) => product(i)))
+        yield* end
+      }))
+      const built = client.db.prepare(
+        "SELECT count(*) FROM dbstat WHERE name LIKE 'rental_prices_%' AND name NOT IN ('rental_prices_current_base', 'rental_prices_base_valid_from') GROUP BY name"
+      ).pluck().all() as Array<number>
+      assert.strictEqual(built.length, 17)
+      const [{ log }] = client.db.pragma("wal_checkpoint(PASSIVE)") as [{ log: number }]
+      // Frames: the last build's index pages, and the schema and record pages its transaction changed.
+      assert.isAtMost(log, Math.max(...built) + 10)
+      assert.isAbove(built.reduce((a, b) => a + b, 0), 10 * log)
+    })))
+
   // Rows enough that each index's keys outgrow one sorting run (8 MiB), so the build merges runs
   // from disk; the connection gets its page cache and temporary store back afterwards.
   it.live("builds every held-back index again from sorted runs, and restores the connection's settings", () =>

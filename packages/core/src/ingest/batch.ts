@@ -101,11 +101,18 @@ export interface Timed<O> {
   readonly base: string
 }
 
+// The instant last read: the observations of a snapshot share one `extracted_at`, which an import
+// parsed and formatted again for each of a million rows.
+let lastInstant: { readonly text: string; readonly instant: string | undefined } | undefined
+
 /** The instant `extracted_at` names, as stored; or an issue of record `index`. */
 export const instantOf = (extractedAt: string, index: number, issues: Array<RecordIssue>): string | undefined => {
-  const micros = parseDateTime(extractedAt)
-  if (micros === undefined) issues.push({ index, message: "extracted_at: expected an ISO 8601 datetime" })
-  return micros === undefined ? undefined : formatInstant(micros)
+  if (lastInstant?.text !== extractedAt) {
+    const micros = parseDateTime(extractedAt)
+    lastInstant = { text: extractedAt, instant: micros === undefined ? undefined : formatInstant(micros) }
+  }
+  if (lastInstant.instant === undefined) issues.push({ index, message: "extracted_at: expected an ISO 8601 datetime" })
+  return lastInstant.instant
 }
 
 /**

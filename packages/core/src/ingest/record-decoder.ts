@@ -82,8 +82,10 @@ const passes = (record: Record<string, unknown>, properties: ReadonlyArray<Prope
 /**
  * How one property of the type side gets its value from a record that passed the encoded side:
  * copied, or decoded by a property-signature transformation (an `optionalWith` default), and
- * whether its type-side check must run (a copied value already passed an encoded-side check
- * that implies it: the same check, or the same allowing `undefined`, when it is not undefined).
+ * whether its type-side check must run (a value given and decoded to itself, or copied, already
+ * passed an encoded-side check that implies it: the same check, or the same allowing
+ * `undefined`, when it is not undefined). An `optionalWith` field given a value so skips its
+ * refinements the second time, which an import paid on every field of every row.
  */
 interface Target extends Property {
   readonly source: string
@@ -99,12 +101,15 @@ const targetsOf = (ast: SchemaAST.Transformation, from: ReadonlyArray<Property>,
   if (sources.size !== psts.length || new Set(psts.map((t) => t.to)).size !== psts.length) return undefined
   const copied = from.filter((p) => !sources.has(p.name))
   if (copied.some((p) => psts.some((t) => t.to === p.name)) || copied.some((p) => !to.some((q) => q.name === p.name))) return undefined
+  const implies = (source: string, type: SchemaAST.AST) => {
+    const encoded = from.find((f) => f.name === source)?.type
+    const others = encoded?._tag === "Union" ? encoded.types.filter((m) => m._tag !== "UndefinedKeyword") : []
+    return encoded === type || (others.length === 1 && others[0] === type)
+  }
   return to.map((p): Target => {
     const t = psts.find((t) => t.to === p.name)
-    if (t !== undefined) return { ...p, source: String(t.from), decode: t.decode, implied: false }
-    const encoded = from.find((f) => f.name === p.name)?.type
-    const others = encoded?._tag === "Union" ? encoded.types.filter((m) => m._tag !== "UndefinedKeyword") : []
-    return { ...p, source: p.name, decode: undefined, implied: encoded === p.type || (others.length === 1 && others[0] === p.type) }
+    if (t !== undefined) return { ...p, source: String(t.from), decode: t.decode, implied: implies(String(t.from), p.type) }
+    return { ...p, source: p.name, decode: undefined, implied: implies(p.name, p.type) }
   })
 }
 
@@ -145,7 +150,8 @@ const fastPath = (ast: SchemaAST.AST): ((u: unknown) => Record<string, unknown> 
     const out: Record<string, unknown> = {}
     for (const t of targets) {
       const given = Object.hasOwn(record, t.source)
-      let value = record[t.source]
+      const raw = record[t.source]
+      let value = raw
       if (t.decode !== undefined) {
         const o = t.decode(given ? Option.some(value) : Option.none())
         if (Option.isNone(o)) {
@@ -157,7 +163,7 @@ const fastPath = (ast: SchemaAST.AST): ((u: unknown) => Record<string, unknown> 
         if (!t.optional) return undefined
         continue
       }
-      if (!(t.implied && value !== undefined) && !t.check(value)) return undefined
+      if (!(t.implied && given && value === raw && value !== undefined) && !t.check(value)) return undefined
       out[t.name] = value
     }
     return out

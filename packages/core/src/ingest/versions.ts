@@ -53,30 +53,54 @@ const firstOfEachInstant = <O, Row>(
   rules: VersionRules<O, Row>,
   issues: Array<RecordIssue>
 ): { readonly kept: Array<Timed<O>>; readonly duplicates: number } => {
-  const byInstant = new Map<string, Array<Timed<O>>>()
+  // Grouped by priced thing first: a batch mostly observes each once, which needs no key per
+  // instant (an import of a million rows built two million of them).
+  const byBase = new Map<string, Timed<O> | Array<Timed<O>>>()
   for (const d of decoded) {
-    const key = `${d.base}\u0000${d.at}`
-    const group = byInstant.get(key)
-    if (group === undefined) byInstant.set(key, [d])
-    else group.push(d)
+    const seen = byBase.get(d.base)
+    if (seen === undefined) byBase.set(d.base, d)
+    else if (Array.isArray(seen)) seen.push(d)
+    else byBase.set(d.base, [seen, d])
+  }
+  const instantsOf = new Map<string, Map<string, Array<Timed<O>>>>()
+  const groupOf = (d: Timed<O>, all: ReadonlyArray<Timed<O>>): Array<Timed<O>> => {
+    let instants = instantsOf.get(d.base)
+    if (instants === undefined) {
+      instants = new Map()
+      for (const e of all) {
+        const group = instants.get(e.at)
+        if (group === undefined) instants.set(e.at, [e])
+        else group.push(e)
+      }
+      instantsOf.set(d.base, instants)
+    }
+    return instants.get(d.at)!
   }
   const kept: Array<Timed<O>> = []
   let duplicates = 0
-  for (const group of byInstant.values()) {
-    const [first, ...rest] = group
-    if (rest.length === 0) {
-      kept.push(first!)
+  // In the order of each group's first observation.
+  for (const d of decoded) {
+    const seen = byBase.get(d.base)!
+    if (!Array.isArray(seen)) {
+      kept.push(d)
       continue
     }
-    const prices = new Set(group.map((d) => rules.key(rules.open(d.observation, d.at, d.base))))
+    const group = groupOf(d, seen)
+    const [first, ...rest] = group
+    if (first !== d) continue
+    if (rest.length === 0) {
+      kept.push(first)
+      continue
+    }
+    const prices = new Set(group.map((g) => rules.key(rules.open(g.observation, g.at, g.base))))
     if (prices.size === 1) {
-      kept.push(first!)
+      kept.push(first)
       duplicates += rest.length
       continue
     }
-    const indexes = group.map((d) => d.index).sort((a, b) => a - b)
+    const indexes = group.map((g) => g.index).sort((a, b) => a - b)
     const count = prices.size === 2 ? "two" : String(prices.size)
-    for (const index of indexes) issues.push({ index, message: `${count} prices for one product at ${first!.at}: ${recordList(indexes)}` })
+    for (const index of indexes) issues.push({ index, message: `${count} prices for one product at ${first.at}: ${recordList(indexes)}` })
   }
   return { kept, duplicates }
 }

@@ -35,8 +35,14 @@ export interface PriceUnit {
   readonly hours: number
 }
 
+// The unit last taken apart: a batch mostly repeats one, and the write path takes each row's apart three times.
+let last: { readonly unit: string; readonly parts: PriceUnit } | undefined
+
 /** The parts of a unit `RawPriceUnit` accepted. */
 export const parsePriceUnit = (unit: string): PriceUnit => {
+  if (last?.unit === unit) return last.parts
   const [, ccy, basis, period] = UNIT.exec(unit)!
-  return { currency: ccy!.toUpperCase(), basis: basis as PriceBasis, hours: PRICE_PERIOD_HOURS[period as PricePeriod] }
+  const parts: PriceUnit = { currency: ccy!.toUpperCase(), basis: basis as PriceBasis, hours: PRICE_PERIOD_HOURS[period as PricePeriod] }
+  last = { unit, parts }
+  return parts
 }
