@@ -137,6 +137,7 @@ export const makeReplay = (budget: number, admitting: Admitting, runtime: Runtim
     const entry = kept.peek(key)
     if (entry === undefined) return false
     const arrived = performance.now()
+    const authorization = req.headers.authorization
     const handOn = () => {
       handedOn++
       next()
@@ -164,85 +165,58 @@ export const makeReplay = (budget: number, admitting: Admitting, runtime: Runtim
       admissions.set(req, admission)
       handOn()
     }
-    // Settled right here when every store answers at once (SQLite, memory), else when the reads come back.
-    const check = (checks: Effect.Effect<Checked>, stamp: string | undefined) => {
+    /** Runs `checks`: settled right here when every store answers at once (SQLite, memory), else when the reads come back. */
+    const check = <A>(checks: Effect.Effect<A>, settled: (exit: Exit.Exit<A>) => void) => {
       const started = runAsFarAsItGoes(runtime, checks)
-      if (Exit.isExit(started)) settle(started, stamp)
-      else started.addObserver((exit) => settle(exit, stamp))
+      if (Exit.isExit(started)) settled(started)
+      else started.addObserver(settled)
     }
+    // Started together, so a store that pipelines sends the version read with the admission's reads.
+    const admissionAndVersion = (admission: Effect.Effect<Admission, MarketError>): Effect.Effect<Checked> =>
+      startedTogether(Effect.either(admission), Effect.either(entry.current))
 
-    if (stamped !== undefined && stamped.counts.covers(entry.dataType)) {
-      takeStamped(stamped, req, entry, key, { answer, handOn, settle })
+    if (stamped === undefined || !stamped.counts.covers(entry.dataType)) {
+      const stamp = stampOf(changeStamp)
+      const known = stamp !== undefined && entry.checked?.stamp === stamp ? entry.checked.principal : undefined
+      if (known !== undefined) {
+        check(Effect.map(Effect.either(charge(known)), (admission): Checked => [admission, Either.right(entry.version)]), (exit) => settle(exit, undefined))
+      } else {
+        check(admissionAndVersion(admit(authorization)), (exit) => settle(exit, stamp))
+      }
       return true
     }
-    const stamp = stampOf(changeStamp)
-    const known = stamp !== undefined && entry.checked?.stamp === stamp ? entry.checked.principal : undefined
-    if (known !== undefined) {
-      check(Effect.map(Effect.either(charge(known)), (admission): Checked => [admission, Either.right(entry.version)]), undefined)
-    } else {
-      // Started together, so a store that pipelines sends the version read with the admission's reads.
-      check(startedTogether(Effect.either(admit(req.headers.authorization)), Effect.either(entry.current)), stamp)
-    }
-    return true
-  }
 
-  /**
-   * A replayed request over a store that stamps its counts (Redis). With a principal checked at a
-   * stamp, the request is counted and the stamp read in one round trip shared by the turn's
-   * requests, and no fiber runs: an unchanged stamp means no token and none of the type's rows
-   * changed since those checks. Otherwise (first time, or something changed) it is admitted as
-   * any other, the stamp read first so the checks that follow are no older than it.
-   */
-  const takeStamped = (
-    stamped: Stamped,
-    req: IncomingMessage,
-    entry: Recorded,
-    key: string,
-    outcome: {
-      readonly answer: (admission: Admission) => void
-      readonly handOn: () => void
-      readonly settle: (exit: Exit.Exit<Checked>, stamp: string | undefined) => void
-    }
-  ) => {
-    const authorization = req.headers.authorization
-    /**
-     * The full checks, `admission` started beside the version read; what replays records `stamp`,
-     * or, without one, a stamp read first (sent before the checks' reads on the connection).
-     */
-    const checkStamped = (admission: Effect.Effect<Admission, MarketError>, stamp?: string) => {
-      const checks = startedTogether(Effect.either(admission), Effect.either(entry.current))
-      if (stamp !== undefined) {
-        const started = runAsFarAsItGoes(runtime, checks)
-        if (Exit.isExit(started)) outcome.settle(started, stamp)
-        else started.addObserver((exit) => outcome.settle(exit, stamp))
-        return
-      }
-      const started = runAsFarAsItGoes(runtime, startedTogether(Effect.either(Effect.tryPromise(() => stamped.counts.stamp(entry.dataType))), checks))
-      const settle = (exit: Exit.Exit<readonly [Either.Either<string, unknown>, Checked]>) =>
-        outcome.settle(Exit.map(exit, ([, checked]) => checked), Exit.isSuccess(exit) ? Either.getOrUndefined(exit.value[0]) : undefined)
-      if (Exit.isExit(started)) settle(started)
-      else started.addObserver(settle)
-    }
+    // A store that stamps its counts (Redis). With a principal checked at a stamp, the request is
+    // counted and the stamp read in one round trip shared by the turn's requests, and no fiber
+    // runs: an unchanged stamp means no token and none of the type's rows changed since those
+    // checks. The first time, the stamp is read before the checks (sent first on the connection).
     const checked = entry.checked
-    if (checked === undefined) return checkStamped(admit(authorization))
+    if (checked === undefined) {
+      const stampRead = Effect.either(Effect.tryPromise(() => stamped.counts.stamp(entry.dataType)))
+      check(startedTogether(stampRead, admissionAndVersion(admit(authorization))), (exit) =>
+        settle(Exit.map(exit, ([, checks]) => checks), Exit.isSuccess(exit) ? Either.getOrUndefined(exit.value[0]) : undefined))
+      return true
+    }
     stamped.count(checked.principal, entry.dataType).then((result) => {
       // The storage failed: the app answers its 503, and the request is not counted again.
       if (Either.isLeft(result)) {
         admissions.set(req, Either.left(result.left))
-        return outcome.handOn()
+        return handOn()
       }
       const { counted, stamp } = result.right
       if (stamp !== checked.stamp) {
         if (entry.checked === checked) delete entry.checked
-        // Read with the count, before the checks' reads: what they replay is recorded under it.
-        return checkStamped(stamped.admitCounted(authorization, checked.principal, counted), stamp)
+        // Something changed: checked in full with this count, and recorded under this stamp,
+        // which was read with the count, before the checks' reads.
+        return check(admissionAndVersion(stamped.admitCounted(authorization, checked.principal, counted)), (exit) => settle(exit, stamp))
       }
       const admission = stamped.judge(checked.principal, counted)
-      if (Either.isRight(admission) && kept.get(key, entry.version) !== undefined) return outcome.answer(admission.right)
+      if (Either.isRight(admission) && kept.get(key, entry.version) !== undefined) return answer(admission.right)
       // Past the limit (or the answer since dropped): the app answers, with this count.
       admissions.set(req, admission)
-      outcome.handOn()
-    }, () => outcome.handOn())
+      handOn()
+    }, handOn)
+    return true
   }
 
   return {

@@ -296,6 +296,14 @@ const turnOf = (redis: Connection): Turn | undefined => {
   }
 }
 
+/**
+ * A failure of `operation`, told apart here and nowhere else: the connection's or the server's is a
+ * `StorageError` (a retryable 503); this package's own (`isOwnFailure`) a `StorageDefect` (a 500,
+ * logged, never retried).
+ */
+export const failureOf = (operation: string, cause: unknown): StorageError | StorageDefect =>
+  isOwnFailure(cause) ? new StorageDefect({ operation, cause }) : new StorageError({ operation, cause })
+
 /** Wraps an ioredis connection. The caller owns connecting and closing it. */
 export const fromRedis = (redis: Connection, prefix: string, settings: ClientSettings = {}): RedisClient => {
   const keys = makeKeys(prefix)
@@ -317,8 +325,10 @@ export const fromRedis = (redis: Connection, prefix: string, settings: ClientSet
       Effect.catchAll(Effect.tryPromise({ try: () => {
         turn?.hold()
         return body(redis)
-      }, catch: (cause) => cause }), (cause) =>
-        isOwnFailure(cause) ? Effect.die(new StorageDefect({ operation, cause })) : Effect.fail(new StorageError({ operation, cause }))),
+      }, catch: (cause) => cause }), (cause) => {
+        const failure = failureOf(operation, cause)
+        return failure._tag === "StorageDefect" ? Effect.die(failure) : Effect.fail(failure)
+      }),
     evalScript: async (lua, keys, args) => {
       let names = defined.get(redis)
       if (names === undefined) defined.set(redis, names = new Set())

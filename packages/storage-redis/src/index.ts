@@ -22,7 +22,7 @@ import { makeStampedCounts } from "./stamped-counts.js"
 import { makeTokenStore, tokensVersionKey } from "./tokens.js"
 import { makeTransactionStore } from "./transactions.js"
 import { makeEventLogStore } from "./event-log.js"
-import type { RowCacheOptions } from "./table.js"
+import { type RowCacheOptions, tableKey } from "./table.js"
 
 export type { RedisOptions } from "./client.js"
 
@@ -58,11 +58,11 @@ export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError,
  * the primary's version.
  */
 const stampedCountsOf = (client: RedisClient): Pick<Stores, "stampedCounts"> => {
-  const version = (tag: string) => client.keys.key(tag, "version")
   const counts = makeStampedCounts(client, tokensVersionKey(client), {
-    gpu_rental_prices: version(rentalTable.tag),
-    llm_token_prices: version(llmTokenPriceSpec.tag),
-    gpu_hardware_prices: version(hardwareTable.tag),
+    // The key each table's store bumps: `table.keys("version")`.
+    gpu_rental_prices: tableKey(client, rentalTable, "version"),
+    llm_token_prices: tableKey(client, llmTokenPriceSpec, "version"),
+    gpu_hardware_prices: tableKey(client, hardwareTable, "version"),
     ...(client.stale === client ? { gpu_rental_indexes: indexesVersionKey(client) } : {})
   })
   return counts === undefined ? {} : { stampedCounts: counts }

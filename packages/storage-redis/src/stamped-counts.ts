@@ -1,8 +1,7 @@
-import { type DataType, StorageError } from "@gpu-market/core"
+import type { DataType } from "@gpu-market/core"
 import type { StampedCounts, StampedHit } from "@gpu-market/core/storage"
 import { randomUUID } from "node:crypto"
-import { type RedisClient, script } from "./client.js"
-import { isOwnFailure } from "./errors.js"
+import { failureOf, type RedisClient, script } from "./client.js"
 import { rateWindow } from "./rate-limits.js"
 
 /**
@@ -29,11 +28,6 @@ return out
  */
 const stampOf = (tokens: string, data: string): string =>
   tokens === "" || data === "" ? `unstamped:${randomUUID()}` : `${tokens}\n${data}`
-
-/** The connection's or the server's failure as a `StorageError`; this package's own as it is (a defect). */
-const storageFailure = (operation: string) => (error: unknown): never => {
-  throw isOwnFailure(error) ? error : new StorageError({ operation, cause: error })
-}
 
 /** A hit waiting for the end of its turn. */
 interface Waiting {
@@ -79,8 +73,9 @@ export const makeStampedCounts = (
         resetInMicros: hit.resetInMicros,
         stamp: stampOf(tokens, String(out[position.get(hit.versionKey)!]))
       }))
-    }).catch(storageFailure("rate_limits.hit")).catch((error: unknown) => {
-      for (const hit of hits) hit.reject(error)
+    }, (cause: unknown) => {
+      const failure = failureOf("rate_limits.hit", cause)
+      for (const hit of hits) hit.reject(failure)
     })
   }
 
@@ -96,7 +91,7 @@ export const makeStampedCounts = (
       turn.hold()
       return client.redis.mget(tokensVersionKey, keyOf(type)).then(
         ([tokens, data]) => stampOf(tokens ?? "", data ?? ""),
-        storageFailure("stamped_counts.stamp")
+        (cause: unknown) => Promise.reject(failureOf("stamped_counts.stamp", cause))
       )
     },
     hit: (key, windowMicros, now, type) =>

@@ -194,6 +194,10 @@ class PageVersion {
 /** Rows of a walk: each tie's row, or undefined where none is stored. */
 type FetchRows<Row> = (ties: ReadonlyArray<string>) => Promise<Array<Row | undefined>>
 
+/** The key of a structure of `spec`'s table under its hash tag: `<prefix>:{<tag>}:<parts>`. */
+export const tableKey = (client: RedisClient, spec: { readonly tag: string }, ...parts: ReadonlyArray<string>): string =>
+  client.keys.key(spec.tag, ...parts)
+
 /**
  * Builds the engine for one table. With `rowCache`, pages keep the rows they read, frozen, under
  * the table's data version: a page's walk then reads the index members and only the rows not
@@ -204,7 +208,7 @@ export const makeTable = <Row extends Readonly<Record<string, unknown>>>(
   spec: TableSpec<Row>,
   rowCache: RowCacheOptions = { rows: 0 }
 ): Table<Row> => {
-  const key = (...parts: ReadonlyArray<string>) => client.keys.key(spec.tag, ...parts)
+  const key = (...parts: ReadonlyArray<string>) => tableKey(client, spec, ...parts)
   const rowsKey = key("rows")
   const indexKey = (subset: string, sortField: string, anchor?: { readonly field: string; readonly value: string }) =>
     anchor === undefined ? key("ix", subset, sortField, "*") : key("ix", subset, sortField, `${anchor.field}=${anchor.value}`)

@@ -67,6 +67,20 @@ const batchOp = fc.oneof(
   fc.tuple(fc.constant("SREM" as const), fc.constantFrom("s1", "s2"), fc.constantFrom("m1", "m2", "m3"))
 )
 
+/** A principal for the token writes that move a stamp. */
+const PRINCIPAL = Schema.decodeSync(Principal)({
+  id: "p1", name: "p1", grants: {}, indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 10
+})
+
+/** The stores on the suite's server under a fresh prefix, with their stamped counts. */
+const stampedStores = (label: string) =>
+  Effect.gen(function* () {
+    const server = yield* TestRedis
+    const prefix = uniquePrefix(label)
+    const stores = yield* make({ url: server.url, prefix })
+    return { server, prefix, stores, counts: stores.stampedCounts! }
+  })
+
 /** EVALSHA calls the server has run, as `INFO commandstats` counts them. */
 const scriptCalls = (url: string) =>
   Effect.promise(async () => {
@@ -115,16 +129,11 @@ layer(testRedisLayer(), { timeout: "30 seconds" })("on one server", (it) => {
 
   it.effect("stamped hits of one turn go out as one script, each counted once in the rate-limit store's own window, with the stamp of that instant", () =>
     Effect.gen(function* () {
-      const server = yield* TestRedis
-      const prefix = uniquePrefix("stamped")
-      const stores = yield* make({ url: server.url, prefix })
+      const { server, prefix, stores, counts } = yield* stampedStores("stamped")
       const other = yield* make({ url: server.url, prefix })
-      const counts = stores.stampedCounts!
       const minute = 60_000_000
       // The versions a stamp is made of, set once.
-      yield* stores.tokenStore.put("h".repeat(64), Schema.decodeSync(Principal)({
-        id: "p1", name: "p1", grants: {}, indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 10
-      }))
+      yield* stores.tokenStore.put("h".repeat(64), PRINCIPAL)
       yield* putVersions(stores.rentalStore.transact, rentalPriceKeys, [rentalRow({ vendor: "v", gpu_canonical_name: "g" })])
       yield* putVersions(stores.llmTokenPriceStore.transact, llmTokenPriceKeys, [llmRow({ model: "m", serving_provider: "p" })])
       assert.strictEqual((yield* other.rateLimitStore.hit("client", minute, 5)).count, 1)
@@ -149,15 +158,10 @@ layer(testRedisLayer(), { timeout: "30 seconds" })("on one server", (it) => {
 
   it.effect("a stamp moves with a token put or revoked and with a write of its type, and with nothing else; a missing version matches nothing", () =>
     Effect.gen(function* () {
-      const server = yield* TestRedis
-      const prefix = uniquePrefix("stamp-moves")
-      const stores = yield* make({ url: server.url, prefix })
-      const counts = stores.stampedCounts!
+      const { server, prefix, stores, counts } = yield* stampedStores("stamp-moves")
       const types = ["gpu_rental_prices", "llm_token_prices", "gpu_hardware_prices"] as const
       const stamps = () => Effect.promise(() => Promise.all(types.map((type) => counts.stamp(type))))
-      const principal = Schema.decodeSync(Principal)({
-        id: "p1", name: "p1", grants: {}, indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 10
-      })
+      const principal = PRINCIPAL
       let n = 0
       const write = {
         rental: () => putVersions(stores.rentalStore.transact, rentalPriceKeys, [rentalRow({ vendor: `v${n++}`, gpu_canonical_name: "g" })]),

@@ -293,7 +293,4 @@ export const bodyBytes = (body: unknown): Uint8Array => {
 }
 
 /** `bodyBytes` as text, for an adapter that sends strings (the worker). */
-export const bodyJson = (body: unknown): string => {
-  const data = typeof body === "object" && body !== null ? serialised.get(body)?.data : undefined
-  return data === undefined ? JSON.stringify(body) : `{"data":${utf8.decode(data)},"meta":${JSON.stringify((body as Page<unknown>).meta)}}`
-}
+export const bodyJson = (body: unknown): string => utf8.decode(bodyBytes(body))

@@ -103,17 +103,24 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
       )
     }
 
+    /** While the breaker is open, a call is refused at once: the refusal, counted; else undefined. */
+    const refusal = (): StorageError | undefined => {
+      if (!open) return undefined
+      countNow(storageShortCircuits, {})
+      return new StorageError({ operation: notTried, cause: undefined })
+    }
+    const tagsOf = (operation: string) => [MetricLabel.make("operation", operation)]
+    const timed = (tags: ReturnType<typeof tagsOf>, start: number) => storageCallSeconds.unsafeUpdate((performance.now() - start) / 1000, tags)
+
     const guard = (operation: string) => {
-      const tags = [MetricLabel.make("operation", operation)]
+      const tags = tagsOf(operation)
       return <A, E2, R2>(call: Effect.Effect<A, E2, R2>): Effect.Effect<A, E2 | StorageError, R2> =>
         Effect.suspend((): Effect.Effect<A, E2 | StorageError, R2> => {
-          if (open) {
-            countNow(storageShortCircuits, {})
-            return Effect.fail(new StorageError({ operation: notTried, cause: undefined }))
-          }
+          const refused = refusal()
+          if (refused !== undefined) return Effect.fail(refused)
           const start = performance.now()
           return Effect.onExit(call, (exit) => {
-            storageCallSeconds.unsafeUpdate((performance.now() - start) / 1000, tags)
+            timed(tags, start)
             if (Exit.isSuccess(exit)) {
               failures = 0
               return Effect.void
@@ -128,26 +135,33 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
         })
     }
 
+    // The same for the promises of `StoreStampedCounts`, which the replay runs without a fiber.
     const runtime = yield* Effect.runtime<never>()
-    /** A promise's outcome kept as a guarded call's: refused while open, and its failures and successes counted. */
-    const guardedPromise = <A>(operation: string, call: () => Promise<A>): Promise<A> => {
-      if (open) {
-        countNow(storageShortCircuits, {})
-        return Promise.reject(new StorageError({ operation: notTried, cause: undefined }))
+    const guardPromise = (operation: string) => {
+      const tags = tagsOf(operation)
+      return <A>(call: () => Promise<A>): Promise<A> => {
+        const refused = refusal()
+        if (refused !== undefined) return Promise.reject(refused)
+        const start = performance.now()
+        return call().then((value) => {
+          timed(tags, start)
+          failures = 0
+          return value
+        }, (error: unknown) => {
+          timed(tags, start)
+          if (error instanceof StorageError) Runtime.runFork(runtime)(failed(operation, error))
+          throw error
+        })
       }
-      return call().then((value) => {
-        failures = 0
-        return value
-      }, (error: unknown) => {
-        if (error instanceof StorageError) Runtime.runFork(runtime)(failed(operation, error))
-        throw error
-      })
     }
-    const guardedCounts = (counts: StampedCounts): StampedCounts => ({
-      covers: counts.covers,
-      stamp: (type) => guardedPromise("stamped_counts.stamp", () => counts.stamp(type)),
-      hit: (key, windowMicros, now, type) => guardedPromise("stamped_counts.hit", () => counts.hit(key, windowMicros, now, type))
-    })
+    const guardedCounts = (counts: StampedCounts): StampedCounts => {
+      const [stamp, hit] = [guardPromise("stamped_counts.stamp"), guardPromise("stamped_counts.hit")]
+      return {
+        covers: counts.covers,
+        stamp: (type) => stamp(() => counts.stamp(type)),
+        hit: (key, windowMicros, now, type) => hit(() => counts.hit(key, windowMicros, now, type))
+      }
+    }
 
     const guarded = <I extends Storage, S extends object>(tag: Context.Tag<I, S>): S =>
       guardStore(tag.key.split("/").pop()!, Context.get(context, tag), guard)
