@@ -55,7 +55,7 @@ export { type Bound, DEFAULT_INGEST_BOUNDS, IngestBounds, ingestBounds, type Ing
 export { IndexComputation, type IndexComputationSummary } from "./ingest/index-computation.js"
 /** The index methodology as functions: vendor medians, the median of medians, p5/p95. */
 export * as IndexMethod from "./ingest/index-method.js"
-export { Auth } from "./auth/auth.js"
+export { Auth, type Credential } from "./auth/auth.js"
 export { newTokenSecret } from "./auth/token-hash.js"
 export {
   RATE_LIMIT_MODES, type RateLimitCount, type RateLimitMode, RateLimits, type RateLimitStatus, withRateLimits

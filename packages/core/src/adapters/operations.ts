@@ -50,10 +50,14 @@ export const admit = (
   limits: RateLimits,
   authorization: string | undefined
 ): Effect.Effect<Admission, MarketError> => {
-  const guess = auth.guess(authorization)
-  if (guess === undefined) return Effect.flatMap(auth.authenticate(authorization), (principal) => charge(limits, principal))
+  // Hashed once: the guess and the authentication look up the same hash.
+  const credential = auth.credential(authorization)
+  if (Either.isLeft(credential)) return Effect.fail(credential.left)
+  const guess = auth.guess(credential.right)
+  const authenticated = auth.authenticateCredential(credential.right)
+  if (guess === undefined) return Effect.flatMap(authenticated, (principal) => charge(limits, principal))
   // Counted beside the authentication, so a store that pipelines sends both in one round trip.
-  return Effect.flatMap(startedTogether(auth.authenticate(authorization), limits.count(key(guess))), ([principal, counted]) =>
+  return Effect.flatMap(startedTogether(authenticated, limits.count(key(guess))), ([principal, counted]) =>
     judged(limits, principal, guess, counted))
 }
 

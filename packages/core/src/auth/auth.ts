@@ -1,4 +1,5 @@
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
@@ -17,6 +18,15 @@ const BEARER = /^Bearer[ \t]+([A-Za-z0-9._~+/=-]{1,512})[ \t]*$/i
  * more live tokens than this looks the rest up as before, and a flood of callers stays bounded.
  */
 const CACHED_TOKENS = 10_000
+
+/**
+ * A bearer token as one request presents it, hashed once from its `Authorization` header: what
+ * `guess` and `authenticateCredential` look up. The secret itself is kept nowhere in the process.
+ */
+export interface Credential {
+  /** SHA-256 of the token, hex: the key its principal is stored and cached under. */
+  readonly tokenHash: string
+}
 
 const invalid = () => new Unauthenticated({ detail: "the bearer token is not valid" })
 
@@ -51,60 +61,56 @@ export class Auth extends Effect.Service<Auth>()("Market/Auth", {
       })
     })
 
-    // A request hashes its token twice, for `guess` and `authenticate`, one after the other: the
-    // second takes the first's hash.
-    let lastSecret: string | undefined
-    let lastHash = ""
-    const hashOf = (secret: string): string => {
-      if (secret !== lastSecret) {
-        lastHash = hashToken(secret)
-        lastSecret = secret
-      }
-      return lastHash
-    }
-
-    const authenticateToken = (secret: string): Effect.Effect<Principal, Unauthenticated | StorageUnavailable> => {
-      const hash = hashOf(secret)
-      return lookup(hash).pipe(
+    const authenticateCredential = (credential: Credential): Effect.Effect<Principal, Unauthenticated | StorageUnavailable> =>
+      lookup(credential.tokenHash).pipe(
         Effect.mapError(unavailable),
         Effect.flatMap((found) =>
-          Option.isSome(found) && sameHash(found.value.tokenHash, hash) ? Effect.succeed(found.value.principal) : Effect.fail(invalid()))
+          Option.isSome(found) && sameHash(found.value.tokenHash, credential.tokenHash) ? Effect.succeed(found.value.principal) : Effect.fail(invalid()))
       )
-    }
 
-    const authenticate = (authorization: string | undefined): Effect.Effect<Principal, Unauthenticated | StorageUnavailable> => {
+    const credential = (authorization: string | undefined): Either.Either<Credential, Unauthenticated> => {
       if (authorization === undefined || authorization.length === 0) {
-        return Effect.fail(new Unauthenticated({ detail: "send Authorization: Bearer <token>" }))
+        return Either.left(new Unauthenticated({ detail: "send Authorization: Bearer <token>" }))
       }
       const m = BEARER.exec(authorization)
-      if (m === null) return Effect.fail(new Unauthenticated({ detail: "the Authorization header is not a bearer token" }))
-      return authenticateToken(m[1]!)
+      if (m === null) return Either.left(new Unauthenticated({ detail: "the Authorization header is not a bearer token" }))
+      return Either.right({ tokenHash: hashToken(m[1]!) })
     }
+
+    const authenticate = (authorization: string | undefined): Effect.Effect<Principal, Unauthenticated | StorageUnavailable> =>
+      Either.match(credential(authorization), { onLeft: Effect.fail, onRight: authenticateCredential })
 
     return {
       /**
-       * The principal this process's cache holds for an `Authorization` header's token, without
+       * The principal this process's cache holds for a request's credential, without
        * reading the store's version: a guess that lets a request start work (counting its rate
        * limit) while `authenticate` checks the token. It grants nothing by itself.
        */
-      guess: (authorization: string | undefined): Principal | undefined => {
-        const m = authorization === undefined ? null : BEARER.exec(authorization)
-        return m === null ? undefined : cache.get(hashOf(m[1]!))?.principal
-      },
+      guess: (credential: Credential): Principal | undefined => cache.get(credential.tokenHash)?.principal,
+      /** An `Authorization` header's bearer token, hashed; 401 when it is missing or not a bearer token. */
+      credential,
       /** The principal of an `Authorization` header value; 401 when missing, malformed or unknown. */
       authenticate,
+      /** The principal of a request's `credential`; 401 when no token has its hash. */
+      authenticateCredential,
       /** The principal of a bare token secret (direct calls). */
-      authenticateToken,
+      authenticateToken: (secret: string): Effect.Effect<Principal, Unauthenticated | StorageUnavailable> =>
+        authenticateCredential({ tokenHash: hashToken(secret) }),
       /**
        * Whether `authorization` still admits its bearer, for a subscription that outlives its
        * request (`Feed.subscribe`): false once the token is revoked; true while the storage
-       * cannot tell (the subscription reports that outage itself).
+       * cannot tell (the subscription reports that outage itself). The header is hashed at once:
+       * what the subscription keeps is the token's hash, never the token.
        */
       stillHolds: (authorization: string | undefined): Effect.Effect<boolean> =>
-        authenticate(authorization).pipe(
-          Effect.as(true),
-          Effect.catchTags({ Unauthenticated: () => Effect.succeed(false), StorageUnavailable: () => Effect.succeed(true) })
-        ),
+        Either.match(credential(authorization), {
+          onLeft: () => Effect.succeed(false),
+          onRight: (c) =>
+            authenticateCredential(c).pipe(
+              Effect.as(true),
+              Effect.catchTags({ Unauthenticated: () => Effect.succeed(false), StorageUnavailable: () => Effect.succeed(true) })
+            )
+        }),
       /** Stores a principal under a new random token and returns the secret, which is not kept. */
       issue: Effect.fn("Auth.issue")(function* (principal: PrincipalInput, secret: string = newTokenSecret()) {
         // Grants are validated here, where they enter: a principal read back is trusted.
