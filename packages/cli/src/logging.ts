@@ -108,26 +108,35 @@ const writeLine = (line: string) => {
   if (unwritten.length >= UNWRITTEN_LIMIT) writeUnwritten()
 }
 
+/** The names a JSON line gives its own values: a message field or annotation of one of these names is written as `field.<name>`. */
+const OWN_NAMES = new Set(["time", "level", "msg", "error"])
+
 /**
- * One JSON object per line: `time`, `level`, `msg`, the fields of a message whose last part is a
- * plain record (`Effect.logInfo("request", { status: 200 })`) in their order, the log's
- * annotations in name order (the same order on every line), and `error` when a cause came with it.
+ * One JSON line: `time`, `level`, `msg`, the fields of a message whose last part is a plain record
+ * (`Effect.logInfo("request", { status: 200 })`) in their order, the log's annotations in name
+ * order (the same order on every line), and `error` when a cause came with it. A field or
+ * annotation never replaces the line's own `time`, `level`, `msg` or `error`.
  */
-const jsonLines = Logger.make(({ annotations, cause, date, logLevel, message }) => {
+export const jsonLogLine = ({ annotations, cause, date, logLevel, message }: Logger.Logger.Options<unknown>): string => {
   const parts = Array.isArray(message) ? message as ReadonlyArray<unknown> : [message]
   const fields = parts.length > 1 && isFields(parts[parts.length - 1]) ? parts[parts.length - 1] as Record<string, unknown> : undefined
   const line: Record<string, unknown> = {
     time: date.toISOString(),
     level: logLevel.label.toLowerCase(),
-    msg: text(fields === undefined ? parts : parts.slice(0, -1)),
-    ...fields
+    msg: text(fields === undefined ? parts : parts.slice(0, -1))
   }
+  const put = (name: string, value: unknown) => {
+    line[OWN_NAMES.has(name) ? `field.${name}` : name] = value
+  }
+  if (fields !== undefined) for (const name in fields) put(name, fields[name])
   if (HashMap.size(annotations) > 0) {
-    for (const [key, value] of HashMap.toEntries(annotations).sort(([a], [b]) => (a < b ? -1 : 1))) line[key] = value
+    for (const [name, value] of HashMap.toEntries(annotations).sort(([a], [b]) => (a < b ? -1 : 1))) put(name, value)
   }
   if (!Cause.isEmpty(cause)) line.error = Cause.pretty(cause, { renderErrorCause: true })
-  writeLine(`${JSON.stringify(line)}\n`)
-})
+  return `${JSON.stringify(line)}\n`
+}
+
+const jsonLines = Logger.make((options) => writeLine(jsonLogLine(options)))
 
 /**
  * The logging of `flag` (`--log-level`, else `$GPU_MARKET_LOG_LEVEL`) and `$GPU_MARKET_LOG_FORMAT`,
