@@ -5,6 +5,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { sharedReads } from "./shared-reads.js"
 
 /** Where the database lives. */
 export interface SqliteOptions {
@@ -64,19 +65,29 @@ export interface SqliteClient {
   /** The statement of `sql`, prepared once and reused while it stays in the cache. */
   readonly prepare: (sql: string) => Statement
   /**
-   * Runs `body` outside any explicit transaction. What it throws becomes a `StorageError` when it
-   * is storage trouble, and a `StorageDefect` the effect dies with otherwise (see `isStorageTrouble`).
+   * Runs `body`, which only reads, in the read transaction the reads of the current task share
+   * (see `SharedReads`): one snapshot, and one lock of the WAL index for all of them. Failures are
+   * told apart as in `run`.
+   */
+  readonly read: <A>(operation: string, body: () => A) => Effect.Effect<A, StorageError>
+  /**
+   * Runs `body` outside any explicit transaction, once the shared reads of every connection of
+   * this process to the file have ended, so it may write and what it reads is the newest. What it
+   * throws becomes a `StorageError` when it is storage trouble, and a `StorageDefect` the effect
+   * dies with otherwise (see `isStorageTrouble`).
    */
   readonly run: <A>(operation: string, body: () => A) => Effect.Effect<A, StorageError>
   /**
-   * Runs `body` in one `BEGIN IMMEDIATE` transaction, so writers in other processes queue on the
-   * busy timeout instead of failing half-way. A throw rolls back and is told apart as in `run`;
-   * `abort(e)` rolls back and fails with `e`.
+   * Runs `body` in one `BEGIN IMMEDIATE` transaction (once the shared reads have ended, as `run`
+   * does), so writers in other processes queue on the busy timeout instead of failing half-way. A
+   * throw rolls back and is told apart as in `run`; `abort(e)` rolls back and fails with `e`.
    */
   readonly transaction: <A, E = never>(
     operation: string,
     body: (abort: (error: E) => never) => A
   ) => Effect.Effect<A, StorageError | E>
+  /** Ends its shared reads and closes the connection. */
+  readonly close: () => void
 }
 
 /**
@@ -165,19 +176,26 @@ export const fromDatabase = (db: Database.Database, filename: string, eventReten
     return statement
   }
   let stamp: Statement | undefined
+  const reads = sharedReads(db, filename)
   return {
     db,
     filename,
     eventRetention,
     changeStamp: () => {
       stamp ??= db.prepare<Array<unknown>, unknown>("SELECT total_changes(), data_version FROM pragma_data_version").raw(true)
+      reads.join()
       const [changed, version] = stamp.get() as [number, number]
       return `${changed}:${version}`
     },
     prepare,
-    run: (operation, body) => Effect.suspend(() => attempt(operation, body)),
+    read: (operation, body) => Effect.suspend(() => attempt(operation, () => (reads.join(), body()))),
+    run: (operation, body) => Effect.suspend(() => attempt(operation, () => (reads.end(), body()))),
     transaction: <A, E = never>(operation: string, body: (abort: (error: E) => never) => A) =>
-      Effect.suspend(() => attempt<A, E>(operation, () => db.transaction(() => body(abort)).immediate()))
+      Effect.suspend(() => attempt<A, E>(operation, () => (reads.end(), db.transaction(() => body(abort)).immediate()))),
+    close: () => {
+      reads.close()
+      if (db.open) db.close()
+    }
   }
 }
 
@@ -185,7 +203,5 @@ export const fromDatabase = (db: Database.Database, filename: string, eventReten
 export const makeClient = (options: SqliteOptions): Effect.Effect<SqliteClient, StorageError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.suspend(() => attempt<SqliteClient, never>("open", () => fromDatabase(open(options), options.filename, options.eventRetention))),
-    (client) => Effect.sync(() => {
-      if (client.db.open) client.db.close()
-    })
+    (client) => Effect.sync(client.close)
   )

@@ -96,17 +96,17 @@ export const makeEventLogStore = (client: SqliteClient, pollMs = 100): EventLogS
   // One read transaction: the bounds and the rows come from one snapshot.
   const readConsistently = client.db.transaction(readSync)
   const read = (position: string, limit: number) =>
-    Effect.flatMap(client.run("events.read", () => readConsistently(position, limit)), (r) =>
+    Effect.flatMap(client.read("events.read", () => readConsistently(position, limit)), (r) =>
       r instanceof EventLogTrimmed ? Effect.fail(r) : Effect.succeed(r))
   // The position a follow last found nothing after, and the file's change stamp before that
   // read: while neither moves, nothing was committed to read, and a quiet feed reads no table.
   let quiet: { readonly position: string; readonly stamp: string } | undefined
-  const stamp = client.run("events.stamp", client.changeStamp)
+  const stamp = client.read("events.stamp", client.changeStamp)
   const readUnlessQuiet = (position: string, limit: number, since: string) =>
     quiet !== undefined && quiet.position === position && quiet.stamp === since ? Effect.succeed([]) : read(position, limit)
   return {
     positions: numberedPositions,
-    head: client.run("events.head", () => String(head())),
+    head: client.read("events.head", () => String(head())),
     read,
     follow: (position, limit) =>
       Effect.flatMap(stamp, (before) => Effect.flatMap(readUnlessQuiet(position, limit, before), (found) => {

@@ -264,12 +264,12 @@ export const makeHardwarePriceStore = (client: SqliteClient): HardwarePriceStore
     version: version.version,
 
     page: (plan) =>
-      client.run("hardware_prices.page", () => {
+      client.read("hardware_prices.page", () => {
         const { sql, params } = compileHardwarePage(plan)
         return readRows(prepare, sql, params, hardwareRowFromColumns)
       }),
 
-    summary: client.run("hardware_prices.summary", () => readSummaryConsistently())
+    summary: client.read("hardware_prices.summary", () => readSummaryConsistently())
   }
 }
 

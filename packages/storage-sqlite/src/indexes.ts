@@ -135,12 +135,12 @@ export const makeIndexStore = (client: SqliteClient): IndexStore["Type"] => {
         version.bump()
       }),
 
-    definitions: client.run("indexes.definitions", () =>
+    definitions: client.read("indexes.definitions", () =>
       (prepare("SELECT definition_json, computed_through FROM index_definitions ORDER BY id").raw(true).all() as Array<[string, string | null]>)
         .map(([json, computed_through]): StoredIndexDefinition => ({ definition: parse(json), computed_through }))),
 
     definition: (id) =>
-      client.run("indexes.definition", () =>
+      client.read("indexes.definition", () =>
         Option.map(Option.fromNullable(prepare("SELECT definition_json FROM index_definitions WHERE id = ?").pluck().get(id) as string | undefined), parse)),
 
     putWeights: (gpus, weights) =>
@@ -152,7 +152,7 @@ export const makeIndexStore = (client: SqliteClient): IndexStore["Type"] => {
         version.bump()
       }),
 
-    weights: client.run("indexes.weights", () =>
+    weights: client.read("indexes.weights", () =>
       (prepare("SELECT gpu_canonical_name, weight, valid_from, valid_to FROM index_fleet_weights ORDER BY gpu_canonical_name, valid_from")
         .raw(true).all() as Array<[string, number, string, string | null]>)
         .map(([gpu_canonical_name, weight, valid_from, valid_to]): FleetWeight => ({ gpu_canonical_name, weight, valid_from, valid_to }))),
@@ -176,13 +176,13 @@ export const makeIndexStore = (client: SqliteClient): IndexStore["Type"] => {
     version: version.version,
 
     page: (plan) =>
-      client.run("indexes.page", () => {
+      client.read("indexes.page", () => {
         const { sql, params } = compileIndexPage(plan)
         return readRows(prepare, sql, params, indexValueFromColumns)
       }),
 
     coverage: (ids, from) =>
-      client.run("indexes.coverage", () => {
+      client.read("indexes.coverage", () => {
         const last = prepare("SELECT timestamp FROM index_values WHERE id = ? ORDER BY start DESC LIMIT 1").pluck()
         // One index's timestamps order as its starts do, so min(timestamp) is the first one.
         const since = prepare("SELECT min(timestamp), count(*) FROM index_values WHERE id = ? AND start >= ?").raw(true)

@@ -230,8 +230,8 @@ export const makeLlmTokenPriceStore = (client: SqliteClient, rowCacheRows = DEFA
     version: version.version,
 
     page: (plan) =>
-      client.run("llm_token_prices.page", () => cachedPage(plan)),
+      client.read("llm_token_prices.page", () => cachedPage(plan)),
 
-    models: client.run("llm_token_prices.models", () => summary.get())
+    models: client.read("llm_token_prices.models", () => summary.get())
   }
 }

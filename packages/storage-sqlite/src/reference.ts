@@ -57,7 +57,7 @@ ON CONFLICT (currency, date) DO UPDATE SET usd_per_unit = excluded.usd_per_unit`
       return done
     }),
   fxRates: (currencies, from, to) =>
-    client.run("reference.fxRates", () => {
+    client.read("reference.fxRates", () => {
       if (currencies.length === 0) return []
       const list = currencies.map(() => "?").join(", ")
       // Each currency's latest rate before `from` is one seek of the primary key, as is the range.
@@ -81,7 +81,7 @@ ON CONFLICT (gpu_canonical_name) DO UPDATE SET entry_json = excluded.entry_json`
       if (mark !== undefined) writeMark(client, mark)
       return done
     }),
-  gpus: client.run("reference.gpus", () =>
+  gpus: client.read("reference.gpus", () =>
     (client.prepare("SELECT entry_json FROM gpu_catalog ORDER BY gpu_canonical_name").pluck().all() as Array<string>)
       .map((json) => JSON.parse(json) as GpuCatalogEntryInput)),
   mark: readMark(client, "reference.mark")

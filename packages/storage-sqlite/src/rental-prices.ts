@@ -185,10 +185,10 @@ export const makeRentalPriceStore = (
     version: version.version,
 
     page: (plan) =>
-      client.run("rental_prices.page", () => cachedPage(plan)),
+      client.read("rental_prices.page", () => cachedPage(plan)),
 
-    spellings: client.run("rental_prices.spellings", () => summary.get().spellings),
+    spellings: client.read("rental_prices.spellings", () => summary.get().spellings),
 
-    gpus: client.run("rental_prices.gpus", () => summary.get().gpus)
+    gpus: client.read("rental_prices.gpus", () => summary.get().gpus)
   }
 }

@@ -22,7 +22,7 @@ export const makeSettingsStore = (client: SqliteClient): SettingsStore["Type"] =
   const { prepare } = client
   const read = (name: string) => prepare(READ).pluck().get(name) as string | undefined
   return {
-    get: (name) => client.run("settings.get", () => Option.fromNullable(read(name))),
+    get: (name) => client.read("settings.get", () => Option.fromNullable(read(name))),
     set: (name, value) => client.run("settings.set", () => writeMark(client, { name, value })),
     getOrSet: (name, value) =>
       client.transaction("settings.getOrSet", () => {

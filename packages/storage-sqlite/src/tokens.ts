@@ -37,11 +37,11 @@ export const makeTokenStore = (client: SqliteClient): TokenStore["Type"] => {
         bump()
       }),
     find: (tokenHash) =>
-      client.run("tokens.find", () => {
+      client.read("tokens.find", () => {
         const row = prepare("SELECT token_hash, principal_json FROM tokens WHERE token_hash = ?").get(tokenHash) as TokenRow | undefined
         return row === undefined ? Option.none() : Option.some(toStored(row))
       }),
-    list: client.run("tokens.list", () =>
+    list: client.read("tokens.list", () =>
       (prepare("SELECT token_hash, principal_json FROM tokens ORDER BY principal_id, token_hash").all() as Array<TokenRow>).map(toStored)),
     revoke: (principalId) =>
       client.transaction("tokens.revoke", () => {
@@ -50,6 +50,6 @@ export const makeTokenStore = (client: SqliteClient): TokenStore["Type"] => {
         return revoked
       }),
     // Never written until the first token is: the empty string stands for that state.
-    version: client.run("tokens.version", () => (prepare("SELECT value FROM settings WHERE name = ?").pluck().get(VERSION) as string | undefined) ?? "")
+    version: client.read("tokens.version", () => (prepare("SELECT value FROM settings WHERE name = ?").pluck().get(VERSION) as string | undefined) ?? "")
   }
 }

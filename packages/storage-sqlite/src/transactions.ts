@@ -143,14 +143,14 @@ export const makeTransactionStore = (client: SqliteClient): TransactionStore["Ty
   }
 
   return {
-    deals: (ids) => client.run("transactions.deals", () => dealsOf(ids)),
+    deals: (ids) => client.read("transactions.deals", () => dealsOf(ids)),
 
-    pending: (pools) => client.run("transactions.pending", () => pendingOf(pools)),
+    pending: (pools) => client.read("transactions.pending", () => pendingOf(pools)),
 
-    pendingPools: client.run("transactions.pendingPools", () =>
+    pendingPools: client.read("transactions.pendingPools", () =>
       prepare("SELECT DISTINCT pool FROM transaction_deals WHERE cohort IS NULL").pluck().all() as Array<string>),
 
-    series: (ids) => client.run("transactions.series", () => seriesOf(ids)),
+    series: (ids) => client.read("transactions.series", () => seriesOf(ids)),
 
     // Reads, decision and writes inside one BEGIN IMMEDIATE: no writer comes in between.
     transact: <A, E>(reads: TransactionReads, decide: (view: TransactionView) => Either.Either<Decision<TransactionChanges, A>, E>) =>
@@ -180,12 +180,12 @@ export const makeTransactionStore = (client: SqliteClient): TransactionStore["Ty
     version: version.version,
 
     page: (plan) =>
-      client.run("transactions.page", () => {
+      client.read("transactions.page", () => {
         const { sql, params } = compileTransactionPage(plan)
         return readRows(prepare, sql, params, transactionFromColumns)
       }),
 
-    summary: client.run("transactions.summary", () => {
+    summary: client.read("transactions.summary", () => {
       const distinct = (col: string) => prepare(`SELECT DISTINCT ${col} FROM transaction_rows`).pluck().all() as Array<unknown>
       const gpus = prepare(
         `SELECT gpu_canonical_name, gpu_model, MIN(transaction_date) AS first_transaction_date,
@@ -202,7 +202,7 @@ export const makeTransactionStore = (client: SqliteClient): TransactionStore["Ty
       }
     }),
 
-    audit: client.run("transactions.audit", () => {
+    audit: client.read("transactions.audit", () => {
       const members = new Map<string, Array<string>>()
       for (const d of prepare("SELECT cohort, deal_id FROM transaction_deals WHERE cohort IS NOT NULL").all() as Array<{ cohort: string; deal_id: string }>) {
         const list = members.get(d.cohort)
