@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { bodyBytes, bodyJson } from "../src/adapters.js"
+import { createHash } from "node:crypto"
+import { bodyBytes, bodyDigest, bodyJson } from "../src/adapters.js"
 import { pageFromBytes, rowsBytes, withSerialisedData } from "../src/market/page-cache.js"
 
 /** A row as stores return them: a flat record of JSON values, any text (multi-byte UTF-8 included). */
@@ -40,5 +41,32 @@ describe("serialised rows", () => {
       }
       assert.deepStrictEqual(cached.data, JSON.parse(JSON.stringify(frozen)))
     }))
+  })
+
+  it("a body spliced from frozen rows has a digest that tells bodies apart exactly as their bytes do; other bodies have none", () => {
+    const pageOf = (data: ReadonlyArray<object>, pageMeta: object) => {
+      const body = bodyBytes(withSerialisedData({ data, meta: pageMeta as never }, rowsBytes(data)))
+      return { text: Buffer.from(body).toString(), digest: bodyDigest(body) }
+    }
+    fc.assert(fc.property(rows, meta, rows, meta, (a, metaA, b, metaB) => {
+      const frozenA = a.map((r) => Object.freeze({ ...r }))
+      const frozenB = b.map((r) => Object.freeze({ ...r }))
+      const x = pageOf(frozenA, metaA)
+      // The same rows as new objects (a row read again), served again: the same digest.
+      const again = pageOf(frozenA.map((r) => Object.freeze({ ...r })), JSON.parse(JSON.stringify(metaA)))
+      const y = pageOf(frozenB, metaB)
+      assert.isDefined(x.digest)
+      assert.isTrue(Buffer.from(x.digest!).equals(Buffer.from(again.digest!)))
+      assert.strictEqual(Buffer.from(x.digest!).equals(Buffer.from(y.digest!)), x.text === y.text, `${x.text} / ${y.text}`)
+    }))
+    // Rows not frozen (a store that keeps none) and bodies that are not pages are hashed whole.
+    assert.isUndefined(bodyDigest(bodyBytes(withSerialisedData({ data: [{ a: 1 }], meta: {} as never }, rowsBytes([{ a: 1 }])))))
+    assert.isUndefined(bodyDigest(bodyBytes({ a: 1 })))
+    // The digest of a page stands for its rows and meta: the same rows one by one, then the meta.
+    const one = Object.freeze({ a: 1 }), two = Object.freeze({ b: "é" })
+    const sha = (...parts: ReadonlyArray<Uint8Array | string>) => parts.reduce((h, p) => h.update(p), createHash("sha256")).digest()
+    const rowsPart = sha(sha(JSON.stringify(one)), sha(JSON.stringify(two)))
+    const body = bodyBytes(withSerialisedData({ data: [one, two], meta: { page_size: 2 } as never }, rowsBytes([one, two])))
+    assert.isTrue(Buffer.from(bodyDigest(body)!).equals(sha(rowsPart, JSON.stringify({ page_size: 2 }))))
   })
 })

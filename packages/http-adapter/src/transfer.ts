@@ -3,6 +3,7 @@ import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type { DataType, Principal } from "@gpu-market/core"
+import { bodyDigest } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import { createHash } from "node:crypto"
 import { promisify } from "node:util"
@@ -102,9 +103,18 @@ export const audienceOf = (principal: Principal): string => {
   return audience
 }
 
-/** The opaque part of a body's strong validator: 128 bits of SHA-256 over who it is for and its bytes. */
-const opaqueTag = (audience: string, body: Uint8Array) =>
-  createHash("sha256").update(audience).update("\n").update(body).digest().subarray(0, 16).toString("base64url")
+/** A byte no JSON body starts with: what follows it is a body's digest (`bodyDigest`), not its bytes. */
+const DIGEST_FORM = Buffer.from([0])
+
+/**
+ * The opaque part of a body's strong validator: 128 bits of SHA-256 over who it is for and its
+ * bytes, or, for a page spliced from held rows, over the digest that stands for its bytes.
+ */
+const opaqueTag = (audience: string, body: Uint8Array) => {
+  const hash = createHash("sha256").update(audience).update("\n")
+  const digest = bodyDigest(body)
+  return (digest === undefined ? hash.update(body) : hash.update(DIGEST_FORM).update(digest)).digest().subarray(0, 16).toString("base64url")
+}
 
 /**
  * The entity tag a 304 answers with when `If-None-Match` names a variant of the current body,
