@@ -182,8 +182,9 @@ export const fromDatabase = (db: Database.Database, filename: string, eventReten
     filename,
     eventRetention,
     changeStamp: () => {
+      // Read in the task's shared transaction when one is open, else on its own: a replay reads
+      // nothing else, and opening a transaction to share would cost it two statements more.
       stamp ??= db.prepare<Array<unknown>, unknown>("SELECT total_changes(), data_version FROM pragma_data_version").raw(true)
-      reads.join()
       const [changed, version] = stamp.get() as [number, number]
       return `${changed}:${version}`
     },
