@@ -53,7 +53,7 @@ export interface CachedRows {
   /** The data version of the type these rows were read at (read before them). */
   readonly version: string
   /** `JSON.stringify` of the page's rows in UTF-8 (`rowsBytes`), the `data` of the envelope. */
-  readonly data: Uint8Array
+  readonly data: RowsBytes
   readonly returned: number
   /** Keyset position of the page's last row, where the next page starts; absent on the last page. */
   readonly last: Position | undefined
@@ -210,7 +210,7 @@ export interface Replayable extends Versioned {
 
 /** What a page carries besides its rows: their JSON, and whether the answer may be replayed. */
 interface Serialised {
-  readonly data: Uint8Array
+  readonly data: RowsBytes
   readonly replay: Replayable | undefined
 }
 
@@ -221,13 +221,23 @@ const serialised = new WeakMap<object, Serialised>()
 const frozenRowBytes = new WeakMap<object, { readonly bytes: Uint8Array; readonly digest: Uint8Array }>()
 
 /**
- * SHA-256 over the digests of the rows whose bytes `rowsBytes` spliced into `data`, in order:
- * as good a fingerprint of `data` as a hash of its bytes (each row's bytes are hashed, and the
- * digests have one length), made from 32 bytes a row instead of the whole page.
+ * `JSON.stringify` of a page's rows in UTF-8, kept in the parts it is made of (each held row's own
+ * bytes, the brackets and commas between them): spliced where it is sent, into the response body,
+ * so an 80 KB page is copied once, not once into `data` and again into the body.
  */
-const rowsDigests = new WeakMap<Uint8Array, Uint8Array>()
+export interface RowsBytes {
+  readonly parts: ReadonlyArray<Uint8Array>
+  /** Bytes in all. */
+  readonly length: number
+  /**
+   * SHA-256 over each row's SHA-256, in order: as good a fingerprint of the bytes as a hash of
+   * them (every row's bytes are hashed, and the digests have one length), and, for rows held
+   * frozen, made from 32 bytes a row instead of the whole page.
+   */
+  readonly digest: Uint8Array
+}
 
-/** SHA-256 of each response body `bodyBytes` spliced from a page with `rowsDigests`, over those and the page's `meta`. */
+/** SHA-256 of each response body `bodyBytes` spliced from a page's rows, over their digest and the page's `meta`. */
 const bodyDigests = new WeakMap<Uint8Array, Uint8Array>()
 
 const OPEN_ARRAY = Buffer.from("[")
@@ -241,31 +251,42 @@ const ownBytes = (text: string): Uint8Array => {
   return bytes
 }
 
+/** A row's JSON in UTF-8 and its SHA-256; a frozen row's are made once and kept. */
+const rowBytes = (row: object): { readonly bytes: Uint8Array; readonly digest: Uint8Array } => {
+  if (!Object.isFrozen(row)) {
+    const bytes = Buffer.from(JSON.stringify(row))
+    return { bytes, digest: createHash("sha256").update(bytes).digest() }
+  }
+  let kept = frozenRowBytes.get(row)
+  if (kept === undefined) {
+    const bytes = ownBytes(JSON.stringify(row))
+    frozenRowBytes.set(row, kept = { bytes, digest: createHash("sha256").update(bytes).digest() })
+  }
+  return kept
+}
+
 /**
- * `JSON.stringify(rows)` in UTF-8. When every row is frozen (a store that serves the same rows
- * to many pages: the SQLite and Redis row caches), each row is serialised and encoded once, and a
- * page is a copy of their bytes: encoding a whole 80 KB page again cost as much as the page's
- * query. Other rows are serialised as a whole.
+ * `JSON.stringify(rows)` in UTF-8, with the digest of its rows. A frozen row (a store that serves
+ * the same rows to many pages: the SQLite and Redis row caches) is serialised, encoded and hashed
+ * once, and a page is made of their bytes: encoding a whole 80 KB page again cost as much as the
+ * page's query.
  */
-export const rowsBytes = (rows: ReadonlyArray<object>): Uint8Array => {
-  if (!rows.every((row) => Object.isFrozen(row))) return Buffer.from(JSON.stringify(rows))
+export const rowsBytes = (rows: ReadonlyArray<object>): RowsBytes => {
   const parts: Array<Uint8Array> = [OPEN_ARRAY]
   const digest = createHash("sha256")
+  let length = OPEN_ARRAY.length + CLOSE_ARRAY.length
   for (let i = 0; i < rows.length; i++) {
-    const row = rows[i]!
-    let kept = frozenRowBytes.get(row)
-    if (kept === undefined) {
-      const bytes = ownBytes(JSON.stringify(row))
-      frozenRowBytes.set(row, kept = { bytes, digest: createHash("sha256").update(bytes).digest() })
+    const row = rowBytes(rows[i]!)
+    if (i > 0) {
+      parts.push(COMMA)
+      length += COMMA.length
     }
-    if (i > 0) parts.push(COMMA)
-    parts.push(kept.bytes)
-    digest.update(kept.digest)
+    parts.push(row.bytes)
+    length += row.bytes.length
+    digest.update(row.digest)
   }
   parts.push(CLOSE_ARRAY)
-  const data = Buffer.concat(parts)
-  rowsDigests.set(data, digest.digest())
-  return data
+  return { parts, length, digest: digest.digest() }
 }
 
 const utf8 = new TextDecoder()
@@ -274,11 +295,11 @@ const utf8 = new TextDecoder()
  * A page whose `data` is `data` already serialised (`rowsBytes`): the adapters splice the bytes
  * (`bodyBytes`), and a caller that reads `data` gets the rows parsed from them, once.
  */
-export const pageFromBytes = <Row>(data: Uint8Array, meta: Page<Row>["meta"], replay?: Replayable): Page<Row> => {
+export const pageFromBytes = <Row>(data: RowsBytes, meta: Page<Row>["meta"], replay?: Replayable): Page<Row> => {
   let rows: ReadonlyArray<Row> | undefined
   const page: Page<Row> = {
     get data() {
-      return rows ??= JSON.parse(utf8.decode(data)) as ReadonlyArray<Row>
+      return rows ??= JSON.parse(utf8.decode(Buffer.concat(data.parts, data.length))) as ReadonlyArray<Row>
     },
     meta
   }
@@ -287,7 +308,7 @@ export const pageFromBytes = <Row>(data: Uint8Array, meta: Page<Row>["meta"], re
 }
 
 /** `page`, recorded as having `data` for its rows (which it must be `rowsBytes` of). */
-export const withSerialisedData = <Row>(page: Page<Row>, data: Uint8Array, replay?: Replayable): Page<Row> => {
+export const withSerialisedData = <Row>(page: Page<Row>, data: RowsBytes, replay?: Replayable): Page<Row> => {
   serialised.set(page, { data, replay })
   return page
 }
@@ -308,16 +329,15 @@ export const bodyBytes = (body: unknown): Uint8Array => {
   const data = typeof body === "object" && body !== null ? serialised.get(body)?.data : undefined
   if (data === undefined) return Buffer.from(JSON.stringify(body))
   const meta = Buffer.from(JSON.stringify((body as Page<unknown>).meta))
-  const bytes = Buffer.concat([OPEN_PAGE, data, META, meta, CLOSE_PAGE])
-  const rows = rowsDigests.get(data)
-  if (rows !== undefined) bodyDigests.set(bytes, createHash("sha256").update(rows).update(meta).digest())
+  const bytes = Buffer.concat([OPEN_PAGE, ...data.parts, META, meta, CLOSE_PAGE], OPEN_PAGE.length + data.length + META.length + meta.length + CLOSE_PAGE.length)
+  bodyDigests.set(bytes, createHash("sha256").update(data.digest).update(meta).digest())
   return bytes
 }
 
 /**
- * A fingerprint of `body` as strong as SHA-256 of its bytes, when `bodyBytes` made it from rows
- * whose digests it kept (`rowsBytes` of frozen rows): an entity tag taken from it costs 32 bytes
- * a row to hash instead of the page. Undefined for any other body.
+ * A fingerprint of `body` as strong as SHA-256 of its bytes, when `bodyBytes` spliced it from a
+ * page's rows (`rowsBytes`): an entity tag taken from it costs 32 bytes a row to hash instead of
+ * the page, and the same on every backend for the same bytes. Undefined for any other body.
  */
 export const bodyDigest = (body: Uint8Array): Uint8Array | undefined => bodyDigests.get(body)
 
