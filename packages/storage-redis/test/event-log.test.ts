@@ -32,7 +32,10 @@ describe("redis event log retention", () => {
         const head = yield* log.head
         const [, hw, ...rest] = head.split("_")
         const [ms, seq] = hw!.split("-").map(Number) as [number, number]
-        const before = ["0-0", `${ms}-${seq - 1}`, ...rest].join("_")
+        // The id just before it: the same millisecond's sequence less one, or, at sequence 0, the
+        // millisecond before's last (Redis sequences are unsigned 64-bit).
+        const just = seq > 0 ? `${ms}-${seq - 1}` : `${ms - 1}-18446744073709551615`
+        const before = ["0-0", just, ...rest].join("_")
         const last = yield* log.read(before, 10)
         assert.strictEqual(last.length, 1)
         assert.strictEqual(last[0]!.id, hw)
