@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3"
+import * as fs from "node:fs"
 import * as path from "node:path"
 
 /**
@@ -26,7 +27,7 @@ export interface SharedReads {
   readonly close: () => void
 }
 
-/** Each file's connections in this process, by resolved path: a write on one ends the others' shared reads. */
+/** Each file's connections in this process, by real path: a write on one ends the others' shared reads. */
 const connectionsOf = new Map<string, Set<() => void>>()
 
 /** Shared reads of `db`, a connection to `filename` (`:memory:` and `""` are private to the connection). */
@@ -46,7 +47,8 @@ export const sharedReads = (db: Database.Database, filename: string): SharedRead
       if (db.inTransaction) db.exec("ROLLBACK")
     }
   }
-  const key = filename === ":memory:" || filename === "" ? undefined : path.resolve(filename)
+  // The file's real path, so connections that named it through another path or a link share it.
+  const key = filename === ":memory:" || filename === "" ? undefined : fs.realpathSync(path.resolve(filename))
   const peers = key === undefined ? new Set<() => void>() : connectionsOf.get(key) ?? new Set<() => void>()
   if (key !== undefined) connectionsOf.set(key, peers)
   peers.add(endOwn)

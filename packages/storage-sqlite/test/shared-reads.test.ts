@@ -52,7 +52,10 @@ describe("SQLite reads of one task", () => {
 
   it.effect("a write on the same connection, or on another of this process to the file, ends them first: a read after it sees it", () =>
     withFile((client, _other, filename) => Effect.scoped(Effect.gen(function* () {
-      const second = yield* makeClient({ filename })
+      // The same file through a link: still the same file's connections.
+      const link = `${filename}.link`
+      fs.symlinkSync(filename, link)
+      const second = yield* makeClient({ filename: link })
       assert.strictEqual(yield* readValue(client), undefined)
       yield* second.run("probe.write", () => put(second.db, "from-second"))
       assert.strictEqual(yield* readValue(client), "from-second")
