@@ -210,7 +210,8 @@ export interface Replayable extends Versioned {
 
 /** What a page carries besides its rows: their JSON, and whether the answer may be replayed. */
 interface Serialised {
-  readonly data: RowsBytes
+  /** Absent: the page's own rows, serialised only if its bytes are asked for (`bodyBytes`). */
+  readonly data: RowsBytes | undefined
   readonly replay: Replayable | undefined
 }
 
@@ -237,8 +238,11 @@ export interface RowsBytes {
   readonly digest: Uint8Array
 }
 
-/** SHA-256 of each response body `bodyBytes` spliced from a page's rows, over their digest and the page's `meta`. */
-const bodyDigests = new WeakMap<Uint8Array, Uint8Array>()
+/**
+ * What each response body `bodyBytes` spliced from a page's rows is fingerprinted by: their digest
+ * and the page's `meta` bytes, hashed only when an entity tag is asked for (`bodyDigest`).
+ */
+const bodyDigests = new WeakMap<Uint8Array, { readonly rows: Uint8Array; readonly meta: Uint8Array } | Uint8Array>()
 
 const OPEN_ARRAY = Buffer.from("[")
 const COMMA = Buffer.from(",")
@@ -307,8 +311,11 @@ export const pageFromBytes = <Row>(data: RowsBytes, meta: Page<Row>["meta"], rep
   return page
 }
 
-/** `page`, recorded as having `data` for its rows (which it must be `rowsBytes` of). */
-export const withSerialisedData = <Row>(page: Page<Row>, data: RowsBytes, replay?: Replayable): Page<Row> => {
+/**
+ * `page`, recorded as having `data` for its rows (which it must be `rowsBytes` of), or, without
+ * `data`, as a page whose body is spliced from its rows like any other (serialised then).
+ */
+export const withSerialisedData = <Row>(page: Page<Row>, data?: RowsBytes, replay?: Replayable): Page<Row> => {
   serialised.set(page, { data, replay })
   return page
 }
@@ -326,11 +333,12 @@ const CLOSE_PAGE = Buffer.from("}")
  * when read has their bytes spliced in, so rows are serialised once however often served.
  */
 export const bodyBytes = (body: unknown): Uint8Array => {
-  const data = typeof body === "object" && body !== null ? serialised.get(body)?.data : undefined
-  if (data === undefined) return Buffer.from(JSON.stringify(body))
+  const page = typeof body === "object" && body !== null ? serialised.get(body) : undefined
+  if (page === undefined) return Buffer.from(JSON.stringify(body))
+  const data = page.data ?? rowsBytes((body as Page<object>).data)
   const meta = Buffer.from(JSON.stringify((body as Page<unknown>).meta))
   const bytes = Buffer.concat([OPEN_PAGE, ...data.parts, META, meta, CLOSE_PAGE], OPEN_PAGE.length + data.length + META.length + meta.length + CLOSE_PAGE.length)
-  bodyDigests.set(bytes, createHash("sha256").update(data.digest).update(meta).digest())
+  bodyDigests.set(bytes, { rows: data.digest, meta })
   return bytes
 }
 
@@ -339,7 +347,13 @@ export const bodyBytes = (body: unknown): Uint8Array => {
  * page's rows (`rowsBytes`): an entity tag taken from it costs 32 bytes a row to hash instead of
  * the page, and the same on every backend for the same bytes. Undefined for any other body.
  */
-export const bodyDigest = (body: Uint8Array): Uint8Array | undefined => bodyDigests.get(body)
+export const bodyDigest = (body: Uint8Array): Uint8Array | undefined => {
+  const kept = bodyDigests.get(body)
+  if (kept === undefined || kept instanceof Uint8Array) return kept
+  const digest = createHash("sha256").update(kept.rows).update(kept.meta).digest()
+  bodyDigests.set(body, digest)
+  return digest
+}
 
 /** `bodyBytes` as text, for an adapter that sends strings (the worker). */
 export const bodyJson = (body: unknown): string => utf8.decode(bodyBytes(body))

@@ -304,8 +304,9 @@ const readPage = <Row extends Readonly<Record<string, unknown>>>(
     if (anyAbsent(plan.predicates)) return { returned: 0, last: undefined, page: (meta) => ({ data: [], meta }) }
     if (version === undefined || resolvedFromNow(plan.scope, run.now)) {
       const { data, last } = cut(yield* Effect.mapError(run.page(plan), unavailable))
-      // Serialised as a cached page is, so its answer's entity tag is the same whichever way it came.
-      return { returned: data.length, last, page: (meta) => withSerialisedData({ data, meta }, rowsBytes(data)) }
+      // Its body is spliced as a cached page's is (when one is asked for: a direct call reads the
+      // rows), so its answer's entity tag is the same whichever way it came.
+      return { returned: data.length, last, page: (meta) => withSerialisedData({ data, meta }) }
     }
     const key = `${endpointPath}\n${run.entitled?.(plan) ?? ""}\n${JSON.stringify(plan)}`
     // Only a page of current rows has nothing in it that moves with the clock (a window, a floor).
