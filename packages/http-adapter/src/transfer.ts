@@ -16,7 +16,7 @@ import { brotliCompress, constants, gzip } from "node:zlib"
  */
 
 /** A content coding the app sends. */
-type Coding = "br" | "gzip" | "identity"
+export type Coding = "br" | "gzip" | "identity"
 
 /**
  * Bodies below this many bytes go uncompressed: a coding's own framing and the CPU it costs
@@ -141,15 +141,19 @@ export interface Representation {
   readonly caller?: Principal
 }
 
+/** What a GET's answer says of its representation: a 200's headers, or a 304 (with no body). */
+export interface Validated {
+  readonly status: 200 | 304
+  /** The representation's headers with `ETag`, `Cache-Control` and `Vary`. */
+  readonly headers: Record<string, string>
+}
+
 /**
- * A 200 with a strong `ETag` and `Cache-Control`, or a 304 with no body when `If-None-Match`
- * names the current body. The 200 goes out in identity; `withCompression` codes it and gives
- * the tag its coding's suffix.
+ * A 200 with a strong `ETag` and `Cache-Control`, or a 304 when `ifNoneMatch` names the current
+ * body (in a coding `acceptEncoding` still accepts). The 200's tag is its identity bytes'; a
+ * coded answer gives it its coding's suffix (`encode`).
  */
-export const respond = (
-  request: HttpServerRequest.HttpServerRequest,
-  representation: Representation
-): HttpServerResponse.HttpServerResponse => {
+export const validate = (ifNoneMatch: string | undefined, acceptEncoding: string | undefined, representation: Representation): Validated => {
   const { body, caller } = representation
   const opaque = opaqueTag(caller === undefined ? "" : audienceOf(caller), body)
   const headers = {
@@ -157,13 +161,26 @@ export const respond = (
     "cache-control": caller === undefined ? PUBLIC_CACHE_CONTROL : PRIVATE_CACHE_CONTROL,
     vary: "Accept-Encoding"
   }
-  const ifNoneMatch = request.headers["if-none-match"]
   if (ifNoneMatch !== undefined) {
-    const accept = weights(request.headers["accept-encoding"])
+    const accept = weights(acceptEncoding)
     const tag = notModified(ifNoneMatch, opaque, codingFor(body.length, accept), accept)
-    if (tag !== undefined) return HttpServerResponse.empty({ status: 304, headers: { ...headers, etag: tag } })
+    if (tag !== undefined) return { status: 304, headers: { ...headers, etag: tag } }
   }
-  return HttpServerResponse.uint8Array(body, { contentType: representation.contentType, headers: { ...headers, etag: tagOf(opaque, "identity") } })
+  return { status: 200, headers: { ...headers, etag: tagOf(opaque, "identity") } }
+}
+
+/**
+ * `validate` as the app's response. The 200 goes out in identity; `withCompression` codes it
+ * and gives the tag its coding's suffix.
+ */
+export const respond = (
+  request: HttpServerRequest.HttpServerRequest,
+  representation: Representation
+): HttpServerResponse.HttpServerResponse => {
+  const { status, headers } = validate(request.headers["if-none-match"], request.headers["accept-encoding"], representation)
+  return status === 304
+    ? HttpServerResponse.empty({ status, headers })
+    : HttpServerResponse.uint8Array(representation.body, { contentType: representation.contentType, headers })
 }
 
 /** Media types worth compressing: text and JSON (problems included); images are compressed already. */
@@ -201,13 +218,30 @@ const codedBody = (body: Uint8Array, coding: Exclude<Coding, "identity">): Promi
 }
 
 /** `vary` with `field` added, once. */
-const varyWith = (vary: string | undefined, field: string) =>
+export const varyWith = (vary: string | undefined, field: string) =>
   vary === undefined || vary === "" ? field
     : vary.split(",").some((f) => f.trim().toLowerCase() === field.toLowerCase()) ? vary : `${vary}, ${field}`
 
 /** The response with `field` in its `Vary`, once. */
 export const addVary = (response: HttpServerResponse.HttpServerResponse, field: string): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.setHeader(response, "vary", varyWith(response.headers["vary"], field))
+
+/** The coding a body of `size` bytes goes out in, for a request's `Accept-Encoding`. */
+export const codingOf = (size: number, acceptEncoding: string | undefined): Coding => codingFor(size, weights(acceptEncoding))
+
+/** A body coded for the wire, and the headers that say so. */
+export interface Encoded {
+  readonly bytes: Uint8Array
+  /** `Content-Encoding`, and the strong entity tag `etag` with its coding's suffix. */
+  readonly headers: Record<string, string>
+}
+
+/** `body` in `coding`, its strong `etag` (if any) given the coding's suffix. */
+export const encode = (body: Uint8Array, coding: Exclude<Coding, "identity">, etag: string | undefined): Promise<Encoded> =>
+  codedBody(body, coding).then((bytes) => ({
+    bytes,
+    headers: { "content-encoding": coding, ...(etag !== undefined && etag.startsWith("\"") ? { etag: tagOf(etag.slice(1, -1), coding) } : {}) }
+  }))
 
 /**
  * Compresses every text or JSON answer of the app of at least `COMPRESS_MIN_BYTES` in the coding
@@ -221,13 +255,9 @@ export const withCompression = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Defau
     const varied = addVary(response, "Accept-Encoding")
     if (response.headers["content-encoding"] !== undefined) return Effect.succeed(varied)
     return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-      const coding = codingFor(body.body.length, weights(request.headers["accept-encoding"]))
+      const coding = codingOf(body.body.length, request.headers["accept-encoding"])
       if (coding === "identity") return Effect.succeed(varied)
-      const etag = response.headers["etag"]
-      return Effect.map(Effect.promise(() => codedBody(body.body, coding)), (bytes) =>
-        HttpServerResponse.setHeaders(HttpServerResponse.setBody(varied, HttpBody.uint8Array(bytes, body.contentType)), {
-          "content-encoding": coding,
-          ...(etag !== undefined && etag.startsWith("\"") ? { etag: tagOf(etag.slice(1, -1), coding) } : {})
-        }))
+      return Effect.map(Effect.promise(() => encode(body.body, coding, response.headers["etag"])), (encoded) =>
+        HttpServerResponse.setHeaders(HttpServerResponse.setBody(varied, HttpBody.uint8Array(encoded.bytes, body.contentType)), encoded.headers))
     })
   })
