@@ -1,18 +1,15 @@
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { createMarket, type Market, marketLayer, type Storage, type StorageError, withRateLimits } from "@gpu-market/core"
+import { createMarket, type Market, type Storage, type StorageError, withRateLimits } from "@gpu-market/core"
 import { RentalPriceStore, TokenStore } from "@gpu-market/core/storage"
 import { redis } from "@gpu-market/storage-redis"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
-import { Context, Effect, Layer, ManagedRuntime } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { Redis } from "ioredis"
-import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { gunzipSync } from "node:zlib"
-import { makeAppWithReplay, type Replay, replayOrHandle } from "../packages/http-adapter/src/internal"
 import { seedMarket, tempDb } from "./support/adapters"
+import { type LanesHost, startLanesHost } from "./support/lanes"
 import { dayIso, observations, TOKENS } from "./support/market"
 import { type RedisServer, startRedis, uniquePrefix } from "./support/redis"
 
@@ -25,39 +22,10 @@ import { type RedisServer, startRedis, uniquePrefix } from "./support/redis"
 
 const PAGE = "/v2/gpu/rental/prices/latest?gpu_canonical_name=h100-sxm&sort_by=price_usd_per_gpu_hour&page_size=5"
 
-interface Host {
-  readonly origin: string
-  readonly replay: Replay
-  readonly close: () => Promise<void>
-}
+type Host = LanesHost
 
-/** The app behind its replay on a free port, over `storage`, as the server's `layer` puts them together. */
-const startReplayingHost = async (storage: Layer.Layer<Storage, StorageError>): Promise<Host> => {
-  const runtime = ManagedRuntime.make(marketLayer.pipe(Layer.provideMerge(storage)))
-  let server: Server | undefined
-  try {
-    const built = await runtime.runPromise(Effect.gen(function* () {
-      const parts = yield* makeAppWithReplay({ baseUrl: "http://replay.test" })
-      return { replay: parts.replay, handle: yield* NodeHttpServer.makeHandler(parts.app) }
-    }))
-    server = createServer(replayOrHandle(built.replay, built.handle))
-    await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve))
-    const listening = server
-    return {
-      origin: `http://127.0.0.1:${(listening.address() as AddressInfo).port}`,
-      replay: built.replay,
-      close: async () => {
-        listening.closeAllConnections()
-        await new Promise<void>((resolve) => listening.close(() => resolve()))
-        await runtime.dispose()
-      }
-    }
-  } catch (e) {
-    server?.close()
-    await runtime.dispose()
-    throw e
-  }
-}
+/** The app behind its lanes on a free port, over `storage`, as the server's `layer` puts them together. */
+const startReplayingHost = (storage: Layer.Layer<Storage, StorageError>): Promise<Host> => startLanesHost(storage)
 
 const get = async (url: string, token: string, headers: Record<string, string> = {}) => {
   const res = await fetch(url, { headers: { authorization: `Bearer ${token}`, ...headers } })

@@ -13,6 +13,7 @@ import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
 import { type CorsOptions, corsOptionsProblem, withCors } from "./cors.js"
 import { makeDashboardRoutes } from "./dashboard.js"
+import { makeDirect } from "./direct.js"
 import { docsPage, makeAssetRoutes } from "./docs.js"
 import { DEFAULT_HEARTBEAT_MS, EVENTS_PATH, heartbeatProblem, sseResponse } from "./events.js"
 import { makeHealthRoutes } from "./health.js"
@@ -46,7 +47,10 @@ export interface AppOptions {
   readonly feedHeartbeatMs?: number
 }
 
-/** The app and its replay; the replay keeps answers only when `replaying` (a Node server in front). */
+/**
+ * The app, its replay and its direct lane; the replay keeps answers and the lane takes requests
+ * only when `replaying` (a Node server in front).
+ */
 const buildApp = (options: AppOptions, replaying: boolean) =>
   Effect.gen(function* () {
     const corsProblem = options.cors === undefined ? undefined : corsOptionsProblem(options.cors)
@@ -177,7 +181,16 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
     // CORS around every answer, so a preflight is answered before anything else runs; the
     // recording outermost, so a replay gives the answer exactly as it was sent.
     const app: HttpApp.Default<never, Scope.Scope> = replay.recording(withCors(options.cors)(withCompression(answered)))
-    return { app, replay }
+    const direct = makeDirect({
+      routes: replaying ? dataRoutes.map((route) => ({ path: route.path, call: readCall(route.entry) })) : [],
+      prefix,
+      origin,
+      admit: admitNow,
+      replay,
+      varyOrigin: options.cors !== undefined && options.cors.origins.length > 0,
+      runtime: yield* Effect.runtime<never>()
+    })
+    return { app, replay, direct }
   })
 
 /**
@@ -191,8 +204,9 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
 export const makeApp = (options: AppOptions) => Effect.map(makeAppParts(options), ({ app }) => app)
 
 /**
- * The app and its `Replay`, which a Node server puts in front of it: answers the app marks as
- * replayable are kept, and the same request again is answered from them (see replay.ts).
+ * The app with its `Replay` and `Direct` lane, which a Node server puts in front of it: answers
+ * the app marks as replayable are kept, and the same request again is answered from them (see
+ * replay.ts); plain data pages are read and written without the platform (see direct.ts).
  */
 export const makeAppWithReplay = (options: AppOptions) => buildApp(options, true)
 

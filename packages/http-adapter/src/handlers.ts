@@ -12,8 +12,8 @@ import type * as Scope from "effect/Scope"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { makeAppParts, makeAppWithReplay } from "./app.js"
 import { type CorsOptions, corsOptionsProblem } from "./cors.js"
+import { type Lanes, nodeLanes } from "./direct.js"
 import { heartbeatProblem } from "./events.js"
-import { type Replay, replayOrHandle } from "./replay.js"
 
 /**
  * The HTTP API as handlers an existing service mounts: a Node `(req, res)` handler (node:http,
@@ -48,7 +48,7 @@ export interface HandlerOptions {
 const open = async <A>(
   options: HandlerOptions,
   replaying: boolean,
-  toHandler: (app: HttpApp.Default<never, Scope.Scope>, replay: Replay) => Effect.Effect<A, never, MarketServices>
+  toHandler: (app: HttpApp.Default<never, Scope.Scope>, lanes: Lanes) => Effect.Effect<A, never, MarketServices>
 ) => {
   const corsProblem = options.cors === undefined ? undefined : corsOptionsProblem(options.cors)
   if (corsProblem !== undefined) throw new TypeError(corsProblem)
@@ -65,8 +65,8 @@ const open = async <A>(
       baseUrl: options.baseUrl,
       ...(options.cors === undefined ? {} : { cors: options.cors }),
       ...(options.feedHeartbeatMs === undefined ? {} : { feedHeartbeatMs: options.feedHeartbeatMs })
-    }), ({ app, replay }) =>
-      toHandler(app.pipe(Effect.withTracerEnabled(false)), replay))
+    }), ({ app, ...lanes }) =>
+      toHandler(app.pipe(Effect.withTracerEnabled(false)), lanes))
   )
   if (Exit.isFailure(built)) {
     await runtime.dispose()
@@ -80,9 +80,10 @@ export const nodeHandler = async (options: HandlerOptions): Promise<{
   readonly handle: (req: IncomingMessage, res: ServerResponse) => void
   readonly close: () => Promise<void>
 }> => {
-  const { runtime, handler } = await open(options, true, (app, replay) =>
-    // Replayed answers first (see replay.ts); the rest, and whatever the replay hands on, to the app.
-    Effect.map(NodeHttpServer.makeHandler(app), (handle) => replayOrHandle(replay, handle)))
+  const { runtime, handler } = await open(options, true, (app, lanes) =>
+    // Replayed answers first (see replay.ts), then plain data pages (see direct.ts); the rest,
+    // and whatever those hand on, to the app.
+    Effect.map(NodeHttpServer.makeHandler(app), (handle) => nodeLanes(lanes, handle)))
   return { handle: handler, close: () => runtime.dispose() }
 }
 

@@ -2,5 +2,7 @@
  * Internals of the adapter for its own tests and the benchmarks: not part of the package's
  * exports (its public surface is `index.ts`).
  */
-export { makeAppWithReplay } from "./app.js"
-export { type Replay, replayOrHandle } from "./replay.js"
+export { type AppOptions, makeAppWithReplay } from "./app.js"
+export { type Direct, type Heard, type Lanes, nodeLanes } from "./direct.js"
+export type { Answered } from "./observe.js"
+export type { Replay } from "./replay.js"

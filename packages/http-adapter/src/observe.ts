@@ -52,7 +52,7 @@ export interface Answered {
 }
 
 /** Logs and counts one answered request. */
-const recordAnswered = (answered: Answered) => {
+export const recordAnswered = (answered: Answered) => {
   const { method, route, status, seconds } = answered
   durations.unsafeUpdate(seconds, labelsOf({ method, route }))
   requests.unsafeUpdate(1, labelsOf({ method, route, status: String(status) }))

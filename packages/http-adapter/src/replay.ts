@@ -74,6 +74,17 @@ export interface Replay {
   readonly take: (req: IncomingMessage, res: ServerResponse, next: () => void, replayed?: (answered: Answered) => void) => boolean
   /** The admission a request handed on already carries (by the request's `source`). */
   readonly admissionOf: (request: HttpServerRequest.HttpServerRequest) => Either.Either<Admission, MarketError> | undefined
+  /** The admission noted for a Node request, by `take` or `note`. */
+  readonly noted: (req: IncomingMessage) => Either.Either<Admission, MarketError> | undefined
+  /** Notes a request's admission, so the app it is handed on to does not admit (and count) it again. */
+  readonly note: (req: IncomingMessage, admission: Either.Either<Admission, MarketError>) => void
+  /**
+   * Keeps an answer given without the app (the direct lane) as `recording` keeps the app's:
+   * `headers` as sent, of which those of one request are dropped.
+   */
+  readonly keep: (
+    req: IncomingMessage, replay: Replayable, principal: Principal, route: string, headers: Readonly<Record<string, string>>, body: Uint8Array
+  ) => void
   /** Notes that the answer the app is building for `request` may be replayed, for the caller `principal`. */
   readonly mark: (request: HttpServerRequest.HttpServerRequest, replay: Replayable, principal: Principal) => void
   /** Answers kept and their counted bytes; requests replayed, and those taken but handed on to the app. */
@@ -219,10 +230,27 @@ export const makeReplay = (budget: number, admitting: Admitting, runtime: Runtim
     return true
   }
 
+  /** Keeps an answer of `status` 200 with its bytes: `headers` as sent, less those of one request. */
+  const keepAnswer = (
+    url: string, requestHeaders: Readonly<Record<string, HeaderValue>>, mark: { readonly replay: Replayable; readonly audience: string },
+    route: string, sent: Readonly<Record<string, string>>, body: Uint8Array
+  ) => {
+    const headers: Record<string, string> = {}
+    for (const name in sent) if (!PER_REQUEST.has(name)) headers[name] = sent[name]!
+    kept.set(keyOf(url, requestHeaders), { ...mark.replay, route, audience: mark.audience, headers, body })
+  }
+
   return {
     take,
     stats: () => ({ ...kept.stats(), replayed: replays, handedOn }),
     admissionOf: (request) => admissions.get(request.source as object),
+    noted: (req) => admissions.get(req),
+    note: (req, admission) => {
+      admissions.set(req, admission)
+    },
+    keep: (req, replay, principal, route, headers, body) => {
+      if (budget > 0) keepAnswer(req.url ?? "", req.headers, { replay, audience: audienceOf(principal) }, route, headers, body)
+    },
     mark: (request, replay, principal) => {
       if (budget > 0) marks.set(request.source as object, { replay, audience: audienceOf(principal) })
     },
@@ -232,25 +260,11 @@ export const makeReplay = (budget: number, admitting: Admitting, runtime: Runtim
         const body = response.body
         if (mark === undefined || response.status !== 200 || body._tag !== "Uint8Array") return Effect.succeed(response)
         return Effect.map(FiberRef.get(currentRoute), (route) => {
-          const headers: Record<string, string> = { "content-type": body.contentType, "content-length": String(body.body.length) }
-          for (const name in response.headers) if (!PER_REQUEST.has(name)) headers[name] = response.headers[name]!
-          kept.set(keyOf(request.url, request.headers), {
-            ...mark.replay, route: route ?? "unmatched", audience: mark.audience, headers, body: body.body
-          })
+          keepAnswer(request.url, request.headers, mark, route ?? "unmatched", {
+            "content-type": body.contentType, "content-length": String(body.body.length), ...response.headers
+          }, body.body)
           return response
         })
       }))
   }
-}
-
-/**
- * A Node request handler: the replay first, and `handle` (the app's handler) for whatever it does
- * not take or hands on. `replayed` hears of each answer replayed.
- */
-export const replayOrHandle = (
-  replay: Replay,
-  handle: (req: IncomingMessage, res: ServerResponse) => void,
-  replayed?: (answered: Answered) => void
-) => (req: IncomingMessage, res: ServerResponse): void => {
-  if (!replay.take(req, res, () => handle(req, res), replayed)) handle(req, res)
 }

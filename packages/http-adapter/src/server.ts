@@ -9,8 +9,8 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http"
 import { makeAppWithReplay } from "./app.js"
 import { createHttpServer, DEFAULT_TIMEOUTS, type ServerTimeouts, timeoutsProblem } from "./connections.js"
 import type { CorsOptions } from "./cors.js"
-import { type Answered, observed, recordReplayed } from "./observe.js"
-import { replayOrHandle } from "./replay.js"
+import { nodeLanes } from "./direct.js"
+import { type Answered, observed, recordAnswered, recordReplayed } from "./observe.js"
 
 /** Where and how the standalone server listens. */
 export interface ServerOptions {
@@ -115,7 +115,7 @@ export const layer = (options: ServerOptions) => {
   const problem = timeoutsProblem(timeouts)
   if (problem !== undefined) return Layer.die(new TypeError(problem))
   return Layer.scopedDiscard(Effect.gen(function* () {
-    const { app, replay } = yield* makeAppWithReplay({
+    const { app, ...lanes } = yield* makeAppWithReplay({
       baseUrl: options.baseUrl ?? `http://${options.host}:${options.port}`,
       ...(options.cors === undefined ? {} : { cors: options.cors }),
       metrics: options.metrics ?? false,
@@ -126,15 +126,16 @@ export const layer = (options: ServerOptions) => {
       Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true)
     )
     const runtime = yield* Effect.runtime<never>()
-    // Replayed answers are taken before the platform sees the request, and logged and counted as
-    // the app's are: those of one turn of the event loop by one fiber, since a fiber per request
-    // cost more than the replay itself.
-    const answered: Array<Answered> = []
-    const record = () => Runtime.runFork(runtime)(Effect.forEach(answered.splice(0), recordReplayed, { discard: true }))
-    const replayed = (answer: Answered) => {
-      if (answered.push(answer) === 1) setImmediate(record)
+    // Replayed answers and the direct lane's are given before the platform sees the request, and
+    // logged and counted as the app's are: those of one turn of the event loop by one fiber,
+    // since a fiber per request cost more than the replay itself.
+    const answered: Array<readonly [Answered, boolean]> = []
+    const record = () => Runtime.runFork(runtime)(Effect.forEach(answered.splice(0), ([answer, replayed]) =>
+      replayed ? recordReplayed(answer) : recordAnswered(answer), { discard: true }))
+    const recorded = (replayed: boolean) => (answer: Answered) => {
+      if (answered.push([answer, replayed]) === 1) setImmediate(record)
     }
-    yield* listen(replayOrHandle(replay, handle, replayed), {
+    yield* listen(nodeLanes(lanes, handle, { replayed: recorded(true), answered: recorded(false) }), {
       port: options.port, host: options.host, timeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, timeouts
     })
     // Run before the server closes (finalizers run last first): change-feed streams end, so they
