@@ -4,11 +4,13 @@ import { redis } from "@gpu-market/storage-redis"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
-import type { Layer } from "effect"
-import { request } from "node:http"
+import { Effect, type Layer, Runtime } from "effect"
+import { createServer, request } from "node:http"
+import type { AddressInfo } from "node:net"
 import { brotliDecompressSync, gunzipSync } from "node:zlib"
 import { seedMarket, tempDb } from "./support/adapters"
 import { type LanesHost, startLanesHost } from "./support/lanes"
+import { makeDirect, makeReplay, nodeLanes } from "../packages/http-adapter/src/internal"
 import { TOKENS } from "./support/market"
 import { type RedisServer, startRedis, uniquePrefix } from "./support/redis"
 
@@ -210,3 +212,33 @@ for (const backend of backends) {
     })
   })
 }
+
+describe("the direct lane, when writing a page fails", () => {
+  it("leaves the request to the app while nothing is sent, and the server keeps serving", async () => {
+    const admission = { principal: TOKENS.all, status: { limit: 10, remaining: 9, resetSeconds: 60 } }
+    const runtime = Runtime.defaultRuntime
+    const replay = makeReplay(0, { admit: () => Effect.succeed(admission), charge: () => Effect.succeed(admission), changeStamp: undefined, stamped: undefined }, runtime)
+    const direct = makeDirect({
+      // A page JSON cannot write (a bigint): a bug of the service, as the app's defects are.
+      routes: [{ path: "/broken", call: () => Effect.succeed({ data: [{ n: 1n }], meta: {} }) }, { path: "/fine", call: () => Effect.succeed({ data: [], meta: {} }) }],
+      prefix: "", origin: { origin: "http://lane.test", prefix: "" }, admit: () => Effect.succeed(admission), replay, varyOrigin: false, runtime
+    })
+    const handedOn: Array<string> = []
+    const server = createServer(nodeLanes({ replay, direct }, (req, res) => {
+      handedOn.push(req.url ?? "")
+      res.writeHead(500, { "content-type": "text/plain" }).end("the app's answer")
+    }))
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    try {
+      const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+      const broken = await rawGet(`${origin}/broken`, {})
+      assert.deepStrictEqual([broken.status, broken.bytes.toString()], [500, "the app's answer"])
+      const fine = await rawGet(`${origin}/fine`, {})
+      assert.deepStrictEqual([fine.status, fine.bytes.toString()], [200, "{\"data\":[],\"meta\":{}}"])
+      assert.deepStrictEqual(handedOn, ["/broken"])
+    } finally {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  })
+})

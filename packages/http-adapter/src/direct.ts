@@ -94,10 +94,24 @@ export const makeDirect = (options: DirectOptions): Direct => {
       const coding = codingOf(body.length, req.headers["accept-encoding"])
       if (coding === "identity") return send(admission, page, body, headers, requestId)
       encode(body, coding, headers.etag).then(
-        (encoded) => send(admission, page, encoded.bytes, { ...headers, ...encoded.headers }, requestId),
+        (encoded) => guarded(admission, () => send(admission, page, encoded.bytes, { ...headers, ...encoded.headers }, requestId)),
         // The coder failed (it does not on bytes it was given): the app answers, and fails as it does.
         () => handOn(Either.right(admission))
       )
+    }
+
+    /**
+     * Runs `write`; should it throw (a bug, as the app's defects are), the app answers instead
+     * while nothing is sent yet (its 500, if it fails too), else the connection is cut: the
+     * server never goes down with a request.
+     */
+    const guarded = (admission: Admission, write: () => void) => {
+      try {
+        write()
+      } catch (error) {
+        if (!res.headersSent) handOn(Either.right(admission))
+        else res.destroy(error instanceof Error ? error : undefined)
+      }
     }
 
     const handOn = (admission: Either.Either<Admission, MarketError>) => {
@@ -107,7 +121,10 @@ export const makeDirect = (options: DirectOptions): Direct => {
 
     let admission = replay.noted(req)
     const settle = (exit: Exit.Exit<unknown, MarketError>) => {
-      if (admission !== undefined && Either.isRight(admission) && Exit.isSuccess(exit)) return answer(admission.right, exit.value)
+      if (admission !== undefined && Either.isRight(admission) && Exit.isSuccess(exit)) {
+        const admitted = admission.right
+        return guarded(admitted, () => answer(admitted, exit.value))
+      }
       // Refused, or the read failed: the app answers the problem (or, for a defect, its 500).
       if (admission === undefined) return next()
       handOn(admission)
