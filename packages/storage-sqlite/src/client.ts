@@ -6,6 +6,7 @@ import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { sharedReads } from "./shared-reads.js"
+import { walIndexStamp } from "./wal-index-stamp.js"
 
 /** Where the database lives. */
 export interface SqliteOptions {
@@ -57,9 +58,11 @@ export interface SqliteClient {
   /** Change-feed events kept (`SqliteOptions.eventRetention`): every write that logs events trims to it. */
   readonly eventRetention: number
   /**
-   * A reading that moves whenever the file may have changed (`StoreChangeStamp`): the rows this
-   * connection has changed (`total_changes()`) and SQLite's `data_version`, which moves with every
-   * other connection's commit, in this process or another. One statement that reads no table.
+   * A reading that moves whenever the file may have changed (`StoreChangeStamp`): the header of
+   * its WAL index, which every commit of any connection rewrites, read with one `pread`
+   * (`walIndexStamp`); where it cannot be read, the rows this connection has changed
+   * (`total_changes()`) and SQLite's `data_version`, which moves with every other connection's
+   * commit, in one statement that reads no table.
    */
   readonly changeStamp: () => string
   /** The statement of `sql`, prepared once and reused while it stays in the cache. */
@@ -176,12 +179,17 @@ export const fromDatabase = (db: Database.Database, filename: string, eventReten
     return statement
   }
   let stamp: Statement | undefined
+  // The WAL index header's reader (`walIndexStamp`), looked for on first use; null until then.
+  let header: (() => string | undefined) | undefined | null = null
   const reads = sharedReads(db, filename)
   return {
     db,
     filename,
     eventRetention,
     changeStamp: () => {
+      if (header === null) header = walIndexStamp(db, filename)
+      const read = header?.()
+      if (read !== undefined) return read
       // Read in the task's shared transaction when one is open, else on its own: a replay reads
       // nothing else, and opening a transaction to share would cost it two statements more.
       stamp ??= db.prepare<Array<unknown>, unknown>("SELECT total_changes(), data_version FROM pragma_data_version").raw(true)
