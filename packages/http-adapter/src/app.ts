@@ -102,7 +102,8 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
 
     const data = (run: (principal: Principal, request: HttpServerRequest.HttpServerRequest) => Effect.Effect<unknown, MarketError>) =>
       admitted((principal, request, requestId, headers) => Effect.gen(function* () {
-        const body = yield* Effect.either(run(principal, request))
+        const failed = replay.failureOf(request)
+        const body = failed !== undefined ? Either.left(failed) : yield* Effect.either(run(principal, request))
         if (Either.isLeft(body)) return problemResponse(body.left, requestId, headers)
         headers["x-request-id"] = requestId
         const replayable = replayOf(body.right)

@@ -1,12 +1,14 @@
 import type { MarketError, RequestOrigin } from "@gpu-market/core"
 import { type Admission, bodyBytes, type ReadCall, replayOf, runAsFarAsItGoes } from "@gpu-market/core/adapters"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import type * as Runtime from "effect/Runtime"
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import type { Answered } from "./observe.js"
+import type { Answered, Heard } from "./observe.js"
 import type { Replay } from "./replay.js"
 import { queryOf, rateHeaders } from "./request.js"
 import { codingOf, encode, validate, varyWith } from "./transfer.js"
@@ -71,7 +73,7 @@ export const makeDirect = (options: DirectOptions): Direct => {
     const route = routes.get(prefix !== "" && full.startsWith(`${prefix}/`) ? full.slice(prefix.length) : full)
     if (route === undefined) return false
     const arrived = performance.now()
-    const record = (status: number, requestId: string, principalId: string) =>
+    const record = (status: number, requestId: string, principalId: string | undefined) =>
       answered?.({ method: "GET", route: route.path, status, requestId, principalId, seconds: (performance.now() - arrived) / 1000 })
 
     const send = (admission: Admission, page: unknown, bytes: Uint8Array, headers: Record<string, string>, requestId: string) => {
@@ -114,8 +116,16 @@ export const makeDirect = (options: DirectOptions): Direct => {
       }
     }
 
-    const handOn = (admission: Either.Either<Admission, MarketError>) => {
-      replay.note(req, admission)
+    /**
+     * The app answers, with the admission noted (and the read's failure, which it then renders
+     * rather than reading again); not a client that has left meanwhile, which is recorded as the
+     * app records it, 499: the app would wait for a socket that is gone.
+     */
+    const handOn = (admission: Either.Either<Admission, MarketError> | undefined, failure?: MarketError) => {
+      if (res.destroyed) {
+        return record(CLIENT_CLOSED_REQUEST, randomUUID(), admission !== undefined && Either.isRight(admission) ? admission.right.principal.id : undefined)
+      }
+      if (admission !== undefined) replay.note(req, admission, failure)
       next()
     }
 
@@ -125,9 +135,9 @@ export const makeDirect = (options: DirectOptions): Direct => {
         const admitted = admission.right
         return guarded(admitted, () => answer(admitted, exit.value))
       }
-      // Refused, or the read failed: the app answers the problem (or, for a defect, its 500).
-      if (admission === undefined) return next()
-      handOn(admission)
+      // Refused, or the read failed: the app answers the problem (for a defect, its 500, reading again).
+      const failure = Exit.isFailure(exit) && admission !== undefined && Either.isRight(admission) ? Cause.failureOption(exit.cause) : Option.none()
+      handOn(admission, Option.getOrUndefined(failure))
     }
 
     const admitted = admission !== undefined ? Effect.succeed(admission) : Effect.tap(Effect.either(admit(req.headers.authorization)), (a) => {
@@ -143,14 +153,6 @@ export const makeDirect = (options: DirectOptions): Direct => {
   }
 
   return { take }
-}
-
-/** What a Node server hears of the answers given before the app: to log and count them as the app's. */
-export interface Heard {
-  /** An answer replayed from memory. */
-  readonly replayed?: (answered: Answered) => void
-  /** An answer of the direct lane. */
-  readonly answered?: (answered: Answered) => void
 }
 
 /** An app's lanes before it: its replay and its direct lane. */
@@ -173,6 +175,6 @@ export const nodeLanes = (
     if (!direct.take(req, res, () => handle(req, res), heard.answered)) handle(req, res)
   }
   return (req: IncomingMessage, res: ServerResponse): void => {
-    if (!replay.take(req, res, () => directOrApp(req, res), heard.replayed)) directOrApp(req, res)
+    if (!replay.take(req, res, () => directOrApp(req, res), heard)) directOrApp(req, res)
   }
 }

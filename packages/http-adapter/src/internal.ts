@@ -3,8 +3,8 @@
  * exports (its public surface is `index.ts`).
  */
 export { type AppOptions, makeAppWithReplay } from "./app.js"
-export { type Direct, type Heard, type Lanes, nodeLanes } from "./direct.js"
-export type { Answered } from "./observe.js"
+export { type Direct, type Lanes, nodeLanes } from "./direct.js"
+export type { Answered, Heard } from "./observe.js"
 export type { Replay } from "./replay.js"
 export { makeDirect } from "./direct.js"
 export { makeReplay } from "./replay.js"

@@ -51,6 +51,14 @@ export interface Answered {
   readonly seconds: number
 }
 
+/** What a Node server hears of the answers given before the app: to log and count them as the app's. */
+export interface Heard {
+  /** An answer replayed from memory. */
+  readonly replayed?: (answered: Answered) => void
+  /** Any other request answered or ended without the app: the direct lane's, one whose client left. */
+  readonly answered?: (answered: Answered) => void
+}
+
 /** Logs and counts one answered request. */
 export const recordAnswered = (answered: Answered) => {
   const { method, route, status, seconds } = answered

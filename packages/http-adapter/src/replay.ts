@@ -12,7 +12,7 @@ import * as FiberRef from "effect/FiberRef"
 import type * as Runtime from "effect/Runtime"
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { type Answered, currentRoute } from "./observe.js"
+import { currentRoute, type Heard } from "./observe.js"
 import { rateHeaders } from "./request.js"
 import { audienceOf } from "./transfer.js"
 
@@ -55,6 +55,9 @@ type Checked = readonly [Either.Either<Admission, MarketError>, Either.Either<st
 /** Headers that belong to one request and are set afresh on every replay. */
 const PER_REQUEST = new Set(["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-request-id", "date"])
 
+/** The status a request is recorded with when its client left before its answer (as the app records it). */
+const CLIENT_CLOSED_REQUEST = 499
+
 /** What a header counts for in the budget besides its text. */
 const HEADER_OVERHEAD = 32
 
@@ -71,13 +74,18 @@ export interface Replay {
    * `replayed`), or hands it on to `next` with its admission noted. Returns false, having done
    * nothing, for any other request.
    */
-  readonly take: (req: IncomingMessage, res: ServerResponse, next: () => void, replayed?: (answered: Answered) => void) => boolean
+  readonly take: (req: IncomingMessage, res: ServerResponse, next: () => void, heard?: Heard) => boolean
   /** The admission a request handed on already carries (by the request's `source`). */
   readonly admissionOf: (request: HttpServerRequest.HttpServerRequest) => Either.Either<Admission, MarketError> | undefined
   /** The admission noted for a Node request, by `take` or `note`. */
   readonly noted: (req: IncomingMessage) => Either.Either<Admission, MarketError> | undefined
-  /** Notes a request's admission, so the app it is handed on to does not admit (and count) it again. */
-  readonly note: (req: IncomingMessage, admission: Either.Either<Admission, MarketError>) => void
+  /**
+   * Notes a request's admission, so the app it is handed on to does not admit (and count) it
+   * again, and the failure of its read if it was read, so the app answers it without reading again.
+   */
+  readonly note: (req: IncomingMessage, admission: Either.Either<Admission, MarketError>, failure?: MarketError) => void
+  /** The failure of the read a request handed on already made (by the request's `source`). */
+  readonly failureOf: (request: HttpServerRequest.HttpServerRequest) => MarketError | undefined
   /**
    * Keeps an answer given without the app (the direct lane) as `recording` keeps the app's:
    * `headers` as sent, of which those of one request are dropped.
@@ -138,11 +146,12 @@ export const makeReplay = (budget: number, admitting: Admitting, runtime: Runtim
     return size
   })
   const admissions = new WeakMap<object, Either.Either<Admission, MarketError>>()
+  const failures = new WeakMap<object, MarketError>()
   const marks = new WeakMap<object, { readonly replay: Replayable; readonly audience: string }>()
   let replays = 0
   let handedOn = 0
 
-  const take = (req: IncomingMessage, res: ServerResponse, next: () => void, replayed?: (answered: Answered) => void): boolean => {
+  const take = (req: IncomingMessage, res: ServerResponse, next: () => void, heard: Heard = {}): boolean => {
     if (budget === 0 || req.method !== "GET" || req.headers["if-none-match"] !== undefined) return false
     const key = keyOf(req.url ?? "", req.headers)
     const entry = kept.peek(key)
@@ -151,6 +160,16 @@ export const makeReplay = (budget: number, admitting: Admitting, runtime: Runtim
     const authorization = req.headers.authorization
     const handOn = () => {
       handedOn++
+      // A client that left meanwhile (the checks waited for storage) is recorded as the app
+      // records it, 499: the app would wait for a socket that is gone.
+      if (res.destroyed) {
+        const admission = admissions.get(req)
+        return heard.answered?.({
+          method: "GET", route: entry.route, status: CLIENT_CLOSED_REQUEST, requestId: randomUUID(),
+          principalId: admission !== undefined && Either.isRight(admission) ? admission.right.principal.id : undefined,
+          seconds: (performance.now() - arrived) / 1000
+        })
+      }
       next()
     }
     const answer = (admission: Admission) => {
@@ -158,7 +177,7 @@ export const makeReplay = (budget: number, admitting: Admitting, runtime: Runtim
       res.writeHead(200, { ...entry.headers, ...rateHeaders(admission.status), "x-request-id": requestId })
       res.end(entry.body)
       replays++
-      replayed?.({
+      heard.replayed?.({
         method: "GET", route: entry.route, status: 200, requestId, principalId: admission.principal.id,
         seconds: (performance.now() - arrived) / 1000
       })
@@ -245,9 +264,11 @@ export const makeReplay = (budget: number, admitting: Admitting, runtime: Runtim
     stats: () => ({ ...kept.stats(), replayed: replays, handedOn }),
     admissionOf: (request) => admissions.get(request.source as object),
     noted: (req) => admissions.get(req),
-    note: (req, admission) => {
+    note: (req, admission, failure) => {
       admissions.set(req, admission)
+      if (failure !== undefined) failures.set(req, failure)
     },
+    failureOf: (request) => failures.get(request.source as object),
     keep: (req, replay, principal, route, headers, body) => {
       if (budget > 0) keepAnswer(req.url ?? "", req.headers, { replay, audience: audienceOf(principal) }, route, headers, body)
     },
