@@ -246,6 +246,23 @@ describe("the direct lane, when writing a page fails", () => {
   })
 })
 
+/** Sends a request and leaves 200 ms later, before a paused store lets it be answered. */
+const abandon = (url: string, headers: Record<string, string>) =>
+  new Promise<void>((resolve) => {
+    const req = request(url, { headers })
+    req.on("error", () => resolve())
+    req.end()
+    setTimeout(() => {
+      req.destroy()
+      resolve()
+    }, 200)
+  })
+
+/** Waits (up to 5 s) until the host has heard of more than `count` answers given without the app. */
+const heardMore = async (host: LanesHost, count: number) => {
+  for (let i = 0; i < 200 && host.direct.length <= count; i++) await new Promise((resolve) => setTimeout(resolve, 25))
+}
+
 describe("the direct lane, when the read fails or the client leaves", () => {
   it("a read that fails is made once: the app answers its problem without reading again", async () => {
     const db = tempDb("direct-lane-failing")
@@ -286,18 +303,9 @@ describe("the direct lane, when the read fails or the client leaves", () => {
       host = await startLanesHost(RedisStorage.layer({ url: server.url, prefix }))
       const url = `${host.origin}${PAGES[0]![0]}`
       server.pause()
-      const abandoned = new Promise<void>((resolve) => {
-        const req = request(url, { headers: bearer("not-a-token") })
-        req.on("error", () => resolve())
-        req.end()
-        setTimeout(() => {
-          req.destroy()
-          resolve()
-        }, 200)
-      })
-      await abandoned
+      await abandon(url, bearer("not-a-token"))
       server.resume()
-      for (let i = 0; i < 200 && host.direct.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 25))
+      await heardMore(host, 0)
       assert.deepInclude(host.direct[0]!, { method: "GET", route: "/v2/gpu/rental/prices/latest", status: 499 })
       assert.isUndefined(host.direct[0]!.principalId, "no principal for a token that was refused")
       // The server still answers.
@@ -313,17 +321,9 @@ describe("the direct lane, when the read fails or the client leaves", () => {
       await writer.tokens.revoke("t-left-revoked")
       const heard = host.direct.length
       server.pause()
-      await new Promise<void>((resolve) => {
-        const req = request(url, { headers: browser })
-        req.on("error", () => resolve())
-        req.end()
-        setTimeout(() => {
-          req.destroy()
-          resolve()
-        }, 200)
-      })
+      await abandon(url, browser)
       server.resume()
-      for (let i = 0; i < 200 && host.direct.length === heard; i++) await new Promise((resolve) => setTimeout(resolve, 25))
+      await heardMore(host, heard)
       assert.deepInclude(host.direct[heard]!, { method: "GET", route: "/v2/gpu/rental/prices/latest", status: 499 })
       assert.strictEqual(host.replay.stats().replayed, replayed)
     } finally {

@@ -1,11 +1,10 @@
-import { afterAll, assert, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import Database from "better-sqlite3"
 import { PrincipalId } from "@gpu-market/core"
 import { Effect } from "effect"
 import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
-import { makeClient, makeStores, migrate, type SqliteClient } from "../src/internal"
+import { makeClient, makeStores, type SqliteClient } from "../src/internal"
+import { migratedFiles } from "./support/files"
 
 /**
  * The reads of one task of the event loop share one read transaction on their connection: one
@@ -14,20 +13,7 @@ import { makeClient, makeStores, migrate, type SqliteClient } from "../src/inter
  * file ends it first, so a read after the write sees the write.
  */
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-market-shared-reads-"))
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
-let files = 0
-
-/** A migrated file, a client on it and a plain connection of its own (as another process would write). */
-const withFile = <A, E>(body: (client: SqliteClient, other: Database.Database, filename: string) => Effect.Effect<A, E>) =>
-  Effect.scoped(Effect.gen(function* () {
-    const filename = path.join(dir, `db-${files++}.db`)
-    const client = yield* makeClient({ filename })
-    yield* migrate(client)
-    const other = new Database(filename, { timeout: 5000 })
-    yield* Effect.addFinalizer(() => Effect.sync(() => other.close()))
-    return yield* body(client, other, filename)
-  }))
+const { withFile } = migratedFiles("shared-reads")
 
 const VALUE = "SELECT value FROM settings WHERE name = 'probe'"
 const readValue = (client: SqliteClient) => client.read("probe.read", () => client.prepare(VALUE).pluck().get() as string | undefined)

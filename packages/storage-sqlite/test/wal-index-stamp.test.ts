@@ -1,11 +1,8 @@
-import { afterAll, assert, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import Database from "better-sqlite3"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
-import { makeClient, migrate, type SqliteClient } from "../src/internal"
+import { migratedFiles } from "./support/files"
 import { walIndexStamp } from "../src/wal-index-stamp"
 
 /**
@@ -15,19 +12,7 @@ import { walIndexStamp } from "../src/wal-index-stamp"
  * hot request, it must also be the header's pread, not the statement it falls back to.
  */
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-market-wal-stamp-"))
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
-let files = 0
-
-const withFile = <A, E>(body: (client: SqliteClient, other: Database.Database, filename: string) => Effect.Effect<A, E>) =>
-  Effect.scoped(Effect.gen(function* () {
-    const filename = path.join(dir, `db-${files++}.db`)
-    const client = yield* makeClient({ filename })
-    yield* migrate(client)
-    const other = new Database(filename, { timeout: 5000 })
-    yield* Effect.addFinalizer(() => Effect.sync(() => other.close()))
-    return yield* body(client, other, filename)
-  }))
+const { withFile, fileNamed } = migratedFiles("wal-stamp")
 
 const put = (db: Database.Database, value: string) =>
   db.prepare("INSERT INTO settings (name, value) VALUES ('probe', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value").run(value)
@@ -91,7 +76,7 @@ describe("the WAL index stamp", () => {
 
   it("has none for a database in memory or not in WAL mode, where the statement answers", () => {
     const memory = new Database(":memory:")
-    const rollback = path.join(dir, `rollback-${files++}.db`)
+    const rollback = fileNamed("rollback")
     const journal = new Database(rollback)
     try {
       assert.isUndefined(walIndexStamp(memory, ":memory:"))
