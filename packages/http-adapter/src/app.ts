@@ -17,16 +17,13 @@ import { makeDirect } from "./direct.js"
 import { docsPage, makeAssetRoutes } from "./docs.js"
 import { DEFAULT_HEARTBEAT_MS, EVENTS_PATH, heartbeatProblem, sseResponse } from "./events.js"
 import { makeHealthRoutes } from "./health.js"
-import { currentPrincipal, routedAs } from "./observe.js"
+import { CLIENT_CLOSED_REQUEST, currentPrincipal, routedAs } from "./observe.js"
 import { problemResponse } from "./problem.js"
 import { queryOf, rateHeaders } from "./request.js"
 import { makeSupplyRoutes } from "./procurement.js"
 import { dataRoutes } from "./routes.js"
 import { makeReplay, type Replay } from "./replay.js"
 import { respond, withCompression } from "./transfer.js"
-
-/** The status of a request whose client left before its answer (nginx's 499): never sent, only recorded. */
-const CLIENT_CLOSED_REQUEST = 499
 
 /** Options of the HTTP app. */
 export interface AppOptions {

@@ -8,7 +8,7 @@ import * as Option from "effect/Option"
 import type * as Runtime from "effect/Runtime"
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import type { Answered, Heard } from "./observe.js"
+import { type Answered, CLIENT_CLOSED_REQUEST, type Heard } from "./observe.js"
 import type { Replay } from "./replay.js"
 import { queryOf, rateHeaders } from "./request.js"
 import { codingOf, encode, validate, varyWith } from "./transfer.js"
@@ -23,8 +23,8 @@ import { codingOf, encode, validate, varyWith } from "./transfer.js"
  *
  * Only the plain case goes this way: a GET of a data route with no `Origin` (CORS answers belong
  * to the app) and no `If-None-Match` (a 304 does). A refusal or a read that fails is handed on to
- * the app with its admission noted, so the problem is the app's and the request counted once;
- * the app reads again to answer it, which costs only a request that fails.
+ * the app with its admission and the read's failure noted, so the problem is the app's, the
+ * request counted once and the read not made again.
  */
 
 /** A data route the lane serves: its read, and its template for the request log and metrics. */
@@ -57,9 +57,6 @@ export interface Direct {
 }
 
 const JSON_TYPE = "application/json"
-
-/** The status a request is recorded with when its client left before its answer (as the app records it). */
-const CLIENT_CLOSED_REQUEST = 499
 
 export const makeDirect = (options: DirectOptions): Direct => {
   const { prefix, origin, admit, replay, varyOrigin, runtime } = options

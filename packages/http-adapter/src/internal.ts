@@ -3,8 +3,6 @@
  * exports (its public surface is `index.ts`).
  */
 export { type AppOptions, makeAppWithReplay } from "./app.js"
-export { type Direct, type Lanes, nodeLanes } from "./direct.js"
+export { type Direct, type Lanes, makeDirect, nodeLanes } from "./direct.js"
 export type { Answered, Heard } from "./observe.js"
-export type { Replay } from "./replay.js"
-export { makeDirect } from "./direct.js"
-export { makeReplay } from "./replay.js"
+export { makeReplay, type Replay } from "./replay.js"

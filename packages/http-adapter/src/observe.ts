@@ -14,6 +14,9 @@ import { randomUUID } from "node:crypto"
  * and read here once the answer is made.
  */
 
+/** The status of a request whose client left before its answer (nginx's 499): never sent, only recorded. */
+export const CLIENT_CLOSED_REQUEST = 499
+
 /** The route template (`/supply/offers/:offer_id`) of the request this fiber serves, once routed. */
 export const currentRoute = FiberRef.unsafeMake<string | undefined>(undefined)
 
@@ -112,6 +115,6 @@ export const observed = <R>(app: HttpApp.Default<never, R>): HttpApp.Default<nev
           response.headers["x-request-id"] === undefined ? HttpServerResponse.setHeader(response, "x-request-id", requestId) : response
         )
       }),
-      Effect.onInterrupt(() => record(request, 499, randomUUID(), started))
+      Effect.onInterrupt(() => record(request, CLIENT_CLOSED_REQUEST, randomUUID(), started))
     )
   })

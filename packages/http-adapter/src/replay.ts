@@ -12,7 +12,7 @@ import * as FiberRef from "effect/FiberRef"
 import type * as Runtime from "effect/Runtime"
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { currentRoute, type Heard } from "./observe.js"
+import { CLIENT_CLOSED_REQUEST, currentRoute, type Heard } from "./observe.js"
 import { rateHeaders } from "./request.js"
 import { audienceOf } from "./transfer.js"
 
@@ -55,9 +55,6 @@ type Checked = readonly [Either.Either<Admission, MarketError>, Either.Either<st
 /** Headers that belong to one request and are set afresh on every replay. */
 const PER_REQUEST = new Set(["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-request-id", "date"])
 
-/** The status a request is recorded with when its client left before its answer (as the app records it). */
-const CLIENT_CLOSED_REQUEST = 499
-
 /** What a header counts for in the budget besides its text. */
 const HEADER_OVERHEAD = 32
 
@@ -71,7 +68,8 @@ const keyOf = (url: string, headers: Readonly<Record<string, HeaderValue>>): str
 export interface Replay {
   /**
    * Takes a request it holds an answer for and returns true: it then answers it (and tells
-   * `replayed`), or hands it on to `next` with its admission noted. Returns false, having done
+   * `heard.replayed`), or hands it on to `next` with its admission noted (a client that left meanwhile
+   * is told to `heard.answered` as 499 instead). Returns false, having done
    * nothing, for any other request.
    */
   readonly take: (req: IncomingMessage, res: ServerResponse, next: () => void, heard?: Heard) => boolean
