@@ -27,6 +27,14 @@ export interface SharedReads {
   readonly close: () => void
 }
 
+/**
+ * The real path of a database file as SQLite names its own files after it (`-wal`, `-shm`), so
+ * connections that named it through another path or a link find each other; undefined for a
+ * database private to its connection (`:memory:`, `""`).
+ */
+export const realPathOf = (filename: string): string | undefined =>
+  filename === ":memory:" || filename === "" ? undefined : fs.realpathSync(path.resolve(filename))
+
 /** Each file's connections in this process, by real path: a write on one ends the others' shared reads. */
 const connectionsOf = new Map<string, Set<() => void>>()
 
@@ -47,8 +55,7 @@ export const sharedReads = (db: Database.Database, filename: string): SharedRead
       if (db.inTransaction) db.exec("ROLLBACK")
     }
   }
-  // The file's real path, so connections that named it through another path or a link share it.
-  const key = filename === ":memory:" || filename === "" ? undefined : fs.realpathSync(path.resolve(filename))
+  const key = realPathOf(filename)
   const peers = key === undefined ? new Set<() => void>() : connectionsOf.get(key) ?? new Set<() => void>()
   if (key !== undefined) connectionsOf.set(key, peers)
   peers.add(endOwn)

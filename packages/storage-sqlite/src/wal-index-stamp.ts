@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3"
 import * as fs from "node:fs"
+import { realPathOf } from "./shared-reads.js"
 
 /**
  * The header of a database file's WAL index (its `-shm` file), as a change stamp. SQLite rewrites
@@ -44,15 +45,15 @@ const descriptorOf = (shm: string): number | undefined => {
  * open while the reader is used: its connection keeps SQLite's descriptor of the file open.
  */
 export const walIndexStamp = (db: Database.Database, filename: string): (() => string | undefined) | undefined => {
-  if (filename === "" || filename === ":memory:") return undefined
   if (String(db.pragma("journal_mode", { simple: true })).toLowerCase() !== "wal") return undefined
-  let shm: string
+  let file: string | undefined
   try {
-    shm = `${fs.realpathSync(filename)}-shm`
+    file = realPathOf(filename)
   } catch {
     return undefined
   }
-  const fd = descriptorOf(shm)
+  if (file === undefined) return undefined
+  const fd = descriptorOf(`${file}-shm`)
   if (fd === undefined) return undefined
   const header = Buffer.alloc(2 * HEADER_BYTES)
   return () => {
