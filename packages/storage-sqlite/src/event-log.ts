@@ -58,40 +58,96 @@ CREATE TABLE events (
 `
 }
 
+/**
+ * Migration 9: events that name their row by key. `event` holds the event's type, `row_key` the
+ * row's key in its table and `row_valid_to` the row's `valid_to` when the event was logged; the
+ * other events keep `row_key` null and their JSON in `event`, as before.
+ */
+export const keyedEventsMigration: Migration = {
+  version: 9,
+  name: "events by row key",
+  sql: `
+ALTER TABLE events ADD COLUMN row_key TEXT;
+ALTER TABLE events ADD COLUMN row_valid_to TEXT;
+`
+}
+
+/**
+ * A table whose rows the log names by key instead of copying: once written, a row changes only
+ * in `valid_to`, and is never deleted, so an event's row is the stored row with the `valid_to`
+ * it had when the event was logged. A rental import logs an event per row it writes: copied, each
+ * was about 800 bytes of JSON, and the log wrote more than the rows themselves (BENCHMARKS.md (k)).
+ */
+export interface KeyedRows<Row extends { readonly valid_to: string | null }> {
+  readonly table: string
+  /** The unique column that names a row. */
+  readonly key: string & keyof Row
+  /** Every column, in the order `fromColumns` reads them. */
+  readonly columns: ReadonlyArray<string>
+  readonly fromColumns: (columns: ReadonlyArray<unknown>) => Row
+}
 
 const INSERT = "INSERT INTO events (event) VALUES (?)"
+const INSERT_KEYED = "INSERT INTO events (event, row_key, row_valid_to) VALUES (?, ?, ?)"
 const TRIM = "DELETE FROM events WHERE id <= ?"
-const READ = "SELECT id, event FROM events WHERE id > ? ORDER BY id LIMIT ?"
 const HEAD = "SELECT seq FROM sqlite_sequence WHERE name = 'events'"
 const FIRST = "SELECT min(id) FROM events"
+
+/** Trims the log to its retention after an append whose last id was `last`, and wakes followers. */
+const trimAndWake = (client: SqliteClient, last: number): void => {
+  if (last > client.eventRetention) client.prepare(TRIM).run(last - client.eventRetention)
+  wake(client.filename)
+}
 
 /**
  * Appends `events` and trims the log to its retention: call inside the write's transaction.
  * The trim is one seek on the primary key, so it runs with every write.
  */
 export const appendEvents = (client: SqliteClient, events: ReadonlyArray<MarketEvent>): void => {
-  const retention = client.eventRetention
   if (events.length === 0) return
   const insert = client.prepare(INSERT)
   let last = 0
   for (const e of events) last = Number(insert.run(JSON.stringify(e)).lastInsertRowid)
-  if (last > retention) client.prepare(TRIM).run(last - retention)
-  wake(client.filename)
+  trimAndWake(client, last)
+}
+
+/** Appends `events`, whose rows `keyed` names by key, as `appendEvents` does. */
+export const appendKeyedEvents = <Row extends { readonly valid_to: string | null }>(
+  client: SqliteClient,
+  keyed: KeyedRows<Row>,
+  events: ReadonlyArray<{ readonly type: string; readonly row: Row }>
+): void => {
+  if (events.length === 0) return
+  const insert = client.prepare(INSERT_KEYED)
+  let last = 0
+  for (const e of events) last = Number(insert.run(e.type, e.row[keyed.key], e.row.valid_to).lastInsertRowid)
+  trimAndWake(client, last)
 }
 
 /** The event log over one connection. */
-export const makeEventLogStore = (client: SqliteClient, pollMs = 100): EventLogStore["Type"] => {
+export const makeEventLogStore = <Row extends { readonly valid_to: string | null }>(
+  client: SqliteClient,
+  keyed: KeyedRows<Row>,
+  pollMs = 100
+): EventLogStore["Type"] => {
   const head = (): number => (client.prepare(HEAD).pluck().get() as number | undefined) ?? 0
+  // The keyed row of each event joined by its key; other events find no row and carry their JSON.
+  const READ = `SELECT e.id, e.event, e.row_key, e.row_valid_to, ${keyed.columns.map((c) => `k.${c}`).join(", ")}
+    FROM events e LEFT JOIN ${keyed.table} k ON k.${keyed.key} = e.row_key
+    WHERE e.id > ? ORDER BY e.id LIMIT ?`
+  const keyColumn = keyed.columns.indexOf(keyed.key)
+  const eventOf = ([id, event, key, validTo, ...columns]: Array<unknown>): LoggedEvent => {
+    if (key === null) return { id: String(id), event: JSON.parse(event as string) as MarketEvent }
+    if (columns[keyColumn] === null) throw new Error(`event ${id} names ${keyed.table} row ${key}, which is not stored`)
+    return { id: String(id), event: { type: event, row: { ...keyed.fromColumns(columns), valid_to: validTo } } as unknown as MarketEvent }
+  }
   const readSync = (position: string, limit: number): ReadonlyArray<LoggedEvent> | EventLogTrimmed => {
     const after = Number(position)
     const last = head()
     const first = (client.prepare(FIRST).pluck().get() as number | null) ?? last + 1
     // Before the oldest kept event, or past the newest ever written (another file's id).
     if (after < first - 1 || after > last) return new EventLogTrimmed({ position })
-    return (client.prepare(READ).raw(true).all(after, limit) as Array<[number, string]>).map(([id, event]) => ({
-      id: String(id),
-      event: JSON.parse(event) as MarketEvent
-    }))
+    return (client.prepare(READ).raw(true).all(after, limit) as Array<Array<unknown>>).map(eventOf)
   }
   // One read transaction: the bounds and the rows come from one snapshot.
   const readConsistently = client.db.transaction(readSync)

@@ -8,7 +8,7 @@ import { indexesMigration } from "./indexes.js"
 import { procurementMigration } from "./procurement.js"
 import { referenceDataMigration } from "./reference.js"
 import type { Migration } from "./migration.js"
-import { eventLogMigration } from "./event-log.js"
+import { eventLogMigration, keyedEventsMigration } from "./event-log.js"
 
 export type { Migration } from "./migration.js"
 
@@ -170,7 +170,8 @@ ${seededStats()}
   indexesMigration,
   procurementMigration,
   referenceDataMigration,
-  eventLogMigration
+  eventLogMigration,
+  keyedEventsMigration
 ]
 
 /** The schema version this build writes. */

@@ -6,6 +6,7 @@ import { rowCachedPages } from "./row-cache.js"
 import { summaryCache } from "./summary-cache.js"
 import { bulkLoad } from "./bulk-load.js"
 import { dataVersion } from "./data-version.js"
+import type { KeyedRows } from "./event-log.js"
 import { readMark } from "./settings.js"
 import { sqliteTransact, versionPageCompiler } from "./versions.js"
 
@@ -41,6 +42,14 @@ export const columnsOf = (r: RentalPrice): Array<unknown> => [
   r.price_usd_per_gpu_hour, r.raw_price, r.raw_price_unit, r.valid_from, r.valid_to,
   r.extracted_at, r.base_product_key, r.product_key
 ]
+
+/** Rental rows as the change feed's log names them: by `product_key` (`KeyedRows`). */
+export const rentalEventRows: KeyedRows<RentalPrice> = {
+  table: "rental_prices",
+  key: "product_key",
+  columns: rentalPriceFields,
+  fromColumns: rowFromColumns
+}
 
 /** Turns a page plan into one statement (`versionPageCompiler`). */
 export const compilePage = versionPageCompiler(rentalPriceTable, SELECT)
@@ -177,7 +186,7 @@ export const makeRentalPriceStore = (
       insert: INSERT,
       columnsOf,
       opened,
-      events: { row: "rental_price", withdrawal: "rental_price_withdrawal" }
+      events: { row: "rental_price", withdrawal: "rental_price_withdrawal", keyed: rentalEventRows }
     }, () => {
       version.bump()
     }),

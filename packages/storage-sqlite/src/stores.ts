@@ -6,7 +6,7 @@ import { makeLlmTokenPriceStore } from "./llm-token-prices.js"
 import { makeProcurementStore } from "./procurement.js"
 import { makeRateLimitStore } from "./rate-limits.js"
 import { makeReferenceDataStore } from "./reference.js"
-import { makeRentalPriceStore } from "./rental-prices.js"
+import { makeRentalPriceStore, rentalEventRows } from "./rental-prices.js"
 import { makeSettingsStore } from "./settings.js"
 import { makeTokenStore } from "./tokens.js"
 import { makeTransactionStore } from "./transactions.js"
@@ -27,7 +27,7 @@ export const makeStores = (client: SqliteClient, options: Pick<SqliteOptions, "e
   indexStore: makeIndexStore(client),
   procurementStore: makeProcurementStore(client),
   referenceDataStore: makeReferenceDataStore(client),
-  eventLogStore: makeEventLogStore(client, options.eventPollMs),
+  eventLogStore: makeEventLogStore(client, rentalEventRows, options.eventPollMs),
   changeStamp: client.changeStamp
   }
 }

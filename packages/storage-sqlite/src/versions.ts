@@ -3,7 +3,7 @@ import {
   type VersionChanges, versionEvents, type EventTypes, type VersionKeys, type Versioned, type VersionPoint, type VersionView
 } from "@gpu-market/core/storage"
 import * as Either from "effect/Either"
-import { appendEvents } from "./event-log.js"
+import { appendEvents, appendKeyedEvents, type KeyedRows } from "./event-log.js"
 import type { SqliteClient } from "./client.js"
 import { writeMark } from "./settings.js"
 import {
@@ -12,7 +12,7 @@ import {
 } from "./page-sql.js"
 
 /** How one versioned table is read and written inside a `transact`; every step is synchronous. */
-export interface VersionTable<Row> {
+export interface VersionTable<Row extends Versioned> {
   readonly keys: VersionKeys<Row>
   /** The data type's definition: its table's name, row key (`tie`), base key (`scope.of`) and columns in order. */
   readonly def: {
@@ -28,8 +28,8 @@ export interface VersionTable<Row> {
   readonly columnsOf: (row: Row) => ReadonlyArray<unknown>
   /** Summary writes for an opened row; `once(id)` is true the first time a write names `id`. */
   readonly opened: (row: Row, once: (id: string) => boolean) => void
-  /** The change-feed events of its new rows and withdrawals. */
-  readonly events: EventTypes
+  /** The change-feed events of its new rows and withdrawals, and how the log names their rows when not by copy. */
+  readonly events: EventTypes & { readonly keyed?: KeyedRows<Row> }
 }
 
 /**
@@ -124,7 +124,9 @@ export const sqliteTransact = <Row extends Versioned>(
       if (fault !== undefined) throw new InvalidPlan(`${operation}: the decision ${fault}`)
       if (changes.close.length > 0 || changes.open.length > 0 || (changes.restate?.length ?? 0) > 0) {
         write(changes)
-        appendEvents(client, versionEvents(table.events, table.keys, view, changes))
+        const events = versionEvents(table.events, table.keys, view, changes)
+        if (table.events.keyed === undefined) appendEvents(client, events)
+        else appendKeyedEvents(client, table.events.keyed, events as unknown as ReadonlyArray<{ readonly type: string; readonly row: Row }>)
         afterWrite()
       }
       if (changes.mark !== undefined) writeMark(client, changes.mark)
