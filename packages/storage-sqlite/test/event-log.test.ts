@@ -1,5 +1,5 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import type { RentalPrice } from "@gpu-market/core"
+import type { MarketEvent, RentalPrice } from "@gpu-market/core"
 import { rentalRow } from "@gpu-market/core/test"
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
@@ -90,7 +90,7 @@ describe("SQLite event log rows", () => {
         for (const m of migrations.filter((m) => m.version <= 8)) client.db.exec(m.sql)
         client.db.pragma("user_version = 8")
       })()
-      const copied = { type: "rental_price", row }
+      const copied: MarketEvent = { type: "rental_price", row }
       client.db.prepare("INSERT INTO events (event) VALUES (?)").run(JSON.stringify(copied))
       yield* migrate(client)
       const { rentalStore, eventLogStore } = makeStores(client)
