@@ -7,7 +7,7 @@ import * as path from "node:path"
 import { StringDecoder } from "node:string_decoder"
 import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
-import { columnsOf, makeClient, makeRentalPriceStore, migrate } from "../packages/storage-sqlite/src/internal"
+import { appendKeyedEvents, columnsOf, makeClient, makeRentalPriceStore, migrate, rentalEventRows, rowFromColumns } from "../packages/storage-sqlite/src/internal"
 import { GPUS, REGIONS, VENDORS } from "./catalog"
 import { DATA_DIR, REPO_ROOT } from "./config"
 import { mulberry32, pick, weighted } from "./market"
@@ -344,15 +344,10 @@ const floorInsert = (file: string, db: string, rows: number): Effect.Effect<{ re
     yield* migrate(client)
     const store = makeRentalPriceStore(client, { bulk: true })
     const insert = client.db.prepare(INSERT_ROW)
-    const event = client.db.prepare("INSERT INTO events (event, row_key, row_valid_to) VALUES ('rental_price', ?, NULL)")
-    const trim = client.db.prepare("DELETE FROM events WHERE id <= ?")
     const write = client.db.transaction((rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
-      let last = 0
-      for (const r of rows) {
-        insert.run(r)
-        last = Number(event.run(r[28]).lastInsertRowid)
-      }
-      if (last > client.eventRetention) trim.run(last - client.eventRetention)
+      for (const r of rows) insert.run(r)
+      // The events as the store logs them, named by key and trimmed to the log's retention.
+      appendKeyedEvents(client, rentalEventRows, rows.map((r) => ({ type: "rental_price", row: rowFromColumns(r) })))
     })
     const timed: Array<{ readonly rows: number; readonly ms: number }> = []
     const buildsMs = yield* Effect.scoped(Effect.gen(function* () {
