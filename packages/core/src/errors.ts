@@ -57,7 +57,9 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
 
 /** Storage cannot be reached; the request may be retried. */
 export class StorageUnavailable extends Schema.TaggedError<StorageUnavailable>()("StorageUnavailable", {
-  detail: Schema.String
+  detail: Schema.String,
+  /** What an operator must fix, where the backend named it (the detail says it in words): the disk is full, or the file is corrupt. */
+  fault: Schema.optional(Schema.Literal("disk_full", "corrupt"))
 }) {}
 
 /**

@@ -1,5 +1,5 @@
 import { StorageError } from "@gpu-market/core"
-import { DEFAULT_EVENT_RETENTION, StorageDefect } from "@gpu-market/core/storage"
+import { DEFAULT_EVENT_RETENTION, StorageDefect, type StorageFault } from "@gpu-market/core/storage"
 import Database from "better-sqlite3"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
@@ -38,6 +38,11 @@ export interface SqliteOptions {
    * are: see README, "Row cache".
    */
   readonly rowCacheRows?: number
+  /**
+   * Check the file with `PRAGMA quick_check` in a worker thread once it is open (what a server
+   * does): the result is logged, and a corrupt file makes `/readyz` answer 503. Default false.
+   */
+  readonly integrityCheck?: boolean
 }
 
 /** A statement as the stores use it: positional or named parameters, rows as plain objects. */
@@ -121,6 +126,18 @@ const isStorageTrouble = (e: unknown): boolean =>
   e instanceof Database.SqliteError ? STORAGE_TROUBLE.test(e.code) : e instanceof Error && typeof (e as NodeJS.ErrnoException).syscall === "string"
 
 /**
+ * The fault an operator must fix, where the failure names one: SQLite's `SQLITE_FULL` (its write
+ * found no room) or the file system's `ENOSPC` for a full disk, `SQLITE_CORRUPT` or
+ * `SQLITE_NOTADB` for a damaged file.
+ */
+export const faultOf = (e: unknown): StorageFault | undefined => {
+  const code = e instanceof Database.SqliteError ? e.code : e instanceof Error ? (e as NodeJS.ErrnoException).code : undefined
+  if (code === undefined) return undefined
+  if (code.startsWith("SQLITE_FULL") || code === "ENOSPC") return "disk_full"
+  return code.startsWith("SQLITE_CORRUPT") || code === "SQLITE_NOTADB" ? "corrupt" : undefined
+}
+
+/**
  * The single place where a backend failure becomes a `StorageError`, a retryable 503 for the
  * caller, or a `StorageDefect`, a 500 that is logged and never retried.
  */
@@ -130,9 +147,15 @@ const attempt = <A, E>(operation: string, body: () => A): Effect.Effect<A, Stora
   } catch (cause) {
     if (cause instanceof Rollback) return Effect.fail(cause.error as E)
     return isStorageTrouble(cause)
-      ? Effect.fail(new StorageError({ operation, cause }))
+      ? Effect.fail(storageError(operation, cause))
       : Effect.die(new StorageDefect({ operation, cause }))
   }
+}
+
+/** A storage failure of `operation`, with its fault where it names one. */
+export const storageError = (operation: string, cause: unknown): StorageError => {
+  const fault = faultOf(cause)
+  return new StorageError(fault === undefined ? { operation, cause } : { operation, cause, fault })
 }
 
 /** Page cache of a bulk load's connection (`SqliteOptions.bulk`), MiB. */

@@ -8,6 +8,7 @@ import { unavailable, unavailableWrite } from "../market/storage.js"
 import { omittableNulls } from "../schema/fields.js"
 import { FxRate } from "../schema/fx-rate.js"
 import type { MarkedWrite, ProgressMark } from "../storage/marks.js"
+import type { StorageError } from "../storage/errors.js"
 import { ReferenceDataStore, type ReferencePutSummary } from "../storage/reference.js"
 import { chunksOf, countedIngest, decodeRecords, invalidRecords, markedChunks, markReader } from "./batch.js"
 import { fxTable, type UsdPerUnit } from "./fx.js"
@@ -38,7 +39,7 @@ const putValidated = <A, B>(
   input: ReadonlyArray<unknown>,
   decode: (u: unknown) => Either.Either<A, ParseResult.ParseError>,
   encode: (a: A) => B,
-  put: (rows: ReadonlyArray<B>, mark?: ProgressMark) => Effect.Effect<ReferencePutSummary, { readonly operation: string }>,
+  put: (rows: ReadonlyArray<B>, mark?: ProgressMark) => Effect.Effect<ReferencePutSummary, StorageError>,
   mark: ProgressMark | undefined
 ): Effect.Effect<ReferenceIngestSummary, InvalidRecords | StorageUnavailable> =>
   Effect.gen(function* () {

@@ -2,14 +2,15 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { StorageUnavailable } from "../errors.js"
 import { MICROS_PER_MS } from "../query/time.js"
-import { MAX_ROWS_PER_WRITE } from "../storage/contract.js"
+import { MAX_ROWS_PER_WRITE, type StorageError } from "../storage/contract.js"
 
 /**
  * Storage trouble as the caller sees it: `StorageUnavailable`, naming the operation that failed
- * and ending with what the failure means for the request, which differs by path.
+ * and the fault where the backend named one (`the disk is full`), and ending with what the failure
+ * means for the request, which differs by path.
  */
-const unavailableBecause = (consequence: string) => (failure: { readonly operation: string }): StorageUnavailable =>
-  new StorageUnavailable({ detail: `storage is unavailable (${failure.operation}); ${consequence}` })
+const unavailableBecause = (consequence: string) => (failure: StorageError): StorageUnavailable =>
+  new StorageUnavailable({ detail: `storage is unavailable (${failure.failed}); ${consequence}`, ...failure.fault === undefined ? {} : { fault: failure.fault } })
 
 /** On the read path: nothing changed, so the same request later is all there is to do. */
 export const unavailable = unavailableBecause("try again shortly")

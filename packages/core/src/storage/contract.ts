@@ -16,7 +16,7 @@ import type { TransactVersions } from "./versions.js"
 import type { ReadMark } from "./marks.js"
 import type { EventLogStore } from "./event-log.js"
 
-export { StorageDefect, StorageError } from "./errors.js"
+export { faultText, StorageDefect, StorageError, type StorageFault } from "./errors.js"
 
 /**
  * Rows one write of a store (`transact`, `put`) carries at most: core's write paths split larger

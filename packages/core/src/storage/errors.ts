@@ -1,13 +1,36 @@
 import * as Data from "effect/Data"
 
 /**
+ * What a backend could tell about why storage failed, where it is something an operator must fix
+ * rather than wait out: the disk (or volume) is full, or the stored file is damaged.
+ */
+export type StorageFault = "disk_full" | "corrupt"
+
+/** A fault in the words a message gives it. */
+export const faultText: Record<StorageFault, string> = {
+  disk_full: "the disk is full",
+  corrupt: "the database file is corrupt"
+}
+
+/**
  * Storage trouble (I/O, a lost connection, a lock held past the busy timeout, a full disk):
- * worth retrying, so callers answer 503. Backends wrap theirs into this once.
+ * worth retrying, so callers answer 503. Backends wrap theirs into this once, with its `fault`
+ * where they can name it.
  */
 export class StorageError extends Data.TaggedError("StorageError")<{
   readonly operation: string
   readonly cause: unknown
-}> {}
+  readonly fault?: StorageFault
+}> {
+  /** The operation, and the fault where it is known: `rental_prices.checkpoint: the disk is full`. */
+  get failed(): string {
+    return this.fault === undefined ? this.operation : `${this.operation}: ${faultText[this.fault]}`
+  }
+
+  override get message(): string {
+    return this.fault !== undefined || !(this.cause instanceof Error) ? `${this.failed} failed` : `${this.operation} failed: ${this.cause.message}`
+  }
+}
 
 /**
  * A backend's own failure, not storage's: a plan it will not run, a stored record it cannot
