@@ -6,6 +6,7 @@ import {
   LlmTokenPriceObservation, MIN_IMPORT_BATCH, ReferenceDataIngest, RentalPriceIngest, RentalPriceObservation, type StorageUnavailable, TransactionDeal, TransactionIngest
 } from "@gpu-market/core"
 import * as Console from "effect/Console"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
@@ -74,6 +75,9 @@ const TYPES: Record<"rental" | "hardware" | "llm" | "transactions" | "indexes" |
 
 type TypeName = keyof typeof TYPES
 
+/** An import that storage trouble stopped: the trouble, and what the import had stored by then. */
+export class ImportStopped extends Data.TaggedError("ImportStopped")<{ readonly message: string; readonly cause: StorageUnavailable }> {}
+
 /** What an import did. */
 export interface ImportSummary {
   readonly accepted: number
@@ -134,27 +138,41 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
         }
       })
 
+    // The last line a write stored through: what an import run again resumes after.
+    let storedThrough = resumedAfter ?? 0
+    const counts = () => `accepted ${accepted}, duplicate ${duplicates}, rejected ${rejected.length}`
     yield* progress.update(label, 0, scan.rows)
     let batch: Array<{ line: number; value: unknown }> = []
     let line = 0
-    for (let rows = yield* Effect.promise(next); rows !== undefined; rows = yield* Effect.promise(next)) {
-      for (const row of rows) {
-        line = row.line
-        done++
-        if (resumedAfter !== null && line <= resumedAfter) continue
-        read++
-        if ("error" in row) rejected.push({ line, message: row.error })
-        else batch.push(row)
-        if (batch.length >= batchSize) {
-          yield* submit(batch, line)
-          batch = []
-          // Below the total until the end, should the first pass have counted a row the reader skips.
-          yield* progress.update(label, shown(done), scan.rows)
+    const writeAll = Effect.gen(function* () {
+      for (let rows = yield* Effect.promise(next); rows !== undefined; rows = yield* Effect.promise(next)) {
+        for (const row of rows) {
+          line = row.line
+          done++
+          if (resumedAfter !== null && line <= resumedAfter) continue
+          read++
+          if ("error" in row) rejected.push({ line, message: row.error })
+          else batch.push(row)
+          if (batch.length >= batchSize) {
+            yield* submit(batch, line)
+            storedThrough = line
+            batch = []
+            // Below the total until the end, should the first pass have counted a row the reader skips.
+            yield* progress.update(label, shown(done), scan.rows)
+          }
         }
       }
-    }
-    if (batch.length > 0) yield* submit(batch, line)
-    yield* end
+      if (batch.length > 0) yield* submit(batch, line)
+    })
+    yield* Effect.catchTag(writeAll, "StorageUnavailable", (e) => new ImportStopped({
+      message: storedThrough === 0
+        ? `${e.detail}. Nothing of the file was stored before it; the import run again starts from its first line`
+        : `${e.detail}. Stored before it: ${counts()}, through line ${storedThrough}; the import run again resumes after line ${storedThrough}`,
+      cause: e
+    }))
+    yield* Effect.catchTag(end, "StorageUnavailable", (e) => new ImportStopped({
+      message: `${e.detail}. Every row is stored (${counts()}), but the indexes the import held back are not built yet: the next open of the file builds them`, cause: e
+    }))
     yield* progress.update(label, done, done)
     yield* progress.finish
     const summary: ImportSummary = { accepted, duplicates, rejected: rejected.sort((a, b) => a.line - b.line), resumedAfter }

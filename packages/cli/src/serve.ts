@@ -1,4 +1,4 @@
-import { procurementLayer, type RateLimitMode, simulatedProviderLayer, withRateLimits } from "@gpu-market/core"
+import { procurementLayer, type RateLimitMode, simulatedProviderLayer, type StorageUnavailable, withRateLimits } from "@gpu-market/core"
 import { pageCacheLayer } from "@gpu-market/core/adapters"
 import { guardStorage } from "@gpu-market/core/storage"
 import * as Demo from "@gpu-market/demo"
@@ -154,10 +154,14 @@ export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter
       return yield* Effect.fail(new Error(`the change feed's heartbeat interval is ${feedHeartbeatMs} ms; it must be at least 1000`))
     }
     if (demo) {
-      const report = yield* Demo.seedDemo()
-      yield* Effect.sync(() => console.log(report.days > 0
-        ? `Seeded the demo market from ${report.firstDay} to ${report.lastDay} (${report.days} days).`
-        : `Demo market is current through ${report.lastDay}.`))
+      // Extending the demo to today can wait for room: a full disk leaves the market as it was.
+      const report = yield* Effect.catchIf(Demo.seedDemo(), (e): e is StorageUnavailable => e._tag === "StorageUnavailable" && e.fault === "disk_full", (e) =>
+        Effect.as(Effect.logWarning(`the demo market was not extended to today: ${e.detail}`), undefined))
+      if (report !== undefined) {
+        yield* Effect.sync(() => console.log(report.days > 0
+          ? `Seeded the demo market from ${report.firstDay} to ${report.lastDay} (${report.days} days).`
+          : `Demo market is current through ${report.lastDay}.`))
+      }
     } else {
       yield* Demo.revokeDemoTokens
     }

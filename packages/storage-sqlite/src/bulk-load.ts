@@ -158,6 +158,18 @@ export const restoreHeldIndexes = (client: SqliteClient): Effect.Effect<void, St
   }))
 
 /**
+ * `restoreHeldIndexes` as a connection that serves does it when it opens: a named fault (a full
+ * disk, a damaged file) leaves the indexes held back and is logged instead of refusing the open,
+ * so reads go on (slower, through the table) and a later open builds them once there is room.
+ */
+export const rebuildHeldIndexes = (client: SqliteClient): Effect.Effect<void, StorageError> =>
+  Effect.catchIf(
+    restoreHeldIndexes(client),
+    (e) => e.fault !== undefined,
+    (e) => Effect.logWarning(`rental price indexes held back by an import are not built again yet (${e.failed}); the next open of the file builds them`)
+  )
+
+/**
  * For the life of the scope, a bulk load of about `rows` rental rows: holds the serving indexes
  * back when the load is large against the table (`BULK_MIN_ROWS`), or when an earlier load left
  * them held back. Returns the load's end, which builds them again; should the scope close
@@ -169,6 +181,6 @@ export const bulkLoad = (client: SqliteClient, rows: number): Effect.Effect<Effe
     Effect.acquireRelease(holdBack(client, rows), (held) =>
       held === 0 || !client.db.open
         ? Effect.void
-        : Effect.catchAll(restoreHeldIndexes(client), (e) => Effect.logWarning(`rental price indexes not built again yet: ${e.message}`))),
+        : Effect.catchAll(restoreHeldIndexes(client), (e) => Effect.logWarning(`rental price indexes not built again yet (${e.failed}); the next open of the file builds them`))),
     () => restoreHeldIndexes(client)
   )

@@ -92,8 +92,11 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
 
     /** A call failed with storage trouble: the breaker opens on the `threshold`th in a row. */
     const failed = (operation: string, error: StorageError): Effect.Effect<void> => {
-      failures++
       countNow(storageErrors, { operation })
+      // A named fault (a full disk, a damaged file) failed at once: the storage answers, and reads
+      // that need no room or miss the damage still succeed, so it is no reason to stop calling it.
+      if (error.fault !== undefined) return Effect.void
+      failures++
       if (open || failures < threshold) return Effect.void
       open = true
       storageUp.unsafeUpdate(0, [])
