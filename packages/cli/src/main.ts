@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import { createRequire } from "node:module"
+import { checkCommand } from "./check.js"
 import { importCommand } from "./import.js"
 import { ServerLogging, takeLogLevel, withLogging } from "./logging.js"
 import { type CommandTree, runMain, standardConsole, UsageError } from "./output.js"
@@ -87,7 +88,7 @@ const serveCommand = Command.make("serve", {
     keepAliveMs: Option.getOrUndefined(o.keepAliveTimeoutMs)
   }
   return yield* serve({
-    storage: { layer: storageOn(o), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb, metrics, dashboard,
+    storage: { layer: storageOn(o, { serve: true }), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb, metrics, dashboard,
     shutdownTimeoutMs: shutdownTimeout, timeouts, feedHeartbeatMs: Option.getOrUndefined(o.feedHeartbeatMs)
   }).pipe(Effect.provide(yield* ServerLogging))
 })
@@ -155,8 +156,8 @@ const indexes = Command.make("indexes").pipe(
 )
 
 const root = Command.make("gpu-market").pipe(
-  Command.withDescription(`The GPU market data API and its data: serve, seed, import, tokens, indexes. An error is one line on stderr (exit 2 for a command line that cannot work, 1 otherwise); add --verbose anywhere to see its cause.`),
-  Command.withSubcommands([serveCommand, seed, importCommand, tokensCommand, indexes]),
+  Command.withDescription(`The GPU market data API and its data: serve, seed, import, tokens, indexes, check. An error is one line on stderr (exit 2 for a command line that cannot work, 1 otherwise); add --verbose anywhere to see its cause.`),
+  Command.withSubcommands([serveCommand, seed, importCommand, tokensCommand, indexes, checkCommand]),
   // @effect/cli itself writes through a console of its own (./output.js); the commands write through the process's.
   (command) => Command.transformHandler(command, (effect) => Effect.withConsole(effect, standardConsole))
 )

@@ -32,6 +32,6 @@ withLogging(undefined, (logging) => runMain(() => Effect.gen(function* () {
   const dashboard = yield* dashboardFromEnvironment
   const shutdownTimeoutMs = yield* shutdownTimeoutFromEnvironment
   return yield* serve({
-    storage: { layer: storageOn(fromEnvironment), name }, port, host, baseUrl, demo, corsOrigins, rateLimits, pageCacheMb, metrics, dashboard, shutdownTimeoutMs
+    storage: { layer: storageOn(fromEnvironment, { serve: true }), name }, port, host, baseUrl, demo, corsOrigins, rateLimits, pageCacheMb, metrics, dashboard, shutdownTimeoutMs
   }).pipe(Effect.provide(logging.server))
 }).pipe(Effect.provide(logging.level)), process.argv))

@@ -57,15 +57,22 @@ const redisBackend = (env: Resolved & { readonly _tag: "redis" }) =>
   Effect.flatMap(Effect.promise(() => import("@gpu-market/storage-redis")), (R) =>
     Effect.try({ try: () => ({ R, options: R.environmentOptions(env.env)! }), catch: (e) => e as Error }))
 
+/** The SQLite file the choice names, or none where it names Redis. */
+export const sqliteFileOf = (choice: StorageChoice): Option.Option<string> => {
+  const where = resolve(choice)
+  return where._tag === "sqlite" ? Option.some(where.filename) : Option.none()
+}
+
 /** Where the market is, for messages: the file, or the Redis URL without its credentials, or the nodes. */
 export const describeStorage = (choice: StorageChoice): Effect.Effect<string, Error> => {
   const where = resolve(choice)
   return where._tag === "sqlite" ? Effect.succeed(where.filename) : Effect.map(redisBackend(where), ({ R, options }) => R.describeRedis(options))
 }
 
-/** How a command uses its storage: `bulk` loads many rows (an import). */
+/** How a command uses its storage: `bulk` loads many rows (an import); `serve` serves them, and checks a SQLite file's integrity meanwhile. */
 export interface StorageUse {
   readonly bulk?: boolean
+  readonly serve?: boolean
 }
 
 /**
@@ -102,7 +109,7 @@ export const storageOn = (choice: StorageChoice, use: StorageUse = {}) => {
   return Layer.unwrapEffect(Effect.map(rowCacheRowsFromEnvironment, (rows) => {
     const rowCache = rows === undefined ? {} : { rowCacheRows: rows }
     return where._tag === "sqlite"
-      ? SqliteStorage.layer({ filename: where.filename, ...rowCache })
+      ? SqliteStorage.layer({ filename: where.filename, ...rowCache, integrityCheck: use.serve === true })
       : Layer.unwrapEffect(Effect.map(redisBackend(where), ({ R, options }) => R.layer({ ...options, ...rowCache })))
   }))
 }

@@ -9,25 +9,32 @@ import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import { restoreHeldIndexes } from "./bulk-load.js"
+import { rebuildHeldIndexes } from "./bulk-load.js"
 import { makeClient, type SqliteOptions } from "./client.js"
+import { integrityWatch } from "./integrity.js"
 import { migrate } from "./migrations.js"
 import { makeStores } from "./stores.js"
 
 export type { SqliteOptions } from "./client.js"
+export { checkIntegrity, INTEGRITY_PROBLEMS, type IntegrityReport } from "./integrity.js"
 
 /**
  * Opens the database for the life of the scope, migrates it to the current schema and builds
  * the stores. The connection closes when the scope does. Serving indexes a bulk load held back
- * and never built again (its process was killed) are built now, unless this connection is a
- * bulk load's own (`bulk`), which takes them over.
+ * and never built again (its process was killed, or the disk was full) are built now, unless this
+ * connection is a bulk load's own (`bulk`), which takes them over; should that fail for want of
+ * room, it opens without them (a warning says so) and the next open tries again. With
+ * `integrityCheck`, the file's integrity is checked in the background (`StoreIntegrity`).
  */
 export const make = (options: SqliteOptions): Effect.Effect<Stores, StorageError, Scope.Scope> =>
   Effect.gen(function* () {
     const client = yield* makeClient(options)
     yield* migrate(client)
-    if (options.bulk !== true) yield* restoreHeldIndexes(client)
-    return makeStores(client, options)
+    if (options.bulk !== true) yield* rebuildHeldIndexes(client)
+    const stores = makeStores(client, options)
+    return options.integrityCheck === true && client.filename !== ":memory:" && client.filename !== ""
+      ? { ...stores, integrity: yield* integrityWatch(client.filename) }
+      : stores
   })
 
 /** Every store in the SQLite file `filename`, which the layer opens and closes. */

@@ -17,6 +17,7 @@ import { ReferenceDataStore } from "./reference.js"
 import { EventLogStore } from "./event-log.js"
 import { StorePipelines } from "./pipelining.js"
 import { StoreChangeStamp } from "./change-stamp.js"
+import { StoreIntegrity } from "./integrity.js"
 import { type StampedCounts, StoreStampedCounts } from "./stamped-count.js"
 import { storageContext, type Stores } from "./stores.js"
 import { TransactionStore } from "./transactions.js"
@@ -172,6 +173,7 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
     // reader then takes the guarded path.
     const stamp = Context.get(context, StoreChangeStamp)
     const counts = Context.get(context, StoreStampedCounts)
+    const integrity = Context.get(context, StoreIntegrity)
     const stores: Stores = {
       rentalStore: guarded(RentalPriceStore),
       tokenStore: guarded(TokenStore),
@@ -185,6 +187,7 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
       referenceDataStore: guarded(ReferenceDataStore),
       eventLogStore: guarded(EventLogStore),
       ...stamp === undefined ? {} : { changeStamp: stamp },
+      ...integrity === undefined ? {} : { integrity },
       ...counts === undefined ? {} : { stampedCounts: guardedCounts(counts) },
       pipelines: Context.get(context, StorePipelines)
     }

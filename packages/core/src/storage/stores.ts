@@ -9,6 +9,7 @@ import { ReferenceDataStore } from "./reference.js"
 import { TransactionStore } from "./transactions.js"
 import { EventLogStore } from "./event-log.js"
 import { StoreChangeStamp } from "./change-stamp.js"
+import { StoreIntegrity } from "./integrity.js"
 import { StorePipelines } from "./pipelining.js"
 import { type StampedCounts, StoreStampedCounts } from "./stamped-count.js"
 
@@ -27,6 +28,8 @@ export interface Stores {
   readonly eventLogStore: EventLogStore["Type"]
   /** The storage's `StoreChangeStamp`, where it can take one at once. */
   readonly changeStamp?: () => string
+  /** The storage's `StoreIntegrity`: the corruption its check found, where it checks its file. */
+  readonly integrity?: () => string | undefined
   /** The storage's `StoreStampedCounts`, where it counts rate limits and stamps in one round trip. */
   readonly stampedCounts?: StampedCounts
   /** Whether its calls share round trips when started together (`StorePipelines`); default false. */
@@ -47,6 +50,7 @@ export const storageContext = (s: Stores): Context.Context<Storage> =>
     Context.add(ReferenceDataStore, s.referenceDataStore),
     Context.add(EventLogStore, s.eventLogStore),
     (context) => s.changeStamp === undefined ? context : Context.add(context, StoreChangeStamp, s.changeStamp),
+    (context) => s.integrity === undefined ? context : Context.add(context, StoreIntegrity, s.integrity),
     (context) => s.stampedCounts === undefined ? context : Context.add(context, StoreStampedCounts, s.stampedCounts),
     Context.add(StorePipelines, s.pipelines === true)
   )
