@@ -72,7 +72,7 @@ describe("gpu-market CLI", () => {
 
   it("--help of every command exits 0 and names its options", async () => {
     const cases: ReadonlyArray<readonly [ReadonlyArray<string>, ReadonlyArray<string>]> = [
-      [[], ["serve", "seed", "import", "tokens", "indexes"]],
+      [[], ["serve", "seed", "import", "tokens", "indexes", "check"]],
       [["serve"], [
         "--db", "--redis", "--redis-cluster", "--redis-sentinels", "--redis-sentinel-name", "--redis-prefix", "--port", "--host", "--base-url", "--demo", "--cors-origin", "--rate-limits", "process", "shared", "--page-cache-mb",
         "--headers-timeout-ms", "--request-timeout-ms", "--keep-alive-timeout-ms"
@@ -84,7 +84,8 @@ describe("gpu-market CLI", () => {
       [["tokens", "list"], ["--db"]],
       [["tokens", "revoke"], ["principal-id", "--db"]],
       [["indexes"], ["compute"]],
-      [["indexes", "compute"], ["--from", "--to", "--db"]]
+      [["indexes", "compute"], ["--from", "--to", "--db"]],
+      [["check"], ["--db"]]
     ]
     const runs = await Promise.all(cases.map(([command]) => run(...command, "--help")))
     cases.forEach(([command, names], i) => {
