@@ -272,7 +272,7 @@ const operationsPaths = (registry: ReturnType<typeof makeSchemaRegistry>, metric
     "/readyz": probe("readyz", "Readiness: storage answers",
       `No token needed. Reads the tokens version, as every request does: 200 when storage answers within ${READINESS_TIMEOUT_MS} ms, else 503 \`storage_unavailable\` (at once while storage is known to be down, until a probe reaches it). A readiness probe takes the server out of rotation while it is 503.`,
       { name: "Readiness", schema: Readiness },
-      { "503": problemResponse(`\`storage_unavailable\`: storage did not answer within ${READINESS_TIMEOUT_MS} ms, or is known to be down.`) }),
+      { "503": problemResponse(`\`storage_unavailable\`: storage did not answer within ${READINESS_TIMEOUT_MS} ms, or is known to be down, or (SQLite) the server's integrity check found its file corrupt.`) }),
     ...(metrics ? {
       "/metrics": {
         get: {
