@@ -375,6 +375,14 @@ describe("gpu-market CLI", () => {
     const bad = await run("indexes", "compute", "--from", day(5), "--db", DB)
     assert.notStrictEqual(bad.code, 0)
   }, 120_000)
+
+  it("check says a sound file is sound; it reads a SQLite file, so Redis is refused", async () => {
+    const [sound, redis] = await Promise.all([run("check", "--db", DB), run("check", "--redis", "redis://127.0.0.1:1")])
+    assert.strictEqual(sound.code, 0, sound.stderr)
+    assert.match(sound.stdout, new RegExp(`^${DB}: sound \\(PRAGMA quick_check found no problem, in [\\d.]+ m?s\\)\n$`))
+    assert.strictEqual(redis.code, 2, redis.stderr)
+    assert.match(redis.stderr, /^gpu-market check: check reads a SQLite file \(--db\); the storage named is Redis, which keeps none \(see gpu-market check --help\)\n$/)
+  }, 60_000)
 })
 
 describe("gpu-market with an extended hardware vocabulary", () => {
