@@ -1,4 +1,5 @@
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -8,7 +9,7 @@ import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import { countNow, storageCallSeconds, storageErrors, storageShortCircuits, storageUp } from "../metrics.js"
-import { RateLimitStore, RentalPriceStore, SettingsStore, type Storage, StorageError, TokenStore } from "./contract.js"
+import { faultText, RateLimitStore, RentalPriceStore, SettingsStore, type Storage, StorageError, type StorageFault, TokenStore } from "./contract.js"
 import { HardwarePriceStore } from "./hardware.js"
 import { IndexStore } from "./indexes.js"
 import { LlmTokenPriceStore } from "./llm-token-prices.js"
@@ -62,6 +63,9 @@ const guardStore = <S extends object>(
   return guarded as S
 }
 
+/** How often a storage fault that goes on (a full disk) is logged again, ms. */
+const FAULT_LOG_INTERVAL_MS = 60_000
+
 /** The text of a failure's cause, for a log line. */
 const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
@@ -91,12 +95,21 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
       Effect.zipRight(Effect.logInfo("storage is reachable again; calls go through"))
     )
 
+    let lastFault: { readonly fault: StorageFault; readonly at: number } | undefined
+    const faultLogged = (operation: string, fault: StorageFault): Effect.Effect<void> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        if (lastFault !== undefined && lastFault.fault === fault && now - lastFault.at < FAULT_LOG_INTERVAL_MS) return Effect.void
+        lastFault = { fault, at: now }
+        return Effect.logWarning(`storage failed: ${faultText[fault]}`).pipe(Effect.annotateLogs({ operation }))
+      })
+
     /** A call failed with storage trouble: the breaker opens on the `threshold`th in a row. */
     const failed = (operation: string, error: StorageError): Effect.Effect<void> => {
       countNow(storageErrors, { operation })
       // A named fault (a full disk, a damaged file) failed at once: the storage answers, and reads
       // that need no room or miss the damage still succeed, so it is no reason to stop calling it.
-      if (error.fault !== undefined) return Effect.void
+      // It needs an operator, so it is logged, once a minute at most while it lasts.
+      if (error.fault !== undefined) return faultLogged(operation, error.fault)
       failures++
       if (open || failures < threshold) return Effect.void
       open = true

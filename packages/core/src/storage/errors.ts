@@ -28,7 +28,8 @@ export class StorageError extends Data.TaggedError("StorageError")<{
   }
 
   override get message(): string {
-    return this.fault !== undefined || !(this.cause instanceof Error) ? `${this.failed} failed` : `${this.operation} failed: ${this.cause.message}`
+    const why = this.fault !== undefined ? faultText[this.fault] : this.cause instanceof Error ? this.cause.message : undefined
+    return why === undefined ? `${this.operation} failed` : `${this.operation} failed: ${why}`
   }
 }
 
