@@ -62,6 +62,8 @@ export interface SqliteClient {
   readonly filename: string
   /** Change-feed events kept (`SqliteOptions.eventRetention`): every write that logs events trims to it. */
   readonly eventRetention: number
+  /** The first corruption a statement of this connection met (`SQLITE_CORRUPT`, `SQLITE_NOTADB`), if any: its operation and SQLite's words. */
+  readonly corruption: () => string | undefined
   /**
    * A reading that moves whenever the file may have changed (`StoreChangeStamp`): the header of
    * its WAL index, which every commit of any connection rewrites, read with one `pread`
@@ -141,14 +143,15 @@ export const faultOf = (e: unknown): StorageFault | undefined => {
  * The single place where a backend failure becomes a `StorageError`, a retryable 503 for the
  * caller, or a `StorageDefect`, a 500 that is logged and never retried.
  */
-const attempt = <A, E>(operation: string, body: () => A): Effect.Effect<A, StorageError | E> => {
+const attempt = <A, E>(operation: string, body: () => A, failed?: (error: StorageError) => void): Effect.Effect<A, StorageError | E> => {
   try {
     return Effect.succeed(body())
   } catch (cause) {
     if (cause instanceof Rollback) return Effect.fail(cause.error as E)
-    return isStorageTrouble(cause)
-      ? Effect.fail(storageError(operation, cause))
-      : Effect.die(new StorageDefect({ operation, cause }))
+    if (!isStorageTrouble(cause)) return Effect.die(new StorageDefect({ operation, cause }))
+    const error = storageError(operation, cause)
+    failed?.(error)
+    return Effect.fail(error)
   }
 }
 
@@ -205,10 +208,15 @@ export const fromDatabase = (db: Database.Database, filename: string, eventReten
   // The WAL index header's reader (`walIndexStamp`), looked for on first use; null until then.
   let header: (() => string | undefined) | undefined | null = null
   const reads = sharedReads(db, filename)
+  let corruption: string | undefined
+  const failed = (error: StorageError) => {
+    if (error.fault === "corrupt") corruption ??= `${error.operation}: ${error.cause instanceof Error ? error.cause.message : String(error.cause)}`
+  }
   return {
     db,
     filename,
     eventRetention,
+    corruption: () => corruption,
     changeStamp: () => {
       if (header === null) header = walIndexStamp(db, filename)
       const read = header?.()
@@ -220,10 +228,10 @@ export const fromDatabase = (db: Database.Database, filename: string, eventReten
       return `${changed}:${version}`
     },
     prepare,
-    read: (operation, body) => Effect.suspend(() => attempt(operation, () => (reads.join(), body()))),
-    run: (operation, body) => Effect.suspend(() => attempt(operation, () => (reads.end(), body()))),
+    read: (operation, body) => Effect.suspend(() => attempt(operation, () => (reads.join(), body()), failed)),
+    run: (operation, body) => Effect.suspend(() => attempt(operation, () => (reads.end(), body()), failed)),
     transaction: <A, E = never>(operation: string, body: (abort: (error: E) => never) => A) =>
-      Effect.suspend(() => attempt<A, E>(operation, () => (reads.end(), db.transaction(() => body(abort)).immediate()))),
+      Effect.suspend(() => attempt<A, E>(operation, () => (reads.end(), db.transaction(() => body(abort)).immediate()), failed)),
     close: () => {
       reads.close()
       if (db.open) db.close()

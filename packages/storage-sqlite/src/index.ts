@@ -33,7 +33,7 @@ export const make = (options: SqliteOptions): Effect.Effect<Stores, StorageError
     if (options.bulk !== true) yield* rebuildHeldIndexes(client)
     const stores = makeStores(client, options)
     return options.integrityCheck === true && client.filename !== ":memory:" && client.filename !== ""
-      ? { ...stores, integrity: yield* integrityWatch(client.filename) }
+      ? { ...stores, integrity: yield* integrityWatch(client) }
       : stores
   })
 

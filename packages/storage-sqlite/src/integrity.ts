@@ -2,7 +2,7 @@ import type { StorageError } from "@gpu-market/core"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { Worker } from "node:worker_threads"
-import { storageError } from "./client.js"
+import { type SqliteClient, storageError } from "./client.js"
 
 /**
  * The check of a SQLite file's integrity: `PRAGMA quick_check`, which walks every page of every
@@ -48,10 +48,12 @@ export const checkIntegrity = (filename: string): Effect.Effect<IntegrityReport,
 /**
  * A server's check of its file at start (`SqliteOptions.integrityCheck`), forked for the life of
  * the scope: what it found is logged (an error naming the first problems when the file is
- * corrupt), and the returned reading gives the corruption found, if any, for `/readyz`.
+ * corrupt), and the returned reading gives the corruption found, if any, for `/readyz`: the
+ * check's, else the first a statement of the connection met since.
  */
-export const integrityWatch = (filename: string): Effect.Effect<() => string | undefined, never, Scope.Scope> =>
+export const integrityWatch = (client: SqliteClient): Effect.Effect<() => string | undefined, never, Scope.Scope> =>
   Effect.gen(function* () {
+    const filename = client.filename
     let corruption: string | undefined
     yield* Effect.forkScoped(checkIntegrity(filename).pipe(
       Effect.flatMap(({ problems, ms }) => {
@@ -63,5 +65,5 @@ export const integrityWatch = (filename: string): Effect.Effect<() => string | u
       }),
       Effect.catchAll((e) => Effect.logWarning("integrity check could not run").pipe(Effect.annotateLogs({ file: filename, error: e.message })))
     ))
-    return () => corruption
+    return () => corruption ?? client.corruption()
   })
