@@ -107,7 +107,7 @@ const keepTerms = <A extends { readonly [F in HardwareTermField]: string | Reado
   vocabulary: HardwareVocabularySet,
   dropped: Record<HardwareTermField, number>
 ): A => {
-  const out: Record<string, unknown> = { ...observation }
+  let out: Record<string, unknown> | undefined
   for (const field of hardwareTermFields) {
     const value = observation[field]
     if (value === null) continue
@@ -117,9 +117,9 @@ const keepTerms = <A extends { readonly [F in HardwareTermField]: string | Reado
       for (const term of terms.kept) kept.add(term)
       dropped[field] += terms.dropped
     }
-    out[field] = kept.size === 0 ? null : typeof value === "string" ? [...kept].join(TERM_JOIN) : [...kept]
+    ;(out ??= { ...observation } as Record<string, unknown>)[field] = kept.size === 0 ? null : typeof value === "string" ? [...kept].join(TERM_JOIN) : [...kept]
   }
-  return out as A
+  return (out ?? observation) as A
 }
 
 const decodeObservation = Schema.decodeUnknownEither(CompleteHardwarePriceObservation, { errors: "all" })

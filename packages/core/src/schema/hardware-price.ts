@@ -38,9 +38,11 @@ export const CountryCode = Schema.String.pipe(Schema.pattern(/^[A-Z]{2}$/))
  * ingest reads the text as terms and keeps those of the vocabulary. The row does not check the
  * terms, so a row stored before the vocabulary still reads.
  */
-const termsNote = "terms of this field's vocabulary (GET /v2/gpu/hardware/prices/metadata lists them as data.vocabulary), each once"
-const Terms = Schema.NullOr(Schema.String.pipe(Schema.minLength(1)).annotations({ description: `${termsNote}, joined by ", "` }))
-const TermList = Schema.NullOr(Schema.Array(Schema.String.pipe(Schema.minLength(1))).annotations({ description: `${termsNote}, one per item` }))
+const termsNote = (form: string) =>
+  `terms of this field's vocabulary (GET /v2/gpu/hardware/prices/metadata lists them as data.vocabulary), each once, ${form}; ` +
+  "a source's text that is no term is not stored"
+const Terms = Schema.NullOr(Schema.String.pipe(Schema.minLength(1)).annotations({ description: termsNote('joined by ", "') }))
+const TermList = Schema.NullOr(Schema.Array(Schema.String.pipe(Schema.minLength(1))).annotations({ description: termsNote("one per item") }))
 /** A source's text for a descriptive field, as ingest takes it: read as terms, and anything else dropped and counted. */
 const SourceText = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
 /** A value of the market's hardware vocabulary (`HardwareVocabulary`), which `/metadata` lists. */
@@ -160,7 +162,8 @@ const nullable = {
 }
 
 /**
- * One listing observed on one day, as fed to `HardwarePriceIngest.ingest`. `listing_ref` is the
+ * One listing observed on one day, as fed to `HardwarePriceIngest.ingest`. The descriptive fields
+ * (`payment_terms`, ...) take the source's text, of which ingest keeps the vocabulary's terms. `listing_ref` is the
  * source's own reference to the listing (a listing id or URL): it only derives `listing_key` and
  * is never stored. `observed_date` and `listing_last_updated_date` take a date or an ISO 8601
  * datetime (its UTC date is kept). Fields that are not published may be omitted or null. The
