@@ -410,10 +410,11 @@ describe("gpu-market with an extended hardware vocabulary", () => {
     }
   }, 180_000)
 
-  it("$GPU_MARKET_HARDWARE_VOCABULARY: import accepts the added values, serve filters and lists them; bad JSON stops the command", async () => {
+  it("$GPU_MARKET_HARDWARE_VOCABULARY: import accepts the added values and terms and counts the dropped ones, serve filters and lists them; bad JSON stops the command", async () => {
     const db = join(dir, "vocabulary.db")
     const observation = (listing_ref: string) => JSON.stringify({
-      listing_ref, gpu_canonical_name: "h100-sxm", observed_date: new Date().toISOString().slice(0, 10), price_usd: 25_000, channel: "lease_return"
+      listing_ref, gpu_canonical_name: "h100-sxm", observed_date: new Date().toISOString().slice(0, 10), price_usd: 25_000, channel: "lease_return",
+      payment_terms: "Net 30; wechat acmegpu88", includes_nics: "2x ConnectX-9, acme-gpus [dot] com, (415) 555-0177"
     }) + "\n"
     const refusedFile = join(dir, "hardware-refused.jsonl")
     writeFileSync(refusedFile, observation("feed/refused"))
@@ -421,18 +422,19 @@ describe("gpu-market with an extended hardware vocabulary", () => {
     assert.strictEqual(refused.code, 1, refused.stderr)
     assert.match(refused.stdout, /line 1: channel: "lease_return" is not in the hardware vocabulary of channel; accepted: oem_direct, /)
 
-    const env = { GPU_MARKET_HARDWARE_VOCABULARY: '{"channel":["lease_return"]}' }
+    const env = { GPU_MARKET_HARDWARE_VOCABULARY: '{"channel":["lease_return"],"includes_nics":["connectx-9"]}' }
     const file = join(dir, "hardware.jsonl")
     writeFileSync(file, observation("feed/accepted"))
     const accepted = await runWith(env, "import", file, "--type", "hardware", "--db", db)
     assert.strictEqual(accepted.code, 0, accepted.stdout + accepted.stderr)
-    assert.match(accepted.stdout, /^accepted 1, duplicate 0, rejected 0$/m)
+    assert.match(accepted.stdout, /^accepted 1, duplicate 0, rejected 0, dropped terms 3 \(payment_terms 1, includes_nics 2\)$/m)
 
     const token = (await run("tokens", "create", "--name", "hw-reader", "--grant", "hardware", "--db", db)).stdout.trim()
     const [latest, metadata] = await serveAll(token, ["/v2/gpu/hardware/prices/latest?channel=lease_return", "/v2/gpu/hardware/prices/metadata"], db, env)
     assert.strictEqual(latest!.status, 200, JSON.stringify(latest!.body))
-    assert.deepStrictEqual(latest!.body.data.map((r: { channel: string }) => r.channel), ["lease_return"])
+    assert.deepStrictEqual(latest!.body.data.map((r: Record<string, string>) => [r.channel, r.payment_terms, r.includes_nics]), [["lease_return", "net-30", "connectx-9"]])
     assert.include(metadata!.body.data.vocabulary.channel, "lease_return")
+    assert.include(metadata!.body.data.vocabulary.includes_nics, "connectx-9")
 
     const bad = await runWith({ GPU_MARKET_HARDWARE_VOCABULARY: "{channel" }, "import", file, "--type", "hardware", "--db", db)
     assert.notStrictEqual(bad.code, 0)

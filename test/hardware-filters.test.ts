@@ -1,5 +1,5 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { HardwarePriceIngest, HardwarePriceMetadata, hardwareVocabularyDefaults } from "@gpu-market/core"
+import { HardwarePriceIngest, HardwarePriceMetadata, hardwareTermDefaults, hardwareVocabularyDefaults } from "@gpu-market/core"
 import { Effect, Schema } from "effect"
 import {
   fixtureRows, hardwareObservation, HW, HW_CHANNELS, HW_CONDITIONS, HW_COUNTRIES, HW_GPUS, HW_LAST_DAY, HW_LEVELS, HW_STOCK,
@@ -122,9 +122,9 @@ describe("hardware prices filters and metadata", () => {
           country: ["CA", "DE", "GB", "JP", "SG", "US"],
           country_group: ["apac", "europe", "north_america"]
         })
-        // Every value ingest accepts, per classification field: the defaults, as no value was added.
+        // Every value ingest accepts, per classification field, then the terms each descriptive field keeps: the defaults, as none was added.
         assert.deepStrictEqual(body.data.vocabulary, Object.fromEntries(
-          Object.entries(hardwareVocabularyDefaults).map(([field, values]) => [field, values.literals])
+          [...Object.entries(hardwareVocabularyDefaults), ...Object.entries(hardwareTermDefaults)].map(([field, values]) => [field, values.literals])
         ) as unknown)
         assert.deepStrictEqual(body.data.gpus, [...HW_GPUS].sort().map((gpu) => {
           const mine = rows.filter((x) => x.o.gpu_canonical_name === gpu)

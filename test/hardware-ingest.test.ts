@@ -8,7 +8,7 @@ import { Effect, Layer } from "effect"
 import { existsSync, mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { HW, storedRows } from "./support/hardware"
+import { HW, NO_DROPPED_TERMS, storedRows } from "./support/hardware"
 import { atNow, http } from "./support/market"
 
 const fresh = () => {
@@ -41,9 +41,9 @@ describe("hardware price write path", () => {
     Effect.gen(function* () {
       const ingest = yield* HardwarePriceIngest
       assert.deepStrictEqual(yield* ingest.ingest([obs(), obs({ observed_date: "2026-06-03", price_usd: 24_000 })]),
-        { received: 2, inserted: 2, replaced: 0 })
+        { received: 2, inserted: 2, replaced: 0, droppedTerms: NO_DROPPED_TERMS })
       assert.deepStrictEqual(yield* ingest.ingest([obs({ price_usd: 24_500, stock_status: "limited" })]),
-        { received: 1, inserted: 0, replaced: 1 })
+        { received: 1, inserted: 0, replaced: 1, droppedTerms: NO_DROPPED_TERMS })
       const rows = yield* everything
       assert.deepStrictEqual(days(rows), ["2026-06-01", "2026-06-03"])
       assert.strictEqual(rows[0]!.price_usd, 24_500)
@@ -105,7 +105,7 @@ describe("hardware price write path", () => {
         obs({ observed_date: "2026-06-02", price_usd: 27_000 }),
         obs({ observed_date: "2026-06-01T23:30:00-02:00", listing_last_updated_date: "2026-05-30T10:00:00Z", price_usd: 26_000 })
       ])
-      assert.deepStrictEqual(summary, { received: 2, inserted: 1, replaced: 0 })
+      assert.deepStrictEqual(summary, { received: 2, inserted: 1, replaced: 0, droppedTerms: NO_DROPPED_TERMS })
       const rows = yield* everything
       assert.deepStrictEqual(rows.map((r) => [r.observed_date, r.price_usd, r.listing_last_updated_date]), [
         ["2026-06-01", 25_000, null], ["2026-06-02", 26_000, "2026-05-30"]
@@ -144,8 +144,8 @@ describe("hardware price write path", () => {
       }
       const refs = ["https://www.zq-plant-ref.example/listing/98765", "https://www.zq-plant-ref.example/listing/98766"]
       const summary = yield* ingest.ingest(refs.flatMap((listing_ref, i) => ["2026-06-01", "2026-06-02"].map((observed_date) =>
-        obs({ ...planted, listing_ref, observed_date, payment_terms: "zq-visible-terms", price_usd: 25_000 + i }))))
-      assert.deepStrictEqual(summary, { received: 4, inserted: 4, replaced: 0 })
+        obs({ ...planted, listing_ref, observed_date, payment_terms: "Letter of credit", price_usd: 25_000 + i }))))
+      assert.deepStrictEqual(summary, { received: 4, inserted: 4, replaced: 0, droppedTerms: NO_DROPPED_TERMS })
       const texts: Array<string> = []
       for (const path of ["latest", "as-of?at=2026-06-01", "history?start=2026-05-01", "metadata",
         `history?start=2026-05-01&listing_key=${ingest.listingKey(refs[0]!)}`]) {
@@ -154,11 +154,11 @@ describe("hardware price write path", () => {
         texts.push(r.text)
       }
       // The search can find what is stored: a field of the observation's own is in both places.
-      assert.isTrue(texts.some((t) => t.includes("zq-visible-terms")))
+      assert.include(texts[2]!, '"payment_terms":"letter-of-credit"')
       assert.include(texts[2]!, ingest.listingKey(refs[1]!))
       // Read both files (the committed pages may still be in the write-ahead log).
       const bytes = Buffer.concat([filename, `${filename}-wal`].filter(existsSync).map((f) => readFileSync(f)))
-      assert.isTrue(bytes.includes("zq-visible-terms"))
+      assert.isTrue(bytes.includes("letter-of-credit"))
       for (const text of texts) {
         assert.notInclude(text, "zq-plant")
         // As a field name; "marketplace" is also a channel class the vocabulary lists.

@@ -1,26 +1,22 @@
 import { assert, describe, it } from "@effect/vitest"
 import {
-  Auth, CONTACT_PLACEHOLDER, createMarket, type HardwarePrice, HardwarePriceIngest, type HardwarePriceObservationInput,
+  Auth, createMarket, type HardwarePrice, HardwarePriceIngest, type HardwarePriceObservationInput, hardwareTermDefaults,
   HardwareVocabulary, type HardwareVocabularyExtension, type HardwareVocabularyField, hardwareVocabularyDefaults, InvalidRecords,
-  type Market, marketLayer, memory, type PrincipalInput, ReferenceDataIngest, scrubContactDetails
+  marketLayer, memory, type PrincipalInput, ReferenceDataIngest
 } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
-import { redis } from "@gpu-market/storage-redis"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
-import { sqlite } from "@gpu-market/storage-sqlite"
 import { Effect, Layer } from "effect"
-import { Redis } from "ioredis"
-import { existsSync, readFileSync } from "node:fs"
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { tempDb } from "./support/adapters"
-import { HW, storedRows } from "./support/hardware"
+import { HW, NO_DROPPED_TERMS, storedRows } from "./support/hardware"
 import { atNow, http } from "./support/market"
-import { startRedis, uniquePrefix } from "./support/redis"
 
 /**
  * Hardware classification fields take values of a closed, documented vocabulary that an operator
- * can extend, and free-text fields lose URLs, e-mail addresses, handles and phone numbers before
- * they are stored: a seller's identity or address reaches no row, no `/metadata` and no filter.
+ * can extend: a seller's identity or address reaches no row, no `/metadata` and no filter. The
+ * descriptive fields' terms are held in `hardware-terms.test.ts`.
  */
 
 const obs = (over: Partial<HardwarePriceObservationInput> & Record<string, unknown> = {}): HardwarePriceObservationInput => ({
@@ -84,6 +80,8 @@ describe("hardware classification vocabulary", () => {
       yield* (yield* ReferenceDataIngest).fxRates(Demo.demoFxRates(20_600))
       const summary = yield* ingest.ingest(week)
       assert.strictEqual(summary.inserted, week.length)
+      // Its descriptive text is all terms of the vocabulary.
+      assert.deepStrictEqual(summary.droppedTerms, NO_DROPPED_TERMS)
     }).pipe(Effect.provide(sqliteMarket())))
 
   it.effect("an operator-added value is accepted, filterable and listed by /metadata; values not added still refuse", () =>
@@ -114,18 +112,24 @@ describe("hardware classification vocabulary", () => {
       assert.deepStrictEqual(e.errors, [{ index: 0, message: `channel: ${refusal("channel", [...defaultsOf("channel"), "lease_return"], "lease-return")}` }])
     }).pipe(Effect.provide(sqliteMarket({ channel: ["lease_return"], counterparty_class: ["university"] }))))
 
-  it("the README's table of default values is the vocabulary's", () => {
+  it("the README's tables of default values and default terms are the vocabulary's", () => {
     const readme = readFileSync(join(import.meta.dirname, "..", "README.md"), "utf8").split("\n")
-    const start = readme.findIndex((line) => line.startsWith("<!-- vocabulary:"))
-    assert.isAbove(start, 0)
-    // The rows after the marker, the header and its rule.
-    const body = readme.slice(start + 3)
-    const rows = body.slice(0, body.findIndex((line) => !line.startsWith("|")))
-    const table = Object.fromEntries(rows.map((row) => {
-      const [, field, values] = row.split("|").map((cell) => cell.trim())
-      return [field!.replaceAll("`", ""), values!.replaceAll("`", "").split(", ")]
-    }))
-    assert.deepStrictEqual(table, Object.fromEntries(Object.entries(hardwareVocabularyDefaults).map(([field, schema]) => [field, [...schema.literals]])))
+    /** The table after the comment line starting with `marker`, as field → values. */
+    const table = (marker: string) => {
+      const start = readme.findIndex((line) => line.startsWith(marker))
+      assert.isAbove(start, 0, marker)
+      // The rows after the marker, the header and its rule.
+      const body = readme.slice(start + 3)
+      const rows = body.slice(0, body.findIndex((line) => !line.startsWith("|")))
+      return Object.fromEntries(rows.map((row) => {
+        const [, field, values] = row.split("|").map((cell) => cell.trim())
+        return [field!.replaceAll("`", ""), values!.replaceAll("`", "").split(", ")]
+      }))
+    }
+    const literals = (defaults: Readonly<Record<string, { readonly literals: ReadonlyArray<string> }>>) =>
+      Object.fromEntries(Object.entries(defaults).map(([field, schema]) => [field, [...schema.literals]]))
+    assert.deepStrictEqual(table("<!-- vocabulary:"), literals(hardwareVocabularyDefaults))
+    assert.deepStrictEqual(table("<!-- terms:"), literals(hardwareTermDefaults))
   })
 
   it("an extension that is not lower-case slugs of known fields never opens a market", async () => {
@@ -140,122 +144,4 @@ describe("hardware classification vocabulary", () => {
     const built = await Effect.runPromise(Effect.flip(Effect.scoped(Layer.build(HardwareVocabulary.layer({ stock_status: ["Allocated"] })))))
     assert.include(String(built), "Allocated")
   })
-})
-
-// ---- free text ----
-
-const DAY_MS = 86_400_000
-const day = (ago: number) => new Date(Date.now() - ago * DAY_MS).toISOString().slice(0, 10)
-
-/**
- * Every free-text field: what a source sent, with contact details in each one (the markers may
- * survive nowhere), and what is stored.
- */
-const FREE_TEXT: Readonly<Record<string, readonly [sent: unknown, stored: unknown]>> = {
-  payment_terms: ["net 30, pay at https://zq-plant-pay.example/checkout?id=7.", "net 30, pay at [removed]."],
-  includes_nics: ["8x 400G ConnectX-7 (specs: www.zq-plant-nics.example/cx7)", "8x 400G ConnectX-7 (specs: [removed])"],
-  includes_cooling_hw: ["rear-door HX, docs at zq-plant-cooling.example.org/rdhx", "rear-door HX, docs at [removed]"],
-  software_entitlements: ["NVAIE 5y; questions to zq-plant-sales@acme.example or +44 20 7946 0958", "NVAIE 5y; questions to [removed] or [removed]"],
-  services_included: [["installation", "burn-in via t.me/zqplantbot", "DM @zqplant_gpus"], ["installation", "burn-in via [removed]", "DM [removed]"]]
-}
-const planted = Object.fromEntries(Object.entries(FREE_TEXT).map(([field, [sent]]) => [field, sent]))
-const scrubbed = Object.fromEntries(Object.entries(FREE_TEXT).map(([field, [, stored]]) => [field, stored]))
-const STORED_TERMS = "net 30, pay at [removed]."
-const MARKERS = ["zq-plant", "zqplant", "7946"]
-
-/**
- * Ingests the planted observations (with an operator-added channel) through the Promise API and
- * reads them back through every hardware read; returns every response's text.
- */
-const plantAndRead = async (market: Market): Promise<ReadonlyArray<string>> => {
-  await market.tokens.create(reader, "reader")
-  const summary = await market.ingest.hardware(["feed/a", "feed/b"].flatMap((listing_ref) => [day(2), day(1)].map((observed_date) =>
-    obs({ ...planted, listing_ref, observed_date, channel: "lease_return" }))))
-  assert.strictEqual(summary.inserted, 4)
-  const token = { token: "reader" }
-  const pages = [
-    await market.hardware.prices.latest({}, token),
-    await market.hardware.prices.latest({ channel: ["lease_return"] }, token),
-    await market.hardware.prices.history({ start: day(30) }, token),
-    await market.hardware.prices.asOf({ at: day(2) }, token)
-  ]
-  const metadata = await market.hardware.prices.metadata({}, token)
-  assert.strictEqual(pages[2]!.data.length, 4)
-  for (const page of pages) {
-    assert.isAbove(page.data.length, 0)
-    for (const row of page.data) {
-      assert.deepStrictEqual(Object.fromEntries(Object.keys(FREE_TEXT).map((field) => [field, row[field as keyof HardwarePrice]])), scrubbed)
-    }
-  }
-  assert.deepStrictEqual(metadata.data.vocabulary.channel, [...defaultsOf("channel"), "lease_return"])
-  assert.deepStrictEqual(metadata.data.filters.channel, ["lease_return"])
-  const texts = [...pages, metadata].map((r) => JSON.stringify(r))
-  for (const text of texts) for (const marker of MARKERS) assert.notInclude(text, marker)
-  return texts
-}
-
-describe("free text is scrubbed of contact details before storage", () => {
-  it("what is removed and what is kept", () => {
-    assert.strictEqual(CONTACT_PLACEHOLDER, "[removed]")
-    for (const [text, expected] of [
-      ["see https://acme.example/x, net 30", "see [removed], net 30"],
-      ["HTTP://ACME.EXAMPLE", "[removed]"],
-      ["mail sales@acme-gpus.co.uk today", "mail [removed] today"],
-      ["www.acme.shop", "[removed]"],
-      ["seller.example.com/item/1 or acme.io:8080", "[removed] or [removed]"],
-      ["t.me/acme and wa.me/15550100", "[removed] and [removed]"],
-      ["ask @acme_gpus", "ask [removed]"],
-      ["call +1 (555) 010-0199", "call [removed]"],
-      // Hardware text stays as it is.
-      ["8x 400G ConnectX-7, 2x 200G BlueField-3", "8x 400G ConnectX-7, 2x 200G BlueField-3"],
-      ["e.g. rails; 2.5in bays; v1.2 firmware; 50% @ signing; +2 years", "e.g. rails; 2.5in bays; v1.2 firmware; 50% @ signing; +2 years"]
-    ] as const) assert.strictEqual(scrubContactDetails(text), expected, text)
-    // A placeholder longer than what it replaced never makes the text longer than a row holds.
-    assert.strictEqual(scrubContactDetails("@ab ".repeat(50)).length, 200)
-  })
-
-  it("on SQLite: in no response (latest, filtered, history, as-of, metadata) and in no byte of the database", async () => {
-    const filename = tempDb("hw-scrub")
-    const market = await createMarket({ storage: sqlite(filename), hardwareVocabulary: { channel: ["lease_return"] } })
-    try {
-      await plantAndRead(market)
-    } finally {
-      await market.close()
-    }
-    const bytes = Buffer.concat([filename, `${filename}-wal`].filter(existsSync).map((f) => readFileSync(f)))
-    // The search finds what is stored: the scrubbed text is there.
-    assert.isTrue(bytes.includes(STORED_TERMS))
-    for (const marker of MARKERS) {
-      assert.isFalse(bytes.includes(marker), marker)
-      assert.isFalse(bytes.includes(Buffer.from(marker, "utf16le")), marker)
-    }
-  }, 60_000)
-
-  it("on Redis: in no response and in no stored key", async () => {
-    const server = await startRedis()
-    const prefix = uniquePrefix("hw-scrub")
-    try {
-      const market = await createMarket({ storage: redis(server.url, prefix), hardwareVocabulary: { channel: ["lease_return"] } })
-      try {
-        await plantAndRead(market)
-      } finally {
-        await market.close()
-      }
-      // Every key of the market, serialised without compression, so a stored string is in the bytes as written.
-      const client = new Redis(server.url)
-      try {
-        await client.config("SET", "rdbcompression", "no")
-        const keys = await client.keys(`*${prefix}*`)
-        assert.isAbove(keys.length, 0)
-        const dumps = await Promise.all(keys.map((k) => client.dumpBuffer(k)))
-        const bytes = Buffer.concat(dumps.filter((d): d is Buffer => d !== null))
-        assert.isTrue(bytes.includes(STORED_TERMS))
-        for (const marker of MARKERS) assert.isFalse(bytes.includes(marker), marker)
-      } finally {
-        await client.quit()
-      }
-    } finally {
-      await server.stop()
-    }
-  }, 60_000)
 })

@@ -11,6 +11,7 @@ import { Effect, Exit, Layer } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { NO_DROPPED_TERMS } from "./support/hardware"
 import { TestRedis, testRedisLayer, uniquePrefix } from "./support/redis"
 
 /**
@@ -114,7 +115,7 @@ describe("hardware prices in other currencies", () => {
         listing({ listing_ref: "feed/2", price_amount: 20_000, currency: "EUR", price_usd: 24_100 }),
         listing({ listing_ref: "feed/3", price_amount: 25_000.5, currency: "USD", price_usd: 25_000.5 }),
         listing({ listing_ref: "feed/4", price_usd: 31_000 })
-      ]), { received: 4, inserted: 4, replaced: 0 })
+      ]), { received: 4, inserted: 4, replaced: 0, droppedTerms: NO_DROPPED_TERMS })
       assert.sameDeepMembers((yield* hardwareRows).map((r) => [r.price_amount, r.currency, r.price_usd]), [
         [20_000, "EUR", 24_000], [20_000, "EUR", 24_100], [25_000.5, "USD", 25_000.5], [null, null, 31_000]
       ])

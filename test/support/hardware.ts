@@ -66,7 +66,7 @@ export const hardwareObservation = (l: number, day: number): HardwarePriceObserv
     gpu_count_in_unit: units,
     includes_host_cpus: level === "bare_module" ? 0 : units / 4,
     includes_nvswitch: level === "bare_module" ? null : true,
-    services_included: level === "rack" ? ["installation", "burn-in"] : null,
+    services_included: level === "rack" ? ["installation", "burn-in-testing"] : null,
     warranty_months: condition === "new_sealed" ? 36 : null
   }
 }
@@ -116,6 +116,9 @@ export const fixtureRows = (): Array<{ readonly listing: number; readonly day: n
 }
 
 export const HW = "/api/v2/gpu/hardware/prices"
+
+/** An ingest summary's `droppedTerms` when every piece of descriptive text was a term. */
+export const NO_DROPPED_TERMS = { payment_terms: 0, includes_nics: 0, includes_cooling_hw: 0, software_entitlements: 0, services_included: 0 }
 
 /** Every row the hardware store holds, oldest day first, read from the store itself. */
 export const storedRows = Effect.flatMap(HardwarePriceStore, (s) => s.page({

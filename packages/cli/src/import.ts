@@ -32,10 +32,16 @@ import { marketOn } from "./storage.js"
 /** The importable types: the write path of each and the schema of one input row. */
 type Writers = RentalPriceIngest | HardwarePriceIngest | LlmTokenPriceIngest | TransactionIngest | IndexIngest | ReferenceDataIngest
 
+/** What one write of an import counted: rows that repeated one already stored or sent, and pieces of text dropped per field. */
+interface WriteCounts {
+  readonly duplicates: number
+  readonly droppedTerms: Readonly<Record<string, number>>
+}
+
 interface ImportType {
   readonly schema: Schema.Schema.AnyNoContext
-  /** Writes rows and, in the same transaction, the progress mark; returns how many rows repeated one already stored or sent. */
-  readonly write: (rows: ReadonlyArray<unknown>, mark: ProgressMark) => Effect.Effect<number, InvalidRecords | StorageUnavailable, Writers>
+  /** Writes rows and, in the same transaction, the progress mark; returns what the write counted. */
+  readonly write: (rows: ReadonlyArray<unknown>, mark: ProgressMark) => Effect.Effect<WriteCounts, InvalidRecords | StorageUnavailable, Writers>
   readonly mark: (name: string) => Effect.Effect<Option.Option<string>, StorageUnavailable, Writers>
   /** For the life of the scope, an import of about `rows` rows: its batch size, and the load's end to run after the last batch. */
   readonly load: (rows: number) => Effect.Effect<BulkLoad, StorageUnavailable, Writers | Scope.Scope>
@@ -45,28 +51,35 @@ interface ImportType {
 // prices is one transaction of tens of thousands of rows).
 const plainLoad: ImportType["load"] = () => Effect.succeed({ batch: MIN_IMPORT_BATCH, end: Effect.void })
 
-/** A type's write path as an import uses it: its write with a mark, the duplicates its summary counts, and its marks. */
+const noCounts = (): WriteCounts => ({ duplicates: 0, droppedTerms: {} })
+
+/** A type's write path as an import uses it: its write with a mark, what its summary counts, and its marks. */
 const importType = <I extends Writers, S>(
   schema: Schema.Schema.AnyNoContext,
   service: Effect.Effect<I, never, I>,
   write: (ingest: I, rows: ReadonlyArray<unknown>, mark: ProgressMark) => Effect.Effect<S, InvalidRecords | StorageUnavailable>,
   mark: (ingest: I) => (name: string) => Effect.Effect<Option.Option<string>, StorageUnavailable>,
-  duplicates: (summary: S) => number = () => 0,
+  counts: (summary: S) => WriteCounts = noCounts,
   load: ImportType["load"] = plainLoad
 ): ImportType => ({
   schema,
-  write: (rows, m) => Effect.flatMap(service, (i) => Effect.map(write(i, rows, m), duplicates)),
+  write: (rows, m) => Effect.flatMap(service, (i) => Effect.map(write(i, rows, m), counts)),
   mark: (name) => Effect.flatMap(service, (i) => mark(i)(name)),
   load
 })
 
+const duplicatesOf = (summary: { readonly duplicates: number }): WriteCounts => ({ duplicates: summary.duplicates, droppedTerms: {} })
+
 const TYPES: Record<"rental" | "hardware" | "llm" | "transactions" | "indexes" | "fx" | "gpus", ImportType> = {
   rental: importType(
-    RentalPriceObservation, RentalPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, (s) => s.duplicates,
+    RentalPriceObservation, RentalPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, duplicatesOf,
     (rows) => Effect.flatMap(RentalPriceIngest, (i) => i.bulkLoad(rows))
   ),
-  hardware: importType(HardwarePriceObservation, HardwarePriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark),
-  llm: importType(LlmTokenPriceObservation, LlmTokenPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, (s) => s.duplicates),
+  hardware: importType(
+    HardwarePriceObservation, HardwarePriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark,
+    (s) => ({ duplicates: 0, droppedTerms: s.droppedTerms })
+  ),
+  llm: importType(LlmTokenPriceObservation, LlmTokenPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, duplicatesOf),
   transactions: importType(TransactionDeal, TransactionIngest, (i, rows, mark) => i.record(rows, { mark }), (i) => i.mark),
   indexes: importType(AdministeredValue, IndexIngest, (i, rows, mark) => i.publish(rows, { mark }), (i) => i.mark),
   fx: importType(FxRateRecord, ReferenceDataIngest, (i, rows, mark) => i.fxRates(rows, { mark }), (i) => i.mark),
@@ -84,6 +97,8 @@ export interface ImportSummary {
   /** Rows that repeated a row already stored or earlier in the file (same product, instant and price): nothing to store. */
   readonly duplicates: number
   readonly rejected: ReadonlyArray<{ readonly line: number; readonly message: string }>
+  /** Hardware: pieces of text in the descriptive fields that were no vocabulary term, per field; not stored. */
+  readonly droppedTerms: Readonly<Record<string, number>>
   /** The last line an earlier run of the same file stored through: this run skipped the lines up to it. */
   readonly resumedAfter: number | null
 }
@@ -106,6 +121,7 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
     const rejected: Array<{ line: number; message: string }> = []
     let accepted = 0
     let duplicates = 0
+    const droppedTerms: Record<string, number> = {}
     let read = 0
     // Rows taken from the file (skipped ones of a resumed import too), all of them written or rejected.
     let done = 0
@@ -119,8 +135,9 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
           const rows = pending.map((r) => r.value)
           const result = yield* Effect.either(write(rows, { name: markName, value: String(through) }))
           if (result._tag === "Right") {
-            accepted += pending.length - result.right
-            duplicates += result.right
+            accepted += pending.length - result.right.duplicates
+            duplicates += result.right.duplicates
+            for (const [field, n] of Object.entries(result.right.droppedTerms)) droppedTerms[field] = (droppedTerms[field] ?? 0) + n
             return
           }
           const error = result.left
@@ -175,7 +192,7 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
     }))
     yield* progress.update(label, done, done)
     yield* progress.finish
-    const summary: ImportSummary = { accepted, duplicates, rejected: rejected.sort((a, b) => a.line - b.line), resumedAfter }
+    const summary: ImportSummary = { accepted, duplicates, rejected: rejected.sort((a, b) => a.line - b.line), droppedTerms, resumedAfter }
     return { ...summary, read }
   }))
 
@@ -203,7 +220,12 @@ export const importCommand = Command.make("import", {
     if (format !== undefined && isPublicFormat(format)) return yield* importFormat(o.file, format, o)
     const type = yield* Option.match(o.type, { onNone: () => new UsageError({ message: "--type is required, unless --format is skypilot or litellm" }), onSome: Effect.succeed })
     const result = yield* importFile(o.file, type, formatOf(o.file, Option.filter(o.format, isRowFormat)))
-    const lines = [`accepted ${result.accepted}, duplicate ${result.duplicates}, rejected ${result.rejected.length}`]
+    const dropped = Object.entries(result.droppedTerms).filter(([, n]) => n > 0)
+    const lines = [
+      `accepted ${result.accepted}, duplicate ${result.duplicates}, rejected ${result.rejected.length}` +
+      (type !== "hardware" ? "" : `, dropped terms ${dropped.reduce((n, [, c]) => n + c, 0)}`) +
+      (dropped.length === 0 ? "" : ` (${dropped.map(([field, n]) => `${field} ${n}`).join(", ")})`)
+    ]
     if (result.resumedAfter !== null) {
       lines.push(`resumed after line ${result.resumedAfter}: an earlier import of this file went that far (it reported the rows it rejected)`)
     }

@@ -36,8 +36,7 @@ export { type RentalObservation, usdPerGpuHour, USD_PER_GPU_HOUR_PLACES, USD_PER
 export {
   type GpuCatalog, GpuCatalogEntry, type GpuCatalogEntryInput, makeGpuCatalog, resolveGpu, SHIPPED_GPUS, spellingKey
 } from "./catalog/gpu-catalog.js"
-export { HardwarePriceIngest, type HardwareIngestSummary, isSellerIdentityField, SELLER_IDENTITY_WORDS } from "./ingest/hardware-prices.js"
-export { CONTACT_PLACEHOLDER, scrubContactDetails } from "./ingest/scrub.js"
+export { type DroppedTerms, HardwarePriceIngest, type HardwareIngestSummary, isSellerIdentityField, SELLER_IDENTITY_WORDS } from "./ingest/hardware-prices.js"
 export { TransactionIngest, type TransactionIngestSummary } from "./ingest/transactions.js"
 export {
   basePriceKey, isOutlierPrice, type LlmIngestSummary, LlmTokenPriceIngest, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO, outlierReference, priceKey
@@ -84,6 +83,7 @@ export * from "./schema/rental-metadata.js"
 export * from "./schema/hardware-price.js"
 export * from "./schema/hardware-metadata.js"
 export * from "./schema/hardware-vocabulary.js"
+export { hardwareTermDefaults, type HardwareTermField, hardwareTermFields, TermSlug } from "./schema/hardware-terms.js"
 export * from "./schema/transaction.js"
 export * from "./schema/llm-token-price.js"
 export * from "./schema/llm-metadata.js"

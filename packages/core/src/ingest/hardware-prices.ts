@@ -7,13 +7,13 @@ import type { InvalidRecords, RecordIssue } from "../errors.js"
 import { unavailableWrite } from "../market/storage.js"
 import { dateOf } from "../query/time.js"
 import { CompleteHardwarePriceObservation, type HardwarePrice, hardwarePriceFields, observationId } from "../schema/hardware-price.js"
+import { type HardwareTermField, hardwareTermFields, TERM_JOIN } from "../schema/hardware-terms.js"
 import { HardwareVocabulary, type HardwareVocabularySet } from "../schema/hardware-vocabulary.js"
 import { SettingsStore } from "../storage/contract.js"
 import { HardwarePriceStore } from "../storage/hardware.js"
 import { ReferenceDataStore } from "../storage/reference.js"
 import type { MarkedWrite } from "../storage/marks.js"
 import { chunksOf, countedIngest, invalidRecords, markedChunks, markReader } from "./batch.js"
-import { scrubFreeText } from "./scrub.js"
 import { IngestBounds } from "./bounds.js"
 import { type HardwarePricing, hardwareFxNeeds, hardwarePriceUsd } from "./hardware-price-usd.js"
 import { referenceReader } from "./reference-data.js"
@@ -74,6 +74,9 @@ const completeRecord = (record: unknown): { readonly record: unknown; readonly u
 export const listingKeyOf = (secret: string) => (listingRef: string): string =>
   createHmac("sha256", secret).update(listingRef, "utf8").digest("hex").slice(0, 32)
 
+/** Pieces of the descriptive fields' text that were no term of the field's vocabulary, per field. */
+export type DroppedTerms = { readonly [F in HardwareTermField]: number }
+
 /** What one ingest did. */
 export interface HardwareIngestSummary {
   readonly received: number
@@ -81,23 +84,61 @@ export interface HardwareIngestSummary {
   readonly inserted: number
   /** Listing-days whose stored row was replaced. */
   readonly replaced: number
+  /** Pieces of text in the descriptive fields (`payment_terms`, ...) that were no vocabulary term: not stored. */
+  readonly droppedTerms: DroppedTerms
+}
+
+/** The observations, each descriptive field as the terms of its vocabulary it names, and what was dropped per field. */
+export interface DecodedHardware {
+  readonly rows: ReadonlyArray<HardwarePrice>
+  readonly droppedTerms: DroppedTerms
+}
+
+const noneDropped = (): Record<HardwareTermField, number> =>
+  Object.fromEntries(hardwareTermFields.map((f) => [f, 0])) as Record<HardwareTermField, number>
+
+/**
+ * An observation's descriptive fields as terms of the vocabulary: a text as its terms joined by
+ * `TERM_JOIN`, a list (`services_included`) as its items' terms, each once; null when no term is
+ * left. Pieces that are no term are added to `dropped`.
+ */
+const keepTerms = <A extends { readonly [F in HardwareTermField]: string | ReadonlyArray<string> | null }>(
+  observation: A,
+  vocabulary: HardwareVocabularySet,
+  dropped: Record<HardwareTermField, number>
+): A => {
+  let out: Record<string, unknown> | undefined
+  for (const field of hardwareTermFields) {
+    const value = observation[field]
+    if (value === null) continue
+    const kept = new Set<string>()
+    for (const text of typeof value === "string" ? [value] : value) {
+      const terms = vocabulary.terms(field, text)
+      for (const term of terms.kept) kept.add(term)
+      dropped[field] += terms.dropped
+    }
+    ;(out ??= { ...observation } as Record<string, unknown>)[field] = kept.size === 0 ? null : typeof value === "string" ? [...kept].join(TERM_JOIN) : [...kept]
+  }
+  return (out ?? observation) as A
 }
 
 const decodeObservation = Schema.decodeUnknownEither(CompleteHardwarePriceObservation, { errors: "all" })
 
 /**
  * Validates a batch into rows: seller identity dropped, classifications held to `vocabulary`,
- * free text scrubbed of contact details, dates normalised, keys derived, the USD price computed
- * (`hardwarePriceUsd`). Every bad record is reported with its index, an observation without a
- * price included; of two records of one listing-day the later stands.
+ * descriptive fields reduced to the vocabulary's terms (the rest dropped and counted), dates
+ * normalised, keys derived, the USD price computed (`hardwarePriceUsd`). Every bad record is
+ * reported with its index, an observation without a price included; of two records of one
+ * listing-day the later stands.
  */
 export const decodeHardwareObservations = (
   input: ReadonlyArray<unknown>,
   listingKey: (listingRef: string) => string,
   vocabulary: HardwareVocabularySet,
   pricing: HardwarePricing
-): Either.Either<ReadonlyArray<HardwarePrice>, InvalidRecords> => {
+): Either.Either<DecodedHardware, InvalidRecords> => {
   const rows = new Map<string, HardwarePrice>()
+  const droppedTerms = noneDropped()
   const issues: Array<RecordIssue> = []
   input.forEach((item, index) => {
     const { record, unknown } = completeRecord(item)
@@ -110,7 +151,7 @@ export const decodeHardwareObservations = (
       return
     }
     if (unknown.length > 0 || refused.length > 0) return
-    const { listing_ref, ...o } = scrubFreeText(d.right)
+    const { listing_ref, ...o } = keepTerms(d.right, vocabulary, droppedTerms)
     const observed_date = dateOf(o.observed_date)
     if (observed_date === undefined) {
       issues.push({ index, message: "observed_date: expected a YYYY-MM-DD date or an ISO 8601 datetime" })
@@ -144,7 +185,7 @@ export const decodeHardwareObservations = (
     rows.delete(row.observation_id)
     rows.set(row.observation_id, row)
   })
-  return issues.length > 0 ? Either.left(invalidRecords(issues)) : Either.right([...rows.values()])
+  return issues.length > 0 ? Either.left(invalidRecords(issues)) : Either.right({ rows: [...rows.values()], droppedTerms })
 }
 
 const LISTING_KEY_SECRET = "hardware_listing_key_secret"
@@ -162,13 +203,14 @@ export class HardwarePriceIngest extends Effect.Service<HardwarePriceIngest>()("
     return {
       /**
        * Ingests listing observations: one row per listing per observed day, and a listing-day
-       * ingested again replaces its row. Invalid records refuse the whole batch; rows are written
+       * ingested again replaces its row. A descriptive field keeps the terms of its vocabulary
+       * its text names; the summary counts the pieces dropped (`droppedTerms`). Invalid records refuse the whole batch; rows are written
        * in atomic chunks of at most `MAX_ROWS_PER_WRITE`, and sending a batch again is safe.
        * `options.mark` is written with the last chunk.
        */
       ingest: Effect.fn("HardwarePriceIngest.ingest")(function* (observations: ReadonlyArray<unknown>, options: MarkedWrite = {}) {
         const usdPerUnit = yield* reference.usdPerUnit(hardwareFxNeeds(observations))
-        const rows = yield* decodeHardwareObservations(observations, listingKey, vocabulary, { usdPerUnit, bound: bounds.hardware })
+        const { rows, droppedTerms } = yield* decodeHardwareObservations(observations, listingKey, vocabulary, { usdPerUnit, bound: bounds.hardware })
         let inserted = 0
         let replaced = 0
         // Rows are independent listing-days, each replaced whole: any chunking keeps them right.
@@ -177,7 +219,7 @@ export class HardwarePriceIngest extends Effect.Service<HardwarePriceIngest>()("
           inserted += put.inserted
           replaced += put.replaced
         }
-        const summary: HardwareIngestSummary = { received: observations.length, inserted, replaced }
+        const summary: HardwareIngestSummary = { received: observations.length, inserted, replaced, droppedTerms }
         return summary
       }, countedIngest("hardware")),
       /** The `listing_key` this deployment derives from a source's listing reference. */

@@ -4,6 +4,7 @@ import { omittableNulls } from "./fields.js"
 import {
   ClassSlug, HardwareMarket, type HardwareVocabularyField, hardwareVocabularyDefaults
 } from "./hardware-vocabulary.js"
+import type { HardwareTermField } from "./hardware-terms.js"
 import { CurrencyCode } from "./price-unit.js"
 import { GpuCanonicalName } from "./rental-price.js"
 
@@ -32,13 +33,18 @@ export const observationId = (listingKey: string, observedDate: string): string 
 /** An ISO 3166 alpha-2 code in upper case (its form; whether it is assigned is not checked). */
 export const CountryCode = Schema.String.pipe(Schema.pattern(/^[A-Z]{2}$/))
 
-const Text = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
-/**
- * Free text as the source states it. Ingest replaces URLs, e-mail addresses, handles and phone
- * numbers in it with `[removed]` (`scrubContactDetails`) before it is stored.
+/*
+ * A descriptive field holds terms of its vocabulary (`hardware-terms.ts`), never a source's text:
+ * ingest reads the text as terms and keeps those of the vocabulary. The row does not check the
+ * terms, so a row stored before the vocabulary still reads.
  */
-const FreeText = Schema.NullOr(Text.annotations({ description: "free text; contact details and addresses are replaced by [removed]" }))
-const FreeTextList = Schema.NullOr(Schema.Array(Text).pipe(Schema.maxItems(50)))
+const termsNote = (form: string) =>
+  `terms of this field's vocabulary (GET /v2/gpu/hardware/prices/metadata lists them as data.vocabulary), each once, ${form}; ` +
+  "a source's text that is no term is not stored"
+const Terms = Schema.NullOr(Schema.String.pipe(Schema.minLength(1)).annotations({ description: termsNote('joined by ", "') }))
+const TermList = Schema.NullOr(Schema.Array(Schema.String.pipe(Schema.minLength(1))).annotations({ description: termsNote("one per item") }))
+/** A source's text for a descriptive field, as ingest takes it: read as terms, and anything else dropped and counted. */
+const SourceText = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
 /** A value of the market's hardware vocabulary (`HardwareVocabulary`), which `/metadata` lists. */
 const InVocabulary = Schema.NullOr(ClassSlug.annotations({
   description: "a value of the hardware vocabulary: GET /v2/gpu/hardware/prices/metadata lists the accepted values as data.vocabulary"
@@ -63,7 +69,7 @@ const described = {
   price_per_gpu_system_attach: Schema.NullOr(Price),
   price_basis: InVocabulary,
   taxes_included: Schema.NullOr(Schema.Boolean),
-  payment_terms: FreeText,
+  payment_terms: Terms,
   stock_status: InVocabulary,
   units_available: Schema.NullOr(Count),
   min_order_quantity: Schema.NullOr(PositiveCount),
@@ -78,15 +84,15 @@ const described = {
   includes_host_cpus: Schema.NullOr(Count),
   includes_dram_gb: Schema.NullOr(Amount),
   includes_storage_tb: Schema.NullOr(Amount),
-  includes_nics: FreeText,
+  includes_nics: Terms,
   includes_nvswitch: Schema.NullOr(Schema.Boolean),
   includes_scaleout_fabric: Schema.NullOr(Schema.Boolean),
   includes_chassis_psu: Schema.NullOr(Schema.Boolean),
-  includes_cooling_hw: FreeText,
-  software_entitlements: FreeText,
+  includes_cooling_hw: Terms,
+  software_entitlements: Terms,
   support_years: Schema.NullOr(Amount),
   warranty_months: Schema.NullOr(Amount),
-  services_included: FreeTextList,
+  services_included: TermList,
   condition: InVocabulary,
   module_packaging: InVocabulary,
   unit_age_months: Schema.NullOr(Amount),
@@ -128,13 +134,6 @@ export const hardwareClassFields = [
 ] as const
 export type HardwareClassField = (typeof hardwareClassFields)[number]
 
-/**
- * The free-text fields of the row (`FreeText`, and each item of `services_included`), scrubbed
- * of contact details at ingest.
- */
-export const hardwareFreeTextFields = (Object.keys(described) as Array<keyof typeof described>)
-  .filter((f) => described[f] === FreeText || described[f] === FreeTextList)
-
 /*
  * A vocabulary field of an ingest record is any text: whether it is in the vocabulary depends on
  * the market (`HardwareVocabulary`), so ingest checks it after decoding, naming the accepted values.
@@ -143,17 +142,28 @@ const vocabularyInputs = Object.fromEntries(
   Object.keys(hardwareVocabularyDefaults).map((f) => [f, Schema.NullOr(Schema.String)])
 ) as { readonly [F in HardwareVocabularyField]: Schema.NullOr<typeof Schema.String> }
 
+/** The descriptive fields of an ingest record: the source's text, which ingest reads as terms. */
+const termInputs = {
+  payment_terms: Schema.NullOr(SourceText),
+  includes_nics: Schema.NullOr(SourceText),
+  includes_cooling_hw: Schema.NullOr(SourceText),
+  software_entitlements: Schema.NullOr(SourceText),
+  services_included: Schema.NullOr(Schema.Array(SourceText).pipe(Schema.maxItems(50)))
+} satisfies { readonly [F in HardwareTermField]: Schema.Schema.Any }
+
 /** What an ingest record may leave out: null when it does. */
 const nullable = {
   listing_last_updated_date: Schema.NullOr(Schema.String),
   ...listed,
   price_usd: Schema.NullOr(Price),
   ...described,
-  ...vocabularyInputs
+  ...vocabularyInputs,
+  ...termInputs
 }
 
 /**
- * One listing observed on one day, as fed to `HardwarePriceIngest.ingest`. `listing_ref` is the
+ * One listing observed on one day, as fed to `HardwarePriceIngest.ingest`. The descriptive fields
+ * (`payment_terms`, ...) take the source's text, of which ingest keeps the vocabulary's terms. `listing_ref` is the
  * source's own reference to the listing (a listing id or URL): it only derives `listing_key` and
  * is never stored. `observed_date` and `listing_last_updated_date` take a date or an ISO 8601
  * datetime (its UTC date is kept). Fields that are not published may be omitted or null. The

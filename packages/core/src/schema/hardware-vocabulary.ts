@@ -7,13 +7,16 @@ import type * as ParseResult from "effect/ParseResult"
 import * as Record from "effect/Record"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
+import { type HardwareTermField, hardwareTermDefaults, termsOf, TermSlug } from "./hardware-terms.js"
 
 /**
- * The closed vocabularies of the hardware row's classification fields. The spec makes these
- * fields stand in for identity ("kind of source, never the source"), so free text there could
- * publish a seller's name or address, list it in `/metadata` and make it filterable: ingest
- * accepts only values of the vocabulary, and `/metadata` lists it. An operator extends it
- * without a code change (`HardwareVocabulary.layer`, `createMarket({ hardwareVocabulary })`).
+ * The closed vocabularies of the hardware row's classification fields and of its descriptive
+ * fields (`hardware-terms.ts`). The spec makes these fields stand in for identity ("kind of
+ * source, never the source"), so free text there could publish a seller's name or address, list
+ * it in `/metadata` and make it filterable: ingest accepts only values of the vocabulary (a
+ * classification outside it refuses the batch, a descriptive term outside it is dropped and
+ * counted), and `/metadata` lists it. An operator extends it without a code change
+ * (`HardwareVocabulary.layer`, `createMarket({ hardwareVocabulary })`).
  */
 
 /**
@@ -82,27 +85,45 @@ export const HardwareMarket = defaults.market
 /** The default value schema of each vocabulary field: its documented, complete default set. */
 export const hardwareVocabularyDefaults: { readonly [F in HardwareVocabularyField]: (typeof defaults)[F] } = defaults
 
-/** Every vocabulary field with its accepted values, in the order `/metadata` lists them. */
-export const HardwareVocabularyValues = Schema.Struct(Record.map(defaults, (s) =>
-  Schema.Array(Schema.String).annotations({
-    description: `${Option.getOrElse(SchemaAST.getDescriptionAnnotation(s.ast), () => "")}; by default ${s.literals.join(", ")}`
-  })
-))
+const listed = (s: { readonly ast: SchemaAST.AST; readonly literals: ReadonlyArray<string> }, kept: string) => Schema.Array(Schema.String).annotations({
+  description: `${Option.getOrElse(SchemaAST.getDescriptionAnnotation(s.ast), () => "")}; ${kept}by default ${s.literals.join(", ")}`
+})
+
+/**
+ * Every vocabulary field with its accepted values, in the order `/metadata` lists them: the
+ * classification fields, then the terms each descriptive field keeps.
+ */
+export const HardwareVocabularyValues = Schema.Struct({
+  ...Record.map(defaults, (s) => listed(s, "")),
+  ...Record.map(hardwareTermDefaults, (s) => listed(s, "the terms ingest keeps (any other is dropped and counted), "))
+})
 export type HardwareVocabularyValues = typeof HardwareVocabularyValues.Type
 
 /**
  * Values an operator adds to the default vocabulary, per field (every field but `market`, which
- * the spec fixes): lower-case slugs of at most 64 characters. An unknown field is refused.
+ * the spec fixes): lower-case slugs of at most 64 characters for a classification field, terms
+ * (`TermSlug`: words joined by single `-`) for a descriptive field. An unknown field is refused.
  */
-export const HardwareVocabularyExtension = Schema.Struct(Record.map(Record.remove(defaults, "market"), () =>
-  Schema.optional(Schema.Array(ClassSlug))
-))
+export const HardwareVocabularyExtension = Schema.Struct({
+  ...Record.map(Record.remove(defaults, "market"), () => Schema.optional(Schema.Array(ClassSlug))),
+  ...Record.map(hardwareTermDefaults, () => Schema.optional(Schema.Array(TermSlug)))
+})
 export type HardwareVocabularyExtension = Schema.Schema.Encoded<typeof HardwareVocabularyExtension>
+
+/** The terms a descriptive field's text keeps, and how many of its pieces were no term. */
+export interface KeptTerms {
+  /** The vocabulary terms the text names, each once, in the order it names them. */
+  readonly kept: ReadonlyArray<string>
+  /** Pieces of the text that are no term of the field's vocabulary: dropped. */
+  readonly dropped: number
+}
 
 /** The accepted values of each vocabulary field in one market, and membership answered from sets. */
 export interface HardwareVocabularySet {
   /** Every field's accepted values: the defaults, then the operator's additions. */
   readonly values: HardwareVocabularyValues
+  /** `text` read as terms (`termsOf`), those of `field`'s vocabulary kept and the rest counted. */
+  readonly terms: (field: HardwareTermField, text: string) => KeptTerms
   /** Whether `value` is in `field`'s vocabulary. */
   readonly accepts: (field: HardwareVocabularyField, value: string) => boolean
   /** Why `values` are refused for `field`: it names them and the accepted ones. */
@@ -119,10 +140,12 @@ const quoted = (value: string): string => JSON.stringify(value.length > 80 ? `${
 
 /** The vocabulary made of the defaults and a decoded extension. */
 const build = (extension: Schema.Schema.Type<typeof HardwareVocabularyExtension>): HardwareVocabularySet => {
-  const values = Record.map(defaults, (s, field): ReadonlyArray<string> => {
-    const added = field === "market" ? undefined : extension[field]
-    return [...new Set([...s.literals, ...(added ?? [])])]
-  }) as HardwareVocabularyValues
+  const withAdded = (literals: ReadonlyArray<string>, added: ReadonlyArray<string> | undefined): ReadonlyArray<string> =>
+    [...new Set([...literals, ...(added ?? [])])]
+  const values: HardwareVocabularyValues = {
+    ...Record.map(defaults, (s, field) => withAdded(s.literals, field === "market" ? undefined : extension[field])),
+    ...Record.map(hardwareTermDefaults, (s, field) => withAdded(s.literals, extension[field]))
+  }
   const sets = Record.map(values, (v): ReadonlySet<string> => new Set(v))
   const refusal = (field: HardwareVocabularyField, refused: ReadonlyArray<string>) =>
     `${refused.map(quoted).join(", ")} ${refused.length === 1 ? "is" : "are"} not in the hardware vocabulary of ${field}; ` +
@@ -130,6 +153,17 @@ const build = (extension: Schema.Schema.Type<typeof HardwareVocabularyExtension>
   return {
     values,
     accepts: (field, value) => sets[field].has(value),
+    terms: (field, text) => {
+      const accepted = sets[field]
+      const kept = new Set<string>()
+      let dropped = 0
+      for (const { term, uncounted } of termsOf(text)) {
+        if (accepted.has(term)) kept.add(term)
+        else if (uncounted !== undefined && accepted.has(uncounted)) kept.add(uncounted)
+        else dropped++
+      }
+      return { kept: [...kept], dropped }
+    },
     refusal,
     refusals: (record) => {
       let out: Array<string> | undefined
