@@ -1,7 +1,7 @@
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { StorageUnavailable } from "@gpu-market/core"
-import { TokenStore } from "@gpu-market/core/storage"
+import { StoreIdentity, TokenStore } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -10,8 +10,9 @@ import { problemResponse } from "./problem.js"
 
 /**
  * What an orchestrator and a scraper ask, without a token: `/healthz` (the process answers),
- * `/readyz` (storage answers within `READINESS_TIMEOUT_MS`; a 503 problem otherwise, at once
- * while the storage breaker is open) and, when asked for, `/metrics`. None is cached by anyone.
+ * `/readyz` (storage answers within `READINESS_TIMEOUT_MS` and is still the store the server
+ * opened, `StoreIdentity`; a 503 problem otherwise, at once while the storage breaker is open)
+ * and, when asked for, `/metrics`. None is cached by anyone.
  */
 
 /** How long `/readyz` waits for storage before it answers 503. */
@@ -26,7 +27,7 @@ export const Health = Schema.Struct({ status: Schema.Literal("ok") }).annotation
 /** The body of a ready `/readyz`. */
 export const Readiness = Schema.Struct({ status: Schema.Literal("ready") }).annotations({
   identifier: "Readiness",
-  description: "Storage answered a read within the deadline."
+  description: "Storage answered a read within the deadline, and is still the store the server opened."
 })
 
 const NO_STORE = { "cache-control": "no-store" }
@@ -40,9 +41,10 @@ const json = (body: typeof Health.Type | typeof Readiness.Type) =>
  * there it answers as `/healthz` does.
  */
 export const makeHealthRoutes = (options: { readonly metrics: boolean }) =>
-  Effect.map(Effect.serviceOption(TokenStore), (tokens) => {
-    // One read every request makes anyway: the tokens version.
-    const ready = Option.match(tokens, { onNone: () => Effect.void, onSome: (store) => store.version }).pipe(
+  Effect.map(Effect.zip(Effect.serviceOption(TokenStore), StoreIdentity), ([tokens, identity]) => {
+    // One read every request makes anyway, the tokens version; then, where the storage keeps a
+    // mark, that it is still the store this server opened (a 503 naming what it lost, if not).
+    const ready = Option.match(tokens, { onNone: () => Effect.void, onSome: (store) => Effect.zipRight(store.version, identity ?? Effect.void) }).pipe(
       Effect.timeoutFail({
         duration: `${READINESS_TIMEOUT_MS} millis`,
         onTimeout: () => new StorageUnavailable({ detail: `storage did not answer within ${READINESS_TIMEOUT_MS} ms; not ready` })

@@ -17,6 +17,7 @@ import { ReferenceDataStore } from "./reference.js"
 import { EventLogStore } from "./event-log.js"
 import { StorePipelines } from "./pipelining.js"
 import { StoreChangeStamp } from "./change-stamp.js"
+import { StoreIdentity } from "./store-identity.js"
 import { type StampedCounts, StoreStampedCounts } from "./stamped-count.js"
 import { storageContext, type Stores } from "./stores.js"
 import { TransactionStore } from "./transactions.js"
@@ -169,6 +170,8 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
     // reader then takes the guarded path.
     const stamp = Context.get(context, StoreChangeStamp)
     const counts = Context.get(context, StoreStampedCounts)
+    // Passed through as it is: `/readyz` reads it only after the guarded tokens version answered.
+    const identity = Context.get(context, StoreIdentity)
     const stores: Stores = {
       rentalStore: guarded(RentalPriceStore),
       tokenStore: guarded(TokenStore),
@@ -183,6 +186,7 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
       eventLogStore: guarded(EventLogStore),
       ...stamp === undefined ? {} : { changeStamp: stamp },
       ...counts === undefined ? {} : { stampedCounts: guardedCounts(counts) },
+      ...identity === undefined ? {} : { identity },
       pipelines: Context.get(context, StorePipelines)
     }
     return storageContext(stores)

@@ -1,5 +1,7 @@
 import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
+import type { StorageUnavailable } from "../errors.js"
 import { RateLimitStore, RentalPriceStore, SettingsStore, type Storage, type StorageError, TokenStore } from "./contract.js"
 import { HardwarePriceStore } from "./hardware.js"
 import { IndexStore } from "./indexes.js"
@@ -9,6 +11,7 @@ import { ReferenceDataStore } from "./reference.js"
 import { TransactionStore } from "./transactions.js"
 import { EventLogStore } from "./event-log.js"
 import { StoreChangeStamp } from "./change-stamp.js"
+import { StoreIdentity } from "./store-identity.js"
 import { StorePipelines } from "./pipelining.js"
 import { type StampedCounts, StoreStampedCounts } from "./stamped-count.js"
 
@@ -31,6 +34,8 @@ export interface Stores {
   readonly stampedCounts?: StampedCounts
   /** Whether its calls share round trips when started together (`StorePipelines`); default false. */
   readonly pipelines?: boolean
+  /** The storage's `StoreIdentity`: whether it is still the store this process opened. */
+  readonly identity?: Effect.Effect<void, StorageError | StorageUnavailable>
 }
 
 /** A backend's stores as the context its layer provides: `Layer.scopedContext(Effect.map(make(o), storageContext))`. */
@@ -48,6 +53,7 @@ export const storageContext = (s: Stores): Context.Context<Storage> =>
     Context.add(EventLogStore, s.eventLogStore),
     (context) => s.changeStamp === undefined ? context : Context.add(context, StoreChangeStamp, s.changeStamp),
     (context) => s.stampedCounts === undefined ? context : Context.add(context, StoreStampedCounts, s.stampedCounts),
+    (context) => s.identity === undefined ? context : Context.add(context, StoreIdentity, s.identity),
     Context.add(StorePipelines, s.pipelines === true)
   )
 
