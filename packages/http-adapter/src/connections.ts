@@ -147,6 +147,9 @@ const answerRefusal = (timeouts: ServerTimeouts) => (error: Error, socket: Duple
   ;(socket as Socket).destroySoon()
 }
 
+/** What Node takes for `100-continue` (and answers with a `100 Continue` before the request goes on): the same test here. */
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
+
 /**
  * What the server refuses of a request Node parsed, before any lane or the app sees it, or
  * undefined. HTTP/1.1 requires `Host` (RFC 9112 §3.2: 400 without it), and an expectation other
@@ -157,7 +160,7 @@ const refusalAtTheDoor = (req: IncomingMessage): ProblemError | undefined => {
   if (req.httpVersion !== "1.1") return undefined
   if (req.headers.host === undefined) return { _tag: "MalformedRequest", detail: "the request has no Host header, which HTTP/1.1 requires" }
   const expect = req.headers.expect
-  return expect !== undefined && expect.trim().toLowerCase() !== "100-continue"
+  return expect !== undefined && !CONTINUE.test(expect)
     ? { _tag: "ExpectationFailed", detail: `the server meets no expectation but 100-continue; got Expect: ${JSON.stringify(expect)}` }
     : undefined
 }
