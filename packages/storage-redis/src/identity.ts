@@ -19,12 +19,16 @@ export const STORE_MARK = "store_id"
 export const markStore = (
   settings: SettingsStore["Type"]
 ): Effect.Effect<Effect.Effect<void, StorageError | StorageUnavailable>, StorageError> =>
-  Effect.map(settings.getOrSet(STORE_MARK, randomUUID()), (opened) =>
-    Effect.flatMap(settings.get(STORE_MARK), Option.match({
+  Effect.gen(function* () {
+    // Read first, as the page-token secret is: a store already marked is opened without a write.
+    const marked = yield* settings.get(STORE_MARK)
+    const opened = Option.isSome(marked) ? marked.value : yield* settings.getOrSet(STORE_MARK, randomUUID())
+    return Effect.flatMap(settings.get(STORE_MARK), Option.match({
       onNone: () => new StorageUnavailable({
         detail: `the Redis store has lost its data (its ${STORE_MARK} mark is gone: a restart without persistence, a FLUSHALL); not ready`
       }),
       onSome: (mark) => mark === opened ? Effect.void : new StorageUnavailable({
         detail: `the Redis store was emptied and set up again since this server opened it (its ${STORE_MARK} mark changed); not ready`
       })
-    })))
+    }))
+  })
