@@ -71,9 +71,14 @@ const nested = (depth: number) => "[".repeat(depth) + "]".repeat(depth)
 const assertProblem = (reply: { readonly status: number; readonly headers: Readonly<Record<string, string>>; readonly body: string }, status: number, code: string) => {
   assert.strictEqual(reply.status, status, reply.body)
   assert.strictEqual(reply.headers["content-type"], "application/problem+json")
-  const problem = JSON.parse(reply.body) as { status: number; code: string; detail: string }
+  assert.strictEqual(reply.headers["x-content-type-options"], "nosniff")
+  const problem = JSON.parse(reply.body) as { type: string; title: string; status: number; code: string; detail: string; request_id: string }
+  assert.strictEqual(problem.type, `/problems/${code}`)
+  assert.isNotEmpty(problem.title)
   assert.strictEqual(problem.status, status)
   assert.strictEqual(problem.code, code)
+  assert.strictEqual(problem.request_id, reply.headers["x-request-id"])
+  assert.match(problem.request_id, /^[0-9a-f-]{36}$/)
   assert.notMatch(problem.detail, /stack|exceeded|Error/)
   return problem
 }
@@ -155,6 +160,62 @@ describe.each(backends)("the $name server's edges", (backend) => {
     const target = assertProblem(await rawRequest(port, head("GET /a b HTTP/1.1")), 400, "malformed_request")
     assert.include(target.detail, "not valid HTTP/1.1")
     assertProblem(await rawRequest(port, head("G(T /openapi.json HTTP/1.1")), 400, "malformed_request")
+  })
+
+  it("HTTP/1.1 without Host is a 400 problem and its connection closed; HTTP/1.0 needs no Host", async () => {
+    const noHost = await rawRequest(port, ["GET /openapi.json HTTP/1.1", `Authorization: Bearer ${SECRET}`].join("\r\n"))
+    const problem = assertProblem(noHost, 400, "malformed_request")
+    assert.include(problem.detail, "no Host header")
+    assertClosed(noHost)
+    const http10 = await rawRequest(port, "GET /openapi.json HTTP/1.0")
+    assert.strictEqual(http10.status, 200)
+    assert.strictEqual(http10.headers["content-type"], "application/json")
+  })
+
+  it("an expectation other than 100-continue is a 417 problem, body unread; 100-continue is met and the request served", async () => {
+    const bogus = await rawRequest(port, head("GET /openapi.json HTTP/1.1", "Expect: 999-bogus"), { closeWithinMs: 500 })
+    const problem = assertProblem(bogus, 417, "expectation_failed")
+    assert.include(problem.detail, "999-bogus")
+    assert.deepStrictEqual(bogus.interim, [])
+    // Without a body pending, the connection stays for the request sent again.
+    assert.isUndefined(bogus.closedAfterMs)
+    const withBody = await rawRequest(port, head("POST /supply/procurements HTTP/1.1", "Content-Type: application/json", "Idempotency-Key: edges-4", "Expect: 999-bogus", `Content-Length: ${HUGE}`), {
+      body: { bytes: HUGE, chunk: 65_536 }
+    })
+    assertProblem(withBody, 417, "expectation_failed")
+    assertClosed(withBody)
+    assert.isBelow(withBody.sent, UNREAD)
+    const meetable = await rawRequest(port, head("GET /openapi.json HTTP/1.1", "Expect: 100-continue"))
+    assert.deepStrictEqual(meetable.interim, [100])
+    assert.strictEqual(meetable.status, 200)
+    assert.strictEqual(meetable.headers["content-type"], "application/json")
+    // An HTTP/1.0 request's expectation is ignored (RFC 9110 §10.1.1).
+    assert.strictEqual((await rawRequest(port, "GET /openapi.json HTTP/1.0\r\nExpect: 999-bogus")).status, 200)
+  })
+
+  it("every answer says nosniff: data pages (read, read again), 304s, problems, probes, documents and the change feed", async () => {
+    const base = `http://127.0.0.1:${port}`
+    const auth = { authorization: `Bearer ${SECRET}` }
+    // A `/latest` page: the direct lane's at first, then kept and replayed (test/replay.test.ts counts the replays).
+    const page = `${base}/v2/gpu/rental/prices/latest?vendor=lambda`
+    const first = await fetch(page, { headers: auth })
+    const kept = await fetch(page, { headers: auth })
+    const replayed = await fetch(page, { headers: auth })
+    const notModified = await fetch(page, { headers: { ...auth, "if-none-match": first.headers.get("etag")! } })
+    assert.deepStrictEqual([first.status, kept.status, replayed.status, notModified.status], [200, 200, 200, 304])
+    const others = await Promise.all([
+      fetch(page), fetch(`${base}/nowhere`, { headers: auth }), fetch(`${base}/openapi.json`), fetch(`${base}/healthz`), fetch(`${base}/readyz`),
+      fetch(`${base}/docs`), fetch(page, { headers: { ...auth, "accept-encoding": "gzip" } })
+    ])
+    assert.deepStrictEqual(others.map((r) => r.status), [401, 404, 200, 200, 200, 200, 200])
+    const feed = new AbortController()
+    const events = await fetch(`${base}/v2/events`, { headers: auth, signal: feed.signal })
+    feed.abort()
+    assert.strictEqual(events.headers.get("content-type"), "text/event-stream")
+    for (const response of [first, kept, replayed, notModified, ...others, events]) {
+      assert.strictEqual(response.headers.get("x-content-type-options"), "nosniff", `${response.url} ${response.status}`)
+      if (response.status !== 304 && response.body !== null && response !== events) await response.arrayBuffer()
+    }
   })
 
   it("a client too slow with its head or its body gets a 408, and an idle connection is closed", async () => {

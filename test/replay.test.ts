@@ -83,6 +83,7 @@ for (const backend of backends) {
       assert.isTrue(second.bytes.equals(first.bytes))
       assert.strictEqual(second.headers.get("etag"), first.headers.get("etag"))
       assert.strictEqual(second.headers.get("content-type"), "application/json")
+      assert.strictEqual(second.headers.get("x-content-type-options"), "nosniff")
       assert.notStrictEqual(second.headers.get("x-request-id"), first.headers.get("x-request-id"))
       const remaining = [first, second].map((r) => Number(r.headers.get("x-ratelimit-remaining")))
       const limit = TOKENS.all.rate_limit_per_minute

@@ -21,6 +21,8 @@ export interface RawBody {
 export interface RawReply {
   /** 0 when the connection closed with no answer. */
   readonly status: number
+  /** The statuses of interim (1xx) answers before it, such as a 100 Continue. */
+  readonly interim: ReadonlyArray<number>
   /** Header names lower-cased. */
   readonly headers: Readonly<Record<string, string>>
   readonly body: string
@@ -48,10 +50,11 @@ export const rawRequest = (
     let received = Buffer.alloc(0)
     let sent = 0
     let answered: Omit<RawReply, "closedAfterMs"> | undefined
+    const interim: Array<number> = []
     const finish = (closed: boolean) => {
       clearTimeout(timer)
       socket.destroy()
-      const reply = answered ?? { status: 0, headers: {}, body: "", sent, ms: Date.now() - started }
+      const reply = answered ?? { status: 0, interim, headers: {}, body: "", sent, ms: Date.now() - started }
       resolve({ ...reply, closedAfterMs: closed ? Date.now() - started - reply.ms : undefined })
     }
     const timer = setTimeout(() => {
@@ -62,6 +65,13 @@ export const rawRequest = (
       const end = received.indexOf("\r\n\r\n")
       if (end < 0 || answered !== undefined) return
       const [statusLine = "", ...lines] = received.subarray(0, end).toString("latin1").split("\r\n")
+      const status = Number(statusLine.split(" ")[1])
+      // An interim answer has no body: the final one follows it.
+      if (status >= 100 && status < 200) {
+        interim.push(status)
+        received = received.subarray(end + 4)
+        return parse()
+      }
       const headers: Record<string, string> = {}
       for (const line of lines) {
         const colon = line.indexOf(":")
@@ -70,7 +80,7 @@ export const rawRequest = (
       const length = Number(headers["content-length"] ?? "0")
       if (received.length < end + 4 + length) return
       answered = {
-        status: Number(statusLine.split(" ")[1]), headers, body: received.subarray(end + 4, end + 4 + length).toString("utf8"), sent, ms: Date.now() - started
+        status, interim, headers, body: received.subarray(end + 4, end + 4 + length).toString("utf8"), sent, ms: Date.now() - started
       }
       setTimeout(() => finish(false), options.closeWithinMs ?? 2_000).unref()
     }

@@ -17,6 +17,7 @@ import { makeDirect } from "./direct.js"
 import { docsPage, makeAssetRoutes } from "./docs.js"
 import { DEFAULT_HEARTBEAT_MS, EVENTS_PATH, heartbeatProblem, sseResponse } from "./events.js"
 import { makeHealthRoutes } from "./health.js"
+import { withNosniff } from "./nosniff.js"
 import { CLIENT_CLOSED_REQUEST, currentPrincipal, routedAs } from "./observe.js"
 import { problemResponse } from "./problem.js"
 import { queryOf, rateHeaders } from "./request.js"
@@ -176,9 +177,10 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
           : Effect.as(Effect.logError("request failed", cause), problemResponse({ _tag: "InternalError" }, randomUUID()))
       )
     )
-    // CORS around every answer, so a preflight is answered before anything else runs; the
-    // recording outermost, so a replay gives the answer exactly as it was sent.
-    const app: HttpApp.Default<never, Scope.Scope> = replay.recording(withCors(options.cors)(withCompression(answered)))
+    // CORS around every answer, so a preflight is answered before anything else runs; `nosniff`
+    // on all of them, preflights too; the recording outermost, so a replay gives the answer
+    // exactly as it was sent.
+    const app: HttpApp.Default<never, Scope.Scope> = replay.recording(withNosniff(withCors(options.cors)(withCompression(answered))))
     const direct = makeDirect({
       routes: replaying ? dataRoutes.map((route) => ({ path: route.path, call: readCall(route.entry) })) : [],
       prefix,

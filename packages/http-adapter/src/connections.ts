@@ -3,12 +3,14 @@ import type { Socket } from "node:net"
 import type { Duplex } from "node:stream"
 import { randomUUID } from "node:crypto"
 import type { ProblemError } from "@gpu-market/core/adapters"
+import { NOSNIFF } from "./nosniff.js"
 import { toProblem } from "./problem.js"
 
 /**
  * The standalone server's connections: how long a client may take to send a request, how long
- * an idle connection stays open, what a client gets when Node's parser refuses its request
- * before the app sees it, and that a body left unread is never read to keep a connection alive.
+ * an idle connection stays open, what a client gets when Node's parser (or the server itself:
+ * no `Host`, an `Expect` it cannot meet) refuses its request before the app sees it, and that a
+ * body left unread is never read to keep a connection alive.
  */
 
 /** How long clients may take; every field in milliseconds. */
@@ -105,19 +107,28 @@ const refusalOf = (error: NodeJS.ErrnoException & { readonly reason?: string }, 
   }
 }
 
-/** A problem as raw HTTP/1.1 on a socket no response object owns, closing the connection after it. */
-const rawProblem = (error: ProblemError): string => {
+/** A problem as an answer's status, headers and body, under a fresh request id. */
+const problemAnswer = (error: ProblemError) => {
   const requestId = randomUUID()
   const { problem, headers } = toProblem(error, requestId)
   const body = JSON.stringify(problem)
-  const lines = [
-    `HTTP/1.1 ${problem.status} ${problem.title}`,
-    "Content-Type: application/problem+json",
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    "Connection: close",
-    `X-Request-Id: ${requestId}`,
-    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)
-  ]
+  return {
+    problem,
+    body,
+    headers: {
+      "content-type": "application/problem+json",
+      "content-length": String(Buffer.byteLength(body)),
+      "x-request-id": requestId,
+      ...NOSNIFF,
+      ...headers
+    }
+  }
+}
+
+/** A problem as raw HTTP/1.1 on a socket no response object owns, closing the connection after it. */
+const rawProblem = (error: ProblemError): string => {
+  const { problem, body, headers } = problemAnswer(error)
+  const lines = [`HTTP/1.1 ${problem.status} ${problem.title}`, "connection: close", ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)]
   return `${lines.join("\r\n")}\r\n\r\n${body}`
 }
 
@@ -136,17 +147,56 @@ const answerRefusal = (timeouts: ServerTimeouts) => (error: Error, socket: Duple
   ;(socket as Socket).destroySoon()
 }
 
-/** A Node HTTP server with these timeouts, problem answers to what Node refuses, and unread bodies left unread. */
-export const createHttpServer = (timeouts: ServerTimeouts): Server => {
+/** What Node takes for `100-continue` (and answers with a `100 Continue` before the request goes on): the same test here. */
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
+
+/**
+ * What the server refuses of a request Node parsed, before any lane or the app sees it, or
+ * undefined. HTTP/1.1 requires `Host` (RFC 9112 §3.2: 400 without it), and an expectation other
+ * than `100-continue` cannot be met (RFC 9110 §10.1.1: 417); HTTP/1.0 has neither rule, and
+ * ignores `Expect`.
+ */
+const refusalAtTheDoor = (req: IncomingMessage): ProblemError | undefined => {
+  if (req.httpVersion !== "1.1") return undefined
+  if (req.headers.host === undefined) return { _tag: "MalformedRequest", detail: "the request has no Host header, which HTTP/1.1 requires" }
+  const expect = req.headers.expect
+  return expect !== undefined && !CONTINUE.test(expect)
+    ? { _tag: "ExpectationFailed", detail: `the server meets no expectation but 100-continue; got Expect: ${JSON.stringify(expect)}` }
+    : undefined
+}
+
+/**
+ * `handle` behind the server's own refusals (`refusalAtTheDoor`), each answered with its problem.
+ * A request without `Host` closes its connection, as Node's own refusal does; a 417 keeps it,
+ * for the client to send the request again without the expectation.
+ */
+export const atTheDoor = (handle: (req: IncomingMessage, res: ServerResponse) => void) => (req: IncomingMessage, res: ServerResponse): void => {
+  const refusal = refusalAtTheDoor(req)
+  if (refusal === undefined) return handle(req, res)
+  const { problem, body, headers } = problemAnswer(refusal)
+  res.writeHead(problem.status, refusal._tag === "MalformedRequest" ? { ...headers, connection: "close" } : headers)
+  res.end(body)
+}
+
+/**
+ * A Node HTTP server with these timeouts, problem answers to what Node refuses, and unread
+ * bodies left unread. Node's own bare answers are turned off (`requireHostHeader`, the default
+ * 417 of `checkExpectation`): both events reach `handle`, which `atTheDoor` puts in front of.
+ */
+export const createHttpServer = (timeouts: ServerTimeouts, handle: (req: IncomingMessage, res: ServerResponse) => void): Server => {
   const server = createServer({
     headersTimeout: timeouts.headersMs,
     requestTimeout: timeouts.requestMs,
     keepAliveTimeout: timeouts.keepAliveMs,
     // How often Node looks for requests past their timeouts (default 30 s): a timeout is kept to within a second.
     connectionsCheckingInterval: Math.min(1_000, timeouts.headersMs),
+    requireHostHeader: false,
     ServerResponse: BodyAwareResponse
   })
   server.on("connection", lingerOnClose)
   server.on("clientError", answerRefusal(timeouts))
+  const door = atTheDoor(handle)
+  server.on("request", door)
+  server.on("checkExpectation", door)
   return server
 }

@@ -38,8 +38,7 @@ const CONTENT_SECURITY_POLICY = [
 const PAGE_HEADERS = {
   "content-security-policy": CONTENT_SECURITY_POLICY,
   "cache-control": "no-cache",
-  "referrer-policy": "no-referrer",
-  "x-content-type-options": "nosniff"
+  "referrer-policy": "no-referrer"
 }
 
 /** The versioned assets never change under their URL. */
@@ -105,7 +104,7 @@ export const makeDashboardRoutes = (prefix: string) =>
         ? problemResponse({ _tag: "RouteNotFound", path: request.url }, randomUUID())
         : HttpServerResponse.uint8Array(file.bytes, {
           contentType: file.contentType,
-          headers: { "cache-control": ASSET_CACHE_CONTROL, "x-content-type-options": "nosniff" }
+          headers: { "cache-control": ASSET_CACHE_CONTROL }
         })
     })
     return [["/dashboard", page], ["/dashboard/assets/:version/:file", asset]] as const

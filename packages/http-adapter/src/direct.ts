@@ -9,6 +9,7 @@ import type * as Runtime from "effect/Runtime"
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { type Answered, CLIENT_CLOSED_REQUEST, type Heard } from "./observe.js"
+import { NOSNIFF } from "./nosniff.js"
 import type { Replay } from "./replay.js"
 import { queryOf, rateHeaders } from "./request.js"
 import { codingOf, encode, validate, varyWith } from "./transfer.js"
@@ -18,7 +19,7 @@ import { codingOf, encode, validate, varyWith } from "./transfer.js"
  * admitted and read in one run of the market's services, and its bytes written to the Node
  * response, without the platform's request, router, middleware and response objects, which
  * cost a busy server more than the page's own read. The answer is the app's to the byte: the
- * same validator, caching and coding headers (`validate`, `encode`), the rate-limit headers, a
+ * same validator, caching and coding headers (`validate`, `encode`), the rate-limit headers, `nosniff`, a
  * request id, `Vary: Origin` when CORS is on; it is kept for the replay as the app's would be.
  *
  * Only the plain case goes this way: a GET of a data route with no `Origin` (CORS answers belong
@@ -75,7 +76,7 @@ export const makeDirect = (options: DirectOptions): Direct => {
 
     const send = (admission: Admission, page: unknown, bytes: Uint8Array, headers: Record<string, string>, requestId: string) => {
       if (res.destroyed) return record(CLIENT_CLOSED_REQUEST, requestId, admission.principal.id)
-      const sent = { ...headers, "content-type": JSON_TYPE, "content-length": String(bytes.length) }
+      const sent = { ...headers, ...NOSNIFF, "content-type": JSON_TYPE, "content-length": String(bytes.length) }
       res.writeHead(200, sent)
       res.end(bytes)
       const replayable = replayOf(page)

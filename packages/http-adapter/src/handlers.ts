@@ -11,6 +11,7 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 import type * as Scope from "effect/Scope"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { makeAppParts, makeAppWithReplay } from "./app.js"
+import { atTheDoor } from "./connections.js"
 import { type CorsOptions, corsOptionsProblem } from "./cors.js"
 import { type Lanes, nodeLanes } from "./direct.js"
 import { heartbeatProblem } from "./events.js"
@@ -81,9 +82,10 @@ export const nodeHandler = async (options: HandlerOptions): Promise<{
   readonly close: () => Promise<void>
 }> => {
   const { runtime, handler } = await open(options, true, (app, lanes) =>
-    // Replayed answers first (see replay.ts), then plain data pages (see direct.ts); the rest,
-    // and whatever those hand on, to the app.
-    Effect.map(NodeHttpServer.makeHandler(app), (handle) => nodeLanes(lanes, handle)))
+    // The refusals of the standalone server's door first (no `Host`, an `Expect` it cannot
+    // meet: they reach the handler where the host server lets them), replayed answers next (see
+    // replay.ts), then plain data pages (see direct.ts); the rest, and whatever those hand on, to the app.
+    Effect.map(NodeHttpServer.makeHandler(app), (handle) => atTheDoor(nodeLanes(lanes, handle))))
   return { handle: handler, close: () => runtime.dispose() }
 }
 

@@ -1,7 +1,7 @@
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { StorageUnavailable } from "@gpu-market/core"
-import { faultText, StoreIntegrity, TokenStore } from "@gpu-market/core/storage"
+import { StoreReadiness, TokenStore } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -10,8 +10,9 @@ import { problemResponse } from "./problem.js"
 
 /**
  * What an orchestrator and a scraper ask, without a token: `/healthz` (the process answers),
- * `/readyz` (storage answers within `READINESS_TIMEOUT_MS`; a 503 problem otherwise, at once
- * while the storage breaker is open) and, when asked for, `/metrics`. None is cached by anyone.
+ * `/readyz` (storage answers within `READINESS_TIMEOUT_MS` and gives no reason to take no
+ * traffic, `StoreReadiness`; a 503 problem otherwise, at once while the storage breaker is open)
+ * and, when asked for, `/metrics`. None is cached by anyone.
  */
 
 /** How long `/readyz` waits for storage before it answers 503. */
@@ -26,7 +27,7 @@ export const Health = Schema.Struct({ status: Schema.Literal("ok") }).annotation
 /** The body of a ready `/readyz`. */
 export const Readiness = Schema.Struct({ status: Schema.Literal("ready") }).annotations({
   identifier: "Readiness",
-  description: "Storage answered a read within the deadline."
+  description: "Storage answered a read within the deadline, is still the store the server opened, and no corruption was found in it."
 })
 
 const NO_STORE = { "cache-control": "no-store" }
@@ -34,27 +35,21 @@ const NO_STORE = { "cache-control": "no-store" }
 const json = (body: typeof Health.Type | typeof Readiness.Type) =>
   HttpServerResponse.text(JSON.stringify(body), { contentType: "application/json", headers: NO_STORE })
 
-/** Fails while the storage's integrity check has found its file corrupt (`StoreIntegrity`): a corrupt store should get no traffic. */
-const sound = (integrity: StoreIntegrity["Type"]): Effect.Effect<void, StorageUnavailable> => Effect.suspend(() => {
-  const corruption = integrity?.()
-  return corruption === undefined ? Effect.void : Effect.fail(new StorageUnavailable({ detail: `storage is unavailable (${faultText.corrupt}: ${corruption}); not ready` }))
-})
-
 /**
  * The probe routes, and `/metrics` when `metrics`. An app built where the storage's stores are
  * not in context (its market's services are, already built) has nothing to read for `/readyz`:
  * there it answers as `/healthz` does.
  */
 export const makeHealthRoutes = (options: { readonly metrics: boolean }) =>
-  Effect.map(Effect.zip(Effect.serviceOption(TokenStore), StoreIntegrity), ([tokens, integrity]) => {
-    // One read every request makes anyway: the tokens version.
-    const ready = Option.match(tokens, { onNone: () => Effect.void, onSome: (store) => store.version }).pipe(
+  Effect.map(Effect.zip(Effect.serviceOption(TokenStore), StoreReadiness), ([tokens, readiness]) => {
+    // One read every request makes anyway, the tokens version; then, where the storage watches
+    // for a reason to take no traffic (a store lost or replaced, a corrupt file), that there is none.
+    const ready = Option.match(tokens, { onNone: () => Effect.void, onSome: (store) => Effect.zipRight(store.version, readiness ?? Effect.void) }).pipe(
       Effect.timeoutFail({
         duration: `${READINESS_TIMEOUT_MS} millis`,
         onTimeout: () => new StorageUnavailable({ detail: `storage did not answer within ${READINESS_TIMEOUT_MS} ms; not ready` })
       }),
       Effect.mapError((e) => e._tag === "StorageUnavailable" ? e : new StorageUnavailable({ detail: `storage is unavailable (${e.failed}); not ready` })),
-      Effect.zipRight(sound(integrity)),
       Effect.match({
         onFailure: (e) => problemResponse(e, randomUUID(), NO_STORE),
         onSuccess: () => json({ status: "ready" })

@@ -50,8 +50,7 @@ const listen = (
 ) => {
   const inFlight = new Set<ServerResponse>()
   let draining = false
-  const server = createHttpServer(options.timeouts)
-  server.on("request", (request: IncomingMessage, response: ServerResponse) => {
+  const server = createHttpServer(options.timeouts, (request, response) => {
     inFlight.add(response)
     if (draining) response.setHeader("connection", "close")
     response.once("close", () => {

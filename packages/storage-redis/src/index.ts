@@ -11,6 +11,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { makeClient, type RedisClient, type RedisOptions } from "./client.js"
 import { hardwareTable, makeHardwarePriceStore } from "./hardware-prices.js"
+import { markStore } from "./identity.js"
 import { indexesVersionKey, makeIndexStore } from "./indexes.js"
 import { llmTokenPriceSpec, makeLlmTokenPriceStore } from "./llm-token-prices.js"
 import { makeProcurementStore } from "./procurement.js"
@@ -27,29 +28,35 @@ import { type RowCacheOptions, tableKey } from "./table.js"
 export type { RedisOptions } from "./client.js"
 
 /**
- * Connects for the life of the scope and builds the stores. Fails with a `StorageError` when
- * Redis cannot be reached within the connect timeout; once connected, requests fail fast while
- * Redis is away and the connection comes back by itself.
+ * Connects for the life of the scope, marks the store (`markStore`: the mark `/readyz` checks)
+ * and builds the stores. Fails with a `StorageError` when Redis cannot be reached within the
+ * connect timeout; once connected, requests fail fast while Redis is away and the connection
+ * comes back by itself.
  */
 export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError, Scope.Scope> =>
   Effect.suspend(() => {
     // A size that cannot work dies here, before anything connects.
     const rowCache: RowCacheOptions = { rows: rowCacheRowsOf(options.rowCacheRows) }
-    return Effect.flatMap(makeClient(options), (client) => Effect.map(makeEventLogStore(client), (eventLogStore) => ({
-    rentalStore: makeRentalPriceStore(client, rowCache),
-    tokenStore: makeTokenStore(client),
-    rateLimitStore: makeRateLimitStore(client),
-    settingsStore: makeSettingsStore(client),
-    llmTokenPriceStore: makeLlmTokenPriceStore(client, rowCache),
-    indexStore: makeIndexStore(client),
-    hardwarePriceStore: makeHardwarePriceStore(client),
-    transactionStore: makeTransactionStore(client),
-    procurementStore: makeProcurementStore(client),
-    referenceDataStore: makeReferenceDataStore(client),
-    eventLogStore,
-    pipelines: true,
-    ...stampedCountsOf(client)
-  })))
+    return Effect.gen(function* () {
+      const client = yield* makeClient(options)
+      const settingsStore = makeSettingsStore(client)
+      return {
+        rentalStore: makeRentalPriceStore(client, rowCache),
+        tokenStore: makeTokenStore(client),
+        rateLimitStore: makeRateLimitStore(client),
+        settingsStore,
+        llmTokenPriceStore: makeLlmTokenPriceStore(client, rowCache),
+        indexStore: makeIndexStore(client),
+        hardwarePriceStore: makeHardwarePriceStore(client),
+        transactionStore: makeTransactionStore(client),
+        procurementStore: makeProcurementStore(client),
+        referenceDataStore: makeReferenceDataStore(client),
+        eventLogStore: yield* makeEventLogStore(client),
+        pipelines: true,
+        readiness: yield* markStore(settingsStore),
+        ...stampedCountsOf(client)
+      }
+    })
   })
 
 /**

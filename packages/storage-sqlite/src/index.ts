@@ -24,7 +24,7 @@ export { checkIntegrity, INTEGRITY_PROBLEMS, type IntegrityReport } from "./inte
  * and never built again (its process was killed, or the disk was full) are built now, unless this
  * connection is a bulk load's own (`bulk`), which takes them over; should that fail for want of
  * room, it opens without them (a warning says so) and the next open tries again. With
- * `integrityCheck`, the file's integrity is checked in the background (`StoreIntegrity`).
+ * `integrityCheck`, the file's integrity is checked in the background (its `StoreReadiness` fails once corruption is found).
  */
 export const make = (options: SqliteOptions): Effect.Effect<Stores, StorageError, Scope.Scope> =>
   Effect.gen(function* () {
@@ -33,7 +33,7 @@ export const make = (options: SqliteOptions): Effect.Effect<Stores, StorageError
     if (options.bulk !== true) yield* rebuildHeldIndexes(client)
     const stores = makeStores(client, options)
     return options.integrityCheck === true && client.filename !== ":memory:" && client.filename !== ""
-      ? { ...stores, integrity: yield* integrityWatch(client) }
+      ? { ...stores, readiness: Effect.zipRight(stores.readiness ?? Effect.void, yield* integrityWatch(client)) }
       : stores
   })
 

@@ -1,4 +1,5 @@
-import type { StorageError } from "@gpu-market/core"
+import { type StorageError, StorageUnavailable } from "@gpu-market/core"
+import { faultText } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { Worker } from "node:worker_threads"
@@ -48,10 +49,10 @@ export const checkIntegrity = (filename: string): Effect.Effect<IntegrityReport,
 /**
  * A server's check of its file at start (`SqliteOptions.integrityCheck`), forked for the life of
  * the scope: what it found is logged (an error naming the first problems when the file is
- * corrupt), and the returned reading gives the corruption found, if any, for `/readyz`: the
- * check's, else the first a statement of the connection met since.
+ * corrupt), and the returned effect, the file's part of its `StoreReadiness`, fails naming the
+ * corruption found: the check's, else the first a statement of the connection met since.
  */
-export const integrityWatch = (client: SqliteClient): Effect.Effect<() => string | undefined, never, Scope.Scope> =>
+export const integrityWatch = (client: SqliteClient): Effect.Effect<Effect.Effect<void, StorageUnavailable>, never, Scope.Scope> =>
   Effect.gen(function* () {
     const filename = client.filename
     let corruption: string | undefined
@@ -65,5 +66,10 @@ export const integrityWatch = (client: SqliteClient): Effect.Effect<() => string
       }),
       Effect.catchAll((e) => Effect.logWarning("integrity check could not run").pipe(Effect.annotateLogs({ file: filename, error: e.message })))
     ))
-    return () => corruption ?? client.corruption()
+    return Effect.suspend(() => {
+      const found = corruption ?? client.corruption()
+      return found === undefined
+        ? Effect.void
+        : Effect.fail(new StorageUnavailable({ detail: `storage is unavailable (${faultText.corrupt}: ${found}); not ready` }))
+    })
   })

@@ -11,6 +11,7 @@ import { makeSettingsStore } from "./settings.js"
 import { makeTokenStore } from "./tokens.js"
 import { makeTransactionStore } from "./transactions.js"
 import { makeEventLogStore } from "./event-log.js"
+import { fileIdentity } from "./identity.js"
 
 /** Every store over one migrated connection; the tests build them over connections they set up. */
 export const makeStores = (client: SqliteClient, options: Pick<SqliteOptions, "eventPollMs" | "bulk" | "rowCacheRows"> = {}): Stores => {
@@ -28,6 +29,7 @@ export const makeStores = (client: SqliteClient, options: Pick<SqliteOptions, "e
   procurementStore: makeProcurementStore(client),
   referenceDataStore: makeReferenceDataStore(client),
   eventLogStore: makeEventLogStore(client, rentalEventRows, options.eventPollMs),
-  changeStamp: client.changeStamp
+  changeStamp: client.changeStamp,
+  ...fileIdentity(client.filename)
   }
 }

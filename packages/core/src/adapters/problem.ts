@@ -12,8 +12,10 @@ export type AdapterError =
   | { readonly _tag: "RouteNotFound"; readonly path: string }
   | { readonly _tag: "MethodNotAllowed"; readonly method: string; readonly allow: string }
   | { readonly _tag: "InternalError" }
-  // Refusals of requests that never reached the app: HTTP/1.1 Node's parser could not read, or too slowly sent.
+  // Refusals of requests that never reached the app: HTTP/1.1 Node's parser could not read, or
+  // too slowly sent, or without the `Host` it requires, or with an expectation no server meets.
   | { readonly _tag: "MalformedRequest"; readonly detail: string }
+  | { readonly _tag: "ExpectationFailed"; readonly detail: string }
   | { readonly _tag: "RequestTimeout"; readonly detail: string }
   | { readonly _tag: "HeaderFieldsTooLarge"; readonly detail: string }
 
@@ -40,6 +42,7 @@ const STATUS = {
   ProviderUnavailable: [503, "provider_unavailable", "Service Unavailable"],
   InternalError: [500, "internal_error", "Internal Server Error"],
   MalformedRequest: [400, "malformed_request", "Bad Request"],
+  ExpectationFailed: [417, "expectation_failed", "Expectation Failed"],
   RequestTimeout: [408, "request_timeout", "Request Timeout"],
   HeaderFieldsTooLarge: [431, "header_fields_too_large", "Request Header Fields Too Large"]
 } as const satisfies Record<ProblemError["_tag"], readonly [number, string, string]>

@@ -18,7 +18,7 @@ import { ReferenceDataStore } from "./reference.js"
 import { EventLogStore } from "./event-log.js"
 import { StorePipelines } from "./pipelining.js"
 import { StoreChangeStamp } from "./change-stamp.js"
-import { StoreIntegrity } from "./integrity.js"
+import { StoreReadiness } from "./readiness.js"
 import { type StampedCounts, StoreStampedCounts } from "./stamped-count.js"
 import { storageContext, type Stores } from "./stores.js"
 import { TransactionStore } from "./transactions.js"
@@ -186,7 +186,8 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
     // reader then takes the guarded path.
     const stamp = Context.get(context, StoreChangeStamp)
     const counts = Context.get(context, StoreStampedCounts)
-    const integrity = Context.get(context, StoreIntegrity)
+    // Passed through as it is: `/readyz` reads it only after the guarded tokens version answered.
+    const readiness = Context.get(context, StoreReadiness)
     const stores: Stores = {
       rentalStore: guarded(RentalPriceStore),
       tokenStore: guarded(TokenStore),
@@ -200,8 +201,8 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
       referenceDataStore: guarded(ReferenceDataStore),
       eventLogStore: guarded(EventLogStore),
       ...stamp === undefined ? {} : { changeStamp: stamp },
-      ...integrity === undefined ? {} : { integrity },
       ...counts === undefined ? {} : { stampedCounts: guardedCounts(counts) },
+      ...readiness === undefined ? {} : { readiness },
       pipelines: Context.get(context, StorePipelines)
     }
     return storageContext(stores)

@@ -1,5 +1,7 @@
 import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
+import type { StorageUnavailable } from "../errors.js"
 import { RateLimitStore, RentalPriceStore, SettingsStore, type Storage, type StorageError, TokenStore } from "./contract.js"
 import { HardwarePriceStore } from "./hardware.js"
 import { IndexStore } from "./indexes.js"
@@ -9,7 +11,7 @@ import { ReferenceDataStore } from "./reference.js"
 import { TransactionStore } from "./transactions.js"
 import { EventLogStore } from "./event-log.js"
 import { StoreChangeStamp } from "./change-stamp.js"
-import { StoreIntegrity } from "./integrity.js"
+import { StoreReadiness } from "./readiness.js"
 import { StorePipelines } from "./pipelining.js"
 import { type StampedCounts, StoreStampedCounts } from "./stamped-count.js"
 
@@ -28,12 +30,12 @@ export interface Stores {
   readonly eventLogStore: EventLogStore["Type"]
   /** The storage's `StoreChangeStamp`, where it can take one at once. */
   readonly changeStamp?: () => string
-  /** The storage's `StoreIntegrity`: the corruption its check found, where it checks its file. */
-  readonly integrity?: () => string | undefined
   /** The storage's `StoreStampedCounts`, where it counts rate limits and stamps in one round trip. */
   readonly stampedCounts?: StampedCounts
   /** Whether its calls share round trips when started together (`StorePipelines`); default false. */
   readonly pipelines?: boolean
+  /** The storage's `StoreReadiness`: whether it may take traffic, where it watches for a reason it may not. */
+  readonly readiness?: Effect.Effect<void, StorageError | StorageUnavailable>
 }
 
 /** A backend's stores as the context its layer provides: `Layer.scopedContext(Effect.map(make(o), storageContext))`. */
@@ -50,8 +52,8 @@ export const storageContext = (s: Stores): Context.Context<Storage> =>
     Context.add(ReferenceDataStore, s.referenceDataStore),
     Context.add(EventLogStore, s.eventLogStore),
     (context) => s.changeStamp === undefined ? context : Context.add(context, StoreChangeStamp, s.changeStamp),
-    (context) => s.integrity === undefined ? context : Context.add(context, StoreIntegrity, s.integrity),
     (context) => s.stampedCounts === undefined ? context : Context.add(context, StoreStampedCounts, s.stampedCounts),
+    (context) => s.readiness === undefined ? context : Context.add(context, StoreReadiness, s.readiness),
     Context.add(StorePipelines, s.pipelines === true)
   )
 
