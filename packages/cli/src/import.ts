@@ -2,16 +2,17 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import {
-  AdministeredValue, type BulkLoad, FxRateRecord, GpuCatalogRecord, HardwarePriceIngest, HardwarePriceObservation, IndexIngest, LlmTokenPriceIngest, InvalidRecords,
-  LlmTokenPriceObservation, MIN_IMPORT_BATCH, ReferenceDataIngest, RentalPriceIngest, RentalPriceObservation, type StorageUnavailable, TransactionDeal, TransactionIngest
+  AdministeredValue, type BulkLoad, FxRateRecord, GpuCatalogRecord, HardwarePriceIngest, HardwarePriceObservation, importReport, type ImportReport, IndexIngest,
+  InvalidRecords, judged, LlmTokenPriceIngest, LlmTokenPriceObservation, MIN_IMPORT_BATCH, type Quarantined, type QuarantineRule, ReferenceDataIngest,
+  refusedRecords, type Rejection, RentalPriceIngest, RentalPriceObservation, type StorageUnavailable, TransactionDeal, TransactionIngest, writeRejectionReason
 } from "@gpu-market/core"
-import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type { ProgressMark } from "@gpu-market/core/storage"
 import { formatOptions, importFormat, isPublicFormat, PUBLIC_FORMATS } from "./formats.js"
+import { finishImport, importReportOptions, resolvePolicy } from "./import-report.js"
 import { UsageError } from "./output.js"
 import { makeProgress } from "./progress.js"
 import { csvRows, jsonLines, scanFile } from "./read.js"
@@ -21,7 +22,8 @@ import { marketOn } from "./storage.js"
 /**
  * `gpu-market import <file> --type …`: rows of one data type from JSON Lines or CSV, streamed
  * through the type's write path in batches. A batch is atomic, so a batch with bad rows is
- * retried without them: every good row is stored, every bad one reported with its line.
+ * retried without them: every good row is stored, every bad one rejected (or quarantined) with
+ * its line and reason.
  *
  * Each batch's write also records how far the file got (a `ProgressMark` named by the type and
  * the file's SHA-256), in the same transaction as the batch's rows: an import run again on the
@@ -31,10 +33,16 @@ import { marketOn } from "./storage.js"
 /** The importable types: the write path of each and the schema of one input row. */
 type Writers = RentalPriceIngest | HardwarePriceIngest | LlmTokenPriceIngest | TransactionIngest | IndexIngest | ReferenceDataIngest
 
+/** Of the rows a write accepted, those that changed nothing: the price already in force, or a repeat. */
+interface Unwritten {
+  readonly unchanged: number
+  readonly duplicate: number
+}
+
 interface ImportType {
   readonly schema: Schema.Schema.AnyNoContext
-  /** Writes rows and, in the same transaction, the progress mark; returns how many rows repeated one already stored or sent. */
-  readonly write: (rows: ReadonlyArray<unknown>, mark: ProgressMark) => Effect.Effect<number, InvalidRecords | StorageUnavailable, Writers>
+  /** Writes rows and, in the same transaction, the progress mark; returns how many of them changed nothing. */
+  readonly write: (rows: ReadonlyArray<unknown>, mark: ProgressMark) => Effect.Effect<Unwritten, InvalidRecords | StorageUnavailable, Writers>
   readonly mark: (name: string) => Effect.Effect<Option.Option<string>, StorageUnavailable, Writers>
   /** For the life of the scope, an import of about `rows` rows: its batch size, and the load's end to run after the last batch. */
   readonly load: (rows: number) => Effect.Effect<BulkLoad, StorageUnavailable, Writers | Scope.Scope>
@@ -44,29 +52,34 @@ interface ImportType {
 // prices is one transaction of tens of thousands of rows).
 const plainLoad: ImportType["load"] = () => Effect.succeed({ batch: MIN_IMPORT_BATCH, end: Effect.void })
 
-/** A type's write path as an import uses it: its write with a mark, the duplicates its summary counts, and its marks. */
+const NOTHING_UNWRITTEN: Unwritten = { unchanged: 0, duplicate: 0 }
+
+/** What a versioned write path's summary says changed nothing. */
+const versioned = (s: { readonly unchanged: number; readonly duplicates: number }): Unwritten => ({ unchanged: s.unchanged, duplicate: s.duplicates })
+
+/** A type's write path as an import uses it: its write with a mark, what its summary says changed nothing, and its marks. */
 const importType = <I extends Writers, S>(
   schema: Schema.Schema.AnyNoContext,
   service: Effect.Effect<I, never, I>,
   write: (ingest: I, rows: ReadonlyArray<unknown>, mark: ProgressMark) => Effect.Effect<S, InvalidRecords | StorageUnavailable>,
   mark: (ingest: I) => (name: string) => Effect.Effect<Option.Option<string>, StorageUnavailable>,
-  duplicates: (summary: S) => number = () => 0,
+  unwritten: (summary: S) => Unwritten = () => NOTHING_UNWRITTEN,
   load: ImportType["load"] = plainLoad
 ): ImportType => ({
   schema,
-  write: (rows, m) => Effect.flatMap(service, (i) => Effect.map(write(i, rows, m), duplicates)),
+  write: (rows, m) => Effect.flatMap(service, (i) => Effect.map(write(i, rows, m), unwritten)),
   mark: (name) => Effect.flatMap(service, (i) => mark(i)(name)),
   load
 })
 
 const TYPES: Record<"rental" | "hardware" | "llm" | "transactions" | "indexes" | "fx" | "gpus", ImportType> = {
   rental: importType(
-    RentalPriceObservation, RentalPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, (s) => s.duplicates,
+    RentalPriceObservation, RentalPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, versioned,
     (rows) => Effect.flatMap(RentalPriceIngest, (i) => i.bulkLoad(rows))
   ),
   hardware: importType(HardwarePriceObservation, HardwarePriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark),
-  llm: importType(LlmTokenPriceObservation, LlmTokenPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, (s) => s.duplicates),
-  transactions: importType(TransactionDeal, TransactionIngest, (i, rows, mark) => i.record(rows, { mark }), (i) => i.mark),
+  llm: importType(LlmTokenPriceObservation, LlmTokenPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, versioned),
+  transactions: importType(TransactionDeal, TransactionIngest, (i, rows, mark) => i.record(rows, { mark }), (i) => i.mark, (s) => ({ unchanged: 0, duplicate: s.duplicates })),
   indexes: importType(AdministeredValue, IndexIngest, (i, rows, mark) => i.publish(rows, { mark }), (i) => i.mark),
   fx: importType(FxRateRecord, ReferenceDataIngest, (i, rows, mark) => i.fxRates(rows, { mark }), (i) => i.mark),
   gpus: importType(GpuCatalogRecord, ReferenceDataIngest, (i, rows, mark) => i.gpus(rows, { mark }), (i) => i.mark)
@@ -74,22 +87,19 @@ const TYPES: Record<"rental" | "hardware" | "llm" | "transactions" | "indexes" |
 
 type TypeName = keyof typeof TYPES
 
-/** What an import did. */
-export interface ImportSummary {
-  readonly accepted: number
-  /** Rows that repeated a row already stored or earlier in the file (same product, instant and price): nothing to store. */
-  readonly duplicates: number
-  readonly rejected: ReadonlyArray<{ readonly line: number; readonly message: string }>
+/** What a row import did: what became of every row it read (core's `ImportReport`), and where it resumed. */
+export interface RowImportReport extends ImportReport {
   /** The last line an earlier run of the same file stored through: this run skipped the lines up to it. */
   readonly resumedAfter: number | null
 }
 
 /**
- * Streams a file of `type` rows through its write path; bad rows are reported, good ones stored.
- * A first pass hashes the file (naming its progress mark) and counts its rows, so the progress
- * display counts rows; it reaches the total only once the last row is written.
+ * Streams a file of `type` rows through its write path; bad rows are rejected (or quarantined,
+ * when a rule of `quarantine` expects them), good ones stored. A first pass hashes the file
+ * (naming its progress mark) and counts its rows, so the progress display counts rows; it reaches
+ * the total only once the last row is written.
  */
-export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv") =>
+export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv", quarantine: ReadonlyArray<QuarantineRule> = []) =>
   Effect.scoped(Effect.gen(function* () {
     const { schema, write, mark, load } = TYPES[type]
     const scan = yield* Effect.promise(() => scanFile(path, format))
@@ -99,10 +109,16 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
     const next = format === "csv" ? csvRows(path, schema) : jsonLines(path)
     const label = `importing ${type}`
     const progress = makeProgress(process.stderr, "rows")
-    const rejected: Array<{ line: number; message: string }> = []
+    const rejections: Array<Rejection> = []
+    const quarantined: Array<Quarantined> = []
+    const judge = (rejection: Rejection, row: unknown) => {
+      const outcome = judged(quarantine, rejection, typeof row === "object" && row !== null ? row as Readonly<Record<string, unknown>> : {})
+      if ("quarantined" in outcome) quarantined.push(outcome.quarantined)
+      else rejections.push(outcome.rejection)
+    }
     let accepted = 0
-    let duplicates = 0
-    let read = 0
+    let unchanged = 0
+    let duplicate = 0
     // Rows taken from the file (skipped ones of a resumed import too), all of them written or rejected.
     let done = 0
     const shown = (n: number) => Math.min(n, Math.max(0, scan.rows - 1))
@@ -112,24 +128,17 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
       Effect.gen(function* () {
         let pending = batch
         while (pending.length > 0) {
-          const rows = pending.map((r) => r.value)
-          const result = yield* Effect.either(write(rows, { name: markName, value: String(through) }))
+          const result = yield* Effect.either(write(pending.map((r) => r.value), { name: markName, value: String(through) }))
           if (result._tag === "Right") {
-            accepted += pending.length - result.right
-            duplicates += result.right
+            accepted += pending.length
+            unchanged += result.right.unchanged
+            duplicate += result.right.duplicate
             return
           }
           const error = result.left
           if (!(error instanceof InvalidRecords)) return yield* Effect.fail(error)
-          const bad = new Map<number, string>()
-          for (const issue of error.errors) {
-            if (issue.index >= 0 && issue.index < pending.length) {
-              bad.set(issue.index, bad.has(issue.index) ? `${bad.get(issue.index)}; ${issue.message}` : issue.message)
-            }
-          }
-          // A refusal that names no row of the batch refuses all of it.
-          if (bad.size === 0) for (let i = 0; i < pending.length; i++) bad.set(i, error.detail)
-          for (const [i, message] of bad) rejected.push({ line: pending[i]!.line, message })
+          const bad = refusedRecords(error, pending.length)
+          for (const [i, message] of bad) judge({ line: pending[i]!.line, reason: writeRejectionReason(message), message }, pending[i]!.value)
           pending = pending.filter((_, i) => !bad.has(i))
         }
       })
@@ -142,8 +151,7 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
         line = row.line
         done++
         if (resumedAfter !== null && line <= resumedAfter) continue
-        read++
-        if ("error" in row) rejected.push({ line, message: row.error })
+        if ("error" in row) judge({ line, reason: row.reason, message: row.error }, undefined)
         else batch.push(row)
         if (batch.length >= batchSize) {
           yield* submit(batch, line)
@@ -157,8 +165,11 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
     yield* end
     yield* progress.update(label, done, done)
     yield* progress.finish
-    const summary: ImportSummary = { accepted, duplicates, rejected: rejected.sort((a, b) => a.line - b.line), resumedAfter }
-    return { ...summary, read }
+    const report: RowImportReport = {
+      ...importReport({ stored: accepted - unchanged - duplicate, unchanged, duplicate, skipped: {}, rejections, quarantined }),
+      resumedAfter
+    }
+    return report
   }))
 
 const formatOf = (path: string, given: Option.Option<"jsonl" | "csv">) =>
@@ -178,22 +189,22 @@ export const importCommand = Command.make("import", {
     Options.optional
   ),
   ...formatOptions,
+  ...importReportOptions,
   ...storageOptions
 }, (o) =>
   Effect.gen(function* () {
+    const policy = yield* resolvePolicy(o)
     const format = Option.getOrUndefined(o.format)
-    if (format !== undefined && isPublicFormat(format)) return yield* importFormat(o.file, format, o)
-    const type = yield* Option.match(o.type, { onNone: () => new UsageError({ message: "--type is required, unless --format is skypilot or litellm" }), onSome: Effect.succeed })
-    const result = yield* importFile(o.file, type, formatOf(o.file, Option.filter(o.format, isRowFormat)))
-    const lines = [`accepted ${result.accepted}, duplicate ${result.duplicates}, rejected ${result.rejected.length}`]
-    if (result.resumedAfter !== null) {
-      lines.push(`resumed after line ${result.resumedAfter}: an earlier import of this file went that far (it reported the rows it rejected)`)
-    }
-    for (const r of result.rejected) lines.push(`  line ${r.line}: ${r.message}`)
-    yield* Console.log(lines.join("\n"))
-    if (result.rejected.length > 0) {
-      yield* Console.error(`gpu-market import: ${result.rejected.length} row(s) rejected (listed above) and not stored; every other row is stored`)
-      process.exitCode = 1
-    }
-  }).pipe(Effect.provide(marketOn(o, { bulk: true })))
-).pipe(Command.withDescription("Import rows of one data type through the write path, streamed, or a public-format file (SkyPilot, LiteLLM), with a summary of rejected rows (exit 1 when any)."))
+    const run = Effect.gen(function* () {
+      if (format !== undefined && isPublicFormat(format)) return yield* importFormat(o.file, format, o, policy.quarantine)
+      const type = yield* Option.match(o.type, { onNone: () => new UsageError({ message: "--type is required, unless --format is skypilot or litellm" }), onSome: Effect.succeed })
+      const report = yield* importFile(o.file, type, formatOf(o.file, Option.filter(o.format, isRowFormat)), policy.quarantine)
+      return {
+        report,
+        extra: report.resumedAfter === null ? [] : [`resumed after line ${report.resumedAfter}: an earlier import of this file went that far (it reported the rows it rejected)`]
+      }
+    })
+    const { report, extra } = yield* Effect.provide(run, marketOn(o, { bulk: true }, policy.bounds))
+    yield* finishImport(report, o, extra)
+  })
+).pipe(Command.withDescription("Import rows of one data type through the write path, streamed, or a public-format file (SkyPilot, LiteLLM): what became of every entry, rejections by line; exit 0 when all were stored or accounted for, 1 when any was rejected, 2 for a command line it cannot take."))

@@ -30,18 +30,22 @@ const LF = 10
 const CR = 13
 
 /**
- * A new CSV reader. Runs of plain text and the inside of quoted fields are taken a slice at a
- * time rather than a character at a time: a large import reads every byte.
+ * A new CSV reader, its first line numbered `firstLine`. Runs of plain text and the inside of
+ * quoted fields are taken a slice at a time rather than a character at a time: a large import
+ * reads every byte. A quote never closed is a syntax error of the record it opens in, and the
+ * lines after the one it opened on are read again on their own: one stray quote costs its own
+ * record, never the rows below it.
  */
-export const csvReader = (): CsvReader => {
+export const csvReader = (firstLine = 1): CsvReader => {
   let fields: Array<string> = []
   let field = ""
   let quoted = false // inside a quoted field
   let wasQuoted = false // the current field was quoted (only a separator may follow the closing quote)
   let pendingQuote = false // saw a quote inside a quoted field: a second one is a literal quote
   let cr = false // the last record ended with CR: a LF right after it belongs to that line end
-  let line = 1
-  let start = 1
+  let line = firstLine
+  let start = firstLine
+  let quoteLine = firstLine // the line the current quoted field opened on
   let broken: string | undefined
   const endField = () => {
     fields.push(field)
@@ -98,7 +102,10 @@ export const csvReader = (): CsvReader => {
       const c = chunk.charCodeAt(i++)
       if (c === COMMA) endField()
       else if (c === QUOTE) {
-        if (field === "" && !wasQuoted) quoted = true
+        if (field === "" && !wasQuoted) {
+          quoted = true
+          quoteLine = line
+        }
         else broken ??= "a quote inside an unquoted field; quote the whole field and double the quote"
       } else {
         endRecord(out)
@@ -115,8 +122,15 @@ export const csvReader = (): CsvReader => {
       quoted = false
       wasQuoted = true
     }
-    if (quoted) out.push(new CsvSyntaxError(start, "a quoted field is never closed"))
-    else if (field !== "" || fields.length > 0 || wasQuoted) endRecord(out)
+    if (quoted) {
+      out.push(new CsvSyntaxError(start, `a quoted field opened on line ${quoteLine} is never closed; the lines after it are read on their own`))
+      // Inside a quote that never closes, every quote was doubled: undoing that gives the text as written.
+      const after = /\r\n|\n|\r/.exec(field)
+      if (after !== null) {
+        const rest = csvReader(quoteLine + 1)
+        out.push(...rest.push(field.slice(after.index + after[0].length).replaceAll("\"", "\"\"")), ...rest.end())
+      }
+    } else if (field !== "" || fields.length > 0 || wasQuoted) endRecord(out)
     return out
   }
   return { push, end }
