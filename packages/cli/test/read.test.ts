@@ -48,7 +48,7 @@ describe("import file reading", () => {
         try {
           return { line, value: JSON.parse(text) }
         } catch (e) {
-          return { line, reason: "not_json", error: `not JSON: ${(e as Error).message}` }
+          return { line, reason: "not_json" as const, error: `not JSON: ${(e as Error).message}` }
         }
       })
       assert.deepStrictEqual(await all(jsonLines(path, chunkBytes)), expected, JSON.stringify(text))

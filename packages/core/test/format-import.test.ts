@@ -24,22 +24,39 @@ describe("writeAccepting", () => {
           }))
           : Effect.succeed(summary(rows.length))
       }
-      const result = yield* writeAccepting(converted, write)
+      const result = yield* writeAccepting(converted, write, [])
       assert.deepStrictEqual(batches, [["a", "b", "c", "d"], ["a", "c"]])
       assert.deepStrictEqual(result, {
-        written: summary(2), accepted: 2,
-        rejected: [
-          { line: 3, key: "k", message: "two prices for one product: line 3 (k) and line 9" },
-          { line: 9, message: "two prices for one product: line 3 (k) and line 9" }
-        ]
+        written: summary(2),
+        rejections: [
+          { line: 9, reason: "conflicting_price", message: "two prices for one product: line 3 (k) and line 9" },
+          { line: 3, key: "k", reason: "conflicting_price", message: "two prices for one product: line 3 (k) and line 9" }
+        ],
+        quarantined: []
       })
+    }))
+
+  it.effect("a refusal a quarantine rule expects is quarantined with the rule's why; the rule names its reason, so another refusal of the same entry is still rejected", () =>
+    Effect.gen(function* () {
+      const objects = [{ line: 2, observation: { vendor: "acme", vendor_sku: "x-1" } }, { line: 3, observation: { vendor: "acme", vendor_sku: "y-1" } }]
+      const write = (rows: ReadonlyArray<{ readonly vendor_sku: string }>) => rows.length === 0 ? Effect.succeed(summary(0)) : Effect.fail(new InvalidRecords({
+        detail: "refused",
+        errors: rows.map((_, index) => ({ index, message: "price_usd_per_gpu_hour: 500 is outside the plausible range [0.01, 100] (IngestBounds)" }))
+      }))
+      const rules = [
+        { match: { vendor: "acme", vendor_sku: "x-*" }, reason: "out_of_bounds" as const, why: "x is priced per month" },
+        { match: { vendor_sku: "y-1" }, reason: "conflicting_price" as const, why: "y is listed twice" }
+      ]
+      const result = yield* writeAccepting(objects, write, rules)
+      assert.deepStrictEqual(result.quarantined.map((q) => [q.line, q.reason, q.rule]), [[2, "out_of_bounds", "x is priced per month"]])
+      assert.deepStrictEqual(result.rejections.map((r) => [r.line, r.reason]), [[3, "out_of_bounds"]])
     }))
 
   it.effect("a refusal naming no record refuses every record with its detail", () =>
     Effect.gen(function* () {
       const write = (rows: ReadonlyArray<string>) =>
         rows.length > 0 ? Effect.fail(new InvalidRecords({ detail: "refused", errors: [] })) : Effect.succeed(summary(0))
-      const result = yield* writeAccepting(converted, write)
-      assert.deepStrictEqual([result.accepted, result.rejected.map((r) => [r.line, r.message])], [0, [[2, "refused"], [3, "refused"], [5, "refused"], [9, "refused"]]])
+      const result = yield* writeAccepting(converted, write, [])
+      assert.deepStrictEqual(result.rejections.map((r) => [r.line, r.reason, r.message]), [[2, "invalid", "refused"], [3, "invalid", "refused"], [5, "invalid", "refused"], [9, "invalid", "refused"]])
     }))
 })

@@ -103,7 +103,7 @@ export const refusedRecords = (error: InvalidRecords, size: number): Map<number,
  * quarantine rule expects is quarantined rather than rejected. Returns the last write's summary
  * and what was refused.
  */
-const writeAccepting = <O, S extends IngestSummary>(
+export const writeAccepting = <O, S extends IngestSummary>(
   converted: ReadonlyArray<Converted<O>>,
   write: (observations: ReadonlyArray<O>) => Effect.Effect<S, InvalidRecords | StorageUnavailable>,
   rules: ReadonlyArray<QuarantineRule>

@@ -194,7 +194,7 @@ export const quarantineRuleFor = (
  */
 export const writeRejectionReason = (message: string): RejectionReason =>
   message.includes("(IngestBounds)") ? "out_of_bounds"
-    : /another price for this product|\b\w+ prices for one product at /.test(message) ? "conflicting_price"
+    : /another price for this product|\b\w+ prices for one product\b/.test(message) ? "conflicting_price"
       : "invalid"
 
 /** A rejection, or a quarantined entry when a rule expects it. */
