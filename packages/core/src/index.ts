@@ -47,9 +47,8 @@ export {
   FormatImport, type FormatImportOptions, type FormatImportSummary, refusedRecords, type SkypilotImportOptions
 } from "./ingest/formats/import.js"
 export {
-  describeCounts, FORMAT_NAMES, type FileFormat, type ImportCounts, ImportPolicy, type ImportReport, importReport, importSucceeded, judged,
-  notTheFormat, parseImportPolicy, type Quarantined, QuarantineRule, quarantineRuleFor, type Rejection, REJECTION_REASONS, type RejectionReason, sniffFormat,
-  writeRejectionReason
+  describeCounts, type FileFormat, type ImportCounts, ImportPolicy, type ImportReport, importReport, judged, parseImportPolicy, type Quarantined,
+  QuarantineRule, type Rejection, REJECTION_REASONS, type RejectionReason, sniffFormat, writeRejectionReason
 } from "./ingest/formats/report.js"
 export { type Conversion, type ConversionIssue, type Converted, describePlace, type SourcePlace } from "./ingest/formats/conversion.js"
 export { fromSkypilot, SKYPILOT_CLOUDS_WITH_CONVENTIONS, type SkypilotObservation, type SkypilotOptions } from "./ingest/formats/skypilot.js"

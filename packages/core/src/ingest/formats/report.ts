@@ -108,9 +108,6 @@ export const importReport = (outcome: {
   }
 }
 
-/** Whether an import stored or accounted for everything it read: nothing rejected. */
-export const importSucceeded = (report: ImportReport): boolean => report.rejections.length === 0
-
 const breakdown = (counts: Readonly<Record<string, number | undefined>>) => {
   const parts = Object.entries(counts).filter(([, n]) => (n ?? 0) > 0)
   return `${total(counts)}${parts.length === 0 ? "" : ` (${parts.map(([reason, n]) => `${reason} ${n}`).join(", ")})`}`
@@ -178,7 +175,7 @@ const globOf = (pattern: string) =>
   new RegExp(`^${pattern.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`)
 
 /** The rule of `rules` that expects a rejection of `reason` of an entry with `fields`, if any. */
-export const quarantineRuleFor = (
+const quarantineRuleFor = (
   rules: ReadonlyArray<QuarantineRule>,
   reason: RejectionReason,
   fields: Readonly<Record<string, unknown>>
@@ -211,7 +208,7 @@ export const judged = (
 export type FileFormat = "skypilot" | "litellm" | "csv" | "jsonl"
 
 /** A format as a message names it, with the flag that reads it. */
-export const FORMAT_NAMES: Readonly<Record<FileFormat, string>> = {
+const FORMAT_NAMES: Readonly<Record<FileFormat, string>> = {
   skypilot: "a SkyPilot catalog (--format skypilot --vendor <slug>)",
   litellm: "LiteLLM's price table (--format litellm)",
   csv: "a CSV of rows (--format csv --type <type>)",
