@@ -17,7 +17,7 @@ import { UsageError } from "./output.js"
  */
 
 /** Rejections listed on stdout unless `--show-rejections` says otherwise. */
-export const DEFAULT_SHOWN = 10
+const DEFAULT_SHOWN = 10
 
 /** The options of every import's policy and report. */
 export const importReportOptions = {
@@ -47,7 +47,7 @@ type ParsedReportOptions = {
 }
 
 /** What an import runs under: the write paths' bounds and the quarantine rules. */
-export interface ResolvedPolicy {
+interface ResolvedPolicy {
   readonly bounds: IngestBoundsConfig
   readonly quarantine: ReadonlyArray<QuarantineRule>
 }
@@ -55,7 +55,7 @@ export interface ResolvedPolicy {
 const BOUND_TYPES = ["rental", "hardware", "llm", "transactions"] as const
 
 /** `rental=0.01..100,llm=0..20000` as bounds by type; `where` names the flag or variable in the error. */
-export const parseBounds = (text: string, where: string): Either.Either<Partial<Record<(typeof BOUND_TYPES)[number], Bound>>, string> => {
+const parseBounds = (text: string, where: string): Either.Either<Partial<Record<(typeof BOUND_TYPES)[number], Bound>>, string> => {
   const out: Partial<Record<(typeof BOUND_TYPES)[number], Bound>> = {}
   for (const part of text.split(",").map((p) => p.trim()).filter((p) => p !== "")) {
     const m = /^([a-z]+)=([^.]*(?:\.\d+)?)\.\.(.+)$/.exec(part)
@@ -97,7 +97,7 @@ export const resolvePolicy = (o: ParsedReportOptions): Effect.Effect<ResolvedPol
   })
 
 /** The report's lines: counts, then the first `shown` rejections and quarantined entries by line. */
-export const reportLines = (report: ImportReport, shown: number): Array<string> => {
+const reportLines = (report: ImportReport, shown: number): Array<string> => {
   const listed = <T extends { readonly line: number; readonly key?: string; readonly message: string }>(
     title: string, items: ReadonlyArray<T>, note: (item: T) => string
   ) => items.length === 0 ? [] : [
