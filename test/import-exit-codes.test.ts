@@ -120,6 +120,10 @@ describe("gpu-market import exit codes", () => {
     assert.include(wrong.stderr, "the file is not a SkyPilot catalog")
     assert.include(wrong.stderr, "it looks like LiteLLM's price table (--format litellm)")
     assert.strictEqual(wrong.stdout, "")
+    // Rows of a type: a public-format file given with --type is refused before any line is read.
+    const rows = await importFile(join(REAL, "litellm/model_prices.json"), "--type", "llm")
+    assert.strictEqual(rows.code, 2, rows.stderr)
+    assert.match(rows.stderr, /^gpu-market import: the file is not JSON Lines rows .*; it looks like LiteLLM's price table \(--format litellm\)/m)
     const policy = join(dir, "policy.yaml")
     writeFileSync(policy, "quarantine:\n  - match: { vendor: acme }\n    reason: too_dear\n    why: x\n")
     const badPolicy = await importFile(lambda, "--format", "skypilot", "--vendor", "lambda", "--policy", policy)

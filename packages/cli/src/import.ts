@@ -3,11 +3,12 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import {
   AdministeredValue, type BulkLoad, FxRateRecord, GpuCatalogRecord, HardwarePriceIngest, HardwarePriceObservation, importReport, type ImportReport, IndexIngest,
-  InvalidRecords, judged, LlmTokenPriceIngest, LlmTokenPriceObservation, MIN_IMPORT_BATCH, type Quarantined, type QuarantineRule, ReferenceDataIngest,
-  refusedRecords, type Rejection, RentalPriceIngest, RentalPriceObservation, type StorageUnavailable, TransactionDeal, TransactionIngest, writeRejectionReason
+  InvalidRecords, judged, LlmTokenPriceIngest, notTheFormat, LlmTokenPriceObservation, MIN_IMPORT_BATCH, type Quarantined, type QuarantineRule, ReferenceDataIngest,
+  refusedRecords, type Rejection, RentalPriceIngest, RentalPriceObservation, sniffFormat, type StorageUnavailable, TransactionDeal, TransactionIngest, writeRejectionReason
 } from "@gpu-market/core"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { open } from "node:fs/promises"
 import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type { ProgressMark } from "@gpu-market/core/storage"
@@ -172,6 +173,31 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
     return report
   }))
 
+/** Bytes of a file's start a row import looks at to tell a file in another format. */
+const HEAD_BYTES = 64 * 1024
+
+/**
+ * Refuses, as a usage error, a file of rows whose start shows another format (a SkyPilot
+ * catalog or LiteLLM's table given with `--type`, CSV read as JSON Lines): every line of it would
+ * be rejected for what is a mistake of the command line.
+ */
+const checkRowFormat = (path: string, format: "jsonl" | "csv") =>
+  Effect.gen(function* () {
+    const head = yield* Effect.promise(async () => {
+      const file = await open(path)
+      try {
+        const { buffer, bytesRead } = await file.read(Buffer.alloc(HEAD_BYTES), 0, HEAD_BYTES, 0)
+        return buffer.toString("utf8", 0, bytesRead)
+      } finally {
+        await file.close()
+      }
+    })
+    const looks = sniffFormat(head)
+    if (looks !== undefined && looks !== format) {
+      return yield* new UsageError({ message: notTheFormat(format, undefined, head) })
+    }
+  })
+
 const formatOf = (path: string, given: Option.Option<"jsonl" | "csv">) =>
   Option.getOrElse(given, () => (/\.csv$/i.test(path) ? "csv" as const : "jsonl" as const))
 
@@ -198,7 +224,9 @@ export const importCommand = Command.make("import", {
     const run = Effect.gen(function* () {
       if (format !== undefined && isPublicFormat(format)) return yield* importFormat(o.file, format, o, policy.quarantine)
       const type = yield* Option.match(o.type, { onNone: () => new UsageError({ message: "--type is required, unless --format is skypilot or litellm" }), onSome: Effect.succeed })
-      const report = yield* importFile(o.file, type, formatOf(o.file, Option.filter(o.format, isRowFormat)), policy.quarantine)
+      const rowFormat = formatOf(o.file, Option.filter(o.format, isRowFormat))
+      yield* checkRowFormat(o.file, rowFormat)
+      const report = yield* importFile(o.file, type, rowFormat, policy.quarantine)
       return {
         report,
         extra: report.resumedAfter === null ? [] : [`resumed after line ${report.resumedAfter}: an earlier import of this file went that far (it reported the rows it rejected)`]

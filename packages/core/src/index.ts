@@ -47,7 +47,7 @@ export {
   FormatImport, type FormatImportOptions, type FormatImportSummary, refusedRecords, type SkypilotImportOptions
 } from "./ingest/formats/import.js"
 export {
-  describeCounts, type FileFormat, type ImportCounts, ImportPolicy, type ImportReport, importReport, judged, parseImportPolicy, type Quarantined,
+  describeCounts, type FileFormat, type ImportCounts, ImportPolicy, type ImportReport, importReport, judged, notTheFormat, parseImportPolicy, type Quarantined,
   QuarantineRule, type Rejection, REJECTION_REASONS, type RejectionReason, sniffFormat, writeRejectionReason
 } from "./ingest/formats/report.js"
 export { type Conversion, type ConversionIssue, type Converted, describePlace, type SourcePlace } from "./ingest/formats/conversion.js"

@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { InvalidRecords } from "../src/errors.js"
 import { writeAccepting } from "../src/ingest/formats/import.js"
+import { sniffFormat } from "../src/ingest/formats/report.js"
 import type { IngestSummary } from "../src/ingest/versions.js"
 
 /** How a public-format import writes: again without what the write path refuses, each refusal at its place in the file. */
@@ -10,6 +11,21 @@ const converted = [
   { line: 2, observation: "a" }, { line: 3, key: "k", observation: "b" }, { line: 5, observation: "c" }, { line: 9, observation: "d" }
 ]
 const summary = (received: number): IngestSummary => ({ received, opened: received, closed: 0, unchanged: 0, duplicates: 0 })
+
+describe("sniffFormat", () => {
+  it("tells each format by its shape, from a whole file or its first bytes", () => {
+    const litellm = JSON.stringify({ sample_spec: { mode: "chat" }, "gpt-x": { litellm_provider: "openai", input_cost_per_token: 1e-6 } }, null, 2)
+    assert.strictEqual(sniffFormat(litellm), "litellm")
+    assert.strictEqual(sniffFormat(JSON.stringify(JSON.parse(litellm))), "litellm")
+    assert.strictEqual(sniffFormat(litellm.slice(0, litellm.length - 20)), "litellm")
+    assert.strictEqual(sniffFormat("\uFEFFInstanceType,AcceleratorName,AcceleratorCount,Price,Region\r\nx,H100,1,2,us\r\n"), "skypilot")
+    assert.strictEqual(sniffFormat("vendor,vendor_gpu_name,raw_price\nacme,H100,2\n"), "csv")
+    assert.strictEqual(sniffFormat("{\"vendor\":\"acme\"}\n{\"vendor\":\"b\"}\n"), "jsonl")
+    assert.strictEqual(sniffFormat("{\"vendor\":\"acme\"}"), "jsonl")
+    assert.strictEqual(sniffFormat("{ not json\n"), undefined)
+    assert.strictEqual(sniffFormat("just words"), undefined)
+  })
+})
 
 describe("writeAccepting", () => {
   it.effect("writes again without the refused records, naming the records a message names by their lines", () =>

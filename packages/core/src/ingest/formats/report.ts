@@ -215,7 +215,11 @@ const FORMAT_NAMES: Readonly<Record<FileFormat, string>> = {
   jsonl: "JSON Lines rows (--format jsonl --type <type>)"
 }
 
-/** What a file's text looks like: the format whose shape it has, or undefined when none. */
+/**
+ * What a file's text looks like: the format whose shape it has, or undefined when none. The text
+ * may be the file's first bytes only: a LiteLLM table cut short is still told by its entries'
+ * `litellm_provider`.
+ */
 export const sniffFormat = (text: string): FileFormat | undefined => {
   const body = text.startsWith("\uFEFF") ? text.slice(1) : text
   const first = body.split(/\r\n|\n|\r/, 1)[0]!.trim()
@@ -225,13 +229,13 @@ export const sniffFormat = (text: string): FileFormat | undefined => {
       if (typeof whole === "object" && whole !== null && !Array.isArray(whole) &&
         Object.values(whole).some((e) => typeof e === "object" && e !== null && "litellm_provider" in e)) return "litellm"
     } catch {
-      // Not one JSON value: JSON Lines, if its first line is one.
+      // Not one JSON value: JSON Lines, if its first line is one, or the start of a LiteLLM table.
     }
     try {
       JSON.parse(first)
       return "jsonl"
     } catch {
-      return undefined
+      return /"litellm_provider"\s*:/.test(body) ? "litellm" : undefined
     }
   }
   const header = first.split(",").map((h) => h.trim().replace(/^"|"$/g, ""))
@@ -239,9 +243,9 @@ export const sniffFormat = (text: string): FileFormat | undefined => {
   return header.length > 1 ? "csv" : undefined
 }
 
-/** Why a file is not in the format it was given as, and what it looks like instead. */
-export const notTheFormat = (given: FileFormat, why: string, text: string): string => {
+/** That a file is not in the format it was given as, why when known, and what it looks like instead. */
+export const notTheFormat = (given: FileFormat, why: string | undefined, text: string): string => {
   const looks = sniffFormat(text)
-  return `the file is not ${FORMAT_NAMES[given]}: ${why}; ` +
+  return `the file is not ${FORMAT_NAMES[given]}${why === undefined ? "" : `: ${why}`}; ` +
     (looks === undefined || looks === given ? "it looks like no format gpu-market reads" : `it looks like ${FORMAT_NAMES[looks]}`)
 }
