@@ -273,7 +273,7 @@ describe("gpu-market CLI", () => {
     ].join("\n") + "\n")
     const j = await run("import", jsonl, "--type", "rental", "--db", DB)
     assert.strictEqual(j.code, 1, j.stderr)
-    assert.match(j.stdout, /^accepted 2, duplicate 0, rejected 2$/m)
+    assert.include(j.stdout.split("\n"), "read 4: stored 2, unchanged 0, duplicate 0, skipped 0, quarantined 0, rejected 2 (not_json 1, invalid 1)")
     assert.match(j.stdout, /line 2: not JSON/)
     assert.match(j.stdout, /line 4: gpu_count/)
 
@@ -288,7 +288,7 @@ describe("gpu-market CLI", () => {
     ].join("\r\n") + "\r\n")
     const c = await run("import", csv, "--type", "rental", "--db", DB)
     assert.strictEqual(c.code, 1, c.stderr)
-    assert.match(c.stdout, /^accepted 2, duplicate 0, rejected 1$/m)
+    assert.include(c.stdout.split("\n"), "read 3: stored 2, unchanged 0, duplicate 0, skipped 0, quarantined 0, rejected 1 (invalid 1)")
     assert.match(c.stdout, /line 3: gpu_memory_gb/)
 
     const clean = join(dir, "clean.jsonl")
@@ -296,14 +296,14 @@ describe("gpu-market CLI", () => {
     // An import keeps no rows for pages, so a row-cache size it does not use stops nothing.
     const ok = await runWith({ GPU_MARKET_ROW_CACHE_ROWS: "-5" }, "import", clean, "--type", "rental", "--db", DB)
     assert.strictEqual(ok.code, 0, ok.stdout + ok.stderr)
-    assert.match(ok.stdout, /^accepted 1, duplicate 0, rejected 0$/m)
+    assert.include(ok.stdout.split("\n"), "read 1: stored 1, unchanged 0, duplicate 0, skipped 0, quarantined 0, rejected 0")
     // Each write recorded how far its file got: a file imported again skips what was done.
     const again = await run("import", clean, "--type", "rental", "--db", DB)
     assert.strictEqual(again.code, 0, again.stdout + again.stderr)
-    assert.match(again.stdout, /^accepted 0, duplicate 0, rejected 0$/m)
+    assert.include(again.stdout.split("\n"), "read 0: stored 0, unchanged 0, duplicate 0, skipped 0, quarantined 0, rejected 0")
     assert.match(again.stdout, /resumed after line 1:/)
     const jsonlAgain = await run("import", jsonl, "--type", "rental", "--db", DB)
-    assert.match(jsonlAgain.stdout, /^accepted 0, duplicate 0, rejected 0$/m)
+    assert.include(jsonlAgain.stdout.split("\n"), "read 0: stored 0, unchanged 0, duplicate 0, skipped 0, quarantined 0, rejected 0")
     assert.match(jsonlAgain.stdout, /resumed after line 5:/)
 
     // `serve` without --demo revokes the demo tokens: read with a token of our own.
@@ -322,16 +322,16 @@ describe("gpu-market CLI", () => {
     writeFileSync(fx, ["currency,date,usd_per_unit", "EUR,2026-05-01,1.1", "EUR,2026-05-04,1.2", "USD,2026-05-04,1"].join("\n") + "\n")
     const f = await run("import", fx, "--type", "fx", "--db", DB)
     assert.strictEqual(f.code, 1, f.stderr)
-    assert.match(f.stdout, /^accepted 2, duplicate 0, rejected 1$/m)
+    assert.include(f.stdout.split("\n"), "read 3: stored 2, unchanged 0, duplicate 0, skipped 0, quarantined 0, rejected 1 (invalid 1)")
     assert.match(f.stdout, /line 4: currency: USD needs no rate/)
-    assert.match(f.stderr, /^gpu-market import: 1 row\(s\) rejected \(listed above\) and not stored; every other row is stored$/m)
+    assert.match(f.stderr, /^gpu-market import: 1 rejected \(see "rejected" above\) and not stored; every other entry is stored or accounted for$/m)
 
     // A list cell is ";"-separated.
     const gpus = join(dir, "gpus.csv")
     writeFileSync(gpus, ["gpu_canonical_name,gpu_manufacturer,gpu_model,gpu_memory_gb,form_factor,spellings", "zeta-9,zeta,Z9,64,,Zeta 9;Z9 64GB"].join("\n") + "\n")
     const g = await run("import", gpus, "--type", "gpus", "--db", DB)
     assert.strictEqual(g.code, 0, g.stdout + g.stderr)
-    assert.match(g.stdout, /^accepted 1, duplicate 0, rejected 0$/m)
+    assert.include(g.stdout.split("\n"), "read 1: stored 1, unchanged 0, duplicate 0, skipped 0, quarantined 0, rejected 0")
 
     // Another process: the rows convert at the imported rate and resolve to the imported GPU.
     const rental = (over: Record<string, unknown>) => JSON.stringify({
@@ -349,12 +349,12 @@ describe("gpu-market CLI", () => {
     ].join("\n") + "\n")
     const r = await run("import", rows, "--type", "rental", "--db", DB)
     assert.strictEqual(r.code, 1, r.stderr)
-    assert.match(r.stdout, /^accepted 1, duplicate 1, rejected 4$/m)
+    assert.include(r.stdout.split("\n"), "read 6: stored 1, unchanged 0, duplicate 1, skipped 0, quarantined 0, rejected 4 (out_of_bounds 1, conflicting_price 2, invalid 1)")
     assert.match(r.stdout, /line 3: price_usd_per_gpu_hour: 59999999\.4 is outside the plausible range \[0\.01, 100\]/)
     assert.match(r.stdout, /line 4: two prices for one product at 2026-05-05T10:00:00\.000000Z: records 3 and 4/)
     assert.match(r.stdout, /line 5: two prices for one product at 2026-05-05T10:00:00\.000000Z: records 3 and 4/)
     assert.match(r.stdout, /line 6: raw_price_unit: no EUR→USD rate covers 2026-05-12 \(latest before it: 2026-05-04\)/)
-    assert.match(r.stderr, /4 row\(s\) rejected/)
+    assert.match(r.stderr, /4 rejected/)
 
     const token = (await run("tokens", "create", "--name", "fx reader", "--grant", "rental:all", "--db", DB)).stdout.trim()
     const stored = await serve(token, "/v2/gpu/rental/prices/history?vendor=fx-co&start=2026-05-01&end=2026-05-31")
@@ -427,7 +427,8 @@ describe("gpu-market with an extended hardware vocabulary", () => {
     writeFileSync(file, observation("feed/accepted"))
     const accepted = await runWith(env, "import", file, "--type", "hardware", "--db", db)
     assert.strictEqual(accepted.code, 0, accepted.stdout + accepted.stderr)
-    assert.match(accepted.stdout, /^accepted 1, duplicate 0, rejected 0, dropped terms 3 \(payment_terms 1, includes_nics 2\)$/m)
+    assert.include(accepted.stdout.split("\n"), "read 1: stored 1, unchanged 0, duplicate 0, skipped 0, quarantined 0, rejected 0")
+    assert.include(accepted.stdout.split("\n"), "dropped terms 3 (payment_terms 1, includes_nics 2): descriptive text that is no term of the hardware vocabulary, not stored")
 
     const token = (await run("tokens", "create", "--name", "hw-reader", "--grant", "hardware", "--db", db)).stdout.trim()
     const [latest, metadata] = await serveAll(token, ["/v2/gpu/hardware/prices/latest?channel=lease_return", "/v2/gpu/hardware/prices/metadata"], db, env)

@@ -213,7 +213,7 @@ const ended = async (tree: Tree) => ({ ...(await tree.exited), output: tree.outp
 const runImport = (file: string, store: Store) => ended(startImport(file, store))
 
 const assertCompleted = (run: { readonly code: number | null; readonly signal: NodeJS.Signals | null; readonly output: string }, what: string) => {
-  if (run.code === 0 && /accepted \d+, duplicate \d+, rejected 0\b/.test(run.output)) return
+  if (run.code === 0 && /^read \d+: stored \d+, unchanged \d+, duplicate \d+, skipped 0, quarantined 0, rejected 0$/m.test(run.output)) return
   // The summary and the first rejected rows; there may be tens of thousands of them.
   const lines = run.output.split("\n")
   assert.fail(`${what} ended with ${run.code ?? run.signal}:\n${lines.slice(0, 6).join("\n")}${lines.length > 6 ? `\n… (${lines.length} lines)` : ""}`)

@@ -98,7 +98,7 @@ describe("SQLite on a full disk", () => {
         const line = imported.stderr.trim().split("\n").at(-1)!
         assert.match(line, /^gpu-market import: storage is unavailable \([a-z_.]+: the disk is full\)/)
         // It says how many rows it stored, and the file holds that many.
-        const said = Number(/accepted (\d+)/.exec(line)?.[1])
+        const said = Number(/stored (\d+)/.exec(line)?.[1])
         const stored = new Database(db, { readonly: true })
         try {
           assert.strictEqual(stored.prepare("SELECT count(*) FROM rental_prices").pluck().get(), said, line)

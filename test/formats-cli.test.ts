@@ -1,10 +1,12 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { createMarket, type Market, type PrincipalInput } from "@gpu-market/core"
+import { createMarket, describeCounts, type FormatImportSummary, type Market, type PrincipalInput } from "@gpu-market/core"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { execFile } from "node:child_process"
+import { mkdtempSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { tempDb } from "./support/adapters"
-import { SKYPILOT_CLOUDS, SKYPILOT_EXPECTED } from "./support/formats"
+import { PUBLIC_POLICY_FILE, publicQuarantine, SKYPILOT_CLOUDS, SKYPILOT_EXPECTED } from "./support/formats"
 
 /**
  * `gpu-market import --format skypilot|litellm` on the real public files
@@ -15,14 +17,26 @@ import { SKYPILOT_CLOUDS, SKYPILOT_EXPECTED } from "./support/formats"
 const ROOT = join(import.meta.dirname, "..")
 const BIN = join(ROOT, "node_modules/.bin/gpu-market")
 const REAL = join(import.meta.dirname, "fixtures/real")
+const tempDir = (name: string) => mkdtempSync(join(tmpdir(), `${name}-`))
 
 interface Run { readonly code: number; readonly stdout: string; readonly stderr: string }
 
-const run = (...args: ReadonlyArray<string>): Promise<Run> =>
+const runWith = (env: Record<string, string>, ...args: ReadonlyArray<string>): Promise<Run> =>
   new Promise((resolve) => {
-    execFile(BIN, [...args], { env: { ...process.env, NO_COLOR: "1", GPU_MARKET_REDIS_URL: "" }, timeout: 300_000 },
+    execFile(BIN, [...args], { env: { ...process.env, NO_COLOR: "1", GPU_MARKET_REDIS_URL: "", ...env }, timeout: 300_000 },
       (error, stdout, stderr) => resolve({ code: error === null ? 0 : Number(error.code ?? 1), stdout, stderr }))
   })
+const run = (...args: ReadonlyArray<string>) => runWith({}, ...args)
+
+/** The counts line the Promise API's import of the same file gives, into a market of its own. */
+const promiseCounts = async (name: string, import_: (market: Market) => Promise<FormatImportSummary>): Promise<string> => {
+  const market = await createMarket({ storage: sqlite(tempDb(`formats-cli-api-${name}`)) })
+  try {
+    return describeCounts((await import_(market)).counts)
+  } finally {
+    await market.close()
+  }
+}
 
 const READER: PrincipalInput = {
   id: "reader", name: "reader",
@@ -33,18 +47,35 @@ const READER: PrincipalInput = {
 describe("gpu-market import --format litellm", () => {
   const db = tempDb("formats-cli-litellm")
   let market: Market
+  const rejections = join(tempDir("formats-cli-rejections"), "rejections.jsonl")
+  let imported: Run
   beforeAll(async () => {
-    const imported = await run("import", join(REAL, "litellm/model_prices.json"), "--format", "litellm", "--observed-at", "2026-07-24T18:23:43Z", "--db", db)
-    // LiteLLM's wandb prices, 1,000,000 times too high, are refused by the plausibility bound: exit 1, the rest stored.
-    assert.strictEqual(imported.code, 1, imported.stderr)
-    assert.include(imported.stderr, "20 observation(s) rejected")
-    assert.strictEqual(imported.stdout.split("\n")[0], "accepted 7289, duplicate 0, rejected 20, skipped 1076 (sample_spec 1, non_token_price 832, non_usd_price 56, no_provider 1, not_a_model 1, alias 185)")
-    assert.include(imported.stdout, "observed at 2026-07-24T18:23:43.000000Z: opened 7289, closed 0, unchanged 0")
-    assert.include(imported.stdout, "line 42286 (fireworks_ai/accounts/fireworks/models/): the key names no model slug")
+    // The shipped policy, named by the environment, quarantines the table's known-bad entries.
+    imported = await runWith({ GPU_MARKET_IMPORT_POLICY: PUBLIC_POLICY_FILE },
+      "import", join(REAL, "litellm/model_prices.json"), "--format", "litellm", "--observed-at", "2026-07-24T18:23:43Z", "--rejections", rejections, "--db", db)
     market = await createMarket({ storage: sqlite(db) })
     await market.tokens.create(READER, "reader")
   }, 300_000)
   afterAll(() => market.close())
+
+  it("imports green with the shipped policy: the known-bad entries quarantined, listed and written to the rejections file; the Promise API counts alike", async () => {
+    assert.strictEqual(imported.code, 0, imported.stderr)
+    const lines = imported.stdout.split("\n")
+    assert.strictEqual(lines[0], "read 8386: stored 7289, unchanged 0, duplicate 0, " +
+      "skipped 1076 (sample_spec 1, non_token_price 832, non_usd_price 56, no_provider 1, not_a_model 1, alias 185), " +
+      "quarantined 21 (out_of_bounds 20, unreadable 1), rejected 0")
+    assert.strictEqual(lines[0], await promiseCounts("litellm", (m) =>
+      m.ingest.litellm(readFileSync(join(REAL, "litellm/model_prices.json"), "utf8"), { observedAt: "2026-07-24T18:23:43Z", quarantine: publicQuarantine() })))
+    assert.include(imported.stdout, "observed at 2026-07-24T18:23:43.000000Z: opened 7289, closed 0, unchanged 0")
+    // The first 10 by line are shown, the rest counted.
+    assert.include(imported.stdout, "quarantined (21, first 10 shown):")
+    assert.include(imported.stdout, "  … 11 more (--rejections FILE writes them all")
+    const written = readFileSync(rejections, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { status: string; line: number; key: string; reason: string; rule: string })
+    assert.strictEqual(written.length, 21)
+    assert.deepStrictEqual(new Set(written.map((w) => w.status)), new Set(["quarantined"]))
+    assert.deepInclude(written.at(-1), { line: 42286, key: "fireworks_ai/accounts/fireworks/models/", reason: "unreadable" })
+    assert.isTrue(written.filter((w) => w.reason === "out_of_bounds").every((w) => w.key.startsWith("wandb/") && w.rule.includes("wandb")))
+  })
 
   it("stores the real per-token prices per 1M tokens", async () => {
     const prices = async (model: string, provider: string) => {
@@ -64,27 +95,32 @@ describe("gpu-market import --format skypilot", () => {
   beforeAll(async () => {
     for (const cloud of SKYPILOT_CLOUDS) {
       const args = ["import", join(REAL, `skypilot/${cloud}-vms.csv`), "--format", "skypilot", "--vendor", cloud, "--observed-at", "2026-07-01T00:00:00Z"]
-      runs.set(cloud, await run(...args, ...(cloud === "lambda" ? ["--snapshot"] : []), "--db", db))
+      const policy = cloud === "primeintellect" ? ["--policy", PUBLIC_POLICY_FILE] : []
+      runs.set(cloud, await run(...args, ...policy, ...(cloud === "lambda" ? ["--snapshot"] : []), "--db", db))
     }
     market = await createMarket({ storage: sqlite(db) })
     await market.tokens.create(READER, "reader")
   }, 600_000)
   afterAll(() => market.close())
 
-  it("imports every real catalog: counts by reason, refused lines listed, exit 1 only where a row was refused", () => {
+  it("imports every real catalog green (primeintellect's listing at two prices quarantined by the shipped policy), accounting for every entry", async () => {
     for (const cloud of SKYPILOT_CLOUDS) {
       const { code, stdout, stderr } = runs.get(cloud)!
       const e = SKYPILOT_EXPECTED[cloud]
-      const skipped = Object.entries(e.skipped)
       const lines = stdout.split("\n")
-      assert.strictEqual(code, e.rejectedLines.length === 0 ? 0 : 1, `${cloud}: ${stderr}`)
-      // A repeat of a row at one instant (runpod's zones, primeintellect's crusoecloud listings) is a duplicate: stored once.
-      assert.strictEqual(lines[0], `accepted ${e.opened}, duplicate ${e.observations - e.rejectedLines.length - e.opened}, rejected ${e.rejectedLines.length}, ` +
-        `skipped ${skipped.reduce((n, [, c]) => n + c, 0)} (${skipped.map(([reason, n]) => `${reason} ${n}`).join(", ")})`, cloud)
-      assert.match(lines[1]!, new RegExp(`^observed at 2026-07-01T00:00:00.000000Z: opened ${e.opened}, closed 0, `), cloud)
+      assert.strictEqual(code, 0, `${cloud}: ${stderr}`)
+      // What the Promise API rejects, the shipped rule quarantines: the same lines, not a failure.
+      const counts = { ...e.counts, rejected: {}, quarantined: e.counts.rejected }
+      assert.strictEqual(lines[0], describeCounts(counts), cloud)
+      assert.match(lines[1]!, new RegExp(`^observed at 2026-07-01T00:00:00.000000Z: opened ${e.counts.stored}, closed 0, `), cloud)
       assert.deepStrictEqual(lines.slice(2).filter((l) => l.startsWith("  line ")).map((l) => Number(/^ {2}line (\d+)/.exec(l)![1])), [...e.rejectedLines], cloud)
     }
     assert.match(runs.get("lambda")!.stdout.split("\n")[1]!, /; snapshot withdrew 0$/)
+    // runpod's repeated zones read as duplicates, and no_spot as skipped, on both surfaces alike.
+    for (const cloud of ["runpod", "lambda"] as const) {
+      const csv = readFileSync(join(REAL, `skypilot/${cloud}-vms.csv`), "utf8")
+      assert.strictEqual(runs.get(cloud)!.stdout.split("\n")[0], await promiseCounts(cloud, (m) => m.ingest.skypilot(csv, { vendor: cloud, observedAt: "2026-07-01T00:00:00Z" })), cloud)
+    }
   })
 
   it("serves the real vendors' H100s at Price / GPU count per GPU-hour", async () => {

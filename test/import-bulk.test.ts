@@ -83,7 +83,7 @@ describe("gpu-market import of a large file on SQLite (a bulk load)", () => {
       }
       const { code, output } = yield* Effect.promise(() => done)
       assert.strictEqual(code, 0, output)
-      assert.match(output, /accepted 20000, duplicate 0, rejected 0/)
+      assert.match(output, /^read 20000: stored 20000, unchanged 0, duplicate 0, skipped 0, quarantined 0, rejected 0$/m)
       const after = yield* read
       for (let i = 0; i < PLANS.length; i++) {
         assert.notStrictEqual(after[i], before[i])

@@ -1,11 +1,12 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { createMarket, FormatImport, type Market, marketLayer, type PrincipalInput } from "@gpu-market/core"
+import { createMarket, FormatImport, type ImportCounts, type Market, marketLayer, type PrincipalInput } from "@gpu-market/core"
 import { LlmTokenPriceStore } from "@gpu-market/core/storage"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Layer, TestClock } from "effect"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { problemOf, tempDb } from "./support/adapters"
+import { publicQuarantine } from "./support/formats"
 
 /**
  * LiteLLM's price table imported through the Promise and Effect APIs into SQLite: the real table
@@ -17,6 +18,13 @@ const TABLE = readFileSync(join(import.meta.dirname, "fixtures/real/litellm/mode
 const READER: PrincipalInput = {
   id: "reader", name: "reader", grants: { llm_token_prices: { history: { _tag: "unrestricted" } } }, indices: [],
   legacy_custom_index: false, procurement: false, rate_limit_per_minute: 100_000
+}
+
+/** What became of the real table's entries without a policy: each price field, and each top-level value left out whole. */
+const LITELLM_COUNTS: ImportCounts = {
+  read: 8386, stored: 7289, unchanged: 0, duplicate: 0,
+  skipped: { sample_spec: 1, non_token_price: 832, non_usd_price: 56, no_provider: 1, not_a_model: 1, alias: 185 },
+  quarantined: {}, rejected: { out_of_bounds: 20, unreadable: 1 }
 }
 
 /** A small LiteLLM table: each entry's input and output price per token. */
@@ -34,18 +42,15 @@ describe("LiteLLM import (Promise API, SQLite)", () => {
 
   it("imports every per-token price of the real table, per 1M tokens, free prices as 0", async () => {
     const summary = await market.ingest.litellm(TABLE, { observedAt: "2026-07-24T18:23:43Z" })
-    assert.deepStrictEqual(
-      [summary.observedAt, summary.observations, summary.accepted, summary.rejected.length, summary.issues.length, summary.withdrawn],
-      ["2026-07-24T18:23:43.000000Z", 7309, 7289, 20, 1, null]
-    )
-    // LiteLLM's wandb entries are priced per 1M tokens where it means per token (gpt-oss-120b at
-    // 15,000 USD per 1M tokens): the plausibility bound refuses their 20 prices, and only theirs.
-    for (const r of summary.rejected) {
+    assert.deepStrictEqual([summary.observedAt, summary.counts, summary.withdrawn], ["2026-07-24T18:23:43.000000Z", LITELLM_COUNTS, null])
+    // LiteLLM's wandb entries are priced in the wrong unit (gpt-oss-120b at 15,000 USD per 1M
+    // tokens): the plausibility bound refuses their 20 prices, and only theirs.
+    for (const r of summary.rejections.filter((r) => r.reason === "out_of_bounds")) {
       assert.match(r.key ?? "", /^wandb\//)
       assert.include(r.message, "outside the plausible range")
     }
+    assert.deepStrictEqual(summary.rejections.filter((r) => r.reason === "unreadable").map((r) => [r.line, r.key]), [[42286, "fireworks_ai/accounts/fireworks/models/"]])
     assert.deepStrictEqual([summary.written.received, summary.written.opened], [7289, 7289])
-    assert.strictEqual(summary.skipped.non_token_price, 832)
     const prices = async (model: string, provider: string) => {
       const page = await market.llm.tokenPrices.latest({ model: [model], serving_provider: [provider], page_size: 100 }, { token: "reader" })
       return Object.fromEntries(page.data.filter((r) => r.qualifiers === null && r.metric === "tokens").map((r) => [r.price_type, r.price_usd_per_1m_tokens]))
@@ -57,9 +62,16 @@ describe("LiteLLM import (Promise API, SQLite)", () => {
       .data.find((r) => r.qualifiers === null)!
     assert.deepStrictEqual([row.source, row.model_name, row.raw_price, row.raw_price_unit, row.currency, row.valid_from],
       ["litellm", "gpt-4o", 0.0000025, "usd_per_token", "USD", "2026-07-24T18:23:43.000000Z"])
-    // The same table again changes nothing.
-    const again = await market.ingest.litellm(TABLE, { observedAt: "2026-07-25T00:00:00Z" })
+    // The same table again changes nothing; with the shipped policy its known-bad entries are
+    // quarantined, each with its rule, and nothing is rejected.
+    const again = await market.ingest.litellm(TABLE, { observedAt: "2026-07-25T00:00:00Z", quarantine: publicQuarantine() })
     assert.deepStrictEqual([again.written.opened, again.written.unchanged], [0, 7289])
+    assert.deepStrictEqual(again.counts, {
+      ...LITELLM_COUNTS, stored: 0, unchanged: 7289, quarantined: { out_of_bounds: 20, unreadable: 1 }, rejected: {}
+    })
+    assert.deepStrictEqual(again.rejections, [])
+    assert.deepStrictEqual(new Set(again.quarantined.map((q) => q.key?.split("/")[0])), new Set(["wandb", "fireworks_ai"]))
+    assert.isTrue(again.quarantined.every((q) => q.rule.length > 0))
   }, 120_000)
 
   it("refuses options it cannot use, naming them", async () => {
@@ -67,6 +79,24 @@ describe("LiteLLM import (Promise API, SQLite)", () => {
     assert.deepStrictEqual([bad.problem.status, bad.problem.code, bad.problem.errors], [422, "validation_failed", [{ parameter: "observed_at", message: "expected an ISO 8601 datetime" }]])
     const vendor = await problemOf(market.ingest.skypilot("InstanceType\n", { vendor: "Lambda Labs" }))
     assert.deepStrictEqual([vendor.problem.status, vendor.problem.errors?.[0]?.parameter], [422, "vendor"])
+  })
+
+  it("refuses a file in another format whole, naming the format it looks like, and writes nothing", async () => {
+    const refused = async (import_: Promise<unknown>) => {
+      const { problem } = await problemOf(import_)
+      assert.deepStrictEqual([problem.status, problem.code, problem.errors?.[0]?.parameter], [422, "validation_failed", "format"])
+      return problem.detail
+    }
+    const skypilot = readFileSync(join(import.meta.dirname, "fixtures/real/skypilot/lambda-vms.csv"), "utf8")
+    assert.match(await refused(market.ingest.skypilot(TABLE, { vendor: "lambda", snapshot: true })),
+      /^format: the file is not a SkyPilot catalog .*: the header lacks InstanceType, AcceleratorName, AcceleratorCount, Price, Region; it looks like LiteLLM's price table \(--format litellm\)$/)
+    assert.match(await refused(market.ingest.litellm(skypilot, { snapshot: true })),
+      /^format: the file is not LiteLLM's price table .*: not JSON: .*; it looks like a SkyPilot catalog \(--format skypilot --vendor <slug>\)$/)
+    assert.match(await refused(market.ingest.skypilot("vendor,vendor_gpu_name,raw_price\nacme,H100,2\n", { vendor: "acme" })),
+      /; it looks like a CSV of rows \(--format csv --type <type>\)$/)
+    // The refused snapshot withdrew nothing: the prices the real table stored above are still listed.
+    const gpt4o = await market.llm.tokenPrices.latest({ model: ["gpt-4o"], serving_provider: ["openai"], page_size: 100 }, { token: "reader" })
+    assert.isAbove(gpt4o.data.length, 0)
   })
 })
 

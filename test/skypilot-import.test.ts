@@ -5,7 +5,7 @@ import { sqlite } from "@gpu-market/storage-sqlite"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { tempDb } from "./support/adapters"
-import { SKYPILOT_CLOUDS, SKYPILOT_EXPECTED } from "./support/formats"
+import { publicQuarantine, SKYPILOT_CLOUDS, SKYPILOT_EXPECTED } from "./support/formats"
 import { type RedisServer, startRedis, uniquePrefix } from "./support/redis"
 
 /**
@@ -38,19 +38,29 @@ describe("SkyPilot import of every real catalog (Promise API, Redis)", () => {
     await server.stop()
   })
 
-  it("stores every observation but the documented quirk, and counts what it skips", () => {
+  it("stores every observation but the documented quirk, and accounts for every entry it read", () => {
     for (const cloud of SKYPILOT_CLOUDS) {
       const s = summaries.get(cloud)!
       const e = SKYPILOT_EXPECTED[cloud]
-      assert.deepStrictEqual(
-        [s.observations, s.accepted, s.rejected.map((r) => r.line), s.skipped, s.issues, s.written.opened, s.withdrawn],
-        [e.observations, e.observations - e.rejectedLines.length, e.rejectedLines, e.skipped, [], e.opened, null],
-        cloud
-      )
+      assert.deepStrictEqual([s.counts, s.rejections.map((r) => r.line), s.written.opened, s.withdrawn], [e.counts, e.rejectedLines, e.counts.stored, null], cloud)
     }
     // primeintellect lists runpod__2xH100_80GB__48__502 at 5.9968 (line 102), then at 5.3968 (line 104): both refused, each naming the other.
-    for (const r of summaries.get("primeintellect")!.rejected) assert.include(r.message, "two prices for one product")
-    assert.include(summaries.get("primeintellect")!.rejected[0]!.message, "line 104")
+    for (const r of summaries.get("primeintellect")!.rejections) {
+      assert.strictEqual(r.reason, "conflicting_price")
+      assert.include(r.message, "two prices for one product")
+    }
+    assert.include(summaries.get("primeintellect")!.rejections[0]!.message, "line 104")
+  })
+
+  it("quarantines primeintellect's listing at two prices by the shipped rule: recorded with its rule, not stored, not rejected", async () => {
+    const csv = readFileSync(join(REAL, "primeintellect-vms.csv"), "utf8")
+    const s = await market.ingest.skypilot(csv, { vendor: "primeintellect", observedAt: "2026-07-02T00:00:00Z", quarantine: publicQuarantine() })
+    const e = SKYPILOT_EXPECTED.primeintellect.counts
+    // A day later every other price is the one in force: unchanged.
+    assert.deepStrictEqual(s.counts, { ...e, stored: 0, unchanged: e.stored, rejected: {}, quarantined: { conflicting_price: 2 } })
+    assert.deepStrictEqual(s.rejections, [])
+    assert.deepStrictEqual(s.quarantined.map((q) => [q.line, q.reason]), [[102, "conflicting_price"], [104, "conflicting_price"]])
+    assert.match(s.quarantined[0]!.rule, /runpod__2xH100_80GB__48__502 twice at two prices/)
   })
 
   it("serves the real vendors' H100s at Price / GPU count per GPU-hour", async () => {
@@ -85,7 +95,8 @@ describe("SkyPilot snapshots (Promise API, SQLite)", () => {
 
   it("successive snapshots build history: a changed price opens a row, a dropped product is withdrawn at the later instant", async () => {
     const first = await market.ingest.skypilot(catalog({ kept: 24, dropped: 20 }), { vendor: "acme", observedAt: "2026-07-01T00:00:00Z", snapshot: true })
-    assert.deepStrictEqual([first.accepted, first.written.opened, first.withdrawn], [2, 2, 0])
+    // Each row's on-demand price is stored and its empty spot price skipped: four entries read.
+    assert.deepStrictEqual([first.counts.read, first.counts.stored, first.counts.skipped, first.withdrawn], [4, 2, { no_spot: 2 }, 0])
     // Not a snapshot: what the file leaves out stays listed.
     const partial = await market.ingest.skypilot(catalog({ kept: 24 }), { vendor: "acme", observedAt: "2026-07-04T00:00:00Z" })
     assert.deepStrictEqual([partial.written.unchanged, partial.withdrawn], [1, null])

@@ -1,14 +1,14 @@
 import * as Options from "@effect/cli/Options"
-import { describePlace, FormatImport, type FormatImportOptions, type FormatImportSummary } from "@gpu-market/core"
-import * as Console from "effect/Console"
+import { FormatImport, type FormatImportOptions, type FormatImportSummary, type QuarantineRule } from "@gpu-market/core"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { readFile } from "node:fs/promises"
+import { UsageError } from "./output.js"
 
 /**
  * `gpu-market import <file> --format skypilot|litellm`: a public-format file read whole,
  * converted and written by core's `FormatImport` (each format implies its data type), with a
- * report of what was accepted, refused, skipped and withdrawn.
+ * report of what became of every entry and what was withdrawn.
  */
 
 /** The public formats `import --format` takes besides JSON Lines and CSV rows. */
@@ -39,34 +39,26 @@ type ParsedFormatOptions = {
   readonly snapshot: boolean
 }
 
-/** The report of an import: counts first, then each refused observation and each issue, by line. */
-export const formatReport = (summary: FormatImportSummary): string => {
-  const skipped = Object.entries(summary.skipped)
-  const written = Object.entries(summary.written).filter(([name]) => name !== "received")
-  return [
-    `accepted ${summary.accepted - summary.written.duplicates}, duplicate ${summary.written.duplicates}, rejected ${summary.rejected.length}, skipped ${skipped.reduce((n, [, c]) => n + c, 0)}` +
-    (skipped.length === 0 ? "" : ` (${skipped.map(([reason, n]) => `${reason} ${n}`).join(", ")})`),
-    `observed at ${summary.observedAt}: ${written.map(([name, n]) => `${name} ${n}`).join(", ")}` +
-    (summary.withdrawn === null ? "" : `; snapshot withdrew ${summary.withdrawn}`),
-    ...summary.rejected.map((r) => `  ${describePlace(r)}: ${r.message}`),
-    ...(summary.issues.length === 0 ? [] : [`not read as written (${summary.issues.length}):`, ...summary.issues.map((i) => `  ${describePlace(i)}: ${i.message}`)])
-  ].join("\n")
-}
-
-/** Imports a public-format file; exits 1 when the write path refused any observation. */
-export const importFormat = (path: string, format: PublicFormat, o: ParsedFormatOptions) =>
+/**
+ * Imports a public-format file and reports it (`finishImport`). A command line the import cannot
+ * take (no `--vendor`, an `--observed-at` that is no instant, a file not in the format given) is a
+ * usage error: nothing is written.
+ */
+export const importFormat = (path: string, format: PublicFormat, o: ParsedFormatOptions, quarantine: ReadonlyArray<QuarantineRule>) =>
   Effect.gen(function* () {
+    const vendor = format === "skypilot"
+      ? yield* Option.match(o.vendor, { onNone: () => Effect.fail(new UsageError({ message: "--format skypilot needs --vendor <slug>" })), onSome: Effect.succeed })
+      : undefined
     const text = yield* Effect.promise(() => readFile(path, "utf8"))
     const formats = yield* FormatImport
-    const options: FormatImportOptions = { ...Option.match(o.observedAt, { onNone: () => ({}), onSome: (observedAt) => ({ observedAt }) }), snapshot: o.snapshot }
-    const summary: FormatImportSummary = format === "litellm"
-      ? yield* formats.litellm(text, options)
-      : yield* formats.skypilot(text, {
-        ...options, vendor: yield* Option.match(o.vendor, { onNone: () => Effect.fail("--format skypilot needs --vendor <slug>"), onSome: Effect.succeed })
-      })
-    yield* Console.log(formatReport(summary))
-    if (summary.rejected.length > 0) {
-      yield* Console.error(`gpu-market import: ${summary.rejected.length} observation(s) rejected (listed above) and not stored; every other one is stored`)
-      process.exitCode = 1
+    const options: FormatImportOptions = {
+      ...Option.match(o.observedAt, { onNone: () => ({}), onSome: (observedAt) => ({ observedAt }) }), snapshot: o.snapshot, quarantine
     }
-  }).pipe(Effect.catchTag("ValidationFailed", (e) => Effect.fail(e.detail)))
+    const summary: FormatImportSummary = vendor === undefined ? yield* formats.litellm(text, options) : yield* formats.skypilot(text, { ...options, vendor })
+    const written = Object.entries(summary.written).filter(([name]) => name !== "received")
+    return {
+      report: summary,
+      extra: [`observed at ${summary.observedAt}: ${written.map(([name, n]) => `${name} ${n}`).join(", ")}` +
+        (summary.withdrawn === null ? "" : `; snapshot withdrew ${summary.withdrawn}`)]
+    }
+  }).pipe(Effect.catchTag("ValidationFailed", (e) => Effect.fail(new UsageError({ message: e.detail }))))

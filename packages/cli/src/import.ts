@@ -2,17 +2,20 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import {
-  AdministeredValue, type BulkLoad, FxRateRecord, GpuCatalogRecord, HardwarePriceIngest, HardwarePriceObservation, IndexIngest, LlmTokenPriceIngest, InvalidRecords,
-  LlmTokenPriceObservation, MIN_IMPORT_BATCH, ReferenceDataIngest, RentalPriceIngest, RentalPriceObservation, type StorageUnavailable, TransactionDeal, TransactionIngest
+  AdministeredValue, type BulkLoad, FxRateRecord, GpuCatalogRecord, HardwarePriceIngest, HardwarePriceObservation, importReport, type ImportReport, IndexIngest,
+  InvalidRecords, judged, LlmTokenPriceIngest, notTheFormat, LlmTokenPriceObservation, MIN_IMPORT_BATCH, type Quarantined, type QuarantineRule, ReferenceDataIngest,
+  refusedRecords, type Rejection, RentalPriceIngest, RentalPriceObservation, sniffFormat, type StorageUnavailable, TransactionDeal, TransactionIngest, writeRejectionReason,
+  describeCounts
 } from "@gpu-market/core"
-import * as Console from "effect/Console"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { open } from "node:fs/promises"
 import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type { ProgressMark } from "@gpu-market/core/storage"
 import { formatOptions, importFormat, isPublicFormat, PUBLIC_FORMATS } from "./formats.js"
+import { finishImport, importReportOptions, resolvePolicy } from "./import-report.js"
 import { UsageError } from "./output.js"
 import { makeProgress } from "./progress.js"
 import { csvRows, jsonLines, scanFile } from "./read.js"
@@ -22,7 +25,8 @@ import { marketOn } from "./storage.js"
 /**
  * `gpu-market import <file> --type …`: rows of one data type from JSON Lines or CSV, streamed
  * through the type's write path in batches. A batch is atomic, so a batch with bad rows is
- * retried without them: every good row is stored, every bad one reported with its line.
+ * retried without them: every good row is stored, every bad one rejected (or quarantined) with
+ * its line and reason.
  *
  * Each batch's write also records how far the file got (a `ProgressMark` named by the type and
  * the file's SHA-256), in the same transaction as the batch's rows: an import run again on the
@@ -32,16 +36,20 @@ import { marketOn } from "./storage.js"
 /** The importable types: the write path of each and the schema of one input row. */
 type Writers = RentalPriceIngest | HardwarePriceIngest | LlmTokenPriceIngest | TransactionIngest | IndexIngest | ReferenceDataIngest
 
-/** What one write of an import counted: rows that repeated one already stored or sent, and pieces of text dropped per field. */
-interface WriteCounts {
-  readonly duplicates: number
-  readonly droppedTerms: Readonly<Record<string, number>>
+/**
+ * What a write said of the rows it accepted: those that changed nothing (the price already in
+ * force, or a repeat), and the pieces of hardware text that were no vocabulary term, per field.
+ */
+interface Unwritten {
+  readonly unchanged: number
+  readonly duplicate: number
+  readonly droppedTerms?: Readonly<Record<string, number>>
 }
 
 interface ImportType {
   readonly schema: Schema.Schema.AnyNoContext
-  /** Writes rows and, in the same transaction, the progress mark; returns what the write counted. */
-  readonly write: (rows: ReadonlyArray<unknown>, mark: ProgressMark) => Effect.Effect<WriteCounts, InvalidRecords | StorageUnavailable, Writers>
+  /** Writes rows and, in the same transaction, the progress mark; returns how many of them changed nothing. */
+  readonly write: (rows: ReadonlyArray<unknown>, mark: ProgressMark) => Effect.Effect<Unwritten, InvalidRecords | StorageUnavailable, Writers>
   readonly mark: (name: string) => Effect.Effect<Option.Option<string>, StorageUnavailable, Writers>
   /** For the life of the scope, an import of about `rows` rows: its batch size, and the load's end to run after the last batch. */
   readonly load: (rows: number) => Effect.Effect<BulkLoad, StorageUnavailable, Writers | Scope.Scope>
@@ -51,36 +59,37 @@ interface ImportType {
 // prices is one transaction of tens of thousands of rows).
 const plainLoad: ImportType["load"] = () => Effect.succeed({ batch: MIN_IMPORT_BATCH, end: Effect.void })
 
-const noCounts = (): WriteCounts => ({ duplicates: 0, droppedTerms: {} })
+const NOTHING_UNWRITTEN: Unwritten = { unchanged: 0, duplicate: 0 }
 
-/** A type's write path as an import uses it: its write with a mark, what its summary counts, and its marks. */
+/** What a versioned write path's summary says changed nothing. */
+const versioned = (s: { readonly unchanged: number; readonly duplicates: number }): Unwritten => ({ unchanged: s.unchanged, duplicate: s.duplicates })
+
+/** A type's write path as an import uses it: its write with a mark, what its summary says changed nothing, and its marks. */
 const importType = <I extends Writers, S>(
   schema: Schema.Schema.AnyNoContext,
   service: Effect.Effect<I, never, I>,
   write: (ingest: I, rows: ReadonlyArray<unknown>, mark: ProgressMark) => Effect.Effect<S, InvalidRecords | StorageUnavailable>,
   mark: (ingest: I) => (name: string) => Effect.Effect<Option.Option<string>, StorageUnavailable>,
-  counts: (summary: S) => WriteCounts = noCounts,
+  unwritten: (summary: S) => Unwritten = () => NOTHING_UNWRITTEN,
   load: ImportType["load"] = plainLoad
 ): ImportType => ({
   schema,
-  write: (rows, m) => Effect.flatMap(service, (i) => Effect.map(write(i, rows, m), counts)),
+  write: (rows, m) => Effect.flatMap(service, (i) => Effect.map(write(i, rows, m), unwritten)),
   mark: (name) => Effect.flatMap(service, (i) => mark(i)(name)),
   load
 })
 
-const duplicatesOf = (summary: { readonly duplicates: number }): WriteCounts => ({ duplicates: summary.duplicates, droppedTerms: {} })
-
 const TYPES: Record<"rental" | "hardware" | "llm" | "transactions" | "indexes" | "fx" | "gpus", ImportType> = {
   rental: importType(
-    RentalPriceObservation, RentalPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, duplicatesOf,
+    RentalPriceObservation, RentalPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, versioned,
     (rows) => Effect.flatMap(RentalPriceIngest, (i) => i.bulkLoad(rows))
   ),
   hardware: importType(
     HardwarePriceObservation, HardwarePriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark,
-    (s) => ({ duplicates: 0, droppedTerms: s.droppedTerms })
+    (s) => ({ unchanged: 0, duplicate: 0, droppedTerms: s.droppedTerms })
   ),
-  llm: importType(LlmTokenPriceObservation, LlmTokenPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, duplicatesOf),
-  transactions: importType(TransactionDeal, TransactionIngest, (i, rows, mark) => i.record(rows, { mark }), (i) => i.mark),
+  llm: importType(LlmTokenPriceObservation, LlmTokenPriceIngest, (i, rows, mark) => i.ingest(rows, { mark }), (i) => i.mark, versioned),
+  transactions: importType(TransactionDeal, TransactionIngest, (i, rows, mark) => i.record(rows, { mark }), (i) => i.mark, (s) => ({ unchanged: 0, duplicate: s.duplicates })),
   indexes: importType(AdministeredValue, IndexIngest, (i, rows, mark) => i.publish(rows, { mark }), (i) => i.mark),
   fx: importType(FxRateRecord, ReferenceDataIngest, (i, rows, mark) => i.fxRates(rows, { mark }), (i) => i.mark),
   gpus: importType(GpuCatalogRecord, ReferenceDataIngest, (i, rows, mark) => i.gpus(rows, { mark }), (i) => i.mark)
@@ -91,24 +100,21 @@ type TypeName = keyof typeof TYPES
 /** An import that storage trouble stopped: the trouble, and what the import had stored by then. */
 export class ImportStopped extends Data.TaggedError("ImportStopped")<{ readonly message: string; readonly cause: StorageUnavailable }> {}
 
-/** What an import did. */
-export interface ImportSummary {
-  readonly accepted: number
-  /** Rows that repeated a row already stored or earlier in the file (same product, instant and price): nothing to store. */
-  readonly duplicates: number
-  readonly rejected: ReadonlyArray<{ readonly line: number; readonly message: string }>
-  /** Hardware: pieces of text in the descriptive fields that were no vocabulary term, per field; not stored. */
-  readonly droppedTerms: Readonly<Record<string, number>>
+/** What a row import did: what became of every row it read (core's `ImportReport`), and where it resumed. */
+export interface RowImportReport extends ImportReport {
   /** The last line an earlier run of the same file stored through: this run skipped the lines up to it. */
   readonly resumedAfter: number | null
+  /** Hardware: pieces of text in the descriptive fields that were no vocabulary term, per field; not stored. */
+  readonly droppedTerms: Readonly<Record<string, number>>
 }
 
 /**
- * Streams a file of `type` rows through its write path; bad rows are reported, good ones stored.
- * A first pass hashes the file (naming its progress mark) and counts its rows, so the progress
- * display counts rows; it reaches the total only once the last row is written.
+ * Streams a file of `type` rows through its write path; bad rows are rejected (or quarantined,
+ * when a rule of `quarantine` expects them), good ones stored. A first pass hashes the file
+ * (naming its progress mark) and counts its rows, so the progress display counts rows; it reaches
+ * the total only once the last row is written.
  */
-export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv") =>
+export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv", quarantine: ReadonlyArray<QuarantineRule> = []) =>
   Effect.scoped(Effect.gen(function* () {
     const { schema, write, mark, load } = TYPES[type]
     const scan = yield* Effect.promise(() => scanFile(path, format))
@@ -118,11 +124,17 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
     const next = format === "csv" ? csvRows(path, schema) : jsonLines(path)
     const label = `importing ${type}`
     const progress = makeProgress(process.stderr, "rows")
-    const rejected: Array<{ line: number; message: string }> = []
+    const rejections: Array<Rejection> = []
+    const quarantined: Array<Quarantined> = []
+    const judge = (rejection: Rejection, row: unknown) => {
+      const outcome = judged(quarantine, rejection, typeof row === "object" && row !== null ? row as Readonly<Record<string, unknown>> : {})
+      if ("quarantined" in outcome) quarantined.push(outcome.quarantined)
+      else rejections.push(outcome.rejection)
+    }
     let accepted = 0
-    let duplicates = 0
+    let unchanged = 0
+    let duplicate = 0
     const droppedTerms: Record<string, number> = {}
-    let read = 0
     // Rows taken from the file (skipped ones of a resumed import too), all of them written or rejected.
     let done = 0
     const shown = (n: number) => Math.min(n, Math.max(0, scan.rows - 1))
@@ -132,32 +144,29 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
       Effect.gen(function* () {
         let pending = batch
         while (pending.length > 0) {
-          const rows = pending.map((r) => r.value)
-          const result = yield* Effect.either(write(rows, { name: markName, value: String(through) }))
+          const result = yield* Effect.either(write(pending.map((r) => r.value), { name: markName, value: String(through) }))
           if (result._tag === "Right") {
-            accepted += pending.length - result.right.duplicates
-            duplicates += result.right.duplicates
-            for (const [field, n] of Object.entries(result.right.droppedTerms)) droppedTerms[field] = (droppedTerms[field] ?? 0) + n
+            accepted += pending.length
+            unchanged += result.right.unchanged
+            duplicate += result.right.duplicate
+            for (const [field, n] of Object.entries(result.right.droppedTerms ?? {})) droppedTerms[field] = (droppedTerms[field] ?? 0) + n
             return
           }
           const error = result.left
           if (!(error instanceof InvalidRecords)) return yield* Effect.fail(error)
-          const bad = new Map<number, string>()
-          for (const issue of error.errors) {
-            if (issue.index >= 0 && issue.index < pending.length) {
-              bad.set(issue.index, bad.has(issue.index) ? `${bad.get(issue.index)}; ${issue.message}` : issue.message)
-            }
-          }
-          // A refusal that names no row of the batch refuses all of it.
-          if (bad.size === 0) for (let i = 0; i < pending.length; i++) bad.set(i, error.detail)
-          for (const [i, message] of bad) rejected.push({ line: pending[i]!.line, message })
+          const bad = refusedRecords(error, pending.length)
+          for (const [i, message] of bad) judge({ line: pending[i]!.line, reason: writeRejectionReason(message), message }, pending[i]!.value)
           pending = pending.filter((_, i) => !bad.has(i))
         }
       })
 
+    const reportSoFar = (): RowImportReport => ({
+      ...importReport({ stored: accepted - unchanged - duplicate, unchanged, duplicate, skipped: {}, rejections, quarantined }),
+      resumedAfter,
+      droppedTerms
+    })
     // The last line a write stored through: what an import run again resumes after.
     let storedThrough = resumedAfter ?? 0
-    const counts = () => `accepted ${accepted}, duplicate ${duplicates}, rejected ${rejected.length}`
     yield* progress.update(label, 0, scan.rows)
     let batch: Array<{ line: number; value: unknown }> = []
     let line = 0
@@ -167,8 +176,7 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
           line = row.line
           done++
           if (resumedAfter !== null && line <= resumedAfter) continue
-          read++
-          if ("error" in row) rejected.push({ line, message: row.error })
+          if ("error" in row) judge({ line, reason: row.reason, message: row.error }, undefined)
           else batch.push(row)
           if (batch.length >= batchSize) {
             yield* submit(batch, line)
@@ -184,17 +192,42 @@ export const importFile = (path: string, type: TypeName, format: "jsonl" | "csv"
     yield* Effect.catchTag(writeAll, "StorageUnavailable", (e) => new ImportStopped({
       message: storedThrough === 0
         ? `${e.detail}. Nothing of the file was stored before it; the import run again starts from its first line`
-        : `${e.detail}. Stored before it: ${counts()}, through line ${storedThrough}; the import run again resumes after line ${storedThrough}`,
+        : `${e.detail}. Stored before it: ${describeCounts(reportSoFar().counts)}, through line ${storedThrough}; the import run again resumes after line ${storedThrough}`,
       cause: e
     }))
     yield* Effect.catchTag(end, "StorageUnavailable", (e) => new ImportStopped({
-      message: `${e.detail}. Every row is stored (${counts()}), but the indexes the import held back are not built yet: the next open of the file builds them`, cause: e
+      message: `${e.detail}. Every row is stored (${describeCounts(reportSoFar().counts)}), but the indexes the import held back are not built yet: the next open of the file builds them`,
+      cause: e
     }))
     yield* progress.update(label, done, done)
     yield* progress.finish
-    const summary: ImportSummary = { accepted, duplicates, rejected: rejected.sort((a, b) => a.line - b.line), droppedTerms, resumedAfter }
-    return { ...summary, read }
+    return reportSoFar()
   }))
+
+/** Bytes of a file's start a row import looks at to tell a file in another format. */
+const HEAD_BYTES = 64 * 1024
+
+/**
+ * Refuses, as a usage error, a file of rows whose start shows another format (a SkyPilot
+ * catalog or LiteLLM's table given with `--type`, CSV read as JSON Lines): every line of it would
+ * be rejected for what is a mistake of the command line.
+ */
+const checkRowFormat = (path: string, format: "jsonl" | "csv") =>
+  Effect.gen(function* () {
+    const head = yield* Effect.promise(async () => {
+      const file = await open(path)
+      try {
+        const { buffer, bytesRead } = await file.read(Buffer.alloc(HEAD_BYTES), 0, HEAD_BYTES, 0)
+        return buffer.toString("utf8", 0, bytesRead)
+      } finally {
+        await file.close()
+      }
+    })
+    const looks = sniffFormat(head)
+    if (looks !== undefined && looks !== format) {
+      return yield* new UsageError({ message: notTheFormat(format, undefined, head) })
+    }
+  })
 
 const formatOf = (path: string, given: Option.Option<"jsonl" | "csv">) =>
   Option.getOrElse(given, () => (/\.csv$/i.test(path) ? "csv" as const : "jsonl" as const))
@@ -213,27 +246,31 @@ export const importCommand = Command.make("import", {
     Options.optional
   ),
   ...formatOptions,
+  ...importReportOptions,
   ...storageOptions
 }, (o) =>
   Effect.gen(function* () {
+    const policy = yield* resolvePolicy(o)
     const format = Option.getOrUndefined(o.format)
-    if (format !== undefined && isPublicFormat(format)) return yield* importFormat(o.file, format, o)
-    const type = yield* Option.match(o.type, { onNone: () => new UsageError({ message: "--type is required, unless --format is skypilot or litellm" }), onSome: Effect.succeed })
-    const result = yield* importFile(o.file, type, formatOf(o.file, Option.filter(o.format, isRowFormat)))
-    const dropped = Object.entries(result.droppedTerms).filter(([, n]) => n > 0)
-    const lines = [
-      `accepted ${result.accepted}, duplicate ${result.duplicates}, rejected ${result.rejected.length}` +
-      (type !== "hardware" ? "" : `, dropped terms ${dropped.reduce((n, [, c]) => n + c, 0)}`) +
-      (dropped.length === 0 ? "" : ` (${dropped.map(([field, n]) => `${field} ${n}`).join(", ")})`)
-    ]
-    if (result.resumedAfter !== null) {
-      lines.push(`resumed after line ${result.resumedAfter}: an earlier import of this file went that far (it reported the rows it rejected)`)
-    }
-    for (const r of result.rejected) lines.push(`  line ${r.line}: ${r.message}`)
-    yield* Console.log(lines.join("\n"))
-    if (result.rejected.length > 0) {
-      yield* Console.error(`gpu-market import: ${result.rejected.length} row(s) rejected (listed above) and not stored; every other row is stored`)
-      process.exitCode = 1
-    }
-  }).pipe(Effect.provide(marketOn(o, { bulk: true })))
-).pipe(Command.withDescription("Import rows of one data type through the write path, streamed, or a public-format file (SkyPilot, LiteLLM), with a summary of rejected rows (exit 1 when any)."))
+    const run = Effect.gen(function* () {
+      if (format !== undefined && isPublicFormat(format)) return yield* importFormat(o.file, format, o, policy.quarantine)
+      const type = yield* Option.match(o.type, { onNone: () => new UsageError({ message: "--type is required, unless --format is skypilot or litellm" }), onSome: Effect.succeed })
+      const rowFormat = formatOf(o.file, Option.filter(o.format, isRowFormat))
+      yield* checkRowFormat(o.file, rowFormat)
+      const report = yield* importFile(o.file, type, rowFormat, policy.quarantine)
+      const dropped = Object.entries(report.droppedTerms).filter(([, n]) => n > 0)
+      return {
+        report,
+        extra: [
+          ...type !== "hardware" ? [] : [
+            `dropped terms ${dropped.reduce((n, [, c]) => n + c, 0)}${dropped.length === 0 ? "" : ` (${dropped.map(([field, n]) => `${field} ${n}`).join(", ")})`}: ` +
+            "descriptive text that is no term of the hardware vocabulary, not stored"
+          ],
+          ...report.resumedAfter === null ? [] : [`resumed after line ${report.resumedAfter}: an earlier import of this file went that far (it reported the rows it rejected)`]
+        ]
+      }
+    })
+    const { report, extra } = yield* Effect.provide(run, marketOn(o, { bulk: true }, policy.bounds))
+    yield* finishImport(report, o, extra)
+  })
+).pipe(Command.withDescription("Import rows of one data type through the write path, streamed, or a public-format file (SkyPilot, LiteLLM): what became of every entry, rejections by line; exit 0 when all were stored or accounted for, 1 when any was rejected, 2 for a command line it cannot take."))

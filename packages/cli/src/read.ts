@@ -124,7 +124,9 @@ export const scanFile = async (path: string, format: "jsonl" | "csv", chunkBytes
 }
 
 /** A row read from a file, or why it could not be read. */
-export type Read = { readonly line: number; readonly value: unknown } | { readonly line: number; readonly error: string }
+export type Read =
+  | { readonly line: number; readonly value: unknown }
+  | { readonly line: number; readonly reason: "not_json" | "not_csv" | "field_count"; readonly error: string }
 
 /** The rows of a file, a chunk's worth per call; `undefined` once the file is done. */
 export type RowReader = () => Promise<ReadonlyArray<Read> | undefined>
@@ -140,7 +142,7 @@ export const jsonLines = (path: string, chunkBytes = CHUNK_BYTES): RowReader => 
     try {
       out.push({ line, value: JSON.parse(bytes.toString("utf8", start, end)) })
     } catch (e) {
-      out.push({ line, error: `not JSON: ${(e as Error).message}` })
+      out.push({ line, reason: "not_json", error: `not JSON: ${(e as Error).message}` })
     }
   })
   let done = false
@@ -173,11 +175,11 @@ export const csvRows = (path: string, schema: Schema.Schema.AnyNoContext, chunkB
     } else records = reader.push(next.value)
     const out: Array<Read> = []
     for (const record of records) {
-      if (record instanceof CsvSyntaxError) out.push({ line: record.line, error: `not valid CSV: ${record.message}` })
+      if (record instanceof CsvSyntaxError) out.push({ line: record.line, reason: "not_csv", error: `not valid CSV: ${record.message}` })
       else if (header === undefined) header = record.fields.map((f) => f.trim())
       else {
         const value = csvObject(header, record.fields, kinds)
-        out.push(typeof value === "string" ? { line: record.line, error: value } : { line: record.line, value })
+        out.push(typeof value === "string" ? { line: record.line, reason: "field_count", error: value } : { line: record.line, value })
       }
     }
     return out

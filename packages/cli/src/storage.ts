@@ -1,4 +1,4 @@
-import { HardwareVocabulary, type HardwareVocabularyExtension, marketLayer, RATE_LIMIT_MODES, type RateLimitMode } from "@gpu-market/core"
+import { HardwareVocabulary, type HardwareVocabularyExtension, IngestBounds, type IngestBoundsConfig, marketLayer, RATE_LIMIT_MODES, type RateLimitMode } from "@gpu-market/core"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -130,5 +130,6 @@ export const configuredMarket = marketLayer.pipe(Layer.provide(Layer.unwrapEffec
   return HardwareVocabulary.layer(extension)
 }))))
 
-/** The market's services over the chosen storage. */
-export const marketOn = (choice: StorageChoice, use: StorageUse = {}) => configuredMarket.pipe(Layer.provideMerge(storageOn(choice, use)))
+/** The market's services over the chosen storage; an import's write paths check `bounds` when given. */
+export const marketOn = (choice: StorageChoice, use: StorageUse = {}, bounds?: IngestBoundsConfig) =>
+  (bounds === undefined ? configuredMarket : configuredMarket.pipe(Layer.provide(IngestBounds.layer(bounds)))).pipe(Layer.provideMerge(storageOn(choice, use)))

@@ -48,7 +48,7 @@ describe("import file reading", () => {
         try {
           return { line, value: JSON.parse(text) }
         } catch (e) {
-          return { line, error: `not JSON: ${(e as Error).message}` }
+          return { line, reason: "not_json" as const, error: `not JSON: ${(e as Error).message}` }
         }
       })
       assert.deepStrictEqual(await all(jsonLines(path, chunkBytes)), expected, JSON.stringify(text))
@@ -68,7 +68,7 @@ describe("import file reading", () => {
         { line: 2, value: { vendor: "acme", region: "us-east", gpu_count: 8, vendor_gpu_name: "H100\r\nSXM" } },
         { line: 5, value: { vendor: "acme", region: "eu-west", gpu_count: "lots", vendor_gpu_name: "H100" } },
         { line: 6, value: { vendor: "acme", region: "ap\nsouth", gpu_count: 1, vendor_gpu_name: "say \"hi\"" } },
-        { line: 8, error: "not valid CSV: a quote inside an unquoted field; quote the whole field and double the quote" }
+        { line: 8, reason: "not_csv", error: "not valid CSV: a quote inside an unquoted field; quote the whole field and double the quote" }
       ])
       assert.strictEqual((await scanFile(path, "csv", chunkBytes)).rows, rows.length)
     }

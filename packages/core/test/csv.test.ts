@@ -48,7 +48,29 @@ describe("CSV reader", () => {
       { line: 3, fields: ["ok", "\"q\""] },
       { line: 4, error: "text after a closing quote; only a comma or a line end may follow it" }
     ])
-    assert.deepStrictEqual(parse(["a\n\n\"b\nc"]), [{ line: 1, fields: ["a"] }, { line: 3, error: "a quoted field is never closed" }])
+    assert.deepStrictEqual(parse(["a\n\n\"b\nc"]), [
+      { line: 1, fields: ["a"] },
+      { line: 3, error: "a quoted field is never closed; the lines after line 3 are read on their own" },
+      { line: 4, fields: ["c"] }
+    ])
     assert.deepStrictEqual(parse(["a,", "b"]), [{ line: 1, fields: ["a", "b"] }])
+  })
+
+  it("a quote never closed costs its own record only: every line after the one it opened on is read as written, however the text is chunked", () => {
+    const rows = Array.from({ length: 8 }, (_, i) => `v,s${i + 1},2.${i + 1}`)
+    const after = ["v,s10,298.75", "v,\"s11, quoted\",2.5", "v,\"say \"\"hi\"\"\",1", "v,\"two\nlines\",3"]
+    for (const eol of ["\n", "\r\n"]) {
+      const text = ["vendor,sku,price", ...rows, "v,x,\"s9,1", ...after].join(eol) + eol
+      fc.assert(fc.property(fc.array(fc.nat(), { maxLength: 6 }), (cuts) => {
+        const records = parse(cut(text, cuts))
+        assert.deepStrictEqual(records.slice(9), [
+          { line: 10, error: "text after a closing quote; only a comma or a line end may follow it; the lines after line 10 are read on their own" },
+          { line: 11, fields: ["v", "s10", "298.75"] },
+          { line: 12, fields: ["v", "s11, quoted", "2.5"] },
+          { line: 13, fields: ["v", "say \"hi\"", "1"] },
+          { line: 14, fields: ["v", "two\nlines", "3"] }
+        ], JSON.stringify(cut(text, cuts)))
+      }), { numRuns: 200 })
+    }
   })
 })

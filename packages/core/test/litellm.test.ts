@@ -21,7 +21,7 @@ describe("LiteLLM price table", () => {
     assert.deepStrictEqual(real.skipped, { sample_spec: 1, non_token_price: 832, non_usd_price: 56, no_provider: 1, not_a_model: 1, alias: 185 })
     // One entry of the published table has an empty model path.
     assert.deepStrictEqual(real.issues, [
-      { line: 42286, key: "fireworks_ai/accounts/fireworks/models/", message: "the key names no model slug of 1 to 100 characters; entry left out" }
+      { line: 42286, key: "fireworks_ai/accounts/fireworks/models/", reason: "unreadable", message: "the key names no model slug of 1 to 100 characters; entry left out" }
     ])
   })
 
@@ -96,11 +96,12 @@ describe("LiteLLM price table", () => {
     assert.deepStrictEqual(c.observations.map((o) => [o.line, o.key, o.observation.model, o.observation.price_usd_per_1m_tokens]), [[5, "acme/o", "o", 1]])
     assert.deepStrictEqual(c.skipped, { non_token_price: 1, non_usd_price: 1, no_provider: 1, alias: 1 })
     assert.deepStrictEqual(c.issues, [
-      { line: 2, key: "m", message: "input_cost_per_token: expected a price of 0 or more, got -1; price left out" },
-      { line: 2, key: "m", message: "output_cost_per_token: expected a price of 0 or more, got \"2\"; price left out" },
-      { line: 2, key: "m", message: "input_cost_per_token_above_8s_interval: a per-token price with a tier this importer does not know; price left out" }
+      { line: 2, key: "m", reason: "not_a_price", message: "input_cost_per_token: expected a price of 0 or more, got -1; price left out" },
+      { line: 2, key: "m", reason: "not_a_price", message: "output_cost_per_token: expected a price of 0 or more, got \"2\"; price left out" },
+      { line: 2, key: "m", reason: "unreadable", message: "input_cost_per_token_above_8s_interval: a per-token price with a tier this importer does not know; price left out" }
     ])
-    assert.deepStrictEqual(fromLitellm("[1]", { observedAt: AT }).issues, [{ line: 1, message: "not a LiteLLM price table: expected a JSON object of entries" }])
-    assert.strictEqual(fromLitellm("{", { observedAt: AT }).issues[0]!.message.slice(0, 9), "not JSON:")
+    assert.strictEqual(fromLitellm("[1]", { observedAt: AT }).unrecognised, "expected a JSON object of entries")
+    assert.strictEqual(fromLitellm("{", { observedAt: AT }).unrecognised?.slice(0, 9), "not JSON:")
+    assert.strictEqual(fromLitellm("{\"a\": {\"mode\": \"chat\"}}", { observedAt: AT }).unrecognised, "no entry names its litellm_provider")
   })
 })

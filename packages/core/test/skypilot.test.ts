@@ -134,13 +134,13 @@ describe("SkyPilot catalogs", () => {
     ])
     assert.deepStrictEqual(c.skipped, { cpu_only: 2, no_spot: 4 })
     assert.deepStrictEqual(c.issues, [
-      { line: 8, message: "AcceleratorCount 0.5 is not a whole number of GPUs; row left out" },
-      { line: 9, message: "Price free is not a positive price; ondemand price left out" },
-      { line: 10, message: "expected 9 fields as the header names, got 7" },
-      { line: 11, message: "not valid CSV: text after a closing quote; only a comma or a line end may follow it" }
+      { line: 8, reason: "unreadable", message: "AcceleratorCount 0.5 is not a whole number of GPUs; row left out" },
+      { line: 9, reason: "not_a_price", message: "Price free is not a positive price; ondemand price left out" },
+      { line: 10, reason: "field_count", message: "expected 9 fields as the header names, got 7" },
+      { line: 11, reason: "not_csv", message: "not valid CSV: text after a closing quote; only a comma or a line end may follow it" }
     ])
-    assert.deepStrictEqual(fromSkypilot("name,price\nx,1\n", { vendor: "acme", observedAt: AT }).issues, [
-      { line: 1, message: "not a SkyPilot catalog: the header lacks InstanceType, AcceleratorName, AcceleratorCount, Price, Region" }
-    ])
+    assert.deepStrictEqual(fromSkypilot("name,price\nx,1\n", { vendor: "acme", observedAt: AT }).unrecognised,
+      "the header lacks InstanceType, AcceleratorName, AcceleratorCount, Price, Region")
+    assert.strictEqual(fromSkypilot("", { vendor: "acme", observedAt: AT }).unrecognised, "the file is empty: no header")
   })
 })

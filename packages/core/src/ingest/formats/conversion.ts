@@ -1,3 +1,5 @@
+import type { RejectionReason } from "./report.js"
+
 /**
  * What converting a public format yields: observations for a write path, each with where it came
  * from, what was left out on purpose (counted by reason), and what could not be read.
@@ -19,8 +21,9 @@ export interface Converted<O> extends SourcePlace {
   readonly observation: O
 }
 
-/** Something in the source that could not be read as written, and what the converter did about it. */
+/** Something in the source that could not be read as written (a rejection of the import), and what the converter did about it. */
 export interface ConversionIssue extends SourcePlace {
+  readonly reason: RejectionReason
   readonly message: string
 }
 
@@ -30,6 +33,8 @@ export interface Conversion<O> {
   /** Rows or prices left out on purpose, by reason (e.g. `cpu_only`, `no_spot`, `non_token_price`). */
   readonly skipped: Readonly<Record<string, number>>
   readonly issues: ReadonlyArray<ConversionIssue>
+  /** Why the text is not in the format at all (no SkyPilot header, not a LiteLLM table): nothing of it can be imported. */
+  readonly unrecognised?: string
 }
 
 /** A tally of skip reasons, built as a conversion runs. */

@@ -30,31 +30,49 @@ const LF = 10
 const CR = 13
 
 /**
- * A new CSV reader. Runs of plain text and the inside of quoted fields are taken a slice at a
- * time rather than a character at a time: a large import reads every byte.
+ * A new CSV reader, its first line numbered `firstLine`. Runs of plain text and the inside of
+ * quoted fields are taken a slice at a time rather than a character at a time: a large import
+ * reads every byte. A record that spans lines (a quoted field with a line break) and turns out
+ * broken (a quote never closed, text after a closing quote) is a syntax error of the line it
+ * starts on, and the lines after the first break are read again on their own: one stray quote
+ * costs its own line, never the rows below it. Only such records keep their raw text.
  */
-export const csvReader = (): CsvReader => {
+export const csvReader = (firstLine = 1): CsvReader => {
   let fields: Array<string> = []
   let field = ""
   let quoted = false // inside a quoted field
   let wasQuoted = false // the current field was quoted (only a separator may follow the closing quote)
   let pendingQuote = false // saw a quote inside a quoted field: a second one is a literal quote
   let cr = false // the last record ended with CR: a LF right after it belongs to that line end
-  let line = 1
-  let start = 1
+  let line = firstLine
+  let start = firstLine
   let broken: string | undefined
+  // The record's raw text after its first line break inside quotes, and the line that text starts on.
+  let tail: string | undefined
+  let tailLine = 0
   const endField = () => {
     fields.push(field)
     field = ""
     wasQuoted = false
   }
+  /** The error of a broken record and, when it spans lines, the records of the lines after its first. */
+  const brokenRecord = (out: Array<CsvRecord | CsvSyntaxError>, message: string) => {
+    if (tail === undefined) {
+      out.push(new CsvSyntaxError(start, message))
+      return
+    }
+    out.push(new CsvSyntaxError(start, `${message}; the lines after line ${tailLine - 1} are read on their own`))
+    const rest = csvReader(tailLine)
+    out.push(...rest.push(tail), ...rest.end())
+  }
   const endRecord = (out: Array<CsvRecord | CsvSyntaxError>) => {
     endField()
     const blank = fields.length === 1 && fields[0] === ""
-    if (broken !== undefined) out.push(new CsvSyntaxError(start, broken))
+    if (broken !== undefined) brokenRecord(out, broken)
     else if (!blank) out.push({ line: start, fields })
     fields = []
     broken = undefined
+    tail = undefined
   }
   const push = (chunk: string) => {
     const out: Array<CsvRecord | CsvSyntaxError> = []
@@ -72,6 +90,7 @@ export const csvReader = (): CsvReader => {
         pendingQuote = false
         if (chunk.charCodeAt(i) === QUOTE) {
           field += "\""
+          if (tail !== undefined) tail += "\""
           i++
           continue
         }
@@ -81,10 +100,17 @@ export const csvReader = (): CsvReader => {
       if (quoted) {
         const q = chunk.indexOf("\"", i)
         const end = q === -1 ? n : q
-        for (let lf = chunk.indexOf("\n", i); lf !== -1 && lf < end; lf = chunk.indexOf("\n", lf + 1)) line++
+        const through = q === -1 ? n : q + 1
+        let lf = chunk.indexOf("\n", i)
+        if (tail !== undefined) tail += chunk.slice(i, through)
+        else if (lf !== -1 && lf < end) {
+          tailLine = line + 1
+          tail = chunk.slice(lf + 1, through)
+        }
+        for (; lf !== -1 && lf < end; lf = chunk.indexOf("\n", lf + 1)) line++
         field += chunk.slice(i, end)
         pendingQuote = q !== -1
-        i = end + 1
+        i = through
         continue
       }
       let j = i
@@ -92,10 +118,12 @@ export const csvReader = (): CsvReader => {
       if (j > i) {
         if (wasQuoted) broken ??= "text after a closing quote; only a comma or a line end may follow it"
         else field += chunk.slice(i, j)
+        if (tail !== undefined) tail += chunk.slice(i, j)
         i = j
         if (i === n) break
       }
       const c = chunk.charCodeAt(i++)
+      if (c !== LF && c !== CR && tail !== undefined) tail += chunk[i - 1]
       if (c === COMMA) endField()
       else if (c === QUOTE) {
         if (field === "" && !wasQuoted) quoted = true
@@ -115,7 +143,7 @@ export const csvReader = (): CsvReader => {
       quoted = false
       wasQuoted = true
     }
-    if (quoted) out.push(new CsvSyntaxError(start, "a quoted field is never closed"))
+    if (quoted) brokenRecord(out, "a quoted field is never closed")
     else if (field !== "" || fields.length > 0 || wasQuoted) endRecord(out)
     return out
   }

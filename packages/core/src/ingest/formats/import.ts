@@ -13,8 +13,11 @@ import type { Versioned } from "../../storage/versions.js"
 import { decodeLlmObservations, LlmTokenPriceIngest } from "../llm-token-prices.js"
 import { RentalPriceIngest } from "../rental-prices.js"
 import type { IngestSummary } from "../versions.js"
-import { type Conversion, type ConversionIssue, type Converted, describePlace, type SourcePlace } from "./conversion.js"
+import { type Conversion, type Converted, describePlace, type SourcePlace } from "./conversion.js"
 import { fromLitellm, LITELLM_SOURCE } from "./litellm.js"
+import {
+  type FileFormat, importReport, type ImportReport, judged, notTheFormat, type Quarantined, type QuarantineRule, type Rejection, writeRejectionReason
+} from "./report.js"
 import { fromSkypilot } from "./skypilot.js"
 
 /**
@@ -35,6 +38,8 @@ export interface FormatImportOptions {
    * of its source (LiteLLM) in force before then and missing from it are withdrawn at that instant.
    */
   readonly snapshot?: boolean
+  /** Rejections these rules expect are quarantined: reported, not stored, and not a failure (`ImportPolicy.quarantine`). */
+  readonly quarantine?: ReadonlyArray<QuarantineRule>
 }
 
 /** Options of a SkyPilot import. */
@@ -43,26 +48,14 @@ export interface SkypilotImportOptions extends FormatImportOptions {
   readonly vendor: string
 }
 
-/** An observation the write path refused, at its place in the file. */
-export interface RejectedObservation extends SourcePlace {
-  readonly message: string
-}
-
-/** What a format import did. */
-export interface FormatImportSummary<S extends IngestSummary = IngestSummary> {
+/**
+ * What a format import did: what became of every entry of the file (`ImportReport`, the same
+ * counts the CLI prints), the write's own summary, and a snapshot's withdrawals.
+ */
+export interface FormatImportSummary<S extends IngestSummary = IngestSummary> extends ImportReport {
   /** The instant of the import, as stored. */
   readonly observedAt: string
-  /** Observations the file gave. */
-  readonly observations: number
-  /** Observations stored, or found already stored. */
-  readonly accepted: number
-  /** Observations the write path refused, in file order. */
-  readonly rejected: ReadonlyArray<RejectedObservation>
-  /** Rows or prices of the file left out on purpose, by reason. */
-  readonly skipped: Readonly<Record<string, number>>
-  /** What the file holds that could not be read as written, and what became of it. */
-  readonly issues: ReadonlyArray<ConversionIssue>
-  /** What the write of the accepted observations did. */
+  /** What the write of the observations that were not refused did. */
   readonly written: S
   /** Rows a snapshot withdrew; null when the import was not a snapshot. */
   readonly withdrawn: number | null
@@ -83,7 +76,7 @@ const instantOf = (observedAt: string | undefined): Effect.Effect<string, Valida
 }
 
 /** A refusal's message with the batch positions it names (`records 3 and 7`) as places in the file. */
-const inFileTerms = <O>(message: string, batch: ReadonlyArray<Converted<O>>): string =>
+const inFileTerms = (message: string, batch: ReadonlyArray<SourcePlace>): string =>
   message.replace(/\brecords? (\d+(?:, \d+)*(?: and \d+)?)/g, (written, list: string) => {
     const places = list.split(/, | and /).map((i) => batch[Number(i)])
     if (places.some((p) => p === undefined)) return written
@@ -92,34 +85,45 @@ const inFileTerms = <O>(message: string, batch: ReadonlyArray<Converted<O>>): st
   })
 
 /**
+ * The records of a batch of `size` a write path's refusal names, each with its messages joined;
+ * a refusal that names no record of the batch refuses all of it.
+ */
+export const refusedRecords = (error: InvalidRecords, size: number): Map<number, string> => {
+  const bad = new Map<number, string>()
+  for (const issue of error.errors) {
+    if (issue.index >= 0 && issue.index < size) bad.set(issue.index, bad.has(issue.index) ? `${bad.get(issue.index)}; ${issue.message}` : issue.message)
+  }
+  if (bad.size === 0) for (let i = 0; i < size; i++) bad.set(i, error.detail)
+  return bad
+}
+
+/**
  * Writes converted observations, again without those a refusal names until a write is accepted.
- * A refusal naming no record refuses them all; records a message names by batch position are
- * named by their place in the file. Returns the last write's summary, the observations it stored
- * and those refused.
+ * Records a message names by batch position are named by their place in the file; a refusal a
+ * quarantine rule expects is quarantined rather than rejected. Returns the last write's summary
+ * and what was refused.
  */
 export const writeAccepting = <O, S extends IngestSummary>(
   converted: ReadonlyArray<Converted<O>>,
-  write: (observations: ReadonlyArray<O>) => Effect.Effect<S, InvalidRecords | StorageUnavailable>
-): Effect.Effect<{ readonly written: S; readonly accepted: number; readonly rejected: Array<RejectedObservation> }, StorageUnavailable> =>
+  write: (observations: ReadonlyArray<O>) => Effect.Effect<S, InvalidRecords | StorageUnavailable>,
+  rules: ReadonlyArray<QuarantineRule>
+): Effect.Effect<{ readonly written: S; readonly rejections: Array<Rejection>; readonly quarantined: Array<Quarantined> }, StorageUnavailable> =>
   Effect.gen(function* () {
-    const rejected: Array<RejectedObservation> = []
+    const rejections: Array<Rejection> = []
+    const quarantined: Array<Quarantined> = []
     let pending = converted
     while (true) {
       const result = yield* Effect.either(write(pending.map((c) => c.observation)))
-      if (Either.isRight(result)) {
-        rejected.sort((a, b) => a.line - b.line)
-        return { written: result.right, accepted: pending.length, rejected }
-      }
+      if (Either.isRight(result)) return { written: result.right, rejections, quarantined }
       const error = result.left
       if (!(error instanceof InvalidRecords)) return yield* Effect.fail(error)
-      const bad = new Map<number, Array<string>>()
-      for (const issue of error.errors) {
-        if (issue.index >= 0 && issue.index < pending.length) bad.set(issue.index, [...(bad.get(issue.index) ?? []), issue.message])
-      }
-      if (bad.size === 0) pending.forEach((_, i) => bad.set(i, [error.detail]))
-      for (const [i, messages] of bad) {
-        const { line, key } = pending[i]!
-        rejected.push({ line, ...(key === undefined ? {} : { key }), message: inFileTerms(messages.join("; "), pending) })
+      const bad = refusedRecords(error, pending.length)
+      for (const [i, message] of bad) {
+        const { line, key, observation } = pending[i]!
+        const rejection: Rejection = { line, ...(key === undefined ? {} : { key }), reason: writeRejectionReason(message), message: inFileTerms(message, pending) }
+        const outcome = judged(rules, rejection, observation as Readonly<Record<string, unknown>>)
+        if ("quarantined" in outcome) quarantined.push(outcome.quarantined)
+        else rejections.push(outcome.rejection)
       }
       pending = pending.filter((_, i) => !bad.has(i))
     }
@@ -171,13 +175,15 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
     const llmStore = yield* LlmTokenPriceStore
 
     /**
-     * Converts, writes and, for a snapshot, withdraws what the file no longer lists: the current
+     * Writes a conversion and, for a snapshot, withdraws what the file no longer lists: the current
      * products `current` names that started before the instant and that no observation of the
-     * file (refused ones included) is of.
+     * file (refused ones included) is of. A text that is not in the format at all is refused
+     * whole, naming the format it looks like, before anything is written or withdrawn.
      */
     const run = <O, S extends IngestSummary>(
-      conversion: Conversion<O>,
+      source: { readonly format: FileFormat; readonly text: string; readonly conversion: Conversion<O> },
       at: string,
+      options: FormatImportOptions,
       write: (observations: ReadonlyArray<O>) => Effect.Effect<S, InvalidRecords | StorageUnavailable>,
       snapshot: {
         readonly current: Effect.Effect<Array<string>, StorageUnavailable>
@@ -186,7 +192,12 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
       } | undefined
     ) =>
       Effect.gen(function* () {
-        const { written, accepted, rejected } = yield* writeAccepting(conversion.observations, write)
+        const { format, text, conversion } = source
+        if (conversion.unrecognised !== undefined) {
+          return yield* Effect.fail(validationFailed([{ parameter: "format", message: notTheFormat(format, conversion.unrecognised, text) }]))
+        }
+        const rules = options.quarantine ?? []
+        const { written, rejections, quarantined } = yield* writeAccepting(conversion.observations, write, rules)
         let withdrawn: number | null = null
         if (snapshot !== undefined) {
           const listed = yield* snapshot.listed
@@ -194,9 +205,18 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
           // Only rows that started before the instant are withdrawn: refused only if another writer moved one since.
           withdrawn = yield* snapshot.withdraw(missing)
         }
+        // What the converter could not read is judged by the rules too, by its LiteLLM key.
+        for (const issue of conversion.issues) {
+          const outcome = judged(rules, issue, {})
+          if ("quarantined" in outcome) quarantined.push(outcome.quarantined)
+          else rejections.push(outcome.rejection)
+        }
         const summary: FormatImportSummary<S> = {
-          observedAt: at, observations: conversion.observations.length, accepted, rejected, skipped: conversion.skipped,
-          issues: conversion.issues, written, withdrawn
+          ...importReport({
+            stored: written.received - written.unchanged - written.duplicates, unchanged: written.unchanged, duplicate: written.duplicates,
+            skipped: conversion.skipped, rejections, quarantined
+          }),
+          observedAt: at, written, withdrawn
         }
         return summary
       })
@@ -211,7 +231,7 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
       }
       const at = yield* instantOf(options.observedAt)
       const conversion = fromSkypilot(text, { vendor: options.vendor, observedAt: at })
-      return yield* run(conversion, at, (rows) => rentalIngest.ingest(rows), options.snapshot !== true ? undefined : {
+      return yield* run({ format: "skypilot", text, conversion }, at, options, (rows) => rentalIngest.ingest(rows), options.snapshot !== true ? undefined : {
         current: currentBefore(rentalStore.page, { op: "in", field: "vendor", values: [options.vendor] },
           { key: (r) => r.product_key, base: (r) => r.base_product_key }, at),
         listed: rentalIngest.baseKeys(conversion.observations.map((c) => c.observation)),
@@ -227,7 +247,7 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
     const litellm = Effect.fn("FormatImport.litellm")(function* (text: string, options: FormatImportOptions = {}) {
       const at = yield* instantOf(options.observedAt)
       const conversion = fromLitellm(text, { observedAt: at })
-      return yield* run(conversion, at, (rows) => llmIngest.ingest(rows), options.snapshot !== true ? undefined : {
+      return yield* run({ format: "litellm", text, conversion }, at, options, (rows) => llmIngest.ingest(rows), options.snapshot !== true ? undefined : {
         current: currentBefore(llmStore.page, { op: "in", field: "source", values: [LITELLM_SOURCE] },
           { key: (r) => r.price_key, base: (r) => r.base_price_key }, at),
         listed: Effect.sync(() => baseKeysOf(conversion.observations, decodeLlmObservations)),

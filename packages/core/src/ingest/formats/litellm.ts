@@ -226,10 +226,13 @@ export const fromLitellm = (text: string, options: LitellmOptions): Conversion<L
   try {
     table = JSON.parse(text)
   } catch (e) {
-    return { observations: [], skipped: counts, issues: [{ line: 1, message: `not JSON: ${(e as Error).message}` }] }
+    return { observations: [], skipped: counts, issues, unrecognised: `not JSON: ${(e as Error).message}` }
   }
   if (typeof table !== "object" || table === null || Array.isArray(table)) {
-    return { observations: [], skipped: counts, issues: [{ line: 1, message: "not a LiteLLM price table: expected a JSON object of entries" }] }
+    return { observations: [], skipped: counts, issues, unrecognised: "expected a JSON object of entries" }
+  }
+  if (!Object.values(table).some((e) => typeof e === "object" && e !== null && "litellm_provider" in e)) {
+    return { observations: [], skipped: counts, issues, unrecognised: "no entry names its litellm_provider" }
   }
   const lines = keyLines(text)
   /** Each entry's observations, with its model slug as the key alone would have it. */
@@ -251,7 +254,7 @@ export const fromLitellm = (text: string, options: LitellmOptions): Conversion<L
     }
     const named = litellmKey(key, provider)
     if (named.model === "" || named.model.length > 100) {
-      issues.push({ line, key, message: "the key names no model slug of 1 to 100 characters; entry left out" })
+      issues.push({ line, key, reason: "unreadable", message: "the key names no model slug of 1 to 100 characters; entry left out" })
       continue
     }
     const observations: Array<LitellmObservation> = []
@@ -267,11 +270,11 @@ export const fromLitellm = (text: string, options: LitellmOptions): Conversion<L
         continue
       }
       if (kind === "unknown_tier") {
-        issues.push({ line, key, message: `${field}: a per-token price with a tier this importer does not know; price left out` })
+        issues.push({ line, key, reason: "unreadable", message: `${field}: a per-token price with a tier this importer does not know; price left out` })
         continue
       }
       if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
-        issues.push({ line, key, message: `${field}: expected a price of 0 or more, got ${JSON.stringify(value)}; price left out` })
+        issues.push({ line, key, reason: "not_a_price", message: `${field}: expected a price of 0 or more, got ${JSON.stringify(value)}; price left out` })
         continue
       }
       const qualifiers = [...new Set([...named.qualifiers, ...kind.qualifiers])].sort()
@@ -317,7 +320,7 @@ export const fromLitellm = (text: string, options: LitellmOptions): Conversion<L
         seen.set(id, o.raw_price)
         observations.push({ line: entry.line, key: entry.key, observation: o })
       } else if (first === o.raw_price) skip("alias")
-      else issues.push({ line: entry.line, key: entry.key, message: `${o.price_type} ${o.metric}: the same priced thing was read first at another price; price left out` })
+      else issues.push({ line: entry.line, key: entry.key, reason: "conflicting_price", message: `${o.price_type} ${o.metric}: the same priced thing was read first at another price; price left out` })
     }
   }
   return { observations, skipped: counts, issues }

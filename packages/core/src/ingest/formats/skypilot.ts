@@ -247,7 +247,7 @@ export const fromSkypilot = (text: string, options: SkypilotOptions): Conversion
   let header: ReadonlyArray<string> | undefined
   for (const record of parseCsvText(text.startsWith("\uFEFF") ? text.slice(1) : text)) {
     if (record instanceof CsvSyntaxError) {
-      issues.push({ line: record.line, message: `not valid CSV: ${record.message}` })
+      issues.push({ line: record.line, reason: "not_csv", message: `not valid CSV: ${record.message}` })
       continue
     }
     const { line, fields } = record
@@ -255,13 +255,12 @@ export const fromSkypilot = (text: string, options: SkypilotOptions): Conversion
       header = fields.map((f) => f.trim())
       const missing = REQUIRED.filter((c) => !header!.includes(c))
       if (missing.length > 0) {
-        issues.push({ line, message: `not a SkyPilot catalog: the header lacks ${missing.join(", ")}` })
-        break
+        return { observations: [], skipped: counts, issues, unrecognised: `the header lacks ${missing.join(", ")}` }
       }
       continue
     }
     if (fields.length !== header.length) {
-      issues.push({ line, message: `expected ${header.length} fields as the header names, got ${fields.length}` })
+      issues.push({ line, reason: "field_count", message: `expected ${header.length} fields as the header names, got ${fields.length}` })
       continue
     }
     const cols = header
@@ -276,13 +275,13 @@ export const fromSkypilot = (text: string, options: SkypilotOptions): Conversion
       continue
     }
     if (!Number.isInteger(count)) {
-      issues.push({ line, message: `AcceleratorCount ${cell("AcceleratorCount")} is not a whole number of GPUs; row left out` })
+      issues.push({ line, reason: "unreadable", message: `AcceleratorCount ${cell("AcceleratorCount")} is not a whole number of GPUs; row left out` })
       continue
     }
     const instanceType = cell("InstanceType")
     const region = cell("Region")
     if (instanceType === "" || slugOf(region) === "") {
-      issues.push({ line, message: "InstanceType and Region must not be empty; row left out" })
+      issues.push({ line, reason: "unreadable", message: "InstanceType and Region must not be empty; row left out" })
       continue
     }
     const info = readGpuInfo(cell("GpuInfo"))
@@ -319,7 +318,7 @@ export const fromSkypilot = (text: string, options: SkypilotOptions): Conversion
         return
       }
       if (value === undefined || value <= 0) {
-        issues.push({ line, message: `${column} ${written} is not a positive price; ${contract_type} price left out` })
+        issues.push({ line, reason: "not_a_price", message: `${column} ${written} is not a positive price; ${contract_type} price left out` })
         return
       }
       observations.push({ line, observation: { ...base, contract_type, raw_price: value } })
@@ -327,6 +326,6 @@ export const fromSkypilot = (text: string, options: SkypilotOptions): Conversion
     price("Price", "ondemand")
     price("SpotPrice", "spot")
   }
-  if (header === undefined) issues.push({ line: 1, message: "the file is empty: no header" })
+  if (header === undefined) return { observations, skipped: counts, issues, unrecognised: "the file is empty: no header" }
   return { observations, skipped: counts, issues }
 }
