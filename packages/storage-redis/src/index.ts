@@ -22,6 +22,7 @@ import { makeStampedCounts } from "./stamped-counts.js"
 import { makeTokenStore, tokensVersionKey } from "./tokens.js"
 import { makeTransactionStore } from "./transactions.js"
 import { makeEventLogStore } from "./event-log.js"
+import { upgradeHardwareTerms } from "./hardware-terms.js"
 import { type RowCacheOptions, tableKey } from "./table.js"
 
 export type { RedisOptions } from "./client.js"
@@ -29,13 +30,14 @@ export type { RedisOptions } from "./client.js"
 /**
  * Connects for the life of the scope and builds the stores. Fails with a `StorageError` when
  * Redis cannot be reached within the connect timeout; once connected, requests fail fast while
- * Redis is away and the connection comes back by itself.
+ * Redis is away and the connection comes back by itself. Hardware data stored before the
+ * descriptive fields held terms is rewritten to terms first (`upgradeHardwareTerms`).
  */
 export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError, Scope.Scope> =>
   Effect.suspend(() => {
     // A size that cannot work dies here, before anything connects.
     const rowCache: RowCacheOptions = { rows: rowCacheRowsOf(options.rowCacheRows) }
-    return Effect.flatMap(makeClient(options), (client) => Effect.map(makeEventLogStore(client), (eventLogStore) => ({
+    return Effect.flatMap(makeClient(options), (client) => Effect.zipRight(upgradeHardwareTerms(client), Effect.map(makeEventLogStore(client), (eventLogStore) => ({
     rentalStore: makeRentalPriceStore(client, rowCache),
     tokenStore: makeTokenStore(client),
     rateLimitStore: makeRateLimitStore(client),
@@ -49,7 +51,7 @@ export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError,
     eventLogStore,
     pipelines: true,
     ...stampedCountsOf(client)
-  })))
+  }))))
   })
 
 /**

@@ -2,6 +2,7 @@ import { StorageError } from "@gpu-market/core"
 import type * as Effect from "effect/Effect"
 import type { SqliteClient } from "./client.js"
 import { hardwarePricesMigration } from "./hardware-prices.js"
+import { hardwareTermsMigration } from "./hardware-terms.js"
 import { llmTokenPricesMigration } from "./llm-token-prices.js"
 import { transactionsMigration } from "./transactions.js"
 import { indexesMigration } from "./indexes.js"
@@ -171,7 +172,8 @@ ${seededStats()}
   procurementMigration,
   referenceDataMigration,
   eventLogMigration,
-  keyedEventsMigration
+  keyedEventsMigration,
+  hardwareTermsMigration
 ]
 
 /** The schema version this build writes. */
@@ -194,6 +196,7 @@ export const migrate = (client: SqliteClient): Effect.Effect<number, StorageErro
     for (const m of migrations) {
       if (m.version <= current) continue
       client.db.exec(m.sql)
+      m.rewrite?.(client)
       client.db.pragma(`user_version = ${m.version}`)
     }
     return LATEST_VERSION
