@@ -3,6 +3,7 @@ import { EventLogTrimmed, type EventLogStore, type EventPositions, type LoggedEv
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { Redis } from "ioredis"
+import { randomBytes } from "node:crypto"
 import { setTimeout as sleep } from "node:timers/promises"
 import type { Batch } from "./batch.js"
 import { type RedisClient, script } from "./client.js"
@@ -65,18 +66,25 @@ else
   redis.call('XSETID', KEYS[2], f['last-generated-id'])
 end
 redis.call('RENAME', KEYS[2], KEYS[1])
+redis.call('PERSIST', KEYS[1])
 return 1
 `, { replicated: true })
 
 /** Entries copied per step of `rewriteEvents`. */
 const COPY_CHUNK = 1000
+/**
+ * How long a staging copy outlives the last step that wrote to it, ms: the copy of an upgrade
+ * that stopped part-way (its process died) holds the text it was replacing, and goes with it.
+ */
+const STAGING_TTL_MS = 60_000
 
 /**
  * Rewrites the events of stream `tag` that `rewrite` changes (it returns `undefined` for the
  * others), keeping every entry's id and the stream's counters: a stream entry cannot be edited,
- * so the stream is copied, rewritten, into a staging key under its hash tag and swapped in at
- * once (`SWAP_STREAM`). A write that logs an event meanwhile makes the copy start over, at most
- * `BATCH_ATTEMPTS` times. Returns how many events were rewritten. Use inside `RedisClient.run`.
+ * so the stream is copied, rewritten, into a staging key of this call's own under its hash tag
+ * (processes opening together each copy) and swapped in at once (`SWAP_STREAM`). A write that
+ * logs an event meanwhile makes the copy start over, at most `BATCH_ATTEMPTS` times. Returns how
+ * many events were rewritten. Use inside `RedisClient.run`.
  */
 export const rewriteEvents = async (
   client: RedisClient,
@@ -84,7 +92,7 @@ export const rewriteEvents = async (
   rewrite: (event: MarketEvent) => MarketEvent | undefined
 ): Promise<number> => {
   const key = eventStreamKey(client, tag)
-  const staging = client.keys.key(tag, "events", "rewrite")
+  const staging = client.keys.key(tag, "events", "rewrite", randomBytes(8).toString("hex"))
   const { redis } = client
   for (let n = 0; n < BATCH_ATTEMPTS; n++) {
     await redis.del(staging)
@@ -100,7 +108,7 @@ export const rewriteEvents = async (
         if (event !== undefined) rewritten++
         pipeline.xadd(staging, id, "e", event === undefined ? text : JSON.stringify(event))
       }
-      await replies(pipeline)
+      await replies(pipeline.pexpire(staging, STAGING_TTL_MS))
       after = entries[entries.length - 1]![0]
     }
     if (rewritten === 0 || after === undefined) {

@@ -1,4 +1,4 @@
-import { type HardwarePrice, StorageError, storedRowInTerms } from "@gpu-market/core"
+import { type HardwarePrice, type StorageError, storedRowInTerms } from "@gpu-market/core"
 import * as Effect from "effect/Effect"
 import { Batch, BATCH_ATTEMPTS } from "./batch.js"
 import type { RedisClient } from "./client.js"
@@ -51,7 +51,7 @@ export const upgradeHardwareTerms = (client: RedisClient): Effect.Effect<void, S
       const ties = found.filter((_, i) => i % 2 === 0)
       let n = 0
       while ((await rewriteRows(client, ties)) === "retry") {
-        if (++n === BATCH_ATTEMPTS) throw new StorageError({ operation: "hardware_prices.upgrade", cause: "hardware rows kept changing under the upgrade" })
+        if (++n === BATCH_ATTEMPTS) throw new Error("hardware rows kept changing under the upgrade")
       }
     } while (cursor !== "0")
     await rewriteEvents(client, "hardware", (event) => {
