@@ -4,8 +4,8 @@ import { Batch, BATCH_ATTEMPTS } from "./batch.js"
 import type { RedisClient } from "./client.js"
 import { freshVersion } from "./data-version.js"
 import { rewriteEvents } from "./event-log.js"
-import { hardwareTable } from "./hardware-prices.js"
-import { makeTable } from "./table.js"
+import { hardwareTable, type StoredHardwarePrice } from "./hardware-prices.js"
+import { makeTable, type Table } from "./table.js"
 
 /**
  * Hardware rows and events stored before the descriptive fields held terms (0.2.0 stored a
@@ -23,8 +23,7 @@ const TERMS_FORM = "terms"
 const SCAN_COUNT = 500
 
 /** Rewrites the rows of one step in one checked batch; `"retry"` when a writer moved one of them meanwhile. */
-const rewriteRows = async (client: RedisClient, ties: ReadonlyArray<string>): Promise<"done" | "retry"> => {
-  const table = makeTable(client, hardwareTable)
+const rewriteRows = async (client: RedisClient, table: Table<StoredHardwarePrice>, ties: ReadonlyArray<string>): Promise<"done" | "retry"> => {
   const batch = new Batch()
   for (const stored of await table.fetch(ties)) {
     const terms = stored === undefined ? undefined : storedRowInTerms(stored.row)
@@ -50,7 +49,7 @@ export const upgradeHardwareTerms = (client: RedisClient): Effect.Effect<void, S
       cursor = next
       const ties = found.filter((_, i) => i % 2 === 0)
       let n = 0
-      while ((await rewriteRows(client, ties)) === "retry") {
+      while ((await rewriteRows(client, table, ties)) === "retry") {
         if (++n === BATCH_ATTEMPTS) throw new Error("hardware rows kept changing under the upgrade")
       }
     } while (cursor !== "0")
