@@ -1,16 +1,20 @@
 import { assert, describe, it } from "@effect/vitest"
 import {
   createMarket, type FeedMessage, type HardwarePrice, HardwarePriceIngest, type HardwarePriceObservationInput, type HardwareTermField,
-  hardwareTermDefaults, hardwareTermFields, hardwareVocabularyOf, type HardwareVocabularyValues, marketLayer, type Market,
+  hardwarePriceFields, hardwareTermDefaults, hardwareTermFields, hardwareVocabularyOf, observationId, type HardwareVocabularyValues, marketLayer, type Market,
   memory, type PrincipalInput
 } from "@gpu-market/core"
 import { type HardwarePriceStore, MemoryStorage } from "@gpu-market/core/storage"
+import * as RedisStorage from "@gpu-market/storage-redis"
 import { redis } from "@gpu-market/storage-redis"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { Effect, Either, Layer, Runtime } from "effect"
 import fc from "fast-check"
 import { Redis } from "ioredis"
 import { existsSync, readFileSync } from "node:fs"
+import {
+  makeClient as makeSqliteClient, makeStores as makeSqliteStores, migrate as sqliteMigrate, migrations as sqliteMigrations
+} from "../packages/storage-sqlite/src/internal"
 import { tempDb } from "./support/adapters"
 import { NO_DROPPED_TERMS, storedRows } from "./support/hardware"
 import { startRedis, uniquePrefix } from "./support/redis"
@@ -126,6 +130,24 @@ const leaks = (text: string): Array<string> => {
 const bytesAsText = (bytes: Buffer): string =>
   [bytes.toString("latin1"), bytes.toString("utf8"), bytes.toString("utf16le")].join("\n")
 
+/** The database file and its WAL as text (`bytesAsText`). */
+const fileBytes = (filename: string): string =>
+  bytesAsText(Buffer.concat([filename, `${filename}-wal`].filter(existsSync).map((f) => readFileSync(f))))
+
+/** Every key under `prefix` and its value, serialised without compression, so a stored string is in the bytes as written. */
+const redisBytes = async (url: string, prefix: string): Promise<string> => {
+  const client = new Redis(url)
+  try {
+    await client.config("SET", "rdbcompression", "no")
+    const keys = await client.keys(`*${prefix}*`)
+    assert.isAbove(keys.length, 0)
+    const dumps = await Promise.all(keys.map((k) => client.dumpBuffer(k)))
+    return [keys.join("\n"), bytesAsText(Buffer.concat(dumps.filter((d): d is Buffer => d !== null)))].join("\n")
+  } finally {
+    await client.quit()
+  }
+}
+
 const DAY_MS = 86_400_000
 const day = (ago: number) => new Date(Date.now() - ago * DAY_MS).toISOString().slice(0, 10)
 
@@ -147,12 +169,21 @@ const hardwareEvents = async (market: Market, start: string, count: number): Pro
  * the change feed; returns every answer's text. Every row holds exactly the terms beside the probes.
  */
 const plantAndRead = async (market: Market, start: string): Promise<ReadonlyArray<string>> => {
-  await market.tokens.create(reader, "reader")
   const days = [day(2), day(1)]
   const summary = await market.ingest.hardware(probeObservations(days))
   assert.strictEqual(summary.inserted, PROBES.length * days.length)
   // Every probe is at least one dropped piece in every field of every observation.
   for (const field of hardwareTermFields) assert.isAtLeast(summary.droppedTerms[field], PROBES.length * days.length, field)
+  return readBack(market, start, PROBES.length * days.length)
+}
+
+/**
+ * Every hardware read of the probes' listings on `day(2)` and `day(1)` (latest, history, as-of,
+ * metadata) and the first `events` hardware events from `start`; returns every answer's text,
+ * none holding a probe fragment. Every row holds exactly the terms beside the probes.
+ */
+const readBack = async (market: Market, start: string, events: number): Promise<ReadonlyArray<string>> => {
+  await market.tokens.create(reader, "reader")
   const token = { token: "reader" }
   const pages = [
     await market.hardware.prices.latest({ page_size: 1000 }, token),
@@ -163,11 +194,11 @@ const plantAndRead = async (market: Market, start: string): Promise<ReadonlyArra
   for (const page of pages) {
     for (const row of page.data) assert.deepStrictEqual(Object.fromEntries(hardwareTermFields.map((f) => [f, row[f as keyof HardwarePrice]])), STORED)
   }
-  const events = await hardwareEvents(market, start, PROBES.length * days.length)
-  assert.strictEqual(events.length, PROBES.length * days.length)
+  const logged = await hardwareEvents(market, start, events)
+  assert.strictEqual(logged.length, events)
   const metadata = await market.hardware.prices.metadata({}, token)
-  const texts = [...[...pages, metadata].map((p) => JSON.stringify(p)), ...events.map((e) => JSON.stringify(e))]
-  for (const text of texts) assert.deepStrictEqual(leaks(text), [])
+  const texts = [...[...pages, metadata].map((p) => JSON.stringify(p)), ...logged.map((e) => JSON.stringify(e))]
+  for (const text of texts) assert.deepStrictEqual(leaks(text), [], text.slice(0, 2000))
   return texts
 }
 
@@ -191,7 +222,7 @@ describe("seller identity in the descriptive fields is stored nowhere, however i
     } finally {
       await market.close()
     }
-    const bytes = bytesAsText(Buffer.concat([filename, `${filename}-wal`].filter(existsSync).map((f) => readFileSync(f))))
+    const bytes = fileBytes(filename)
     // The search finds what is stored: the terms kept are there.
     assert.include(bytes, "nvidia-ai-enterprise")
     assert.deepStrictEqual(leaks(bytes), [])
@@ -208,20 +239,138 @@ describe("seller identity in the descriptive fields is stored nowhere, however i
       } finally {
         await market.close()
       }
-      // Every key of the market and its value, serialised without compression, so a stored string is in the bytes as written.
-      const client = new Redis(server.url)
-      try {
-        await client.config("SET", "rdbcompression", "no")
-        const keys = await client.keys(`*${prefix}*`)
-        assert.isAbove(keys.length, 0)
-        const dumps = await Promise.all(keys.map((k) => client.dumpBuffer(k)))
-        const bytes = [keys.join("\n"), bytesAsText(Buffer.concat(dumps.filter((d): d is Buffer => d !== null)))].join("\n")
-        assert.include(bytes, "nvidia-ai-enterprise")
-        assert.deepStrictEqual(leaks(bytes), [])
-      } finally {
-        await client.quit()
-      }
+      const bytes = await redisBytes(server.url, prefix)
+      assert.include(bytes, "nvidia-ai-enterprise")
+      assert.deepStrictEqual(leaks(bytes), [])
     } finally {
+      await server.stop()
+    }
+  }, 60_000)
+})
+
+// ---- stores written before terms ----
+
+/**
+ * The probes' listings on `day(2)` and `day(1)` as 0.2.0 stored them: each descriptive field
+ * holding the source's text, probe and all. `probe` picks each listing's probe, so a row stored
+ * again with another one leaves the first text in the file's free space.
+ */
+const rowsAsText = (probe: (i: number) => string): Array<HardwarePrice> =>
+  PROBES.flatMap((_, i) => [day(2), day(1)].map((observed_date): HardwarePrice => {
+    const listing_key = i.toString(16).padStart(32, "0")
+    return {
+      ...Object.fromEntries(hardwarePriceFields.map((f) => [f, null])) as Record<keyof HardwarePrice, null>,
+      observation_id: observationId(listing_key, observed_date), listing_key, gpu_canonical_name: "h100-sxm", observed_date,
+      price_usd: 25_000 + i, condition: "new_sealed", market: "primary", channel: "var_reseller", transaction_level: "server",
+      country: "US", country_group: "north_america",
+      payment_terms: `${BESIDE.payment_terms[0]}, ${probe(i)}`,
+      includes_nics: `${probe(i)}; ${BESIDE.includes_nics[0]}`,
+      includes_cooling_hw: `${BESIDE.includes_cooling_hw[0]} | ${probe(i)}`,
+      software_entitlements: `${BESIDE.software_entitlements[0]}\n${probe(i)}`,
+      services_included: [BESIDE.services_included[0], probe(i)]
+    }
+  }))
+const FIRST_TEXT = rowsAsText((i) => PROBES[(i + 1) % PROBES.length]!).filter((r) => r.observed_date === day(2))
+const LAST_TEXT = rowsAsText((i) => PROBES[i]!)
+/** Hardware events the stores logged: one per row put. */
+const LOGGED = FIRST_TEXT.length + LAST_TEXT.length
+
+describe("a store written before terms is upgraded when it opens: no text is served or kept", () => {
+  it("SQLite at schema 9: every read, the change feed and the file's bytes hold only the terms", async () => {
+    const filename = tempDb("hw-upgrade")
+    // The file as the build before migration 10 left it: rows and JSON events holding the text.
+    await Effect.runPromise(Effect.scoped(Effect.gen(function* () {
+      const client = yield* makeSqliteClient({ filename })
+      client.db.transaction(() => {
+        for (const m of sqliteMigrations.filter((m) => m.version <= 9)) client.db.exec(m.sql)
+        client.db.pragma("user_version = 9")
+      })()
+      const { hardwarePriceStore } = makeSqliteStores(client)
+      yield* hardwarePriceStore.put(FIRST_TEXT)
+      yield* hardwarePriceStore.put(LAST_TEXT)
+    })))
+    // The search finds the text where it is.
+    assert.includeMembers(leaks(fileBytes(filename)), ["acme", "5550177"])
+
+    const market = await createMarket({ storage: sqlite(filename) })
+    try {
+      const texts = await readBack(market, "0", LOGGED)
+      assert.isTrue(texts.every((t) => t.includes("nvidia-ai-enterprise")))
+      // Rows keep their identity: the same listing keys and observation ids.
+      const history = await market.hardware.prices.history({ start: day(30), page_size: 1000 }, { token: "reader" })
+      assert.sameMembers(history.data.map((r) => r.observation_id), LAST_TEXT.map((r) => r.observation_id))
+      // While the market is open: the file and its WAL.
+      const bytes = fileBytes(filename)
+      assert.include(bytes, "nvidia-ai-enterprise")
+      assert.deepStrictEqual(leaks(bytes), [])
+    } finally {
+      await market.close()
+    }
+    assert.deepStrictEqual(leaks(fileBytes(filename)), [])
+  }, 60_000)
+
+  it("SQLite: a file migrated whose open stopped before the vacuum is vacuumed by the next open", async () => {
+    const filename = tempDb("hw-upgrade-resume")
+    await Effect.runPromise(Effect.scoped(Effect.gen(function* () {
+      const client = yield* makeSqliteClient({ filename })
+      client.db.transaction(() => {
+        for (const m of sqliteMigrations.filter((m) => m.version <= 9)) client.db.exec(m.sql)
+        client.db.pragma("user_version = 9")
+      })()
+      const { hardwarePriceStore } = makeSqliteStores(client)
+      yield* hardwarePriceStore.put(FIRST_TEXT)
+      yield* hardwarePriceStore.put(LAST_TEXT)
+      // The rewrite alone: the rows hold terms, and text replaced is still in free space.
+      yield* sqliteMigrate(client)
+      client.db.pragma("wal_checkpoint(TRUNCATE)")
+    })))
+    assert.isNotEmpty(leaks(fileBytes(filename)))
+    const market = await createMarket({ storage: sqlite(filename) })
+    try {
+      assert.deepStrictEqual(leaks(fileBytes(filename)), [])
+    } finally {
+      await market.close()
+    }
+  }, 60_000)
+
+  it("Redis: every read, the change feed, and every key and value hold only the terms; event ids are kept", async () => {
+    const server = await startRedis()
+    const prefix = uniquePrefix("hw-upgrade")
+    const admin = new Redis(server.url)
+    try {
+      // The store as 0.2.0 left it: rows and stream entries holding the text, and no record of a form.
+      await Effect.runPromise(Effect.scoped(Effect.gen(function* () {
+        const { hardwarePriceStore } = yield* RedisStorage.make({ url: server.url, prefix })
+        yield* hardwarePriceStore.put(FIRST_TEXT)
+        yield* hardwarePriceStore.put(LAST_TEXT)
+      })))
+      await admin.del(`${prefix}:{hardware}:form`)
+      const stream = `${prefix}:{hardware}:events`
+      const ids = (await admin.xrange(stream, "-", "+")).map(([id]) => id)
+      assert.strictEqual(ids.length, LOGGED)
+      assert.includeMembers(leaks(await redisBytes(server.url, prefix)), ["acme", "5550177"])
+
+      // Two processes' markets open at once: each upgrades, and neither undoes the other.
+      const opened = await Promise.allSettled([0, 1].map(() => createMarket({ storage: redis(server.url, prefix) })))
+      const markets = opened.flatMap((o) => (o.status === "fulfilled" ? [o.value] : []))
+      try {
+        assert.strictEqual(markets.length, 2, String(opened.find((o) => o.status === "rejected")?.reason))
+        const texts = await readBack(markets[0]!, "0-0_0-0_0-0_0-0_0-0", LOGGED)
+        assert.isTrue(texts.every((t) => t.includes("nvidia-ai-enterprise")))
+      } finally {
+        await Promise.all(markets.map((m) => m.close()))
+      }
+      assert.deepStrictEqual((await admin.xrange(stream, "-", "+")).map(([id]) => id), ids)
+      const info = await admin.xinfo("STREAM", stream) as Array<unknown>
+      assert.strictEqual(info[info.indexOf("entries-added") + 1], LOGGED)
+      // The stream's staging copy is gone, and the stream does not expire as the copy would have.
+      assert.deepStrictEqual(await admin.keys(`${prefix}:{hardware}:events:rewrite*`), [])
+      assert.strictEqual(await admin.ttl(stream), -1)
+      const bytes = await redisBytes(server.url, prefix)
+      assert.include(bytes, "nvidia-ai-enterprise")
+      assert.deepStrictEqual(leaks(bytes), [])
+    } finally {
+      await admin.quit()
       await server.stop()
     }
   }, 60_000)

@@ -36,7 +36,7 @@ export { type RentalObservation, usdPerGpuHour, USD_PER_GPU_HOUR_PLACES, USD_PER
 export {
   type GpuCatalog, GpuCatalogEntry, type GpuCatalogEntryInput, makeGpuCatalog, resolveGpu, SHIPPED_GPUS, spellingKey
 } from "./catalog/gpu-catalog.js"
-export { type DroppedTerms, HardwarePriceIngest, type HardwareIngestSummary, isSellerIdentityField, SELLER_IDENTITY_WORDS } from "./ingest/hardware-prices.js"
+export { type DroppedTerms, HardwarePriceIngest, type HardwareIngestSummary, isSellerIdentityField, SELLER_IDENTITY_WORDS, storedRowInTerms } from "./ingest/hardware-prices.js"
 export { TransactionIngest, type TransactionIngestSummary } from "./ingest/transactions.js"
 export {
   basePriceKey, isOutlierPrice, type LlmIngestSummary, LlmTokenPriceIngest, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO, outlierReference, priceKey

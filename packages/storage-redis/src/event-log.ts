@@ -3,9 +3,12 @@ import { EventLogTrimmed, type EventLogStore, type EventPositions, type LoggedEv
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { Redis } from "ioredis"
+import { randomBytes } from "node:crypto"
 import { setTimeout as sleep } from "node:timers/promises"
 import type { Batch } from "./batch.js"
-import type { RedisClient } from "./client.js"
+import { type RedisClient, script } from "./client.js"
+import { BATCH_ATTEMPTS } from "./batch.js"
+import { replies } from "./reads.js"
 
 /**
  * The change feed's log in Redis: one stream per data type, `<prefix>:{<tag>}:events`, under
@@ -44,6 +47,80 @@ export const logEvents = (client: RedisClient, batch: Batch, events: ReadonlyArr
   for (const e of events) {
     batch.op("XADD", eventStreamKey(client, STREAMS[STREAM_OF[e.type]]!), "MAXLEN", "~", String(client.eventRetention), "*", "e", JSON.stringify(e))
   }
+}
+
+/**
+ * Puts the staged copy of a stream in its place, unless the stream gained an entry since it was
+ * copied (its last id is no longer `ARGV[1]`): the copy takes the stream's counters first (last
+ * id, entries added, greatest id trimmed; the last two are Redis 7's), so a position trimmed past
+ * is still told apart. Returns 1 when swapped.
+ */
+const SWAP_STREAM = script("gmSwapStream", `
+local info = redis.call('XINFO', 'STREAM', KEYS[1])
+local f = {}
+for i = 1, #info, 2 do f[info[i]] = info[i + 1] end
+if f['last-generated-id'] ~= ARGV[1] then return 0 end
+if f['entries-added'] then
+  redis.call('XSETID', KEYS[2], f['last-generated-id'], 'ENTRIESADDED', f['entries-added'], 'MAXDELETEDID', f['max-deleted-entry-id'])
+else
+  redis.call('XSETID', KEYS[2], f['last-generated-id'])
+end
+redis.call('RENAME', KEYS[2], KEYS[1])
+redis.call('PERSIST', KEYS[1])
+return 1
+`, { replicated: true })
+
+/** Entries copied per step of `rewriteEvents`. */
+const COPY_CHUNK = 1000
+/**
+ * How long a staging copy outlives the last step that wrote to it, ms: the copy of an upgrade
+ * that stopped part-way (its process died) holds the text it was replacing, and goes with it.
+ */
+const STAGING_TTL_MS = 60_000
+
+/**
+ * Rewrites the events of stream `tag` that `rewrite` changes (it returns `undefined` for the
+ * others), keeping every entry's id and the stream's counters: a stream entry cannot be edited,
+ * so the stream is copied, rewritten, into a staging key of this call's own under its hash tag
+ * (processes opening together each copy) and swapped in at once (`SWAP_STREAM`). A write that
+ * logs an event meanwhile makes the copy start over, at most `BATCH_ATTEMPTS` times. Returns how
+ * many events were rewritten. Use inside `RedisClient.run`.
+ */
+export const rewriteEvents = async (
+  client: RedisClient,
+  tag: (typeof STREAMS)[number],
+  rewrite: (event: MarketEvent) => MarketEvent | undefined
+): Promise<number> => {
+  const key = eventStreamKey(client, tag)
+  const staging = client.keys.key(tag, "events", "rewrite", randomBytes(8).toString("hex"))
+  const { redis } = client
+  for (let n = 0; n < BATCH_ATTEMPTS; n++) {
+    await redis.del(staging)
+    let after: string | undefined
+    let rewritten = 0
+    for (;;) {
+      const entries = await redis.xrange(key, after === undefined ? "-" : `(${after}`, "+", "COUNT", COPY_CHUNK)
+      if (entries.length === 0) break
+      const pipeline = redis.pipeline()
+      for (const [id, fields] of entries) {
+        const text = fields[fields.indexOf("e") + 1]!
+        const event = rewrite(JSON.parse(text) as MarketEvent)
+        if (event !== undefined) rewritten++
+        pipeline.xadd(staging, id, "e", event === undefined ? text : JSON.stringify(event))
+      }
+      await replies(pipeline.pexpire(staging, STAGING_TTL_MS))
+      after = entries[entries.length - 1]![0]
+    }
+    if (rewritten === 0 || after === undefined) {
+      await redis.del(staging)
+      return 0
+    }
+    if (await client.evalScript(SWAP_STREAM, [key, staging], [after]) === 1) {
+      await client.acknowledged(key)
+      return rewritten
+    }
+  }
+  throw new Error(`${key} kept gaining events while it was rewritten`)
 }
 
 const STREAM_ID = /^(0|[1-9]\d{0,19})-(0|[1-9]\d{0,19})$/

@@ -23,6 +23,7 @@ import { makeStampedCounts } from "./stamped-counts.js"
 import { makeTokenStore, tokensVersionKey } from "./tokens.js"
 import { makeTransactionStore } from "./transactions.js"
 import { makeEventLogStore } from "./event-log.js"
+import { upgradeHardwareTerms } from "./hardware-terms.js"
 import { type RowCacheOptions, tableKey } from "./table.js"
 
 export type { RedisOptions } from "./client.js"
@@ -31,7 +32,8 @@ export type { RedisOptions } from "./client.js"
  * Connects for the life of the scope, marks the store (`markStore`: the mark `/readyz` checks)
  * and builds the stores. Fails with a `StorageError` when Redis cannot be reached within the
  * connect timeout; once connected, requests fail fast while Redis is away and the connection
- * comes back by itself.
+ * comes back by itself. Hardware data stored before the descriptive fields held terms is
+ * rewritten to terms first (`upgradeHardwareTerms`).
  */
 export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError, Scope.Scope> =>
   Effect.suspend(() => {
@@ -39,6 +41,7 @@ export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError,
     const rowCache: RowCacheOptions = { rows: rowCacheRowsOf(options.rowCacheRows) }
     return Effect.gen(function* () {
       const client = yield* makeClient(options)
+      yield* upgradeHardwareTerms(client)
       const settingsStore = makeSettingsStore(client)
       return {
         rentalStore: makeRentalPriceStore(client, rowCache),

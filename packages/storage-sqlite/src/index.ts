@@ -11,6 +11,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { rebuildHeldIndexes } from "./bulk-load.js"
 import { makeClient, type SqliteOptions } from "./client.js"
+import { purgeReplacedText } from "./hardware-terms.js"
 import { integrityWatch } from "./integrity.js"
 import { migrate } from "./migrations.js"
 import { makeStores } from "./stores.js"
@@ -23,13 +24,15 @@ export { checkIntegrity, INTEGRITY_PROBLEMS, type IntegrityReport } from "./inte
  * the stores. The connection closes when the scope does. Serving indexes a bulk load held back
  * and never built again (its process was killed, or the disk was full) are built now, unless this
  * connection is a bulk load's own (`bulk`), which takes them over; should that fail for want of
- * room, it opens without them (a warning says so) and the next open tries again. With
+ * room, it opens without them (a warning says so) and the next open tries again. A file migration
+ * 10 rewrote to hardware terms is vacuumed first (`purgeReplacedText`). With
  * `integrityCheck`, the file's integrity is checked in the background (its `StoreReadiness` fails once corruption is found).
  */
 export const make = (options: SqliteOptions): Effect.Effect<Stores, StorageError, Scope.Scope> =>
   Effect.gen(function* () {
     const client = yield* makeClient(options)
     yield* migrate(client)
+    yield* purgeReplacedText(client)
     if (options.bulk !== true) yield* rebuildHeldIndexes(client)
     const stores = makeStores(client, options)
     return options.integrityCheck === true && client.filename !== ":memory:" && client.filename !== ""

@@ -1,7 +1,8 @@
 import { StorageError } from "@gpu-market/core"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import type { SqliteClient } from "./client.js"
 import { hardwarePricesMigration } from "./hardware-prices.js"
+import { hardwareTermsMigration } from "./hardware-terms.js"
 import { llmTokenPricesMigration } from "./llm-token-prices.js"
 import { transactionsMigration } from "./transactions.js"
 import { indexesMigration } from "./indexes.js"
@@ -171,18 +172,42 @@ ${seededStats()}
   procurementMigration,
   referenceDataMigration,
   eventLogMigration,
-  keyedEventsMigration
+  keyedEventsMigration,
+  hardwareTermsMigration
 ]
 
 /** The schema version this build writes. */
 export const LATEST_VERSION = migrations[migrations.length - 1]!.version
 
 /**
+ * How long an open waits for the write lock when the file needs migrating, ms: another process
+ * opening the file at the same time may be running a migration that rewrites rows (migration 10
+ * took 11 s on an 800 MiB file), and failing after the usual 5 s would refuse the open, or, in a
+ * worker pool, stop the worker doing the migration and leave it undone every time.
+ */
+const MIGRATION_WAIT_MS = 10 * 60_000
+
+/**
  * Brings the database up to `LATEST_VERSION` in one transaction: either every pending migration
  * applies or none does. A database from a newer build is refused rather than misread: storage
- * this build cannot use, not a bug in it, so a `StorageError`.
+ * this build cannot use, not a bug in it, so a `StorageError`. A file already at
+ * `LATEST_VERSION` takes no lock; one that is not waits up to `MIGRATION_WAIT_MS` for it.
  */
 export const migrate = (client: SqliteClient): Effect.Effect<number, StorageError> =>
+  Effect.flatMap(client.run("migrate", () => client.db.pragma("user_version", { simple: true }) as number), (seen) =>
+    seen === LATEST_VERSION ? Effect.succeed(LATEST_VERSION) : Effect.acquireUseRelease(
+      client.run("migrate", () => {
+        const usual = client.db.pragma("busy_timeout", { simple: true }) as number
+        client.db.pragma(`busy_timeout = ${MIGRATION_WAIT_MS}`)
+        return usual
+      }),
+      () => migrateNow(client),
+      (usual) => Effect.sync(() => {
+        if (client.db.open) client.db.pragma(`busy_timeout = ${usual}`)
+      })
+    ))
+
+const migrateNow = (client: SqliteClient): Effect.Effect<number, StorageError> =>
   client.transaction<number, StorageError>("migrate", (abort) => {
     const current = client.db.pragma("user_version", { simple: true }) as number
     if (current > LATEST_VERSION) {
@@ -194,6 +219,7 @@ export const migrate = (client: SqliteClient): Effect.Effect<number, StorageErro
     for (const m of migrations) {
       if (m.version <= current) continue
       client.db.exec(m.sql)
+      m.rewrite?.(client)
       client.db.pragma(`user_version = ${m.version}`)
     }
     return LATEST_VERSION

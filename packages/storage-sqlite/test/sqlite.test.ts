@@ -8,7 +8,9 @@ import { rentalRow } from "@gpu-market/core/test"
 import Database from "better-sqlite3"
 import { Cause, ConfigProvider, Context, Effect, Either, Exit, Layer, Option } from "effect"
 import fc from "fast-check"
+import { spawn } from "node:child_process"
 import { createHash } from "node:crypto"
+import { createRequire } from "node:module"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -16,6 +18,7 @@ import {
   columnsOf, compilePage, fromDatabase, LATEST_VERSION, layer, layerConfig, make, makeClient, makeStores, migrate, rowFromColumns, type SqliteClient
 } from "../src/internal"
 
+const require = createRequire(import.meta.url)
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-market-sqlite-"))
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 let files = 0
@@ -78,6 +81,41 @@ describe("schema", () => {
       assert.isTrue(Exit.isFailure(exit))
       assert.include(JSON.stringify(exit), "StorageError")
     }))
+
+  it("an open waits past the usual busy timeout for another process migrating the file, and a file already migrated takes no lock", async () => {
+    const file = freshFile()
+    fs.mkdirSync(path.dirname(file), { recursive: true })
+    const setup = new Database(file)
+    setup.pragma("journal_mode = WAL")
+    setup.close()
+    // Another process holds the write lock for 6 s, past the 5 s busy timeout, as a migration of a large file would.
+    const holder = spawn(process.execPath, ["-e", `
+      const db = new (require(${JSON.stringify(require.resolve("better-sqlite3"))}))(${JSON.stringify(file)})
+      db.exec("BEGIN IMMEDIATE")
+      console.log("locked")
+      setTimeout(() => { db.exec("ROLLBACK"); db.close() }, 6000)
+    `], { stdio: ["ignore", "pipe", "inherit"] })
+    try {
+      await new Promise<void>((resolve, reject) => {
+        holder.stdout.on("data", (d: Buffer) => d.toString().includes("locked") && resolve())
+        holder.once("exit", (code) => reject(new Error(`the lock holder exited (${code}) before locking`)))
+      })
+      const migrated = await Effect.runPromiseExit(Effect.scoped(Effect.flatMap(makeClient({ filename: file }), (client) =>
+        Effect.map(migrate(client), () => client.db.pragma("user_version", { simple: true })))))
+      assert.deepStrictEqual(migrated, Exit.succeed(LATEST_VERSION))
+    } finally {
+      holder.kill("SIGKILL")
+    }
+    // Migrated: an open while another connection holds the write lock needs none.
+    const writer = new Database(file)
+    try {
+      writer.exec("BEGIN IMMEDIATE")
+      const opened = await Effect.runPromiseExit(Effect.scoped(Effect.flatMap(makeClient({ filename: file }), migrate)))
+      assert.deepStrictEqual(opened, Exit.succeed(LATEST_VERSION))
+    } finally {
+      writer.close()
+    }
+  }, 30_000)
 
   it.effect("statements are prepared once per SQL text", () =>
     withClient((client) => Effect.sync(() => {

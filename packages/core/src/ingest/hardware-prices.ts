@@ -94,6 +94,9 @@ export interface DecodedHardware {
   readonly droppedTerms: DroppedTerms
 }
 
+/** The descriptive fields of a row or observation, as `keepTerms` reads them. */
+type TermFields = { readonly [F in HardwareTermField]: string | ReadonlyArray<string> | null }
+
 const noneDropped = (): Record<HardwareTermField, number> =>
   Object.fromEntries(hardwareTermFields.map((f) => [f, 0])) as Record<HardwareTermField, number>
 
@@ -102,7 +105,7 @@ const noneDropped = (): Record<HardwareTermField, number> =>
  * `TERM_JOIN`, a list (`services_included`) as its items' terms, each once; null when no term is
  * left. Pieces that are no term are added to `dropped`.
  */
-const keepTerms = <A extends { readonly [F in HardwareTermField]: string | ReadonlyArray<string> | null }>(
+const keepTerms = <A extends TermFields>(
   observation: A,
   vocabulary: HardwareVocabularySet,
   dropped: Record<HardwareTermField, number>
@@ -120,6 +123,21 @@ const keepTerms = <A extends { readonly [F in HardwareTermField]: string | Reado
     ;(out ??= { ...observation } as Record<string, unknown>)[field] = kept.size === 0 ? null : typeof value === "string" ? [...kept].join(TERM_JOIN) : [...kept]
   }
   return (out ?? observation) as A
+}
+
+const defaultVocabulary = HardwareVocabulary.defaultValue()
+
+/**
+ * A stored row's descriptive fields as the terms of the default vocabulary they read as, by the
+ * reading ingest uses (`keepTerms`), or `undefined` when they already hold only those terms (a
+ * row stored since: terms read again are the same terms). Storage upgrades rows stored before
+ * the fields held terms with it. The default vocabulary, not a market's: the upgrade belongs to
+ * the file, whichever process opens it first; text that reads as a term an operator added is
+ * dropped, and importing its source again restores it.
+ */
+export const storedRowInTerms = <A extends TermFields>(row: A): A | undefined => {
+  const kept = keepTerms(row, defaultVocabulary, noneDropped())
+  return hardwareTermFields.every((f) => JSON.stringify(kept[f]) === JSON.stringify(row[f])) ? undefined : kept
 }
 
 const decodeObservation = Schema.decodeUnknownEither(CompleteHardwarePriceObservation, { errors: "all" })

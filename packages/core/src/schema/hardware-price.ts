@@ -35,8 +35,9 @@ export const CountryCode = Schema.String.pipe(Schema.pattern(/^[A-Z]{2}$/))
 
 /*
  * A descriptive field holds terms of its vocabulary (`hardware-terms.ts`), never a source's text:
- * ingest reads the text as terms and keeps those of the vocabulary. The row does not check the
- * terms, so a row stored before the vocabulary still reads.
+ * ingest reads the text as terms and keeps those of the vocabulary, and stores written before are
+ * rewritten to terms when they open. The row does not check the terms, so a row an older process
+ * writes meanwhile still reads.
  */
 const termsNote = (form: string) =>
   `terms of this field's vocabulary (GET /v2/gpu/hardware/prices/metadata lists them as data.vocabulary), each once, ${form}; ` +
