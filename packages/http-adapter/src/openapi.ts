@@ -1,5 +1,5 @@
-import { MarketEvent, Problem } from "@gpu-market/core"
-import { type EndpointParameter, type ProblemError, problemKind } from "@gpu-market/core/adapters"
+import { FeedQuery, MarketEvent, Problem } from "@gpu-market/core"
+import { type EndpointParameter, optionalParameters, type ProblemError, problemKind } from "@gpu-market/core/adapters"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -45,8 +45,11 @@ const makeSchemaRegistry = () => {
     JSONSchema.fromAST(schema.ast, { definitions, definitionPath: SCHEMAS, target: "openApi3.1" })
   return {
     definitions,
-    /** The inline JSON Schema of the raw (encoded) side of a schema: what travels in a query string. */
-    encoded: (schema: Schema.Schema.AnyNoContext) => of(Schema.encodedBoundSchema(schema)),
+    /**
+     * The inline JSON Schema of a parameter's decoded side: the integer, number, boolean, enum or
+     * list it stands for, which a client sends as text (a list comma-joined).
+     */
+    decoded: (schema: Schema.Schema.AnyNoContext) => of(Schema.typeSchema(schema)),
     /** Registers a schema under its name and returns a `$ref` to it. */
     named: ({ name, schema }: NamedSchema): OpenApiObject => {
       const ref = `${SCHEMAS}${name}`
@@ -85,22 +88,37 @@ const PARAMETER_NOTES: Readonly<Record<string, string>> = {
 
 const sentence = (text: string) => `${text[0]!.toUpperCase()}${text.slice(1)}${text.endsWith(".") ? "" : "."}`
 
-const parameterOf = (registry: ReturnType<typeof makeSchemaRegistry>, p: EndpointParameter | SupplyParameter): OpenApiObject => {
-  // The generated schema's own description/title restate refinements ("a string matching …");
-  // the parameter's description says it in the 422's words instead.
-  const { description: _d, title: _t, ...schema } = registry.encoded(p.schema) as JSONSchema.JsonSchema7 & {
-    readonly title?: string
-  }
+/**
+ * A parameter's JSON Schema without the descriptions and titles the generator gives refinements
+ * ("a string matching …"), at any depth (a list's items too): the parameter's description says it
+ * in the 422's words instead.
+ */
+const withoutBoilerplate = (schema: unknown): unknown => {
+  if (Array.isArray(schema)) return schema.map(withoutBoilerplate)
+  if (typeof schema !== "object" || schema === null) return schema
+  return Object.fromEntries(Object.entries(schema)
+    .filter(([key]) => key !== "description" && key !== "title")
+    .map(([key, value]) => [key, withoutBoilerplate(value)]))
+}
+
+const parameterOf = (
+  registry: ReturnType<typeof makeSchemaRegistry>,
+  p: EndpointParameter | SupplyParameter,
+  notes: Readonly<Record<string, string>> = PARAMETER_NOTES
+): OpenApiObject => {
+  const schema = withoutBoilerplate(registry.decoded(p.schema)) as OpenApiObject
+  // A list travels as one comma-joined value (`?region=a,b`), never the parameter repeated.
+  const list = schema.type === "array" ? { style: "form", explode: false } : {}
   const message = messageOf(p.schema)
   const bound = /^(min|max)_(.+)$/.exec(p.name)
   const note = bound === null
-    ? PARAMETER_NOTES[p.name]
+    ? notes[p.name]
     : `Inclusive ${bound[1] === "min" ? "lower" : "upper"} bound on \`${bound[2]}\`.`
   const description = [message === undefined ? undefined : sentence(message), note]
     .filter((s) => s !== undefined)
     .join(" ")
   const location = "in" in p ? p.in : "query"
-  return { name: p.name, in: location, required: p.required, ...(description === "" ? {} : { description }), schema }
+  return { name: p.name, in: location, required: p.required, ...(description === "" ? {} : { description }), ...list, schema }
 }
 
 const pageTokenParameter: OpenApiObject = {
@@ -288,8 +306,6 @@ const operationsPaths = (registry: ReturnType<typeof makeSchemaRegistry>, metric
 
 /** The change feed, `GET /v2/events`: Server-Sent Events whose `data` is a feed message. */
 const feedPath = (registry: ReturnType<typeof makeSchemaRegistry>): Record<string, Record<string, OpenApiObject>> => {
-  const list = (name: string, description: string): OpenApiObject =>
-    ({ name, in: "query", required: false, schema: { type: "string" }, description: `Comma-separated, at most 20. ${description}` })
   return {
     [EVENTS_PATH]: {
       get: {
@@ -304,10 +320,7 @@ const feedPath = (registry: ReturnType<typeof makeSchemaRegistry>): Record<strin
           "A `: ping` comment after 15 s of silence. A subscriber that falls 2,048 events behind gets a last message `event: dropped` (`data`: `{ id, type: \"dropped\", reason }`) whose id resumes it."
         ].join("\n\n"),
         parameters: [
-          list("data_type", "Data types to follow: `gpu_rental_prices`, `gpu_rental_indexes`, `gpu_rental_transactions`, `gpu_hardware_prices`, `llm_token_prices`; default every granted one (one not granted is 403)."),
-          list("gpu", "GPU canonical names; narrows rows that name a GPU (rental, hardware, transactions) and leaves index values and LLM prices alone."),
-          list("index_id", "Index ids (each must be held, else 404); narrows index values."),
-          { name: "last_event_id", in: "query", required: false, schema: { type: "string" }, description: "Where to resume, for clients that cannot send the header; the header wins." },
+          ...optionalParameters(FeedQuery.fields).map((p) => parameterOf(registry, p, FEED_NOTES)),
           { name: "Last-Event-ID", in: "header", required: false, schema: { type: "string" }, description: "The `id` of the last message received: the stream resumes after it." }
         ],
         responses: {
@@ -329,6 +342,14 @@ const feedPath = (registry: ReturnType<typeof makeSchemaRegistry>): Record<strin
       }
     }
   }
+}
+
+/** What the change feed's parameters do, beyond what their schemas accept. */
+const FEED_NOTES: Readonly<Record<string, string>> = {
+  data_type: "Data types to follow; default every granted one (one not granted is 403).",
+  gpu: "Narrows rows that name a GPU (rental, hardware, transactions) and leaves index values and LLM prices alone.",
+  index_id: "Each must be held, else 404; narrows index values.",
+  last_event_id: "Where to resume, for clients that cannot send the header; the header wins."
 }
 
 /** The tag of the change feed in the docs. */
