@@ -264,10 +264,11 @@ const supplyOperationOf = (registry: ReturnType<typeof makeSchemaRegistry>, endp
         : status === 403 || status === 500 ? {} : rate
     responses[String(status)] = problemResponse(description, headers)
   }
+  const body = endpoint.requestBody
   return {
     ...operationHead(registry, endpoint),
-    ...(endpoint.requestBody === undefined ? {} : {
-      requestBody: { required: true, content: { [endpoint.requestBody.mediaType]: { schema: registry.named(endpoint.requestBody.schema) } } }
+    ...(body === undefined ? {} : {
+      requestBody: { required: true, content: Object.fromEntries(body.mediaTypes.map((type) => [type, { schema: registry.named(body.schema) }])) }
     }),
     responses
   }
