@@ -165,6 +165,22 @@ describe("OpenAPI 3.1 at /openapi.json", () => {
         }
       }))
 
+    it.effect("describes each row field by its meaning, not by its schema's refinements", () =>
+      Effect.gen(function* () {
+        const doc = yield* fetchDoc
+        const schemas = doc.components.schemas as Record<string, { properties: Record<string, { description?: string }> }>
+        for (const name of ["RentalPriceRow", "HardwarePriceRow", "TransactionRow", "IndexValueRow"]) {
+          for (const [field, schema] of Object.entries(schemas[name]!.properties)) {
+            assert.match(schema.description ?? "", /^[A-Z`]/, `${name}.${field}: ${schema.description}`)
+          }
+        }
+        assert.strictEqual(schemas.RentalPriceRow!.properties.price_usd_per_gpu_hour!.description, "Normalised price in USD per GPU-hour; use this to compare vendors.")
+        assert.include(schemas.TransactionRow!.properties.total_gpu_hours!.description, "Never sum it across rows")
+        // Nowhere does the generator's restatement of a refinement stand in for a description.
+        const text = JSON.stringify(doc.components.schemas)
+        for (const generated of ["a string matching", "a finite number", "character(s) long", "\"title\":\"maxLength"]) assert.notInclude(text, generated)
+      }))
+
     it.effect("serves servers[0] = the base URL, and no token is needed for it", () =>
       Effect.gen(function* () {
         const doc = yield* fetchDoc

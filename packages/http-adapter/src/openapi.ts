@@ -88,17 +88,21 @@ const PARAMETER_NOTES: Readonly<Record<string, string>> = {
 
 const sentence = (text: string) => `${text[0]!.toUpperCase()}${text.slice(1)}${text.endsWith(".") ? "" : "."}`
 
+/** What Effect writes for its built-in refinements: the schema's own keywords (`pattern`, `maxLength`, …) again, in words. */
+const GENERATED_DESCRIPTION =
+  /^(a string (matching the pattern|at (most|least) \d+ character\(s\) long)|an? (non-negative|positive|negative|finite) number|an integer|a number (between|less than|greater than)|an array of at (most|least) \d+ item\(s\))/
+
 /**
- * A parameter's JSON Schema without the descriptions and titles the generator gives refinements
- * ("a string matching …"), at any depth (a list's items too): the parameter's description says it
- * in the 422's words instead.
+ * A JSON Schema without the titles (`maxLength(200)`) and descriptions ("a string matching …")
+ * the generator gives refinements, at any depth: they restate the keywords beside them and would
+ * hide a field's meaning. Values (`enum`, `const`) are left as they are.
  */
-const withoutBoilerplate = (schema: unknown): unknown => {
-  if (Array.isArray(schema)) return schema.map(withoutBoilerplate)
+const withoutGenerated = (schema: unknown): unknown => {
+  if (Array.isArray(schema)) return schema.map(withoutGenerated)
   if (typeof schema !== "object" || schema === null) return schema
   return Object.fromEntries(Object.entries(schema)
-    .filter(([key]) => key !== "description" && key !== "title")
-    .map(([key, value]) => [key, withoutBoilerplate(value)]))
+    .filter(([key, value]) => !(typeof value === "string" && (key === "title" || (key === "description" && GENERATED_DESCRIPTION.test(value)))))
+    .map(([key, value]) => [key, key === "enum" || key === "const" ? value : withoutGenerated(value)]))
 }
 
 const parameterOf = (
@@ -106,7 +110,7 @@ const parameterOf = (
   p: EndpointParameter | SupplyParameter,
   notes: Readonly<Record<string, string>> = PARAMETER_NOTES
 ): OpenApiObject => {
-  const schema = withoutBoilerplate(registry.decoded(p.schema)) as OpenApiObject
+  const schema = withoutGenerated(registry.decoded(p.schema)) as OpenApiObject
   // A list travels as one comma-joined value (`?region=a,b`), never the parameter repeated.
   const list = schema.type === "array" ? { style: "form", explode: false } : {}
   const message = messageOf(p.schema)
@@ -419,7 +423,7 @@ export const openApiDocument = (options: OpenApiOptions): OpenApiObject => {
         "Cache-Control": header("`private, max-age=0, must-revalidate`: the caller's own data, revalidated (with `If-None-Match`) before each reuse.", "string")
       },
       responses: dataResponses,
-      schemas: registry.definitions
+      schemas: withoutGenerated(registry.definitions)
     }
   }
 }
