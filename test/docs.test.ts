@@ -26,7 +26,7 @@ const serverLayer = Layer.unwrapEffect(Effect.map(Effect.promise(freePort), (por
 
 describe("/docs in headless Chromium", () => {
   layer(serverLayer, { timeout: "120 seconds" })((it) => {
-    it.effect("lists every documented path, loading everything from this server behind the prefix", () =>
+    it.effect("renders every documented operation from this server alone, behind the prefix, with no console error", () =>
       Effect.gen(function* () {
         if (!existsSync(CHROMIUM)) {
           return yield* Effect.die(new Error(`chromium not found at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)`))
