@@ -12,7 +12,7 @@ import { type SupplyEndpoint, supplyEndpoints, type SupplyParameter } from "./su
 /**
  * The OpenAPI 3.1 document of the data API and the procurement service, generated from the
  * route tables the app serves and the Effect Schemas the core decodes with: parameters from each
- * endpoint's parameter schemas (their raw, encoded side, described by the one message a 422 gives
+ * endpoint's parameter schemas (their decoded side, described by the one message a 422 gives
  * for them), bodies from the row, envelope, metadata, procurement and problem schemas, error
  * statuses from the one error→problem mapping. Nothing in it is written by hand twice.
  */
