@@ -3,6 +3,7 @@ import { OFFER_REQUESTS_PER_MINUTE } from "@gpu-market/core"
 import {
   hardwarePricesCollection, indexesCollection, llmTokenPricesCollection, rentalPricesCollection, transactionsCollection
 } from "@gpu-market/core/adapters"
+import { createConfig, lintFromString } from "@redocly/openapi-core"
 import { Validator } from "@seriousme/openapi-schema-validator"
 import Ajv2020 from "ajv/dist/2020.js"
 import { Effect, TestClock } from "effect"
@@ -116,6 +117,68 @@ describe("OpenAPI 3.1 at /openapi.json", () => {
         // Every component schema compiles as JSON Schema 2020-12 (the 3.1 meta-schema does not look inside).
         const check = schemaValidator(doc)
         assert.throws(() => check("RentalPriceRow", { vendor: "x" }))
+      }))
+
+    it.effect("passes Redocly's recommended lint with no warning", () =>
+      Effect.gen(function* () {
+        const doc = yield* fetchDoc
+        const problems = yield* Effect.promise(async () =>
+          lintFromString({ source: JSON.stringify(doc), absoluteRef: "openapi.json", config: await createConfig({ extends: ["recommended"] }) }))
+        assert.deepStrictEqual(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`), [])
+        // Every tag says what it groups, and the licence is named.
+        for (const tag of (doc as unknown as { tags: Array<{ name: string; description?: string }> }).tags) assert.isNotEmpty(tag.description, tag.name)
+      }))
+
+    it.effect("types each query parameter as what it stands for: integers, numbers, booleans, enums, dates, comma lists as arrays", () =>
+      Effect.gen(function* () {
+        const doc = yield* fetchDoc
+        const param = (path: string, name: string) => {
+          const p = doc.paths[path]!.get.parameters.find((p) => p.name === name) as Record<string, unknown> | undefined
+          assert.isDefined(p, `${path} ${name}`)
+          return p!
+        }
+        const latest = "/v2/gpu/rental/prices/latest"
+        assert.deepStrictEqual(param(latest, "page_size").schema, { type: "integer", minimum: 1, maximum: 1000 })
+        assert.deepStrictEqual(param(latest, "min_price_usd_per_gpu_hour").schema, { type: "number", minimum: 0 })
+        // The 422's words stay in the description.
+        assert.include(param(latest, "page_size").description, "An integer from 1 to 1000.")
+        assert.deepStrictEqual(param("/v2/llm/token/prices/latest", "exclude_outliers").schema, { type: "boolean" })
+        assert.deepStrictEqual(param(latest, "sort_order").schema, { type: "string", enum: ["asc", "desc"] })
+        const vendor = param(latest, "vendor")
+        assert.deepInclude(vendor, { style: "form", explode: false })
+        assert.deepInclude(vendor.schema as object, { type: "array", minItems: 1, maxItems: 20 })
+        assert.deepStrictEqual((vendor.schema as { items: unknown }).items, { type: "string", pattern: "^[a-z0-9][a-z0-9._-]{0,99}$" })
+        const status = doc.paths["/supply/resources"]!.get.parameters.find((p) => p.name === "status")!
+        assert.deepStrictEqual((status.schema as { items: unknown }).items, { type: "string", enum: ["running", "deleting", "deleted"] })
+        const dates = { type: "string", anyOf: [{ format: "date-time" }, { format: "date" }] }
+        assert.deepStrictEqual(param("/v2/gpu/rental/prices/as-of", "at").schema, dates)
+        assert.deepStrictEqual(param("/v2/gpu/rental/prices/history", "start").schema, dates)
+        assert.deepInclude((param("/v2/events", "data_type").schema as { items: object }).items, { enum: ["gpu_rental_prices", "gpu_rental_indexes", "gpu_rental_transactions", "gpu_hardware_prices", "llm_token_prices"] })
+        // No parameter is left as the bare text it travels as when it stands for more.
+        for (const [path, item] of Object.entries(doc.paths)) {
+          for (const op of Object.values(item)) {
+            for (const p of op.parameters ?? []) {
+              assert.notInclude(JSON.stringify(p.schema), "a string matching", `${path} ${p.name}`)
+              if (/^(page_size|min_|max_)/.test(p.name)) assert.notStrictEqual((p.schema as { type: string }).type, "string", `${path} ${p.name}`)
+            }
+          }
+        }
+      }))
+
+    it.effect("describes each row field by its meaning, not by its schema's refinements", () =>
+      Effect.gen(function* () {
+        const doc = yield* fetchDoc
+        const schemas = doc.components.schemas as Record<string, { properties: Record<string, { description?: string }> }>
+        for (const name of ["RentalPriceRow", "HardwarePriceRow", "TransactionRow", "IndexValueRow"]) {
+          for (const [field, schema] of Object.entries(schemas[name]!.properties)) {
+            assert.match(schema.description ?? "", /^[A-Z`]/, `${name}.${field}: ${schema.description}`)
+          }
+        }
+        assert.strictEqual(schemas.RentalPriceRow!.properties.price_usd_per_gpu_hour!.description, "Normalised price in USD per GPU-hour; use this to compare vendors.")
+        assert.include(schemas.TransactionRow!.properties.total_gpu_hours!.description, "Never sum it across rows")
+        // Nowhere does the generator's restatement of a refinement stand in for a description.
+        const text = JSON.stringify(doc.components.schemas)
+        for (const generated of ["a string matching", "a finite number", "character(s) long", "\"title\":\"maxLength"]) assert.notInclude(text, generated)
       }))
 
     it.effect("serves servers[0] = the base URL, and no token is needed for it", () =>

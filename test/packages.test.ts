@@ -111,4 +111,18 @@ describe("packages", () => {
     const ours = Object.keys(adapter.manifest.dependencies ?? {}).filter((d) => d.startsWith("@gpu-market/"))
     assert.deepStrictEqual(ours, ["@gpu-market/core"])
   })
+
+  it("install nothing that phones home, and no install script the root's allowScripts does not name", () => {
+    const lock = JSON.parse(readFileSync(join(ROOT, "package-lock.json"), "utf8")) as {
+      readonly packages: Record<string, { readonly hasInstallScript?: boolean }>
+    }
+    const root = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { readonly allowScripts: Record<string, boolean> }
+    const names = Object.keys(lock.packages).filter((path) => path !== "").map((path) => path.split("node_modules/").pop()!)
+    // @scarf/scarf reports each install to its vendor (swagger-ui-dist pulled it); the docs page uses Redoc instead.
+    for (const telemetry of ["@scarf/scarf", "swagger-ui-dist"]) assert.notInclude(names, telemetry)
+    const scripted = Object.entries(lock.packages).filter(([, p]) => p.hasInstallScript === true).map(([path]) => path.split("node_modules/").pop()!)
+    for (const name of scripted) assert.property(root.allowScripts, name, `${name} runs an install script: decide it in allowScripts`)
+    // What allowScripts names is in the lock: no stale entry.
+    for (const name of Object.keys(root.allowScripts)) assert.include(names, name)
+  })
 })

@@ -89,7 +89,7 @@ export class OfferExpired extends Schema.TaggedError<OfferExpired>()("OfferExpir
 /** A request body in a media type the endpoint does not take. */
 export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", {
   detail: Schema.String,
-  /** The media type the endpoint takes. */
+  /** The media types the endpoint takes, comma-separated. */
   accept: Schema.String
 }) {}
 

@@ -134,7 +134,7 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
     const docs: ReadonlyArray<Route> = [
       ["/openapi.json", Effect.zipWith(HttpServerRequest.HttpServerRequest, openApi, (request, doc) =>
         respond(request, { body: doc, contentType: "application/json" }))],
-      ["/docs", Effect.succeed(HttpServerResponse.html(docsPage(origin.prefix)))],
+      ["/docs", Effect.succeed(docsPage(origin.prefix))],
       ...yield* makeAssetRoutes,
       ...(options.dashboard === false ? [] : yield* makeDashboardRoutes(origin.prefix)),
       ...yield* makeHealthRoutes({ metrics })

@@ -5,51 +5,59 @@ import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 
 /**
- * The docs page: Swagger UI over `/openapi.json`, its scripts and styles served from the
- * installed `swagger-ui-dist` (no CDN: the page works on a machine without internet). Every URL
- * in the page starts with the base URL's path, so it loads behind a prefix too.
+ * The docs page: Redoc over `/openapi.json`, its one script served from the installed `redoc`
+ * package's standalone bundle (no CDN, no telemetry: the page works on a machine without
+ * internet and talks to nothing but this server). Every URL in the page starts with the base
+ * URL's path, so it loads behind a prefix too.
  */
 
-const swaggerDir = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"))
+const redocBundle = join(dirname(createRequire(import.meta.url).resolve("redoc/package.json")), "bundles", "redoc.standalone.js")
 
-/** The Swagger UI files the page uses, with their media types. */
-const ASSETS: Readonly<Record<string, string>> = {
-  "swagger-ui.css": "text/css; charset=utf-8",
-  "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
-  "favicon-32x32.png": "image/png"
-}
+/**
+ * No inline script, and nothing fetched but this server's own files. Redoc draws with
+ * styled-components, which writes `<style>` elements (hence `'unsafe-inline'` for styles only,
+ * which runs no code), and runs its search in a worker made from a `blob:`.
+ */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", "img-src 'self' data:",
+  "font-src 'self'", "connect-src 'self'", "worker-src blob:", "base-uri 'none'", "form-action 'none'",
+  "frame-ancestors 'none'"
+].join("; ")
 
 /** The docs page for an API whose base URL has the path `prefix` (`""` at the root). */
-export const docsPage = (prefix: string): string => {
-  const assets = `${prefix}/docs/assets`
-  const spec = JSON.stringify(`${prefix}/openapi.json`)
-  return `<!doctype html>
+export const docsPage = (prefix: string): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.text(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>GPU Market Data API</title>
-<link rel="stylesheet" href="${assets}/swagger-ui.css">
-<link rel="icon" type="image/png" href="${assets}/favicon-32x32.png">
+<link rel="icon" href="data:,">
 </head>
 <body>
-<div id="swagger-ui"></div>
-<script src="${assets}/swagger-ui-bundle.js"></script>
-<script>
-window.ui = SwaggerUIBundle({ url: ${spec}, dom_id: "#swagger-ui", deepLinking: true, docExpansion: "list" })
-</script>
+<redoc spec-url="${prefix}/openapi.json"></redoc>
+<script src="${prefix}/docs/assets/redoc.standalone.js"></script>
 </body>
 </html>
-`
-}
+`, {
+    contentType: "text/html; charset=utf-8",
+    headers: { "content-security-policy": CONTENT_SECURITY_POLICY, "referrer-policy": "no-referrer" }
+  })
 
 /**
- * The Swagger UI assets as routes (`/docs/assets/<file>`); each file is read once, on first use.
+ * The one outside URL Redoc's bundle loads: Redocly's logo beside "API docs by Redocly", fetched
+ * from their CDN on every visit. It is served as an empty image instead, so a visit is seen by
+ * this server alone (and the page's CSP has nothing to refuse).
  */
-export const makeAssetRoutes = Effect.forEach(Object.entries(ASSETS), ([name, contentType]) =>
-  Effect.map(Effect.cached(Effect.promise(() => readFile(join(swaggerDir, name)))), (file) =>
-    [
-      `/docs/assets/${name}` as const,
-      Effect.map(file, (bytes) =>
-        HttpServerResponse.uint8Array(bytes, { contentType, headers: { "cache-control": "public, max-age=86400" } }))
-    ] as const))
+const REDOCLY_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
+const EMPTY_IMAGE = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'/%3E"
+
+/** Redoc's bundle as a route (`/docs/assets/redoc.standalone.js`), read once, on first use. */
+export const makeAssetRoutes = Effect.map(Effect.cached(Effect.promise(async () =>
+  Buffer.from((await readFile(redocBundle, "utf8")).replaceAll(REDOCLY_LOGO, EMPTY_IMAGE)))), (file) => [
+  [
+    "/docs/assets/redoc.standalone.js" as const,
+    Effect.map(file, (bytes) =>
+      HttpServerResponse.uint8Array(bytes, { contentType: "text/javascript; charset=utf-8", headers: { "cache-control": "public, max-age=86400" } }))
+  ] as const
+])

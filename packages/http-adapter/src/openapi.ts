@@ -1,5 +1,5 @@
-import { MarketEvent, Problem } from "@gpu-market/core"
-import { type EndpointParameter, type ProblemError, problemKind } from "@gpu-market/core/adapters"
+import { FeedQuery, Problem } from "@gpu-market/core"
+import { type EndpointParameter, optionalParameters, type ProblemError, problemKind } from "@gpu-market/core/adapters"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -12,7 +12,7 @@ import { type SupplyEndpoint, supplyEndpoints, type SupplyParameter } from "./su
 /**
  * The OpenAPI 3.1 document of the data API and the procurement service, generated from the
  * route tables the app serves and the Effect Schemas the core decodes with: parameters from each
- * endpoint's parameter schemas (their raw, encoded side, described by the one message a 422 gives
+ * endpoint's parameter schemas (their decoded side, described by the one message a 422 gives
  * for them), bodies from the row, envelope, metadata, procurement and problem schemas, error
  * statuses from the one error→problem mapping. Nothing in it is written by hand twice.
  */
@@ -45,8 +45,11 @@ const makeSchemaRegistry = () => {
     JSONSchema.fromAST(schema.ast, { definitions, definitionPath: SCHEMAS, target: "openApi3.1" })
   return {
     definitions,
-    /** The inline JSON Schema of the raw (encoded) side of a schema: what travels in a query string. */
-    encoded: (schema: Schema.Schema.AnyNoContext) => of(Schema.encodedBoundSchema(schema)),
+    /**
+     * The inline JSON Schema of a parameter's decoded side: the integer, number, boolean, enum or
+     * list it stands for, which a client sends as text (a list comma-joined).
+     */
+    decoded: (schema: Schema.Schema.AnyNoContext) => of(Schema.typeSchema(schema)),
     /** Registers a schema under its name and returns a `$ref` to it. */
     named: ({ name, schema }: NamedSchema): OpenApiObject => {
       const ref = `${SCHEMAS}${name}`
@@ -85,22 +88,41 @@ const PARAMETER_NOTES: Readonly<Record<string, string>> = {
 
 const sentence = (text: string) => `${text[0]!.toUpperCase()}${text.slice(1)}${text.endsWith(".") ? "" : "."}`
 
-const parameterOf = (registry: ReturnType<typeof makeSchemaRegistry>, p: EndpointParameter | SupplyParameter): OpenApiObject => {
-  // The generated schema's own description/title restate refinements ("a string matching …");
-  // the parameter's description says it in the 422's words instead.
-  const { description: _d, title: _t, ...schema } = registry.encoded(p.schema) as JSONSchema.JsonSchema7 & {
-    readonly title?: string
-  }
+/** What Effect writes for its built-in refinements: the schema's own keywords (`pattern`, `maxLength`, …) again, in words. */
+const GENERATED_DESCRIPTION =
+  /^(a string (matching the pattern|at (most|least) \d+ character\(s\) long)|an? (non-negative|positive|negative|finite) number|an integer|a number (between|less than|greater than)|an array of at (most|least) \d+ item\(s\))/
+
+/**
+ * A JSON Schema without the titles (`maxLength(200)`) and descriptions ("a string matching …")
+ * the generator gives refinements, at any depth: they restate the keywords beside them and would
+ * hide a field's meaning. Values (`enum`, `const`) are left as they are.
+ */
+const withoutGenerated = (schema: unknown): unknown => {
+  if (Array.isArray(schema)) return schema.map(withoutGenerated)
+  if (typeof schema !== "object" || schema === null) return schema
+  return Object.fromEntries(Object.entries(schema)
+    .filter(([key, value]) => !(typeof value === "string" && (key === "title" || (key === "description" && GENERATED_DESCRIPTION.test(value)))))
+    .map(([key, value]) => [key, key === "enum" || key === "const" ? value : withoutGenerated(value)]))
+}
+
+const parameterOf = (
+  registry: ReturnType<typeof makeSchemaRegistry>,
+  p: EndpointParameter | SupplyParameter,
+  notes: Readonly<Record<string, string>> = PARAMETER_NOTES
+): OpenApiObject => {
+  const schema = withoutGenerated(registry.decoded(p.schema)) as OpenApiObject
+  // A list travels as one comma-joined value (`?region=a,b`), never the parameter repeated.
+  const list = schema.type === "array" ? { style: "form", explode: false } : {}
   const message = messageOf(p.schema)
   const bound = /^(min|max)_(.+)$/.exec(p.name)
   const note = bound === null
-    ? PARAMETER_NOTES[p.name]
+    ? notes[p.name]
     : `Inclusive ${bound[1] === "min" ? "lower" : "upper"} bound on \`${bound[2]}\`.`
   const description = [message === undefined ? undefined : sentence(message), note]
     .filter((s) => s !== undefined)
     .join(" ")
   const location = "in" in p ? p.in : "query"
-  return { name: p.name, in: location, required: p.required, ...(description === "" ? {} : { description }), schema }
+  return { name: p.name, in: location, required: p.required, ...(description === "" ? {} : { description }), ...list, schema }
 }
 
 const pageTokenParameter: OpenApiObject = {
@@ -246,10 +268,11 @@ const supplyOperationOf = (registry: ReturnType<typeof makeSchemaRegistry>, endp
         : status === 403 || status === 500 ? {} : rate
     responses[String(status)] = problemResponse(description, headers)
   }
+  const body = endpoint.requestBody
   return {
     ...operationHead(registry, endpoint),
-    ...(endpoint.requestBody === undefined ? {} : {
-      requestBody: { required: true, content: { [endpoint.requestBody.mediaType]: { schema: registry.named(endpoint.requestBody.schema) } } }
+    ...(body === undefined ? {} : {
+      requestBody: { required: true, content: Object.fromEntries(body.mediaTypes.map((type) => [type, { schema: registry.named(body.schema) }])) }
     }),
     responses
   }
@@ -257,12 +280,19 @@ const supplyOperationOf = (registry: ReturnType<typeof makeSchemaRegistry>, endp
 
 const OPERATIONS_TAG = "Operations"
 
+/** What a probe answers to any method but GET (they take no input, so this is their one refusal). */
+const probeMethodNotAllowed = problemResponse("`method_not_allowed`: only GET is answered.", { Allow: header("`GET`", "string") })
+
 /** The probe and scrape paths: public (`security: []`), answered whatever the storage does. */
 const operationsPaths = (registry: ReturnType<typeof makeSchemaRegistry>, metrics: boolean): Record<string, Record<string, OpenApiObject>> => {
   const probe = (operationId: string, summary: string, description: string, body: NamedSchema, responses: Record<string, OpenApiObject> = {}) => ({
     get: {
       operationId, tags: [OPERATIONS_TAG], summary, description, security: [],
-      responses: { "200": { description: body.name, content: { "application/json": { schema: registry.named(body) } } }, ...responses }
+      responses: {
+        "200": { description: body.name, content: { "application/json": { schema: registry.named(body) } } },
+        "405": probeMethodNotAllowed,
+        ...responses
+      }
     }
   })
   return {
@@ -279,7 +309,10 @@ const operationsPaths = (registry: ReturnType<typeof makeSchemaRegistry>, metric
           operationId: "metrics", tags: [OPERATIONS_TAG], summary: "Prometheus metrics",
           description: "No token needed. Every metric of the process in Prometheus text format 0.0.4: requests by route and status, latencies, storage calls and errors, rate-limit rejections, page-cache lookups, ingested rows, procurement statuses, and the process's CPU, memory and event loop.",
           security: [],
-          responses: { "200": { description: "Prometheus text", content: { "text/plain": { schema: { type: "string" } } } } }
+          responses: {
+            "200": { description: "Prometheus text", content: { "text/plain": { schema: { type: "string" } } } },
+            "405": probeMethodNotAllowed
+          }
         }
       }
     } : {})
@@ -287,52 +320,67 @@ const operationsPaths = (registry: ReturnType<typeof makeSchemaRegistry>, metric
 }
 
 /** The change feed, `GET /v2/events`: Server-Sent Events whose `data` is a feed message. */
-const feedPath = (registry: ReturnType<typeof makeSchemaRegistry>): Record<string, Record<string, OpenApiObject>> => {
-  const list = (name: string, description: string): OpenApiObject =>
-    ({ name, in: "query", required: false, schema: { type: "string" }, description: `Comma-separated, at most 20. ${description}` })
-  return {
-    [EVENTS_PATH]: {
-      get: {
-        operationId: "events",
-        tags: [FEED_TAG],
-        summary: "The market's changes as Server-Sent Events",
-        description: [
-          "One event per new rental or LLM price row (`rental_price`, `llm_token_price`), withdrawal (`rental_price_withdrawal`, `llm_token_price_withdrawal`), hardware observation (`hardware_observation`), published transaction blend (`transaction_blend`) and index value (`index_value`), as they commit, from any process sharing the store.",
-          "Each message: `id:` the position to resume after it, `event:` its type, `data:` JSON `{ id, type, data_type, row }` whose `row` is the row as the data type's endpoints return it (`MarketEvent` below gives the rows by type).",
-          "Only what the token may see: granted data types, held indices, rows at or after its history floor. A subscription is one request against the rate limit.",
-          "Resume with `Last-Event-ID` (or `last_event_id`): every later event exactly once, in order, within the log's retention (the newest 100,000 events by default); an older id is 410 `event_id_expired`.",
-          "A `: ping` comment after 15 s of silence. A subscriber that falls 2,048 events behind gets a last message `event: dropped` (`data`: `{ id, type: \"dropped\", reason }`) whose id resumes it."
-        ].join("\n\n"),
-        parameters: [
-          list("data_type", "Data types to follow: `gpu_rental_prices`, `gpu_rental_indexes`, `gpu_rental_transactions`, `gpu_hardware_prices`, `llm_token_prices`; default every granted one (one not granted is 403)."),
-          list("gpu", "GPU canonical names; narrows rows that name a GPU (rental, hardware, transactions) and leaves index values and LLM prices alone."),
-          list("index_id", "Index ids (each must be held, else 404); narrows index values."),
-          { name: "last_event_id", in: "query", required: false, schema: { type: "string" }, description: "Where to resume, for clients that cannot send the header; the header wins." },
-          { name: "Last-Event-ID", in: "header", required: false, schema: { type: "string" }, description: "The `id` of the last message received: the stream resumes after it." }
-        ],
-        responses: {
-          "200": {
-            description: "An endless `text/event-stream`; `data` of each event is a feed message (see `MarketEvent` for its `type` and `row`).",
-            headers: { ...rateLimitHeaders, ...requestIdHeader },
-            content: { "text/event-stream": { schema: { type: "string" } } }
-          },
-          "401": { $ref: "#/components/responses/401" },
-          "403": { $ref: "#/components/responses/403" },
-          "404": { $ref: "#/components/responses/404" },
-          "410": problemResponse("`event_id_expired`: the log no longer holds the events after `Last-Event-ID` (or it is not of this store): read the current state and subscribe without it.", rateLimitHeaders),
-          "422": { $ref: "#/components/responses/422" },
-          "429": { $ref: "#/components/responses/429" },
-          "500": { $ref: "#/components/responses/500" },
-          "503": { $ref: "#/components/responses/503" }
+const feedPath = (registry: ReturnType<typeof makeSchemaRegistry>): Record<string, Record<string, OpenApiObject>> => ({
+  [EVENTS_PATH]: {
+    get: {
+      operationId: "events",
+      tags: [FEED_TAG],
+      summary: "The market's changes as Server-Sent Events",
+      description: [
+        "One event per new rental or LLM price row (`rental_price`, `llm_token_price`), withdrawal (`rental_price_withdrawal`, `llm_token_price_withdrawal`), hardware observation (`hardware_observation`), published transaction blend (`transaction_blend`) and index value (`index_value`), as they commit, from any process sharing the store.",
+        "Each message: `id:` the position to resume after it, `event:` its type, `data:` JSON `{ id, type, data_type, row }` whose `row` is the row as the data type's endpoints return it: a `RentalPriceRow` (`rental_price`, `rental_price_withdrawal`), `HardwarePriceRow` (`hardware_observation`), `TransactionRow` (`transaction_blend`), `IndexValueRow` (`index_value`) or `LlmTokenPriceRow` (`llm_token_price`, `llm_token_price_withdrawal`).",
+        "Only what the token may see: granted data types, held indices, rows at or after its history floor. A subscription is one request against the rate limit.",
+        "Resume with `Last-Event-ID` (or `last_event_id`): every later event exactly once, in order, within the log's retention (the newest 100,000 events by default); an older id is 410 `event_id_expired`.",
+        "A `: ping` comment after 15 s of silence. A subscriber that falls 2,048 events behind gets a last message `event: dropped` (`data`: `{ id, type: \"dropped\", reason }`) whose id resumes it."
+      ].join("\n\n"),
+      parameters: [
+        ...optionalParameters(FeedQuery.fields).map((p) => parameterOf(registry, p, FEED_NOTES)),
+        { name: "Last-Event-ID", in: "header", required: false, schema: { type: "string" }, description: "The `id` of the last message received: the stream resumes after it." }
+      ],
+      responses: {
+        "200": {
+          description: "An endless `text/event-stream`; `data` of each event is a feed message (`{ id, type, data_type, row }`, or `dropped`).",
+          headers: { ...rateLimitHeaders, ...requestIdHeader },
+          content: { "text/event-stream": { schema: { type: "string" } } }
         },
-        "x-event-data": registry.named({ name: "MarketEvent", schema: MarketEvent })
+        "401": { $ref: "#/components/responses/401" },
+        "403": { $ref: "#/components/responses/403" },
+        "404": { $ref: "#/components/responses/404" },
+        "410": problemResponse("`event_id_expired`: the log no longer holds the events after `Last-Event-ID` (or it is not of this store): read the current state and subscribe without it.", rateLimitHeaders),
+        "422": { $ref: "#/components/responses/422" },
+        "429": { $ref: "#/components/responses/429" },
+        "500": { $ref: "#/components/responses/500" },
+        "503": { $ref: "#/components/responses/503" }
       }
     }
   }
+})
+
+/** What the change feed's parameters do, beyond what their schemas accept. */
+const FEED_NOTES: Readonly<Record<string, string>> = {
+  data_type: "Data types to follow; default every granted one (one not granted is 403).",
+  gpu: "Narrows rows that name a GPU (rental, hardware, transactions) and leaves index values and LLM prices alone.",
+  index_id: "Each must be held, else 404; narrows index values.",
+  last_event_id: "Where to resume, for clients that cannot send the header; the header wins."
 }
 
 /** The tag of the change feed in the docs. */
 const FEED_TAG = "Change feed"
+
+/** What each tag of the docs groups. */
+const TAG_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  "GPU Rental Prices": "One vendor's price for one rentable product, normalised to USD per GPU-hour. A price change produces a new row and does not edit the old one.",
+  "GPU Hardware Prices": "One listing (resale, marketplace or reseller) on one day it was observed: prices to buy hardware outright. Seller identity is never published; classification fields stand in for it.",
+  "GPU Rental Aggregated Transactions": "Volume-weighted blends of at least two settled rental deals, so no single deal can be identified. Rows must not be summed: rolling rows double-count deals.",
+  "GPU Price Indexes": "Published index values, daily or intraday (30-minute), by GPU family or GPU, per region; one request names one index the token holds.",
+  "LLM Token Prices": "Published LLM inference prices normalised to USD per 1M tokens; implausible prices are flagged with `is_price_outlier`.",
+  "Legacy v1": "The v1 index endpoints, kept for existing callers; they need the legacy permission.",
+  "Procurement: discovery": "What the supply provider sells now: GPUs, vendors, regions, contracts and storage options.",
+  "Procurement: offers and procurements": "Ask for offers (each valid 30 minutes), then provision one, at most once per `Idempotency-Key`.",
+  "Procurement: resources": "The instances the caller's procurements provisioned: list, inspect and delete them.",
+  [FEED_TAG]: "Every new row and published value as it commits, as Server-Sent Events, resumable with `Last-Event-ID`.",
+  [OPERATIONS_TAG]: "Liveness, readiness and metrics for the platform running the server; no token needed."
+}
 
 /** Builds the OpenAPI 3.1 document of the routes, served at `baseUrl`. */
 export const openApiDocument = (options: OpenApiOptions): OpenApiObject => {
@@ -349,12 +397,13 @@ export const openApiDocument = (options: OpenApiOptions): OpenApiObject => {
   }
   Object.assign(paths, operationsPaths(registry, options.metrics === true))
   const tags = [...new Set([...routes, ...supply].map((r) => r.tag)), ...(options.routes === undefined ? [FEED_TAG] : []), OPERATIONS_TAG]
-    .map((name) => ({ name }))
+    .map((name) => ({ name, description: TAG_DESCRIPTIONS[name] }))
   return {
     openapi: "3.1.0",
     info: {
       title: "GPU Market Data API",
       version: "2.0.0",
+      license: { name: "MIT", identifier: "MIT" },
       description: "GPU market data: rental prices, hardware prices, aggregated rental transactions, price indexes and LLM token prices." +
         (options.supplyPrefix === undefined ? "" : ` GPU procurement under \`${options.supplyPrefix}\`: discover supply, get offers, provision them, manage the resources.`) +
         " Every data and procurement endpoint needs `Authorization: Bearer <token>` (the probes under Operations do not); errors are RFC 9457 `application/problem+json`."
@@ -374,7 +423,7 @@ export const openApiDocument = (options: OpenApiOptions): OpenApiObject => {
         "Cache-Control": header("`private, max-age=0, must-revalidate`: the caller's own data, revalidated (with `If-None-Match`) before each reuse.", "string")
       },
       responses: dataResponses,
-      schemas: registry.definitions
+      schemas: withoutGenerated(registry.definitions)
     }
   }
 }

@@ -26,8 +26,8 @@ import { type SupplyOperationId, supplyEndpoints } from "./supply-routes.js"
 
 /** Largest JSON body `POST /procurements` reads. */
 const MAX_JSON_BYTES = 16 * 1024
-/** Largest YAML body `POST /get_offers` reads; the core's own cap decides, this only bounds the read. */
-const MAX_YAML_BYTES = 16 * 1024
+/** Largest body `POST /get_offers` reads; the core's own cap decides, this only bounds the read. */
+const MAX_OFFER_BODY_BYTES = 16 * 1024
 
 type Handler = Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest | HttpRouter.RouteContext>
 
@@ -43,18 +43,22 @@ interface Reply {
 
 
 /**
- * Whether the request's `Content-Type` is `type` (parameters allowed, a `charset` only if UTF-8),
- * else the 415 that names what to send.
+ * Which of `types` the request's `Content-Type` is (parameters allowed, a `charset` only if
+ * UTF-8), else the 415 that names what to send.
  */
-const requireMediaType = (request: HttpServerRequest.HttpServerRequest, type: string): Effect.Effect<void, UnsupportedMediaType> => {
+const requireMediaType = <const T extends string>(
+  request: HttpServerRequest.HttpServerRequest,
+  ...types: readonly [T, ...Array<T>]
+): Effect.Effect<T, UnsupportedMediaType> => {
   const header = request.headers["content-type"] ?? ""
   const [essence, ...params] = header.split(";").map((s) => s.trim().toLowerCase())
   const charset = params.find((p) => p.startsWith("charset="))?.slice(8).replace(/"/g, "")
-  return essence === type && (charset === undefined || charset === "utf-8" || charset === "utf8")
-    ? Effect.void
+  const type = types.find((t) => t === essence)
+  return type !== undefined && (charset === undefined || charset === "utf-8" || charset === "utf8")
+    ? Effect.succeed(type)
     : Effect.fail(new UnsupportedMediaType({
-        detail: `send the body as Content-Type: ${type}${header === "" ? "" : ` (got ${JSON.stringify(header.slice(0, 100))})`}`,
-        accept: type
+        detail: `send the body as Content-Type: ${types.join(" or ")}${header === "" ? "" : ` (got ${JSON.stringify(header.slice(0, 100))})`}`,
+        accept: types.join(", ")
       }))
 }
 
@@ -121,8 +125,9 @@ export const makeSupplyRoutes = (options: { readonly prefix: `/${string}`; reado
     const getOffers = serve((principal, request, _params, headers) =>
       Effect.gen(function* () {
         Object.assign(headers, rateHeaders(yield* offers.admit(principal)))
-        yield* requireMediaType(request, "application/yaml")
-        return ok(yield* offers.offersFor(principal, yield* readBody(request, MAX_YAML_BYTES)))
+        const type = yield* requireMediaType(request, "application/yaml", "application/json")
+        const body = yield* readBody(request, MAX_OFFER_BODY_BYTES)
+        return ok(yield* offers.offersFor(principal, body, type === "application/json" ? "json" : "yaml"))
       }))
 
     const createProcurement = serve((principal, request) =>

@@ -37,7 +37,8 @@ export interface SupplyEndpoint {
   readonly parameters: ReadonlyArray<SupplyParameter>
   /** Paged endpoints also take `page_token`. */
   readonly paged: boolean
-  readonly requestBody?: { readonly mediaType: "application/yaml" | "application/json"; readonly schema: NamedSchema }
+  /** The body and the media types it may be written in (the first is the spec's). */
+  readonly requestBody?: { readonly mediaTypes: ReadonlyArray<"application/yaml" | "application/json">; readonly schema: NamedSchema }
   readonly responses: ReadonlyArray<SupplyResponse>
   /**
    * The errors it can end with besides those every procurement endpoint can (401, 403, 500 and a
@@ -99,11 +100,11 @@ export const supplyEndpoints = [
     method: "POST",
     path: "/get_offers",
     tag: ORDERS,
-    summary: "Offers for a YAML request: prices held for 30 minutes",
-    description: `The body is YAML (\`Content-Type: application/yaml\`, at most 16 KiB, nested at most ${MAX_BODY_DEPTH} levels; else 415, 413 or 422); unknown keys are refused (422). Each caller may ask 5 times a minute (429 with \`Retry-After\`); a refused body counts too. Every offer is held for the caller alone until \`expires_at\`.`,
+    summary: "Offers for a request: prices held for 30 minutes",
+    description: `The body is YAML (\`Content-Type: application/yaml\`) or the same fields as JSON (\`application/json\`): at most 16 KiB, nested at most ${MAX_BODY_DEPTH} levels (else 413 or 422; another media type is 415); unknown keys are refused (422). Each caller may ask 5 times a minute (429 with \`Retry-After\`); a refused body counts too. Every offer is held for the caller alone until \`expires_at\`.`,
     parameters: [],
     paged: false,
-    requestBody: { mediaType: "application/yaml", schema: named("OfferRequest", OfferRequest) },
+    requestBody: { mediaTypes: ["application/yaml", "application/json"], schema: named("OfferRequest", OfferRequest) },
     responses: [{ status: 200, description: "OfferList", body: named("OfferList", OfferList) }],
     errors: ["SearchTooBroad", "PayloadTooLarge", "UnsupportedMediaType", "ValidationFailed", "RateLimited", "ProviderUnavailable"],
     rateLimited: true
@@ -121,7 +122,7 @@ export const supplyEndpoints = [
     description: `The body is JSON (\`Content-Type: application/json\`, at most 16 KiB, nested at most ${MAX_BODY_DEPTH} levels; else 415, 413 or 422). A new key answers 201 with \`Location\`; the same key again answers 200 with the one procurement it made (even after the offer expired), and the same key for another offer is 422 \`idempotency_conflict\`. An offer past \`expires_at\` is 410.`,
     parameters: [{ name: "Idempotency-Key", in: "header", schema: IdempotencyKey, required: true }],
     paged: false,
-    requestBody: { mediaType: "application/json", schema: named("ProcurementRequest", ProcurementRequest) },
+    requestBody: { mediaTypes: ["application/json"], schema: named("ProcurementRequest", ProcurementRequest) },
     responses: [
       { status: 201, description: "Procurement (made by this request)", body: procurement, location: true },
       { status: 200, description: "Procurement (made earlier with this Idempotency-Key)", body: procurement }

@@ -17,8 +17,8 @@ import { unavailable } from "./storage.js"
 import { llmTokenPriceTable } from "../storage/tables.js"
 
 const Key = HexKey()
-/** `exclude_outliers`: exactly `true` or `false`. */
-const Flag = Schema.compose(Schema.String, Schema.Literal("true", "false")).pipe(
+/** `exclude_outliers`: exactly `true` or `false`, a boolean once decoded (and in OpenAPI). */
+const Flag = Schema.compose(Schema.String, Schema.BooleanFromString).pipe(
   Schema.annotations(withMessage("expected true or false"))
 )
 
@@ -81,7 +81,7 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
 
     /** `exclude_outliers=true` keeps rows not flagged. */
     const outliers = (params: Params): ReadonlyArray<Predicate> =>
-      params.exclude_outliers === "true" ? [{ op: "eq", field: "is_price_outlier", value: "false" }] : []
+      params.exclude_outliers === true ? [{ op: "eq", field: "is_price_outlier", value: "false" }] : []
 
     /**
      * Resolves `model_search` terms to models: a term matches a model when it is a substring of

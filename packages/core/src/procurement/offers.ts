@@ -11,7 +11,7 @@ import { RentalPriceStore } from "../storage/contract.js"
 import { ProcurementStore } from "../storage/procurement.js"
 import { newId, ownRecord, requireProcurement } from "./access.js"
 import { type ProviderError, roundUsd, type SupplyCatalog, SupplyProvider } from "./provider.js"
-import { parseOfferRequest } from "./request.js"
+import { type OfferRequestFormat, parseOfferRequest } from "./request.js"
 
 /** `POST /get_offers` requests each caller may make per minute. */
 export const OFFER_REQUESTS_PER_MINUTE = 5
@@ -84,9 +84,9 @@ export class Offers extends Effect.Service<Offers>()("Procurement/Offers", {
       return yield* limits.consume(`get_offers:${principal.id}`, OFFER_REQUESTS_PER_MINUTE)
     })
 
-    /** Offers for a YAML body, without counting the call (`admit` does). */
-    const offersFor = Effect.fn("Offers.offersFor")(function* (principal: Principal, yaml: string | Uint8Array) {
-      const request = yield* parseOfferRequest(yaml)
+    /** Offers for a YAML (or JSON) body, without counting the call (`admit` does). */
+    const offersFor = Effect.fn("Offers.offersFor")(function* (principal: Principal, body: string | Uint8Array, format: OfferRequestFormat = "yaml") {
+      const request = yield* parseOfferRequest(body, format)
       const catalog = yield* Effect.mapError(provider.catalog, providerUnavailable)
       const issues = checkTerms(request, catalog)
       if (issues.length > 0) return yield* Effect.fail(validationFailed(issues))

@@ -28,15 +28,19 @@ export const Token = Schema.String.pipe(
   Schema.annotations(withMessage("expected a non-empty value of at most 200 characters"))
 )
 
-/** An inclusive bound: a plain non-negative decimal number. */
+/**
+ * An inclusive bound: a plain non-negative decimal number. Its decoded side (a number >= 0) is
+ * what OpenAPI documents, so a generated client sends a number.
+ */
 export const Bound = Schema.compose(
   Schema.String.pipe(Schema.pattern(/^\d{1,15}(\.\d{1,12})?$/)),
   Schema.NumberFromString
-).pipe(Schema.annotations(withMessage("expected a number >= 0, written as digits with an optional fraction")))
+).pipe(Schema.nonNegative(), Schema.annotations(withMessage("expected a number >= 0, written as digits with an optional fraction")))
 
-/** `page_size`: an integer from 1 to 1000. */
+/** `page_size`: an integer from 1 to 1000 (documented as one). */
 export const PageSize = Schema.compose(Schema.String.pipe(Schema.pattern(/^\d{1,4}$/)), Schema.NumberFromString).pipe(
-  Schema.filter((n) => n >= 1 && n <= 1000),
+  Schema.int(),
+  Schema.between(1, 1000),
   Schema.annotations(withMessage("expected an integer from 1 to 1000"))
 )
 
@@ -52,10 +56,17 @@ export const SortOrderParam = Schema.Literal("asc", "desc").pipe(
 export const SortByParam = <const F extends ReadonlyArray<string>>(fields: F) =>
   Schema.Literal(...fields).pipe(Schema.annotations(withMessage(`expected one of ${fields.join(", ")}`)))
 
-/** A datetime or a bare date, kept as text and resolved by the window / as-of rules. */
+/**
+ * A datetime or a bare date, kept as text and resolved by the window / as-of rules. OpenAPI
+ * documents it as an RFC 3339 `date-time` or a `date` (a datetime without an offset, read as
+ * UTC, is accepted too).
+ */
 export const InstantParam = Schema.String.pipe(
   Schema.pattern(/^\d{4}-\d{2}-\d{2}([Tt ].+)?$/),
-  Schema.annotations(withMessage("expected an ISO 8601 datetime or a YYYY-MM-DD date"))
+  Schema.annotations({
+    ...withMessage("expected an ISO 8601 datetime or a YYYY-MM-DD date"),
+    jsonSchema: { type: "string", anyOf: [{ format: "date-time" }, { format: "date" }] }
+  })
 )
 
 /** What a caller may pass as a query: URL search params, pairs, or a record of strings. */

@@ -1,4 +1,6 @@
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
 
 /**
  * Fields of ingest records. A stored row publishes every field, `null` where the source did not
@@ -26,3 +28,24 @@ export const omittableNulls = <const F extends Schema.Struct.Fields>(fields: F):
   Object.fromEntries(
     Object.entries(fields).map(([name, field]) => [name, isNullOr(field) ? Schema.optionalWith(field as Schema.Schema.Any, { default: () => null }) : field])
   ) as OmittableNulls<F>
+
+/**
+ * `fields` with each one's meaning as its `description` annotation, so the row's schema is the
+ * one place a field's meaning is written: OpenAPI's component schemas and the docs page read it
+ * from there. Every field must be given one.
+ */
+export const withMeanings = <const F extends Readonly<Record<string, Schema.Schema.All>>>(
+  fields: F,
+  meanings: { readonly [K in keyof F]: string }
+): F =>
+  Object.fromEntries(Object.entries(fields).map(([name, field]) => [name, field.annotations(meaning(field, meanings[name]!))])) as F
+
+/**
+ * The annotations that give `field` the description `text`. JSON Schema generation reads a
+ * refinement's own annotations only through its `jsonSchema` one (merged over what it refines),
+ * so a refinement carries the description there too, beside whatever keywords it already adds.
+ */
+const meaning = (field: Schema.Schema.All, text: string): { readonly description: string; readonly jsonSchema?: object } =>
+  SchemaAST.isRefinement(field.ast)
+    ? { description: text, jsonSchema: { ...Option.getOrUndefined(SchemaAST.getJSONSchemaAnnotation(field.ast)), description: text } }
+    : { description: text }

@@ -1,6 +1,6 @@
 import * as Schema from "effect/Schema"
 import { parseDate } from "../query/time.js"
-import { omittableNulls } from "./fields.js"
+import { omittableNulls, withMeanings } from "./fields.js"
 import {
   ClassSlug, HardwareMarket, type HardwareVocabularyField, hardwareVocabularyDefaults
 } from "./hardware-vocabulary.js"
@@ -112,7 +112,7 @@ const described = {
  * order; a value that is not published is `null`, never absent. No field names a seller.
  * `observed_date` is never null here: the row's id is made of it, and a window places the row by it.
  */
-export class HardwarePriceRow extends Schema.Class<HardwarePriceRow>("HardwarePriceRow")({
+export class HardwarePriceRow extends Schema.Class<HardwarePriceRow>("HardwarePriceRow")(withMeanings({
   observation_id: ObservationId,
   listing_key: ListingKey,
   gpu_canonical_name: GpuCanonicalName,
@@ -121,7 +121,57 @@ export class HardwarePriceRow extends Schema.Class<HardwarePriceRow>("HardwarePr
   ...listed,
   price_usd: Price,
   ...described
-}) {}
+}, {
+  observation_id: "`<listing_key>:<observed_date>`: one listing on one day.",
+  listing_key: "Stable listing identity across observed days.",
+  gpu_canonical_name: "Catalog GPU slug.",
+  observed_date: "Day of observation.",
+  listing_last_updated_date: "When the seller last touched the listing.",
+  price_amount: "Price as listed, in `currency`.",
+  currency: "Currency of `price_amount`.",
+  price_usd: "Price in USD; the only price used for ordering.",
+  price_usd_low: "Lower bound, USD, where the listing gave a range.",
+  price_usd_high: "Upper bound, USD, where the listing gave a range.",
+  price_type: "Ask, sold or estimate.",
+  price_per_gpu_system_attach: "Price per GPU where the unit is a system.",
+  price_basis: "What one priced unit is.",
+  taxes_included: "Whether the price includes tax.",
+  payment_terms: "Terms the seller states.",
+  stock_status: "Availability as stated.",
+  units_available: "Units the seller holds.",
+  min_order_quantity: "Smallest order accepted.",
+  lead_time_weeks: "Quoted lead time in weeks.",
+  market: "`primary` (new channel) or `secondary` (resale).",
+  channel: "Channel class.",
+  source_type: "Kind of source, never the source.",
+  confidence: "Weight to give the observation.",
+  counterparty_class: "Class of counterparty (dealer, OEM, end user), never an identity.",
+  transaction_level: "Where in the chain the price sits (e.g. bare module, server, rack).",
+  gpu_count_in_unit: "GPUs in the priced unit.",
+  includes_host_cpus: "Count of host CPUs in the price, not a flag.",
+  includes_dram_gb: "System DRAM included, GB.",
+  includes_storage_tb: "Storage included, TB.",
+  includes_nics: "NICs included, as described.",
+  includes_nvswitch: "Whether NVSwitch is included.",
+  includes_scaleout_fabric: "Whether a scale-out fabric is included.",
+  includes_chassis_psu: "Whether the chassis and PSU are included.",
+  includes_cooling_hw: "Cooling hardware included, as described.",
+  software_entitlements: "Bundled software licences.",
+  support_years: "Years of support included.",
+  warranty_months: "Warranty length, months.",
+  services_included: "Bundled services.",
+  condition: "New, refurbished or used.",
+  module_packaging: "How the GPU is packaged.",
+  unit_age_months: "Unit age in months.",
+  unit_age_basis: "How the age was established.",
+  warranty_remaining_months: "Warranty remaining, months.",
+  hours_used: "Reported hours on the unit.",
+  warranty_transferable: "Whether the warranty transfers.",
+  firmware_region_lock: "Whether the firmware is region-locked.",
+  country: "ISO 3166 upper-case country code; a country, not a cloud region.",
+  country_group: "Coarse grouping of countries (e.g. `north_america`, `europe`, `apac`).",
+  export_control_regime: "Export-control regime of the unit."
+})) {}
 
 /** The row as plain data (what storage returns and what is serialised). */
 export type HardwarePrice = Schema.Schema.Encoded<typeof HardwarePriceRow>

@@ -2,6 +2,7 @@ import * as Schema from "effect/Schema"
 import { parseDate } from "../query/time.js"
 import { MetadataBody } from "./envelope.js"
 import { GpuCanonicalName, VendorSlug } from "./rental-price.js"
+import { withMeanings } from "./fields.js"
 import { StoredInstant } from "./versioned.js"
 
 /**
@@ -144,15 +145,21 @@ const IntradayTimestamp = /^\d{4}-\d{2}-\d{2}T\d{2}:(00|30):00\.000000Z$/
  * value and the instant its 30-minute interval starts for an intraday one (27-character form).
  * `p5`/`p95` are null for administered indices.
  */
-export const IndexValueRow = Schema.Struct({
+export const IndexValueRow = Schema.Struct(withMeanings({
   id: IndexId,
   type: IndexRowType,
   timestamp: Schema.String,
-  /** USD per GPU per hour. */
   value: PositiveNumber,
   p5: Schema.NullOr(PositiveNumber),
   p95: Schema.NullOr(PositiveNumber)
-}).pipe(
+}, {
+  id: "Index id.",
+  type: "`daily` or `intraday`.",
+  timestamp: "Daily: the calendar date (`YYYY-MM-DD`). Intraday: the UTC instant the 30-minute interval starts.",
+  value: "Index value, USD per GPU per hour.",
+  p5: "Lower bound of the envelope bracketing `value`; null where no envelope is published.",
+  p95: "Upper bound of the envelope bracketing `value`; null where no envelope is published."
+})).pipe(
   Schema.filter((r) =>
     (r.type === "daily" ? DailyTimestamp : IntradayTimestamp).test(r.timestamp) ||
     `timestamp of a ${r.type} value is ${r.type === "daily" ? "YYYY-MM-DD" : "the 27-character instant an interval starts"}`

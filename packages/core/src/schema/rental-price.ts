@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { omittableNulls, optionalNull } from "./fields.js"
+import { omittableNulls, optionalNull, withMeanings } from "./fields.js"
 import { CurrencyCode, RawPriceUnit } from "./price-unit.js"
 import { versionValidity } from "./versioned.js"
 
@@ -55,12 +55,42 @@ const published = {
  * produces a new row; the old one gets its `valid_to`. Fields appear in the spec's order, and a
  * value that is not published is `null`, never absent.
  */
-export class RentalPriceRow extends Schema.Class<RentalPriceRow>("RentalPriceRow")({
+export class RentalPriceRow extends Schema.Class<RentalPriceRow>("RentalPriceRow")(withMeanings({
   ...published,
   ...versionValidity,
   base_product_key: BaseProductKey,
   product_key: ProductKey
-}) {}
+}, {
+  vendor: "Vendor slug.",
+  vendor_gpu_name: "GPU name as the vendor writes it.",
+  vendor_sku: "Vendor SKU.",
+  vendor_region: "Vendor's own region label.",
+  region: "Normalised cloud region.",
+  gpu_canonical_name: "Catalog GPU slug.",
+  gpu_manufacturer: "GPU manufacturer.",
+  gpu_model: "GPU model.",
+  gpu_count: "GPUs in the product.",
+  gpu_memory_gb: "GPU memory, GB.",
+  vcpu: "Virtual CPUs.",
+  ram_gb: "RAM, GB.",
+  os: "Operating system (a product descriptor).",
+  form_factor: "Form factor (a product descriptor).",
+  interconnect: "GPU interconnect (a product descriptor).",
+  instance_type: "Instance type (a product descriptor).",
+  instance_variant: "Instance variant (a product descriptor).",
+  contract_type: "Contract type, e.g. `ondemand`, `spot`.",
+  contract_term: "Contract term text.",
+  contract_details: "Contract details text.",
+  availability: "Availability status, e.g. `available`.",
+  price_usd_per_gpu_hour: "Normalised price in USD per GPU-hour; use this to compare vendors.",
+  raw_price: "Price as the vendor published it, in `raw_price_unit`.",
+  raw_price_unit: "Unit of `raw_price`.",
+  valid_from: "Start of validity (UTC).",
+  valid_to: "End of validity (UTC); null while the row is current.",
+  extracted_at: "When the price was extracted (UTC).",
+  base_product_key: "Identity hash: every observation of one priced thing across price changes.",
+  product_key: "Snapshot identity hash: one exact observation (identity, time, price)."
+})) {}
 
 /** The row as plain data (what storage returns and what is serialised). */
 export type RentalPrice = Schema.Schema.Encoded<typeof RentalPriceRow>

@@ -1,7 +1,7 @@
 import * as Schema from "effect/Schema"
 import { parseDate } from "../query/time.js"
 import { MetadataBody } from "./envelope.js"
-import { optionalNull } from "./fields.js"
+import { optionalNull, withMeanings } from "./fields.js"
 import { GpuCanonicalName } from "./rental-price.js"
 
 /**
@@ -50,7 +50,7 @@ export type BlendAxis = typeof BlendAxis.Type
  * One published blend, fields in the spec's order. Only `discount_percentage` may be null
  * (some blended deal came without a list price); every other field is always published.
  */
-export class TransactionRow extends Schema.Class<TransactionRow>("TransactionRow")({
+export class TransactionRow extends Schema.Class<TransactionRow>("TransactionRow")(withMeanings({
   gpu_model: Text,
   gpu_canonical_name: GpuCanonicalName,
   region_group: RegionGroup,
@@ -69,7 +69,23 @@ export class TransactionRow extends Schema.Class<TransactionRow>("TransactionRow
   blend_tenor_days: TenorDays,
   blend_region_group: RegionGroup,
   row_key: TransactionRowKey
-}) {}
+}, {
+  gpu_model: "GPU model.",
+  gpu_canonical_name: "Catalog GPU slug.",
+  region_group: "Coarse trading group, not a cloud region.",
+  contract_type: "Contract type.",
+  tenor_days: "Tenor in days.",
+  price_usd_per_gpu_hour: "The only price figure, USD per GPU-hour, volume-weighted over the blended deals; no median, range or spread exists.",
+  total_gpu_count: "GPUs in the blend. Never sum it across rows: rolling rows double-count deals.",
+  total_gpu_hours: "GPU-hours in the blend. Never sum it across rows: rolling rows double-count deals.",
+  transaction_date: "Date of the blend.",
+  discount_percentage: "Discount percentage against list price (negative above list); null when a blended deal had no list price.",
+  is_rolling: "True when the row shares a deal with the row before it.",
+  blend_axis: "What was combined to make the row: `none`, `tenor` or `region_group`.",
+  blend_tenor_days: "Tenor blended over, in days.",
+  blend_region_group: "Region group blended over.",
+  row_key: "Row identifier."
+})) {}
 
 /** A published row as plain data (what storage returns and what is serialised). */
 export type AggregatedTransaction = Schema.Schema.Encoded<typeof TransactionRow>
