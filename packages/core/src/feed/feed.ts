@@ -18,6 +18,7 @@ import { CommaList, collectQuery, decodeParams, type QueryInput } from "../query
 import { formatInstant, type Micros, startOfDay } from "../query/time.js"
 import { eventDataType, eventGpu, eventInstant, type MarketEvent } from "../schema/market-event.js"
 import { EventLogStore, type EventLogTrimmed, type LoggedEvent } from "../storage/event-log.js"
+import { turn } from "./turns.js"
 
 /**
  * The change feed: one follower per process reads the storage's event log (a blocking read on
@@ -40,7 +41,7 @@ export const RING_SIZE = 8192
 export const MAX_LAG = 2048
 /**
  * Events a subscriber takes at a time: from the ring, or from the log while it catches up. Before
- * each slice it gives the event loop a turn, so a fan-out to many subscribers interleaves with
+ * each slice it waits for a turn (turns.ts), so a fan-out to many subscribers interleaves with
  * requests instead of running through every subscriber's backlog first.
  */
 const SLICE = 32
@@ -111,16 +112,6 @@ export const feedMessage = (item: Exclude<FeedItem, { readonly _tag: "idle" }>):
 export type FeedError = ValidationFailed | InsufficientEntitlement | NotFound | EventIdExpired | StorageUnavailable
 
 const IDLE: Chunk.Chunk<FeedItem> = Chunk.of({ _tag: "idle" })
-
-/**
- * One turn of the event loop (its I/O and timers run) before the caller goes on. Effect's own
- * yields run as microtasks, which let no request in: many subscribers woken at once would take
- * every slice of a burst before the next request is read.
- */
-const turn: Effect.Effect<void> = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
 
 /** What a subscriber receives: the types it may read and asked for, GPUs, index ids. */
 interface Selection {
