@@ -7,8 +7,9 @@ import { Agent, get, type IncomingMessage } from "node:http"
  * streams and counts each one's events, whose ids must grow (none arrives twice); a `dropped`
  * one resumes from its id with `Last-Event-ID`, as the HTTP client does. Prints `open` once every
  * stream has answered, `done <dropped>` once each has FEED_EXPECTED events (and how many
- * subscriptions were dropped and resumed), or `fail <why>` and exits 1. Closes every stream and
- * exits when stdin ends.
+ * subscriptions were dropped and resumed), or `fail <why>` and exits 1; until then, every 5 s,
+ * `progress <complete> <fewest>` (subscribers with every event, the fewest events any has). Closes
+ * every stream and exits when stdin ends.
  */
 
 const url = new URL(process.env.FEED_URL!)
@@ -26,6 +27,7 @@ let open = 0
 let complete = 0
 let dropped = 0
 let closing = false
+const counts: Array<number> = Array.from({ length: n }, () => 0)
 
 /** Subscriber `i` from after event `last`, with `count` events so far. */
 const follow = (i: number, last: number, count: number) => {
@@ -52,7 +54,8 @@ const follow = (i: number, last: number, count: number) => {
         }
         if (id <= last) return fail(`subscriber ${i}: event ${id} after ${last}`)
         last = id
-        if (++count > expected) return fail(`subscriber ${i}: more than ${expected} events`)
+        counts[i] = ++count
+        if (count > expected) return fail(`subscriber ${i}: more than ${expected} events`)
         if (count === expected && ++complete === n) process.stdout.write(`done ${dropped}\n`)
       }
       text = text.slice(end + 2)
@@ -64,6 +67,9 @@ const follow = (i: number, last: number, count: number) => {
 }
 
 for (let i = 0; i < n; i++) follow(i, 0, 0)
+setInterval(() => {
+  if (complete < n) process.stdout.write(`progress ${complete} ${Math.min(...counts)}\n`)
+}, 5000).unref()
 process.stdin.on("end", () => {
   closing = true
   agent.destroy()
