@@ -168,7 +168,8 @@ export const runFeedBurstBench = async (quick: boolean, log: (line: string) => v
     for (let i = 0; i < events; i += per) {
       await market.ingest.rental(Array.from({ length: Math.min(per, events - i) }, (_, k) => rental(`burst${i + k}`)))
     }
-    const done = await subsLine("every event at every subscriber", 300_000)
+    let done = await subsLine("every event at every subscriber", 300_000)
+    while (done.startsWith("progress ")) done = await subsLine("every event at every subscriber", 300_000)
     if (!done.startsWith("done ")) throw new Error(`subscribers: ${done}`)
     const finished = now()
     const dropped = Number(done.split(" ")[1])

@@ -7,7 +7,7 @@ import { Agent, get, type IncomingMessage } from "node:http"
  * streams and counts each one's events, whose ids must grow (none arrives twice); a `dropped`
  * one resumes from its id with `Last-Event-ID`, as the HTTP client does. Prints `open` once every
  * stream has answered, `done <dropped>` once each has FEED_EXPECTED events (and how many
- * subscriptions were dropped and resumed), or `fail <why>` and exits 1; until then, every 5 s,
+ * subscriptions were dropped and resumed), or `fail <why>` and exits 1; in between, every 5 s,
  * `progress <complete> <fewest>` (subscribers with every event, the fewest events any has). Closes
  * every stream and exits when stdin ends.
  */
@@ -68,7 +68,7 @@ const follow = (i: number, last: number, count: number) => {
 
 for (let i = 0; i < n; i++) follow(i, 0, 0)
 setInterval(() => {
-  if (complete < n) process.stdout.write(`progress ${complete} ${Math.min(...counts)}\n`)
+  if (open === n && complete < n) process.stdout.write(`progress ${complete} ${Math.min(...counts)}\n`)
 }, 5000).unref()
 process.stdin.on("end", () => {
   closing = true

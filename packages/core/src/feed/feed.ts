@@ -18,7 +18,7 @@ import { CommaList, collectQuery, decodeParams, type QueryInput } from "../query
 import { formatInstant, type Micros, startOfDay } from "../query/time.js"
 import { eventDataType, eventGpu, eventInstant, type MarketEvent } from "../schema/market-event.js"
 import { EventLogStore, type EventLogTrimmed, type LoggedEvent } from "../storage/event-log.js"
-import { turn } from "./turns.js"
+import { inTurn } from "./turns.js"
 
 /**
  * The change feed: one follower per process reads the storage's event log (a blocking read on
@@ -40,9 +40,9 @@ export const RING_SIZE = 8192
  */
 export const MAX_LAG = 2048
 /**
- * Events a subscriber takes at a time: from the ring, or from the log while it catches up. Before
- * each slice it waits for a turn (turns.ts), so a fan-out to many subscribers interleaves with
- * requests instead of running through every subscriber's backlog first.
+ * Events a subscriber takes at a time: from the ring, or from the log while it catches up. Each
+ * slice runs in a turn of the fan-out (turns.ts), so a fan-out to many subscribers interleaves
+ * with requests instead of running through every subscriber's backlog first.
  */
 const SLICE = 32
 /**
@@ -323,14 +323,13 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
         return Chunk.of({ _tag: "dropped", id: position, reason })
       }
 
-      // Set after a pull that took events or woke up: the next one gives the event loop a turn first.
+      // Set after a step that took events or woke up: the next one runs in a turn of the fan-out.
       let owesTurn = false
-      /** The next items (maybe none yet): from the log until the ring is reached, then from the ring. */
-      const pull: Effect.Effect<Chunk.Chunk<FeedItem>, Option.Option<never>> = Effect.gen(function* () {
-        if (owesTurn) {
-          owesTurn = false
-          yield* turn
-        }
+      /**
+       * The next items (maybe none yet): from the log until the ring is reached, then from the
+       * ring; or `wait` when there is nothing new.
+       */
+      const step: Effect.Effect<Chunk.Chunk<FeedItem> | "wait", Option.Option<never>> = Effect.gen(function* () {
         if (done || ring.closed) return yield* Effect.fail(Option.none())
         if (ring.epoch !== epoch) return dropped("resync")
         const now = yield* nowMicros
@@ -365,15 +364,22 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
             answered = true
             return IDLE
           }
-          yield* Deferred.await(ring.arrived)
-          owesTurn = true
-          return seq === ring.next ? IDLE : Chunk.empty()
+          return "wait"
         }
         owesTurn = true
         const upto = Math.min(ring.next, seq + SLICE)
         const events = ring.events.slice(seq - ring.first, upto - ring.first)
         seq = upto
         return Chunk.fromIterable(deliver(events, now))
+      })
+      const pull: Effect.Effect<Chunk.Chunk<FeedItem>, Option.Option<never>> = Effect.gen(function* () {
+        const turnOwed = owesTurn
+        owesTurn = false
+        const taken = yield* (turnOwed ? inTurn(step) : step)
+        if (taken !== "wait") return taken
+        yield* Deferred.await(ring.arrived)
+        owesTurn = true
+        return seq === ring.next ? IDLE : Chunk.empty()
       })
       return Stream.repeatEffectChunkOption(pull)
     })
