@@ -230,7 +230,7 @@ ${r.subscribers.toLocaleString("en-US")} subscribers of \`GET /v2/events?data_ty
 | server RSS 10 s after every stream closed | ${mib(r.rss.after)} | |
 | \`/latest\` during the fan-out: p50, p99, max (${r.latest.samples} requests) | ${ms(r.latest.p50)}, ${ms(r.latest.p99)}, ${ms(r.latest.max)} | p99 ≤ ${BURST_P99_TARGET_MS} ms |
 
-1-minute load average ${r.load.toFixed(2)} before the burst, on 2 cores. What bounds the memory: each event's frame is encoded once and shared; a subscriber's stream is written 16 KiB at a time, the next write once its socket took the last, so it holds under 32 KiB; the events it has yet to take wait in the shared ring. Subscribers take 32 events at a time with a turn of the event loop before each slice, so requests are read between slices.
+1-minute load average ${r.load.toFixed(2)} before the burst, on 2 cores. What bounds the memory: each event's frame is encoded once and shared; a subscriber's stream is written 16 KiB at a time, the next write once its socket took the last, so it holds under 32 KiB; the events it has yet to take wait in the shared ring. Subscribers take 32 events at a time, one slice after another in turns of 10 ms, and the event loop reads requests between turns.
 `
 
 const isMain = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href
