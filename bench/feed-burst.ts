@@ -42,7 +42,7 @@ export interface FeedBurstResults {
   readonly fanOutSeconds: number
   /** Subscriptions dropped as slow consumers (each resumed from its id). */
   readonly dropped: number
-  /** `/latest` latencies (ms) of requests sent from the first write until the last subscriber had every event. */
+  /** `/latest` latencies (ms) of requests sent from the first write until the last subscriber had every event, each waited for. */
   readonly latest: { readonly samples: number; readonly p50: number; readonly p99: number; readonly max: number }
   readonly load: number
 }
@@ -76,25 +76,39 @@ const lineReader = (child: ChildProcess) => {
   })
 }
 
-/** The prober's process: a `/latest` request every 20 ms, without waiting for the one before; prints `[sentAt, ms]` pairs when stdin ends. */
+/**
+ * The prober's process: a `/latest` request every 20 ms, without waiting for the one before; when
+ * stdin ends, stops sending, waits for every answer still due, and prints `[sentAt, ms]` pairs
+ * (ms -1: failed, or not a page).
+ */
 const probe = (base: string) => {
   const agent = new Agent({ keepAlive: true, maxSockets: 64 })
   const samples: Array<readonly [number, number]> = []
+  let due = 0
   const timer = setInterval(() => {
     const sent = now()
+    due++
     get(`${base}${LATEST}`, { agent, headers: { authorization: AUTHORIZATION } }, (res) => {
       res.resume()
       res.on("end", () => {
-        if (res.statusCode !== 200) throw new Error(`/latest: ${res.statusCode}`)
-        samples.push([sent, now() - sent])
+        // A request not answered with a page counts as never answered.
+        samples.push([sent, res.statusCode === 200 ? now() - sent : Number.POSITIVE_INFINITY])
+        due--
       })
+    }).on("error", () => {
+      samples.push([sent, Number.POSITIVE_INFINITY])
+      due--
     })
   }, PROBE_EVERY_MS)
   process.stdin.on("end", () => {
     clearInterval(timer)
-    process.stdout.write(`${JSON.stringify(samples)}\n`)
-    agent.destroy()
-    process.exit(0)
+    const report = () => {
+      if (due > 0) return void setTimeout(report, 20)
+      process.stdout.write(`${JSON.stringify(samples.map(([sent, ms]) => [sent, Number.isFinite(ms) ? ms : -1]))}\n`)
+      agent.destroy()
+      process.exit(0)
+    }
+    report()
   }).resume()
 }
 
@@ -173,9 +187,11 @@ export const runFeedBurstBench = async (quick: boolean, log: (line: string) => v
     if (!done.startsWith("done ")) throw new Error(`subscribers: ${done}`)
     const finished = now()
     const dropped = Number(done.split(" ")[1])
+    // The prober stops sending and answers once every request it sent was answered.
+    prober.stdin!.end()
+    const samples = (JSON.parse(await proberLine("probe samples", 120_000)) as Array<[number, number]>)
+      .filter(([sent]) => sent >= started && sent <= finished).map(([, ms]) => (ms < 0 ? Number.POSITIVE_INFINITY : ms))
     await stop(prober)
-    const samples = (JSON.parse(await proberLine("probe samples", 10_000)) as Array<[number, number]>)
-      .filter(([sent]) => sent >= started && sent <= finished).map(([, ms]) => ms)
     await stop(subs)
     peak = Math.max(peak, rssMiB(pid))
     await sleep(AFTER_MS)
