@@ -50,7 +50,8 @@ export interface FeedBurstResults {
 /** Epoch milliseconds with sub-millisecond precision, comparable across processes on one machine. */
 const now = () => performance.timeOrigin + performance.now()
 
-const lineReader = (child: ChildProcess) => {
+/** The lines a child prints, one per call, waiting for the next; after `ms` (when given) it fails naming `what`. */
+export const lineReader = (child: ChildProcess) => {
   const lines: Array<string> = []
   const waiters: Array<(line: string) => void> = []
   let out = ""
@@ -65,10 +66,10 @@ const lineReader = (child: ChildProcess) => {
       else lines.push(line)
     }
   })
-  return (what: string, ms: number) => new Promise<string>((resolve, reject) => {
+  return (what = "line", ms?: number) => new Promise<string>((resolve, reject) => {
     const line = lines.shift()
     if (line !== undefined) return resolve(line)
-    const timer = setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms)
+    const timer = ms === undefined ? undefined : setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms)
     waiters.push((l) => {
       clearTimeout(timer)
       resolve(l)

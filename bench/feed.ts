@@ -6,7 +6,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { REPO_ROOT } from "./config"
-import { type FeedBurstResults, feedBurstLines, feedBurstMarkdown, runFeedBurstBench } from "./feed-burst"
+import { type FeedBurstResults, feedBurstLines, feedBurstMarkdown, lineReader, runFeedBurstBench } from "./feed-burst"
 import { median, quantile } from "./stats"
 
 /**
@@ -121,25 +121,7 @@ const measure = async (role: "sut" | "bare", subscribers: number, writes: number
   const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "bench/feed.ts")], {
     cwd: REPO_ROOT, env: { ...process.env, FEED_BENCH_ROLE: role, }, stdio: ["pipe", "pipe", "inherit"]
   })
-  const lines: Array<string> = []
-  const waiters: Array<(line: string) => void> = []
-  let out = ""
-  child.stdout!.on("data", (c: Buffer) => {
-    out += c.toString()
-    let nl: number
-    while ((nl = out.indexOf("\n")) >= 0) {
-      const line = out.slice(0, nl)
-      out = out.slice(nl + 1)
-      const waiter = waiters.shift()
-      if (waiter !== undefined) waiter(line)
-      else lines.push(line)
-    }
-  })
-  const nextLine = () => new Promise<string>((resolve) => {
-    const line = lines.shift()
-    if (line !== undefined) resolve(line)
-    else waiters.push(resolve)
-  })
+  const nextLine = lineReader(child)
   const agent = new Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY })
   try {
     const port = Number((await nextLine()).split(" ")[1])
