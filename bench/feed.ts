@@ -6,6 +6,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { REPO_ROOT } from "./config"
+import { type FeedBurstResults, feedBurstLines, feedBurstMarkdown, lineReader, runFeedBurstBench } from "./feed-burst"
 import { median, quantile } from "./stats"
 
 /**
@@ -35,6 +36,8 @@ export interface FeedBenchResults {
   readonly bare: FeedSide
   /** 1-minute load averages before each side ran: the machine is shared. */
   readonly load: { readonly bare: number; readonly feed: number }
+  /** Memory and requests while a burst fans out (feed-burst.ts). */
+  readonly burst: FeedBurstResults
 }
 
 /** Epoch milliseconds with sub-millisecond precision, comparable across processes on one machine. */
@@ -118,25 +121,7 @@ const measure = async (role: "sut" | "bare", subscribers: number, writes: number
   const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "bench/feed.ts")], {
     cwd: REPO_ROOT, env: { ...process.env, FEED_BENCH_ROLE: role, }, stdio: ["pipe", "pipe", "inherit"]
   })
-  const lines: Array<string> = []
-  const waiters: Array<(line: string) => void> = []
-  let out = ""
-  child.stdout!.on("data", (c: Buffer) => {
-    out += c.toString()
-    let nl: number
-    while ((nl = out.indexOf("\n")) >= 0) {
-      const line = out.slice(0, nl)
-      out = out.slice(nl + 1)
-      const waiter = waiters.shift()
-      if (waiter !== undefined) waiter(line)
-      else lines.push(line)
-    }
-  })
-  const nextLine = () => new Promise<string>((resolve) => {
-    const line = lines.shift()
-    if (line !== undefined) resolve(line)
-    else waiters.push(resolve)
-  })
+  const nextLine = lineReader(child)
   const agent = new Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY })
   try {
     const port = Number((await nextLine()).split(" ")[1])
@@ -189,7 +174,7 @@ const measure = async (role: "sut" | "bare", subscribers: number, writes: number
   }
 }
 
-/** Runs (n): the bare loop first, then the feed, each with its own server process. */
+/** Runs (n): the bare loop first, then the feed, each with its own server process; then the burst. */
 export const runFeedBench = async (quick: boolean, log: (line: string) => void): Promise<FeedBenchResults> => {
   const subscribers = Number(process.env.FEED_BENCH_SUBSCRIBERS ?? (quick ? 200 : FEED_SUBSCRIBERS))
   const writes = quick ? 10 : 60
@@ -199,13 +184,16 @@ export const runFeedBench = async (quick: boolean, log: (line: string) => void):
   log(`  (n) GET /v2/events on SQLite, ${subscribers} subscribers ...`)
   const loadFeed = os.loadavg()[0]!
   const feed = await measure("sut", subscribers, writes)
-  return { subscribers, writes, feed, bare, load: { bare: loadBare, feed: loadFeed } }
+  const burst = await runFeedBurstBench(quick, log)
+  return { subscribers, writes, feed, bare, load: { bare: loadBare, feed: loadFeed }, burst }
 }
 
 const ms = (n: number) => `${n.toFixed(1)} ms`
 
-/** The line of (n) in the results table. */
-export const feedLine = (r: FeedBenchResults) => ({
+/** The lines of (n) in the results table: one write's latency, then the burst's. */
+export const feedLines = (r: FeedBenchResults) => [feedLine(r), ...feedBurstLines(r.burst)]
+
+const feedLine = (r: FeedBenchResults) => ({
   name: `(n) feed fan-out: one write → ${r.subscribers.toLocaleString("en-US")}th subscriber notified, p50 (p99), vs bare SSE loop`,
   figure: `${ms(r.feed.p50)} (${ms(r.feed.p99)})`,
   baseline: `${ms(r.bare.p50)} (${ms(r.bare.p99)})`,
@@ -224,8 +212,9 @@ ${r.subscribers.toLocaleString("en-US")} subscribers of \`GET /v2/events\` (Serv
 | \`GET /v2/events\` on SQLite | ${ms(r.feed.p50)} | ${ms(r.feed.p99)} | ${ms(Math.min(...r.feed.samples))} | ${ms(Math.max(...r.feed.samples))} |
 | bare node:http SSE loop | ${ms(r.bare.p50)} | ${ms(r.bare.p99)} | ${ms(Math.min(...r.bare.samples))} | ${ms(Math.max(...r.bare.samples))} |
 
-1-minute load average ${r.load.bare.toFixed(2)} before the baseline ran and ${r.load.feed.toFixed(2)} before the feed did, on 2 cores. Ratio at p50: ${(r.feed.p50 / r.bare.p50).toFixed(2)}×. Target: ≤ ${FEED_TARGET_RATIO.toFixed(2)}× of the bare loop at p50. Each subscriber costs the feed a filter and scrub of its own (entitlements, history floor, query) and a position of its own to resume from; the row's JSON is made once per event.
-`
+1-minute load average ${r.load.bare.toFixed(2)} before the baseline ran and ${r.load.feed.toFixed(2)} before the feed did, on 2 cores. Ratio at p50: ${(r.feed.p50 / r.bare.p50).toFixed(2)}×. Target: ≤ ${FEED_TARGET_RATIO.toFixed(2)}× of the bare loop at p50. Each subscriber costs the feed a filter and scrub of its own (entitlements, history floor, query) and a position of its own to resume from; each event's SSE frame is encoded once and its bytes shared.
+
+${feedBurstMarkdown(r.burst)}`
 
 const isMain = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href
 if (isMain) {
@@ -233,8 +222,9 @@ if (isMain) {
   if (role !== undefined) void serve(role)
   else {
     runFeedBench(process.env.BENCH_QUICK === "1", (line) => console.log(line)).then((r) => {
-      const line = feedLine(r)
-      console.log(`${line.name}: ${line.figure}; baseline ${line.baseline}; ${line.ratio.toFixed(2)}×; target ${line.target}: ${line.pass ? "pass" : "FAIL"}`)
+      for (const line of feedLines(r)) {
+        console.log(`${line.name}: ${line.figure}; baseline ${line.baseline}; ${line.ratio.toFixed(2)}×; target ${line.target}: ${line.pass ? "pass" : "FAIL"}`)
+      }
     }).catch((e: unknown) => {
       console.error(e)
       process.exitCode = 1

@@ -19,6 +19,8 @@ const AUTHORIZATION = `Bearer ${BENCH_TOKEN}`
 export interface Server {
   readonly name: string
   readonly url: string
+  /** The server process's id. */
+  readonly pid: number | undefined
   /** CPU seconds (user + system) the server process has used so far, where the OS tells. */
   readonly cpuSeconds: () => number | undefined
   readonly stop: () => Promise<void>
@@ -94,6 +96,7 @@ export const startProcess = async (
   const server: Server = {
     name,
     url: `http://127.0.0.1:${port}${pathAndQuery}`,
+    pid: child.pid,
     cpuSeconds: () => processCpuSeconds(child.pid),
     stop: () => stopChild(child)
   }

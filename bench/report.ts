@@ -1,4 +1,4 @@
-import { type FeedBenchResults, feedLine, feedMarkdown } from "./feed"
+import { type FeedBenchResults, feedLines, feedMarkdown } from "./feed"
 import * as os from "node:os"
 import type { BenchConfig } from "./config"
 import type { CoreResults, Timing } from "./core-bench"
@@ -83,7 +83,7 @@ export const lines = (r: RunResults): ReadonlyArray<Line> => {
     { name: "(i) worker pool of 2: createWorkerMarket to first answer, vs 2 bare Workers online", figure: seconds(poolAnswer.medianMs), baseline: seconds(bareWorkers.medianMs), ratio: poolAnswer.medianMs / bareWorkers.medianMs, target: startupTarget, pass: poolAnswer.medianMs <= STARTUP_TARGET_SECONDS * 1000 },
     importLine(r.import),
     dashboardLine(r.dashboard),
-    feedLine(r.feed)
+    ...feedLines(r.feed)
   ]
 }
 

@@ -7,7 +7,7 @@ import { dashboardLine, dashboardMarkdown, runDashboardBench } from "./dashboard
 import { issueBenchToken, openMarket, runCoreBench } from "./core-bench"
 import { hardwareConfig, runHardwareBench } from "./hardware"
 import { importConfig, importMarkdown, runImportBench } from "./import"
-import { feedLine, feedMarkdown, runFeedBench } from "./feed"
+import { feedLines, feedMarkdown, runFeedBench } from "./feed"
 import { runIndexBench } from "./indexes"
 import { runHttpBench } from "./http-bench"
 import { runRedisBench } from "./redis"
@@ -84,7 +84,7 @@ const main = async () => {
     if (only === "k") return sectionOnly("k", q, runImportBench(importConfig(q), log), (r) => [importLine(r)], importMarkdown)
     if (only === "l") return sectionOnly("l", q, runServingBench(q, log), servingLines, servingMarkdown)
     if (only === "m") return sectionOnly("m", q, runDashboardBench(q, log), (r) => [dashboardLine(r)], dashboardMarkdown)
-    if (only === "n") return sectionOnly("n", q, runFeedBench(q, log), (r) => [feedLine(r)], feedMarkdown)
+    if (only === "n") return sectionOnly("n", q, runFeedBench(q, log), feedLines, feedMarkdown)
     if (only === "o") return sectionOnly("o", q, runTopologyBench(q, log), topologyLines, (r) => topologyMarkdown(r), true)
     throw new Error(`BENCH_ONLY supports k, l, m, n and o; run another section alone with npx tsx bench/<section>.ts`)
   }

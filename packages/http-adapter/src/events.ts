@@ -1,5 +1,5 @@
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { eventDataType, type FeedItem, feedMessage } from "@gpu-market/core"
+import { type FeedItem, feedMessage } from "@gpu-market/core"
 import * as Chunk from "effect/Chunk"
 import * as Stream from "effect/Stream"
 
@@ -25,42 +25,46 @@ export const DEFAULT_HEARTBEAT_MS = 15_000
 export const heartbeatProblem = (ms: number | undefined): string | undefined =>
   ms === undefined || (Number.isSafeInteger(ms) && ms > 0) ? undefined : `feedHeartbeatMs must be a whole number of ms above 0, got ${ms}`
 
-/** The JSON of each event's row, made once however many subscribers it goes to. */
-const rowJson = new WeakMap<object, string>()
-
-/** The SSE text of an event or a drop: the message's JSON, with the row's made once per event. */
-const sseOf = (item: Exclude<FeedItem, { readonly _tag: "idle" }>): string => {
-  if (item._tag === "dropped") {
-    const message = feedMessage(item)
-    return `id: ${message.id}\nevent: dropped\ndata: ${JSON.stringify(message)}\n\n`
-  }
-  const { event } = item
-  let row = rowJson.get(event)
-  if (row === undefined) rowJson.set(event, row = JSON.stringify(event.row))
-  const id = JSON.stringify(item.id)
-  return `id: ${item.id}\nevent: ${event.type}\ndata: {"id":${id},"type":"${event.type}","data_type":"${eventDataType[event.type]}","row":${row}}\n\n`
-}
+/**
+ * The largest write to a subscriber's socket. The server writes the next one only once the socket
+ * has taken the last (below its high-water mark, 16 KiB), so what a subscriber holds in the
+ * process is under 32 KiB (or one larger event) however slow its client; the events it has yet
+ * to take wait in the feed's ring, shared.
+ */
+export const MAX_WRITE_BYTES = 16_384
 
 const encoder = new TextEncoder()
+const PREAMBLE = encoder.encode(": gpu-market change feed\nretry: 1000\n\n")
+const PING = encoder.encode(": ping\n\n")
+
+/** The SSE text of an event or a drop. */
+const sseOf = (item: Exclude<FeedItem, { readonly _tag: "idle" }>): string => {
+  const message = feedMessage(item)
+  return `id: ${item.id}\nevent: ${message.type}\ndata: ${JSON.stringify(message)}\n\n`
+}
 
 /**
- * The bytes of each event's message with the id it was last sent with: subscribers that are
- * caught up send an event with the same id, so a write to many of them is encoded once.
+ * Each event's frame with the id it was made for: every subscriber that follows the ring from
+ * where it started sends an event with the same id, so the frame is encoded once and its bytes
+ * shared by all of them. It lives as long as the event it is keyed by, which the ring holds.
  */
-const encoded = new WeakMap<object, { readonly id: string; readonly bytes: Uint8Array }>()
-const bytesOf = (item: Extract<FeedItem, { readonly _tag: "event" }>): Uint8Array => {
-  const hit = encoded.get(item.event)
+const frames = new WeakMap<object, { readonly id: string; readonly bytes: Uint8Array }>()
+const frameOf = (item: Extract<FeedItem, { readonly _tag: "event" }>): Uint8Array => {
+  const hit = frames.get(item.event)
   if (hit !== undefined && hit.id === item.id) return hit.bytes
   const bytes = encoder.encode(sseOf(item))
-  encoded.set(item.event, { id: item.id, bytes })
+  frames.set(item.event, { id: item.id, bytes })
   return bytes
 }
+
+/** One write: its frames, copied together when there are several. */
+const joined = (frames: ReadonlyArray<Uint8Array>): Uint8Array => frames.length === 1 ? frames[0]! : Buffer.concat(frames)
 
 /**
  * The response of a subscription: `text/event-stream`, never cached or buffered by a proxy,
  * opening with a comment and a reconnection delay for `EventSource` (the feed yields at once,
- * so the headers leave at once), then the items, each chunk of them one write, with heartbeats
- * between them.
+ * so the headers leave at once), then the items in writes of at most `MAX_WRITE_BYTES`, each
+ * written once the socket has taken the one before, with heartbeats between them.
  */
 export const sseResponse = (
   items: Stream.Stream<FeedItem>,
@@ -72,23 +76,37 @@ export const sseResponse = (
   // anything written.
   let opened = false
   let written = Date.now()
-  const body = Stream.mapChunks(items, (chunk) => {
+  /** The writes of a chunk of items: their frames, grouped up to `MAX_WRITE_BYTES`. */
+  const writesOf = (chunk: Chunk.Chunk<FeedItem>): Chunk.Chunk<ReadonlyArray<Uint8Array>> => {
     const now = Date.now()
-    const only = Chunk.size(chunk) === 1 ? Chunk.unsafeHead(chunk) : undefined
-    if (opened && only !== undefined && only._tag === "event") {
-      written = now
-      return Chunk.of(bytesOf(only))
+    const writes: Array<ReadonlyArray<Uint8Array>> = []
+    let group: Array<Uint8Array> = []
+    let size = 0
+    const add = (bytes: Uint8Array) => {
+      if (size > 0 && size + bytes.length > MAX_WRITE_BYTES) {
+        writes.push(group)
+        group = []
+        size = 0
+      }
+      group.push(bytes)
+      size += bytes.length
     }
-    let text = opened ? "" : ": gpu-market change feed\nretry: 1000\n\n"
+    if (!opened) add(PREAMBLE)
     opened = true
     for (const item of chunk) {
-      if (item._tag !== "idle") text += sseOf(item)
-      else if (now - written >= heartbeatMs) text += ": ping\n\n"
+      if (item._tag === "event") add(frameOf(item))
+      else if (item._tag === "dropped") add(encoder.encode(sseOf(item)))
+      else if (now - written >= heartbeatMs) add(PING)
     }
-    if (text === "") return Chunk.empty()
-    written = now
-    return Chunk.of(encoder.encode(text))
-  })
+    if (size > 0) {
+      writes.push(group)
+      written = now
+    }
+    return Chunk.unsafeFromArray(writes)
+  }
+  // One write per chunk of the body: the server waits for the socket to drain after a write that
+  // filled it, before it takes the next.
+  const body = items.pipe(Stream.mapChunks(writesOf), Stream.rechunk(1), Stream.map(joined))
   return HttpServerResponse.stream(body, {
     contentType: "text/event-stream",
     headers: { ...headers, "cache-control": "no-store", "x-accel-buffering": "no" }

@@ -151,15 +151,19 @@ export const makeEventLogStore = <Row extends { readonly valid_to: string | null
   }
   // One read transaction: the bounds and the rows come from one snapshot.
   const readConsistently = client.db.transaction(readSync)
-  const read = (position: string, limit: number) =>
-    Effect.flatMap(client.read("events.read", () => readConsistently(position, limit)), (r) =>
-      r instanceof EventLogTrimmed ? Effect.fail(r) : Effect.succeed(r))
+  const settled = (r: ReadonlyArray<LoggedEvent> | EventLogTrimmed) => r instanceof EventLogTrimmed ? Effect.fail(r) : Effect.succeed(r)
+  const read = (position: string, limit: number) => Effect.flatMap(client.read("events.read", () => readConsistently(position, limit)), settled)
   // The position a follow last found nothing after, and the file's change stamp before that
   // read: while neither moves, nothing was committed to read, and a quiet feed reads no table.
   let quiet: { readonly position: string; readonly stamp: string } | undefined
   const stamp = client.read("events.stamp", client.changeStamp)
+  // A follow reads the newest, in a snapshot begun after the stamp: in one the task's other reads
+  // (a request's page) had begun before another process committed, it found nothing while the
+  // stamp already showed the commit, took the log for quiet, and read nothing until the next one.
   const readUnlessQuiet = (position: string, limit: number, since: string) =>
-    quiet !== undefined && quiet.position === position && quiet.stamp === since ? Effect.succeed([]) : read(position, limit)
+    quiet !== undefined && quiet.position === position && quiet.stamp === since
+      ? Effect.succeed([])
+      : Effect.flatMap(client.run("events.follow", () => readConsistently(position, limit)), settled)
   return {
     positions: numberedPositions,
     head: client.read("events.head", () => String(head())),

@@ -18,28 +18,39 @@ import { CommaList, collectQuery, decodeParams, type QueryInput } from "../query
 import { formatInstant, type Micros, startOfDay } from "../query/time.js"
 import { eventDataType, eventGpu, eventInstant, type MarketEvent } from "../schema/market-event.js"
 import { EventLogStore, type EventLogTrimmed, type LoggedEvent } from "../storage/event-log.js"
+import { inTurn } from "./turns.js"
 
 /**
  * The change feed: one follower per process reads the storage's event log (a blocking read on
  * Redis, a poll on SQLite) into a bounded ring every subscriber of the process reads from, so a
  * write in any process sharing the store reaches them all with one read of the log. A subscriber
- * that resumes (`Last-Event-ID`) reads the log itself until it reaches the ring, then follows
- * the ring; each keeps only its position, so memory is the ring's whatever the subscribers do.
+ * that resumes (`Last-Event-ID`) reads the log itself, a slice at a time, until it reaches the
+ * ring, then follows the ring. Each keeps only its position: the events it has yet to take are
+ * the ring's, shared, and an adapter holds at most what it has written and its client has not
+ * read yet (the HTTP adapter bounds that in bytes).
  */
 
 /** Events the ring keeps: a resuming subscriber joins it once its own reads reach the part it holds. */
 export const RING_SIZE = 8192
 /**
  * How far (in events of the ring) a subscriber may fall behind before it is dropped with its
- * position: a slow consumer costs nothing while it is connected, and resumes from that id.
+ * position (`slow_consumer`): its lag costs nothing while it is connected (the events are the
+ * ring's), and it resumes from that id. Above what one read of the log adds at once, so a burst
+ * alone drops no one.
  */
 export const MAX_LAG = 2048
+/**
+ * Events a subscriber takes at a time: from the ring, or from the log while it catches up. Each
+ * slice runs in a turn of the fan-out (turns.ts), so a fan-out to many subscribers interleaves
+ * with requests instead of running through every subscriber's backlog first.
+ */
+const SLICE = 32
 /**
  * How often a quiet subscription yields an `idle` item: adapters send their heartbeats on them.
  * One timer wakes every subscriber of the process, rather than a timer each.
  */
 export const IDLE_TICK_MS = 1000
-/** Events one read of the log asks for. */
+/** Events one read of the follower asks for. */
 const READ_PAGE = 500
 /**
  * How often a subscription confirms that its token still holds: a revoked token's stream ends
@@ -282,7 +293,7 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
         detail: `the log no longer holds the events after ${e.position} (it keeps the newest ones only); read the current state and subscribe without Last-Event-ID`
       })
       // Read now, so an id the log trimmed past is a 410 before the stream starts.
-      let backlog: ReadonlyArray<LoggedEvent> | undefined = lastEventId === undefined ? undefined : yield* Effect.catchTag(log.read(position, READ_PAGE), "EventLogTrimmed", (e) => Effect.fail(expired(e)))
+      let backlog: ReadonlyArray<LoggedEvent> | undefined = lastEventId === undefined ? undefined : yield* Effect.catchTag(log.read(position, SLICE), "EventLogTrimmed", (e) => Effect.fail(expired(e)))
       let seq: number | undefined = lastEventId === undefined ? ring.next : undefined
 
       /** Delivers what `principal` receives of `events`, advancing the position past all of them. */
@@ -312,8 +323,13 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
         return Chunk.of({ _tag: "dropped", id: position, reason })
       }
 
-      /** The next items (maybe none yet): from the log until the ring is reached, then from the ring. */
-      const pull: Effect.Effect<Chunk.Chunk<FeedItem>, Option.Option<never>> = Effect.gen(function* () {
+      // Set after a step that took events or woke up: the next one runs in a turn of the fan-out.
+      let owesTurn = false
+      /**
+       * The next items (maybe none yet): from the log until the ring is reached, then from the
+       * ring; or `wait` when there is nothing new.
+       */
+      const step: Effect.Effect<Chunk.Chunk<FeedItem> | "wait", Option.Option<never>> = Effect.gen(function* () {
         if (done || ring.closed) return yield* Effect.fail(Option.none())
         if (ring.epoch !== epoch) return dropped("resync")
         const now = yield* nowMicros
@@ -327,28 +343,43 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
             events = backlog
             backlog = undefined
           } else {
-            const read = yield* Effect.either(log.read(position, READ_PAGE))
+            const read = yield* Effect.either(log.read(position, SLICE))
             if (Either.isLeft(read)) {
               return dropped(read.left._tag === "EventLogTrimmed" ? "resync" : "storage_unavailable")
             }
             events = read.right
           }
+          owesTurn = true
           if (events.length > 0) return Chunk.fromIterable(deliver(events, now))
           // Caught up with the log: join the ring once past everything it let go of.
           if (ring.evicted !== undefined && !positions.covers(position, ring.evicted)) return Chunk.empty()
           seq = ring.first
         }
-        if (seq < ring.first || ring.next - seq > MAX_LAG) return dropped(seq < ring.first ? "resync" : "slow_consumer")
+        // Behind by more than MAX_LAG (or by more than the ring holds): its position is still in
+        // the log, so the id resumes it.
+        if (ring.next - seq > MAX_LAG) return dropped("slow_consumer")
         if (seq === ring.next) {
           // The first pull answers at once, so an adapter can open its response before any event.
-          if (!answered) return (answered = true, IDLE)
-          yield* Deferred.await(ring.arrived)
-          return seq === ring.next ? IDLE : Chunk.empty()
+          if (!answered) {
+            answered = true
+            return IDLE
+          }
+          return "wait"
         }
-        const upto = Math.min(ring.next, seq + READ_PAGE)
+        owesTurn = true
+        const upto = Math.min(ring.next, seq + SLICE)
         const events = ring.events.slice(seq - ring.first, upto - ring.first)
         seq = upto
         return Chunk.fromIterable(deliver(events, now))
+      })
+      const pull: Effect.Effect<Chunk.Chunk<FeedItem>, Option.Option<never>> = Effect.gen(function* () {
+        const turnOwed = owesTurn
+        owesTurn = false
+        const taken = yield* (turnOwed ? inTurn(step) : step)
+        if (taken !== "wait") return taken
+        yield* Deferred.await(ring.arrived)
+        owesTurn = true
+        return seq === ring.next ? IDLE : Chunk.empty()
       })
       return Stream.repeatEffectChunkOption(pull)
     })
