@@ -15,6 +15,7 @@ import { makeProgress } from "./progress.js"
 import { storageOptions } from "./options.js"
 import { describeStorage, marketOn, rateLimitModeOf, storageOn } from "./storage.js"
 import { dashboardFromEnvironment, metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment, shutdownTimeoutMs } from "./serve.js"
+import { syncCommand } from "./sync.js"
 import { tokensCommand } from "./tokens.js"
 
 /** `gpu-market`: serve the API, seed the demo market, import data, manage tokens and indexes. */
@@ -156,15 +157,17 @@ const indexes = Command.make("indexes").pipe(
 )
 
 const root = Command.make("gpu-market").pipe(
-  Command.withDescription(`The GPU market data API and its data: serve, seed, import, tokens, indexes, check. An error is one line on stderr (exit 2 for a command line that cannot work, 1 otherwise); add --verbose anywhere to see its cause.`),
-  Command.withSubcommands([serveCommand, seed, importCommand, tokensCommand, indexes, checkCommand]),
+  Command.withDescription(`The GPU market data API and its data: serve, seed, import, sync, tokens, indexes, check. An error is one line on stderr (exit 2 for a command line that cannot work, 1 otherwise); add --verbose anywhere to see its cause.`),
+  Command.withSubcommands([serveCommand, seed, importCommand, syncCommand, tokensCommand, indexes, checkCommand]),
   // @effect/cli itself writes through a console of its own (./output.js); the commands write through the process's.
   (command) => Command.transformHandler(command, (effect) => Effect.withConsole(effect, standardConsole))
 )
 
 /** The commands by name, for errors and usage lines to name the command run. */
 const namesOf = (subcommands: HashMap.HashMap<string, unknown>) => [...HashMap.keys(subcommands)]
-const groups: Record<string, ReadonlyArray<string>> = { tokens: namesOf(Command.getSubcommands(tokensCommand)), indexes: namesOf(Command.getSubcommands(indexes)) }
+const groups: Record<string, ReadonlyArray<string>> = {
+  tokens: namesOf(Command.getSubcommands(tokensCommand)), indexes: namesOf(Command.getSubcommands(indexes)), sync: namesOf(Command.getSubcommands(syncCommand))
+}
 const tree: CommandTree = Object.fromEntries(namesOf(Command.getSubcommands(root)).map((name) => [name, Object.fromEntries((groups[name] ?? []).map((sub) => [sub, {}]))]))
 
 // The version the package was installed at: package.json sits one folder above dist/.

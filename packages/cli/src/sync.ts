@@ -1,0 +1,153 @@
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import { describeCounts, FormatImport, ingestBounds, type ImportCounts, sniffFormat } from "@gpu-market/core"
+import { SettingsStore } from "@gpu-market/core/storage"
+import * as Console from "effect/Console"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { join } from "node:path"
+import { fetchSource, type Validators } from "./fetch-source.js"
+import { ServerLogging } from "./logging.js"
+import { storageOptions } from "./options.js"
+import { UsageError } from "./output.js"
+import { marketOn, type StorageChoice } from "./storage.js"
+import { readSources, type SyncSource } from "./sync-sources.js"
+
+/**
+ * `gpu-market sync --once`: pulls each source of a sources file (or the shipped preset) and
+ * imports it as a snapshot, safely: a body is fetched whole and checked (size, length, content
+ * type, format) before anything is applied, an unchanged source costs a 304, and a snapshot that
+ * would withdraw more than its share of current products is held back. What became of each
+ * source is kept in the store's settings (`sync/<name>`), which `sync status` prints.
+ */
+
+/** What a sync did with one source. */
+export type SyncOutcome = "imported" | "unchanged" | "refused" | "held_back" | "rejected"
+
+/** What the store remembers of a source between syncs. */
+interface SyncState {
+  readonly validators: Validators
+  readonly last_attempt: string
+  readonly last_success: string | null
+  readonly outcome: SyncOutcome
+  readonly detail: string
+  readonly counts: ImportCounts | null
+  readonly withdrawn: number | null
+  readonly next_run: string
+}
+
+const stateKey = (name: string) => `sync/${name}`
+
+const PRESETS = { public: join(import.meta.dirname, "../presets/public.yaml") } as const
+
+const readState = (name: string) =>
+  Effect.flatMap(SettingsStore, (settings) => settings.get(stateKey(name))).pipe(
+    Effect.map(Option.map((text) => JSON.parse(text) as SyncState))
+  )
+
+/** Syncs one source into the market its layer opens, and remembers the outcome. */
+const syncOne = (source: SyncSource) =>
+  Effect.gen(function* () {
+    const started = new Date()
+    const previous = yield* readState(source.name)
+    const kept = Option.match(previous, { onNone: () => ({ validators: {}, last_success: null }), onSome: (s) => s })
+    const fetched = yield* Effect.either(fetchSource(source.name, source.url, source.fetch, kept.validators))
+    const at = started.toISOString()
+    const finish = (outcome: SyncOutcome, detail: string, rest: Partial<Pick<SyncState, "validators" | "counts" | "withdrawn">> = {}) =>
+      Effect.gen(function* () {
+        const success = outcome === "imported" || outcome === "unchanged" || outcome === "rejected"
+        const state: SyncState = {
+          validators: rest.validators ?? kept.validators,
+          last_attempt: at,
+          last_success: success ? at : kept.last_success,
+          outcome, detail,
+          counts: rest.counts ?? null,
+          withdrawn: rest.withdrawn ?? null,
+          next_run: new Date(started.getTime() + Duration.toMillis(source.interval)).toISOString()
+        }
+        yield* Effect.flatMap(SettingsStore, (settings) => settings.set(stateKey(source.name), JSON.stringify(state)))
+        const line = `${source.name}: ${outcome.replace("_", " ")}: ${detail}`
+        yield* success && outcome !== "rejected" ? Effect.logInfo(`sync ${line}`) : Effect.logWarning(`sync ${line}`)
+        return { outcome, line }
+      })
+    if (fetched._tag === "Left") return yield* finish("refused", fetched.left.message)
+    if (fetched.right._tag === "NotModified") return yield* finish("unchanged", "not modified since the last sync")
+    const { text, validators } = fetched.right
+    const looks = sniffFormat(text)
+    if (looks !== source.format) return yield* finish("refused", `not a ${source.format} file${looks === undefined ? "" : ` (it looks like ${looks})`}`)
+    const formats = yield* FormatImport
+    const options = { observedAt: at, snapshot: source.snapshot, quarantine: source.policy.quarantine ?? [], maxWithdrawal: source.maxWithdrawal }
+    const imported = yield* Effect.either(source.format === "skypilot"
+      ? formats.skypilot(text, { ...options, vendor: source.vendor ?? "" })
+      : formats.litellm(text, options))
+    if (imported._tag === "Left") {
+      const e = imported.left
+      if (e._tag !== "ValidationFailed") return yield* Effect.fail(e)
+      return yield* finish(e.errors.some((i) => i.parameter === "max_withdrawal") ? "held_back" : "refused", e.errors.map((i) => i.message).join("; "))
+    }
+    const summary = imported.right
+    const counts = describeCounts(summary.counts) + (summary.withdrawn === null ? "" : `; withdrew ${summary.withdrawn}`)
+    return yield* finish(summary.rejections.length > 0 ? "rejected" : "imported", counts, { validators, counts: summary.counts, withdrawn: summary.withdrawn })
+  })
+
+const sourcesOptions = {
+  sources: Options.text("sources").pipe(Options.withDescription("the sources file (YAML): each source's name, url, format, vendor, snapshot, interval, policy; default $GPU_MARKET_SYNC"), Options.optional),
+  preset: Options.choice("preset", ["public"] as const).pipe(
+    Options.withDescription("a shipped sources file instead: public (SkyPilot's v7 catalogs of the shipped clouds and LiteLLM's price table, at their public locations)"),
+    Options.optional
+  )
+}
+
+const sourcesPath = (o: { readonly sources: Option.Option<string>; readonly preset: Option.Option<keyof typeof PRESETS> }) => {
+  if (Option.isSome(o.sources) && Option.isSome(o.preset)) return Effect.fail(new UsageError({ message: "give --sources or --preset, not both" }))
+  if (Option.isSome(o.preset)) return Effect.succeed(PRESETS[o.preset.value])
+  const path = Option.getOrElse(o.sources, () => process.env.GPU_MARKET_SYNC ?? "")
+  return path.trim() === "" ? Effect.fail(new UsageError({ message: "give --sources FILE, --preset public or $GPU_MARKET_SYNC" })) : Effect.succeed(path)
+}
+
+/** Each source synced once, one after the other, each under its own bounds; exit code 1 unless every one was imported or unchanged. */
+const syncOnce = (sources: ReadonlyArray<SyncSource>, storage: StorageChoice) =>
+  Effect.gen(function* () {
+    let failed = 0
+    for (const source of sources) {
+      const bounds = yield* Effect.try({ try: () => ingestBounds(source.policy.bounds ?? {}), catch: (e) => new UsageError({ message: `source ${source.name}: ${(e as Error).message}` }) })
+      const { outcome, line } = yield* Effect.provide(syncOne(source), marketOn(storage, {}, bounds))
+      yield* Console.log(line)
+      if (outcome !== "imported" && outcome !== "unchanged") failed++
+    }
+    if (failed > 0) {
+      yield* Console.error(`gpu-market sync: ${failed} of ${sources.length} sources not synced cleanly (refused, held back, or entries rejected); nothing of a refused or held-back source was applied`)
+      process.exitCode = 1
+    }
+  })
+
+const once = Command.make("sync", {
+  once: Options.boolean("once").pipe(Options.withDescription("sync every source once and exit (0: all imported or unchanged, 1: any refused, held back or with rejected entries)")),
+  ...sourcesOptions,
+  ...storageOptions
+}, (o) => Effect.gen(function* () {
+  if (!o.once) return yield* new UsageError({ message: "only --once is supported here: run it from a scheduler (cron, a systemd timer)" })
+  const sources = yield* readSources(yield* sourcesPath(o))
+  yield* syncOnce(sources, o).pipe(Effect.provide(yield* ServerLogging))
+}))
+
+const status = Command.make("status", { ...sourcesOptions, ...storageOptions }, (o) =>
+  Effect.gen(function* () {
+    const sources = yield* readSources(yield* sourcesPath(o))
+    const lines = yield* Effect.forEach(sources, (source) => Effect.map(readState(source.name), Option.match({
+      onNone: () => `${source.name}: never synced`,
+      onSome: (s) => [
+        `${source.name}: ${s.outcome.replace("_", " ")} at ${s.last_attempt}; last success ${s.last_success ?? "never"}; next run ${s.next_run}`,
+        `  ${s.detail}`
+      ].join("\n")
+    })))
+    yield* Console.log(lines.join("\n"))
+  }).pipe(Effect.provide(marketOn(o)))
+).pipe(Command.withDescription("Each source's last attempt, last success, outcome, counts and next run, as the store remembers them."))
+
+/** `gpu-market sync --once` and `gpu-market sync status`. */
+export const syncCommand = once.pipe(
+  Command.withDescription("Pull the sources of a sources file (or --preset public) and import each as a snapshot, safely; see `sync status`."),
+  Command.withSubcommands([status])
+)
