@@ -204,6 +204,18 @@ describe("gpu-market sync --once", () => {
     assert.strictEqual(requests.length, before)
   })
 
+  it("the README's sources file reads as written", async () => {
+    const readme = readFileSync(join(import.meta.dirname, "../README.md"), "utf8")
+    const section = readme.slice(readme.indexOf("## Syncing sources"))
+    const yaml = /```yaml\n([\s\S]*?)```/.exec(section)![1]!
+    const file = join(dir, "readme-sources.yaml")
+    writeFileSync(file, yaml)
+    writeFileSync(join(dir, "public-sources.yaml"), readFileSync(join(import.meta.dirname, "../packages/cli/policies/public-sources.yaml")))
+    const status = await cli("sync", "status", "--sources", file, "--db", join(dir, "readme.db"))
+    assert.strictEqual(status.code, 0, status.stderr)
+    assert.strictEqual(status.stdout, "lambda: never synced\nlitellm: never synced\n")
+  })
+
   it("the shipped preset names every shipped SkyPilot cloud's catalog and LiteLLM's table at their public locations, with the shipped policy", () => {
     const preset = parseYaml(readFileSync(join(import.meta.dirname, "../packages/cli/presets/public.yaml"), "utf8")) as {
       sources: ReadonlyArray<{ name: string; url: string; format: string; vendor?: string; policy: string }>

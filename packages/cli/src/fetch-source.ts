@@ -81,7 +81,9 @@ const attempt = (url: URL, policy: FetchPolicy, validators: Validators): Effect.
         if (status >= 300 && status < 400 && status !== 304 && res.headers.location !== undefined) {
           res.resume()
           if (redirects >= policy.maxRedirects) return done(Effect.fail(refuse(`more than ${policy.maxRedirects} redirects`, false)))
-          return get(new URL(res.headers.location, target), redirects + 1)
+          const next = new URL(res.headers.location, target)
+          if (target.protocol === "https:" && next.protocol !== "https:") return done(Effect.fail(refuse(`a redirect from https to ${next.protocol} is not followed`, false)))
+          return get(next, redirects + 1)
         }
         if (status === 304) {
           res.resume()
