@@ -2,10 +2,15 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { describeCounts, FormatImport, ingestBounds, type ImportCounts, sniffFormat } from "@gpu-market/core"
 import { SettingsStore } from "@gpu-market/core/storage"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import { randomUUID } from "node:crypto"
+import { hostname } from "node:os"
 import { join } from "node:path"
 import { fetchSource, type Validators } from "./fetch-source.js"
 import { ServerLogging } from "./logging.js"
@@ -15,7 +20,7 @@ import { marketOn, type StorageChoice } from "./storage.js"
 import { readSources, type SyncSource } from "./sync-sources.js"
 
 /**
- * `gpu-market sync --once`: pulls each source of a sources file (or the shipped preset) and
+ * `gpu-market sync [--once]`: pulls each source of a sources file (or the shipped preset) and
  * imports it as a snapshot, safely: a body is fetched whole and checked (size, length, content
  * type, format) before anything is applied, an unchanged source costs a 304, and a snapshot that
  * would withdraw more than its share of current products is held back. What became of each
@@ -49,7 +54,7 @@ const readState = (name: string) =>
 /** Syncs one source into the market its layer opens, and remembers the outcome. */
 const syncOne = (source: SyncSource) =>
   Effect.gen(function* () {
-    const started = new Date()
+    const started = new Date(yield* Clock.currentTimeMillis)
     const previous = yield* readState(source.name)
     const kept = Option.match(previous, { onNone: () => ({ validators: {}, last_success: null }), onSome: (s) => s })
     const fetched = yield* Effect.either(fetchSource(source.name, source.url, source.fetch, kept.validators))
@@ -106,13 +111,19 @@ const sourcesPath = (o: { readonly sources: Option.Option<string>; readonly pres
   return path.trim() === "" ? Effect.fail(new UsageError({ message: "give --sources FILE, --preset public or $GPU_MARKET_SYNC" })) : Effect.succeed(path)
 }
 
-/** Each source synced once, one after the other, each under its own bounds; exit code 1 unless every one was imported or unchanged. */
+/** One source synced into the market on `storage`, its writes under the source's bounds. */
+const syncSource = (source: SyncSource, storage: StorageChoice) =>
+  Effect.gen(function* () {
+    const bounds = yield* Effect.try({ try: () => ingestBounds(source.policy.bounds ?? {}), catch: (e) => new UsageError({ message: `source ${source.name}: ${(e as Error).message}` }) })
+    return yield* Effect.provide(syncOne(source), marketOn(storage, {}, bounds))
+  })
+
+/** Each source synced once, one after the other; exit code 1 unless every one was imported or unchanged. */
 const syncOnce = (sources: ReadonlyArray<SyncSource>, storage: StorageChoice) =>
   Effect.gen(function* () {
     let failed = 0
     for (const source of sources) {
-      const bounds = yield* Effect.try({ try: () => ingestBounds(source.policy.bounds ?? {}), catch: (e) => new UsageError({ message: `source ${source.name}: ${(e as Error).message}` }) })
-      const { outcome, line } = yield* Effect.provide(syncOne(source), marketOn(storage, {}, bounds))
+      const { outcome, line } = yield* syncSource(source, storage)
       yield* Console.log(line)
       if (outcome !== "imported" && outcome !== "unchanged") failed++
     }
@@ -122,14 +133,60 @@ const syncOnce = (sources: ReadonlyArray<SyncSource>, storage: StorageChoice) =>
     }
   })
 
-const once = Command.make("sync", {
+/** The lease under which one process of all those on a market runs its sync loop. */
+const SYNC_LEASE = "lease/sync"
+
+/** The lease time unless `--lease-ms` says otherwise. */
+const DEFAULT_LEASE_MS = 30_000
+
+/**
+ * The sync loop: every third of the lease time, take or renew the market's sync lease and, while
+ * holding it, sync each source whose next run (kept in the store, so a successor keeps the
+ * schedule) has come. The lease is renewed before each source, so a holder that dies is replaced
+ * within the lease time, and one that is slow does not sync beside its successor.
+ */
+const syncLoop = (sources: ReadonlyArray<SyncSource>, storage: StorageChoice, leaseMs: number) =>
+  Effect.gen(function* () {
+    const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
+    const settings = yield* SettingsStore
+    const take = Effect.flatMap(Clock.currentTimeMillis, (now) => settings.lease(SYNC_LEASE, holder, now, leaseMs))
+    let held = false
+    yield* Effect.logInfo(`sync: ${sources.length} sources, lease ${leaseMs} ms, as ${holder}`)
+    const renewing = Effect.repeat(take, Schedule.spaced(Duration.millis(leaseMs / 3)))
+    const round = Effect.gen(function* () {
+      const holds = yield* take
+      if (holds !== held) yield* Effect.logInfo(holds ? `sync: ${holder} holds the sync lease` : `sync: ${holder} lost the sync lease`)
+      held = holds
+      for (const source of held ? sources : []) {
+        const due = Option.match(yield* readState(source.name), { onNone: () => 0, onSome: (s) => Date.parse(s.next_run) })
+        if (due > (yield* Clock.currentTimeMillis)) continue
+        if (!(yield* take)) break
+        // The lease is renewed while a source syncs, however long its attempts take.
+        yield* Effect.scoped(Effect.zipRight(Effect.forkScoped(renewing), syncSource(source, storage)))
+      }
+    })
+    while (true) {
+      // A store that fails a round (or a source whose policy cannot apply) is logged; the next round tries again.
+      yield* round.pipe(Effect.catchAllCause((cause) => Effect.logError(`sync: a round failed: ${Cause.pretty(cause).split("\n")[0]}`)))
+      yield* Effect.sleep(Duration.millis(leaseMs / 3))
+    }
+  })
+
+const run = Command.make("sync", {
   once: Options.boolean("once").pipe(Options.withDescription("sync every source once and exit (0: all imported or unchanged, 1: any refused, held back or with rejected entries)")),
+  leaseMs: Options.integer("lease-ms").pipe(
+    Options.withDescription(`without --once: milliseconds of the sync lease, which one process of those on the market holds to run the loop; a dead holder is replaced within it; default ${DEFAULT_LEASE_MS}`),
+    Options.optional
+  ),
   ...sourcesOptions,
   ...storageOptions
 }, (o) => Effect.gen(function* () {
-  if (!o.once) return yield* new UsageError({ message: "only --once is supported here: run it from a scheduler (cron, a systemd timer)" })
   const sources = yield* readSources(yield* sourcesPath(o))
-  yield* syncOnce(sources, o).pipe(Effect.provide(yield* ServerLogging))
+  const leaseMs = Option.getOrElse(o.leaseMs, () => DEFAULT_LEASE_MS)
+  if (leaseMs < 300) return yield* new UsageError({ message: "--lease-ms must be at least 300" })
+  const logging = yield* ServerLogging
+  if (o.once) return yield* syncOnce(sources, o).pipe(Effect.provide(logging))
+  return yield* syncLoop(sources, o, leaseMs).pipe(Effect.provide(marketOn(o)), Effect.provide(logging))
 }))
 
 const status = Command.make("status", { ...sourcesOptions, ...storageOptions }, (o) =>
@@ -147,7 +204,7 @@ const status = Command.make("status", { ...sourcesOptions, ...storageOptions }, 
 ).pipe(Command.withDescription("Each source's last attempt, last success, outcome, counts and next run, as the store remembers them."))
 
 /** `gpu-market sync --once` and `gpu-market sync status`. */
-export const syncCommand = once.pipe(
-  Command.withDescription("Pull the sources of a sources file (or --preset public) and import each as a snapshot, safely; see `sync status`."),
+export const syncCommand = run.pipe(
+  Command.withDescription("Pull the sources of a sources file (or --preset public) and import each, safely: once (--once), or on each source's interval in one process of those on the market; see `sync status`."),
   Command.withSubcommands([status])
 )
