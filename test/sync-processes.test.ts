@@ -4,7 +4,7 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { type Started, startUntil, until } from "./support/process"
+import { freePort, type Started, startUntil, until } from "./support/process"
 import { type RedisServer, startRedis, uniquePrefix } from "./support/redis"
 
 /**
@@ -91,6 +91,20 @@ const oneSyncer = async (env: Readonly<Record<string, string>>) => {
 }
 
 describe("one sync loop per market", () => {
+  it("serve --sync runs the loop beside the server, which stays ready", { timeout: 60_000 }, async () => {
+    const port = await freePort()
+    const db = join(dir, "served.db")
+    const served = await startUntil(BIN, ["serve", "--sync", sources, "--port", String(port), "--db", db], {
+      cwd: dir, env: { ...process.env, NO_COLOR: "1", GPU_MARKET_LOG_FORMAT: "json", GPU_MARKET_SYNC: "", GPU_MARKET_REDIS_URL: "" },
+      ready: /listening/, timeoutMs: 30_000
+    })
+    started.push(served)
+    await until("the server's sync importing the catalog", () => /"msg":"sync lambda: imported: read 629: stored 306/.test(served.output()), 30_000)
+    const ready = await fetch(`http://127.0.0.1:${port}/readyz`)
+    assert.strictEqual(ready.status, 200)
+    await served.stop()
+  })
+
   it("on one SQLite file: one process fetches; after kill -9 of it the other takes over", { timeout: 60_000 }, () =>
     oneSyncer({ GPU_MARKET_DB: join(dir, "market.db") }))
 

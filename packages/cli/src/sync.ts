@@ -172,6 +172,13 @@ const syncLoop = (sources: ReadonlyArray<SyncSource>, storage: StorageChoice, le
     }
   })
 
+/**
+ * The sync loop of the sources file `path` on `storage`, beside a server (`serve --sync`,
+ * `$GPU_MARKET_SYNC` for `npm start`); a sources file that cannot work stops it before it starts.
+ */
+export const syncBeside = (path: string, storage: StorageChoice) =>
+  Effect.flatMap(readSources(path), (sources) => syncLoop(sources, storage, DEFAULT_LEASE_MS).pipe(Effect.provide(marketOn(storage))))
+
 const run = Command.make("sync", {
   once: Options.boolean("once").pipe(Options.withDescription("sync every source once and exit (0: all imported or unchanged, 1: any refused, held back or with rejected entries)")),
   leaseMs: Options.integer("lease-ms").pipe(
