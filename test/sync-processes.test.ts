@@ -91,10 +91,10 @@ const oneSyncer = async (env: Readonly<Record<string, string>>) => {
 }
 
 describe("one sync loop per market", () => {
-  it("serve --sync runs the loop beside the server, which stays ready", { timeout: 60_000 }, async () => {
+  it("serve --sync runs the loop beside the server, which stays ready and counts its syncs on /metrics", { timeout: 60_000 }, async () => {
     const port = await freePort()
     const db = join(dir, "served.db")
-    const served = await startUntil(BIN, ["serve", "--sync", sources, "--port", String(port), "--db", db], {
+    const served = await startUntil(BIN, ["serve", "--sync", sources, "--metrics", "--port", String(port), "--db", db], {
       cwd: dir, env: { ...process.env, NO_COLOR: "1", GPU_MARKET_LOG_FORMAT: "json", GPU_MARKET_SYNC: "", GPU_MARKET_REDIS_URL: "" },
       ready: /listening/, timeoutMs: 30_000
     })
@@ -102,6 +102,11 @@ describe("one sync loop per market", () => {
     await until("the server's sync importing the catalog", () => /"msg":"sync lambda: imported: read 629: stored 306/.test(served.output()), 30_000)
     const ready = await fetch(`http://127.0.0.1:${port}/readyz`)
     assert.strictEqual(ready.status, 200)
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+    assert.match(metrics, /^gpu_market_sync_runs_total\{source="lambda",outcome="imported"\} 1$/m)
+    assert.match(metrics, /^gpu_market_sync_rows_total\{source="lambda",result="stored"\} 306$/m)
+    assert.match(metrics, /^gpu_market_sync_last_success_timestamp_seconds\{source="lambda"\} \d+(\.\d+)?$/m)
+    assert.match(metrics, /^gpu_market_sync_next_run_timestamp_seconds\{source="lambda"\} \d+(\.\d+)?$/m)
     await served.stop()
   })
 

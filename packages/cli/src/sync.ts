@@ -7,6 +7,8 @@ import * as Clock from "effect/Clock"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { randomUUID } from "node:crypto"
@@ -44,6 +46,40 @@ interface SyncState {
 
 const stateKey = (name: string) => `sync/${name}`
 
+/** Syncs by source and outcome, on `/metrics` of the process that ran them. */
+const syncRuns = Metric.counter("gpu_market_sync_runs_total", {
+  description: "Syncs of a source by this process, by source and outcome (imported, unchanged, refused, held_back, rejected).",
+  incremental: true
+})
+
+/** Entries and withdrawn rows of the imports of a sync, in the import's vocabulary. */
+const syncRows = Metric.counter("gpu_market_sync_rows_total", {
+  description: "What this process's syncs did, by source and result: stored (rows opened), withdrawn (rows closed), unchanged, rejected.",
+  incremental: true
+})
+
+const syncLastAttempt = Metric.gauge("gpu_market_sync_last_attempt_timestamp_seconds", { description: "When this process last attempted a source, Unix seconds." })
+const syncLastSuccess = Metric.gauge("gpu_market_sync_last_success_timestamp_seconds", { description: "When a source was last imported or found unchanged, Unix seconds, as the store remembers it." })
+const syncNextRun = Metric.gauge("gpu_market_sync_next_run_timestamp_seconds", { description: "When a source is next due, Unix seconds." })
+
+const seconds = (iso: string) => Date.parse(iso) / 1000
+
+/** A sync's outcome on the sync metrics. */
+const recordMetrics = (source: string, state: SyncState) =>
+  Effect.gen(function* () {
+    const by = (tags: Readonly<Record<string, string>>) => <Type, In, Out>(metric: Metric.Metric<Type, In, Out>) =>
+      Metric.taggedWithLabels(metric, Object.entries({ source, ...tags }).map(([key, value]) => MetricLabel.make(key, value)))
+    yield* Metric.increment(by({ outcome: state.outcome })(syncRuns))
+    const c = state.counts
+    const rejected = c === null ? 0 : Object.values(c.rejected).reduce<number>((n, x) => n + (x ?? 0), 0)
+    for (const [result, n] of [["stored", c?.stored ?? 0], ["unchanged", c?.unchanged ?? 0], ["rejected", rejected], ["withdrawn", state.withdrawn ?? 0]] as const) {
+      if (n > 0) yield* Metric.incrementBy(by({ result })(syncRows), n)
+    }
+    yield* Metric.set(by({})(syncLastAttempt), seconds(state.last_attempt))
+    if (state.last_success !== null) yield* Metric.set(by({})(syncLastSuccess), seconds(state.last_success))
+    yield* Metric.set(by({})(syncNextRun), seconds(state.next_run))
+  })
+
 const PRESETS = { public: join(import.meta.dirname, "../presets/public.yaml") } as const
 
 const readState = (name: string) =>
@@ -72,6 +108,7 @@ const syncOne = (source: SyncSource) =>
           next_run: new Date(started.getTime() + Duration.toMillis(source.interval)).toISOString()
         }
         yield* Effect.flatMap(SettingsStore, (settings) => settings.set(stateKey(source.name), JSON.stringify(state)))
+        yield* recordMetrics(source.name, state)
         const line = `${source.name}: ${outcome.replace("_", " ")}: ${detail}`
         yield* success && outcome !== "rejected" ? Effect.logInfo(`sync ${line}`) : Effect.logWarning(`sync ${line}`)
         return { outcome, line }
