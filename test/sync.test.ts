@@ -216,7 +216,7 @@ describe("gpu-market sync --once", () => {
     assert.strictEqual(status.stdout, "lambda: never synced\nlitellm: never synced\n")
   })
 
-  it("the shipped preset names every shipped SkyPilot cloud's catalog and LiteLLM's table at their public locations, with the shipped policy", () => {
+  it("the shipped preset names every shipped SkyPilot cloud's catalog and LiteLLM's table at their public locations, with the shipped policy", async () => {
     const preset = parseYaml(readFileSync(join(import.meta.dirname, "../packages/cli/presets/public.yaml"), "utf8")) as {
       sources: ReadonlyArray<{ name: string; url: string; format: string; vendor?: string; policy: string }>
     }
@@ -228,5 +228,9 @@ describe("gpu-market sync --once", () => {
     assert.deepStrictEqual(preset.sources.filter((s) => s.format === "litellm").map((s) => s.url),
       ["https://raw.githubusercontent.com/BerriAI/litellm/main/model_prices_and_context_window.json"])
     assert.ok(preset.sources.every((s) => s.policy === "../policies/public-sources.yaml"))
+    // As installed, the preset and the policy it names read (nothing is fetched by status).
+    const status = await cli("sync", "status", "--preset", "public", "--db", join(dir, "preset.db"))
+    assert.strictEqual(status.code, 0, status.stderr)
+    assert.deepStrictEqual(status.stdout.trim().split("\n"), preset.sources.map((s) => `${s.name}: never synced`))
   })
 })
