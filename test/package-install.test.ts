@@ -121,12 +121,12 @@ describe("npm pack", () => {
     for (const p of packed) assert.isTrue(existsSync(join(packDir, p.filename)), p.filename)
   })
 
-  it("ships the compiled package only: dist, package.json (and the CLI's bin and import policy, the demo's real catalogs, the dashboard's files), no src/ or test files", () => {
+  it("ships the compiled package only: dist, package.json (and the CLI's bin, import policy and sync preset, the demo's real catalogs, the dashboard's files), no src/ or test files", () => {
     for (const pkg of PACKAGES) {
       const paths = tarball(pkg).files.map((f) => f.path)
       const allowed = (path: string) =>
         path === "package.json" || path === "README.md" || path === "LICENSE" || path.startsWith("dist/") ||
-        (pkg === "cli" && (path.startsWith("bin/") || path.startsWith("policies/"))) || (pkg === "demo" && path.startsWith("data/")) ||
+        (pkg === "cli" && (path.startsWith("bin/") || path.startsWith("policies/") || path.startsWith("presets/"))) || (pkg === "demo" && path.startsWith("data/")) ||
         (pkg === "http-adapter" && path.startsWith("dashboard/"))
       assert.deepStrictEqual(paths.filter((path) => !allowed(path)), [], `@gpu-market/${pkg}: unexpected files`)
       assert.deepStrictEqual(
@@ -149,6 +149,8 @@ describe("npm pack", () => {
         assert.include(paths, "bin/gpu-market.js")
         // The policy with which the public files import green, named in the README by its installed path.
         assert.include(paths, "policies/public-sources.yaml")
+        // The sources of `sync --preset public`, which name that policy by its path beside them.
+        assert.include(paths, "presets/public.yaml")
       } else {
         assert.include(paths, "dist/index.js", `@gpu-market/${pkg}`)
         assert.include(paths, "dist/index.d.ts", `@gpu-market/${pkg}`)

@@ -4,7 +4,7 @@ import { redis } from "@gpu-market/storage-redis"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { tempDb } from "./support/adapters"
+import { problemOf, tempDb } from "./support/adapters"
 import { publicQuarantine, SKYPILOT_CLOUDS, SKYPILOT_EXPECTED } from "./support/formats"
 import { type RedisServer, startRedis, uniquePrefix } from "./support/redis"
 
@@ -114,5 +114,22 @@ describe("SkyPilot snapshots (Promise API, SQLite)", () => {
     // The same snapshot again withdraws nothing more.
     const again = await market.ingest.skypilot(catalog({ kept: 28 }), { vendor: "acme", observedAt: "2026-07-08T00:00:00Z", snapshot: true })
     assert.deepStrictEqual([again.written.opened, again.withdrawn], [0, 0])
+  })
+
+  it("a snapshot that would withdraw more than maxWithdrawal of the vendor's current products is refused before anything is written", async () => {
+    const vendor = "wide"
+    const at = (day: number) => `2026-08-0${day}T00:00:00Z`
+    await market.ingest.skypilot(catalog({ a: 10, b: 11, c: 12, d: 13 }), { vendor, observedAt: at(1), snapshot: true })
+    const latest = async () => (await market.rental.prices.latest({ vendor: [vendor], page_size: 100 }, { token: "reader" })).data
+      .map((r) => [r.vendor_sku, r.raw_price])
+    const before = await latest()
+    // Two of four (50%) against a limit of 25%: refused whole, the new price of a not written either.
+    const problem = await problemOf(market.ingest.skypilot(catalog({ a: 14, b: 11 }), { vendor, observedAt: at(2), snapshot: true, maxWithdrawal: 0.25 }))
+    assert.deepStrictEqual([problem.status, problem.code], [422, "validation_failed"])
+    assert.match(problem.message, /max_withdrawal.*would withdraw 2 of 4 current products, more than 25%/)
+    assert.deepStrictEqual(await latest(), before)
+    // One of four is within the limit.
+    const within = await market.ingest.skypilot(catalog({ a: 14, b: 11, c: 12 }), { vendor, observedAt: at(3), snapshot: true, maxWithdrawal: 0.25 })
+    assert.deepStrictEqual([within.written.opened, within.withdrawn], [1, 1])
   })
 })

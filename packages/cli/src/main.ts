@@ -15,6 +15,7 @@ import { makeProgress } from "./progress.js"
 import { storageOptions } from "./options.js"
 import { describeStorage, marketOn, rateLimitModeOf, storageOn } from "./storage.js"
 import { dashboardFromEnvironment, metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment, shutdownTimeoutMs } from "./serve.js"
+import { syncBeside, syncCommand } from "./sync.js"
 import { tokensCommand } from "./tokens.js"
 
 /** `gpu-market`: serve the API, seed the demo market, import data, manage tokens and indexes. */
@@ -67,8 +68,13 @@ const serveCommand = Command.make("serve", {
     Options.withDescription("milliseconds of silence after which a change-feed stream (/v2/events) gets a heartbeat comment, at least 1000 (under your proxies' idle timeout); default $GPU_MARKET_FEED_HEARTBEAT_MS or 15000"),
     Options.optional
   ),
+  sync: Options.text("sync").pipe(
+    Options.withDescription("a sources file (see gpu-market sync) to sync beside serving: of the servers and syncs on one market, one syncs at a time; default $GPU_MARKET_SYNC, else no sync"),
+    Options.optional
+  ),
   ...storageOptions
 }, (o) => Effect.gen(function* () {
+  const sync = Option.getOrElse(o.sync, () => process.env.GPU_MARKET_SYNC ?? "").trim()
   const port = Option.getOrElse(o.port, () => Number(process.env.PORT ?? 8787))
   const host = Option.getOrElse(o.host, () => process.env.HOST ?? "127.0.0.1")
   const baseUrl = Option.getOrElse(o.baseUrl, () => process.env.GPU_MARKET_BASE_URL ?? `http://${host}:${port}`)
@@ -87,10 +93,11 @@ const serveCommand = Command.make("serve", {
     requestMs: Option.getOrUndefined(o.requestTimeoutMs),
     keepAliveMs: Option.getOrUndefined(o.keepAliveTimeoutMs)
   }
-  return yield* serve({
+  const served = serve({
     storage: { layer: storageOn(o, { serve: true }), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb, metrics, dashboard,
     shutdownTimeoutMs: shutdownTimeout, timeouts, feedHeartbeatMs: Option.getOrUndefined(o.feedHeartbeatMs)
-  }).pipe(Effect.provide(yield* ServerLogging))
+  })
+  return yield* (sync === "" ? served : Effect.zipLeft(served, syncBeside(sync, o), { concurrent: true })).pipe(Effect.provide(yield* ServerLogging))
 })
 ).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))
 
@@ -156,15 +163,17 @@ const indexes = Command.make("indexes").pipe(
 )
 
 const root = Command.make("gpu-market").pipe(
-  Command.withDescription(`The GPU market data API and its data: serve, seed, import, tokens, indexes, check. An error is one line on stderr (exit 2 for a command line that cannot work, 1 otherwise); add --verbose anywhere to see its cause.`),
-  Command.withSubcommands([serveCommand, seed, importCommand, tokensCommand, indexes, checkCommand]),
+  Command.withDescription(`The GPU market data API and its data: serve, seed, import, sync, tokens, indexes, check. An error is one line on stderr (exit 2 for a command line that cannot work, 1 otherwise); add --verbose anywhere to see its cause.`),
+  Command.withSubcommands([serveCommand, seed, importCommand, syncCommand, tokensCommand, indexes, checkCommand]),
   // @effect/cli itself writes through a console of its own (./output.js); the commands write through the process's.
   (command) => Command.transformHandler(command, (effect) => Effect.withConsole(effect, standardConsole))
 )
 
 /** The commands by name, for errors and usage lines to name the command run. */
 const namesOf = (subcommands: HashMap.HashMap<string, unknown>) => [...HashMap.keys(subcommands)]
-const groups: Record<string, ReadonlyArray<string>> = { tokens: namesOf(Command.getSubcommands(tokensCommand)), indexes: namesOf(Command.getSubcommands(indexes)) }
+const groups: Record<string, ReadonlyArray<string>> = {
+  tokens: namesOf(Command.getSubcommands(tokensCommand)), indexes: namesOf(Command.getSubcommands(indexes)), sync: namesOf(Command.getSubcommands(syncCommand))
+}
 const tree: CommandTree = Object.fromEntries(namesOf(Command.getSubcommands(root)).map((name) => [name, Object.fromEntries((groups[name] ?? []).map((sub) => [sub, {}]))]))
 
 // The version the package was installed at: package.json sits one folder above dist/.

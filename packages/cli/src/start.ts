@@ -4,6 +4,7 @@ import { withLogging } from "./logging.js"
 import { runMain } from "./output.js"
 import { dashboardFromEnvironment, metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment } from "./serve.js"
 import { describeStorage, fromEnvironment, rateLimitModeOf, storageOn } from "./storage.js"
+import { syncBeside } from "./sync.js"
 
 /**
  * `npm start`: the HTTP API on 127.0.0.1:$PORT (8787) from the SQLite file $GPU_MARKET_DB
@@ -14,7 +15,8 @@ import { describeStorage, fromEnvironment, rateLimitModeOf, storageOn } from "./
  * (`process` or `shared`) says otherwise. $GPU_MARKET_METRICS=1 serves /metrics, and
  * $GPU_MARKET_DASHBOARD=0 leaves out /dashboard;
  * $GPU_MARKET_SHUTDOWN_TIMEOUT is the seconds a SIGTERM or SIGINT waits for requests in flight;
- * $GPU_MARKET_LOG_LEVEL and $GPU_MARKET_LOG_FORMAT say what is logged on stderr, and how.
+ * $GPU_MARKET_LOG_LEVEL and $GPU_MARKET_LOG_FORMAT say what is logged on stderr, and how;
+ * $GPU_MARKET_SYNC names a sources file synced beside serving (one syncer per market).
  */
 const port = Number(process.env.PORT ?? 8787)
 const host = process.env.HOST ?? "127.0.0.1"
@@ -31,7 +33,9 @@ withLogging(undefined, (logging) => runMain(() => Effect.gen(function* () {
   const metrics = yield* metricsFromEnvironment
   const dashboard = yield* dashboardFromEnvironment
   const shutdownTimeoutMs = yield* shutdownTimeoutFromEnvironment
-  return yield* serve({
+  const served = serve({
     storage: { layer: storageOn(fromEnvironment, { serve: true }), name }, port, host, baseUrl, demo, corsOrigins, rateLimits, pageCacheMb, metrics, dashboard, shutdownTimeoutMs
-  }).pipe(Effect.provide(logging.server))
+  })
+  const sync = (process.env.GPU_MARKET_SYNC ?? "").trim()
+  return yield* (sync === "" ? served : Effect.zipLeft(served, syncBeside(sync, fromEnvironment), { concurrent: true })).pipe(Effect.provide(logging.server))
 }).pipe(Effect.provide(logging.level)), process.argv))

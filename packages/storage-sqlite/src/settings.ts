@@ -1,4 +1,4 @@
-import type { ProgressMark, ReadMark, SettingsStore } from "@gpu-market/core/storage"
+import { leaseValue, mayTakeLease, type ProgressMark, type ReadMark, type SettingsStore } from "@gpu-market/core/storage"
 import * as Option from "effect/Option"
 import type { SqliteClient } from "./client.js"
 
@@ -17,7 +17,10 @@ export const writeMark = (client: SqliteClient, mark: ProgressMark): void => {
 export const readMark = (client: SqliteClient, operation: string): ReadMark => (name) =>
   client.run(operation, () => Option.fromNullable(client.prepare(READ).pluck().get(name) as string | undefined))
 
-/** Named settings. `getOrSet` is one transaction, so two processes starting together agree on one value. */
+/**
+ * Named settings. `getOrSet` and `lease` are each one transaction, so two processes starting
+ * together agree on one value, and one holder.
+ */
 export const makeSettingsStore = (client: SqliteClient): SettingsStore["Type"] => {
   const { prepare } = client
   const read = (name: string) => prepare(READ).pluck().get(name) as string | undefined
@@ -28,6 +31,12 @@ export const makeSettingsStore = (client: SqliteClient): SettingsStore["Type"] =
       client.transaction("settings.getOrSet", () => {
         prepare("INSERT OR IGNORE INTO settings (name, value) VALUES (?, ?)").run(name, value)
         return read(name)!
+      }),
+    lease: (name, holder, nowMs, ttlMs) =>
+      client.transaction("settings.lease", () => {
+        if (!mayTakeLease(read(name), holder, nowMs)) return false
+        writeMark(client, { name, value: leaseValue(holder, nowMs + ttlMs) })
+        return true
       })
   }
 }

@@ -153,6 +153,22 @@ export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
           assert.deepStrictEqual(yield* s.get(key), Option.some("third"))
         }))
 
+      it.effect("settings: a lease has one holder until it expires, and its holder renews it", () =>
+        Effect.gen(function* () {
+          const s = yield* SettingsStore
+          const name = namespace("lease")
+          const now = 1_700_000_000_000
+          assert.isTrue(yield* s.lease(name, "a", now, 1_000))
+          assert.isFalse(yield* s.lease(name, "b|x", now + 999, 1_000))
+          assert.isTrue(yield* s.lease(name, "a", now + 999, 1_000))
+          // Renewed to now + 1999: b is refused until then, and takes it from that instant.
+          assert.isFalse(yield* s.lease(name, "b|x", now + 1_998, 1_000))
+          assert.isTrue(yield* s.lease(name, "b|x", now + 1_999, 1_000))
+          assert.isFalse(yield* s.lease(name, "a", now + 2_000, 1_000))
+          const raced = yield* Effect.all([s.lease(name, "c", now + 5_000, 1_000), s.lease(name, "d", now + 5_000, 1_000)], { concurrency: 2 })
+          assert.deepStrictEqual(raced.filter((held) => held).length, 1)
+        }))
+
       it.effect("tokens: put, find by hash, list by principal, revoke", () =>
         Effect.gen(function* () {
           const t = yield* TokenStore

@@ -140,6 +140,15 @@ export class SettingsStore extends Context.Tag("Market/Storage/SettingsStore")<
     readonly set: (name: string, value: string) => Effect.Effect<void, StorageError>
     /** Sets `name` to `value` unless it has a value; returns the value that holds. */
     readonly getOrSet: (name: string, value: string) => Effect.Effect<string, StorageError>
+    /**
+     * Takes or renews the lease `name` for `holder` until `nowMs + ttlMs`, in one atomic step,
+     * when it is free, expired at `nowMs`, or already `holder`'s; true when `holder` holds it
+     * after the call. Times are the callers' epoch milliseconds, so the processes sharing a
+     * store must agree on the time within a small part of `ttlMs`. One loop of many processes
+     * (a sync) runs where its lease is held; when the holder dies, another takes over once the
+     * lease expires. The lease is kept under `name` among the settings.
+     */
+    readonly lease: (name: string, holder: string, nowMs: number, ttlMs: number) => Effect.Effect<boolean, StorageError>
   }
 >() {}
 

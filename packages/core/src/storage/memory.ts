@@ -12,6 +12,7 @@ import { LlmTokenPriceStore } from "./llm-token-prices.js"
 import { makeMemoryLlmTokenPriceStore } from "./memory-llm-token-prices.js"
 import { memoryDataVersion, memoryTransact } from "./memory-versions.js"
 import { memoryMarks } from "./marks.js"
+import { leaseValue, mayTakeLease } from "./lease.js"
 import { HardwarePriceStore } from "./hardware.js"
 import { makeMemoryHardwarePriceStore } from "./memory-hardware.js"
 import type { PagePlan } from "./plan.js"
@@ -113,6 +114,11 @@ export const make = Effect.sync(() => {
       if (existing !== undefined) return existing
       settings.set(name, value)
       return value
+    }),
+    lease: (name, holder, nowMs, ttlMs) => Effect.sync(() => {
+      if (!mayTakeLease(settings.get(name), holder, nowMs)) return false
+      settings.set(name, leaseValue(holder, nowMs + ttlMs))
+      return true
     })
   }
 

@@ -40,6 +40,13 @@ export interface FormatImportOptions {
   readonly snapshot?: boolean
   /** Rejections these rules expect are quarantined: reported, not stored, and not a failure (`ImportPolicy.quarantine`). */
   readonly quarantine?: ReadonlyArray<QuarantineRule>
+  /**
+   * With `snapshot`: the largest share (0 to 1) of the current products a snapshot may withdraw.
+   * A snapshot that would withdraw more is refused whole before anything is written, as
+   * `ValidationFailed` on the parameter `max_withdrawal`: a half-published catalog must not empty
+   * the market. Default: no limit.
+   */
+  readonly maxWithdrawal?: number
 }
 
 /** Options of a SkyPilot import. */
@@ -197,14 +204,23 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
           return yield* Effect.fail(validationFailed([{ parameter: "format", message: notTheFormat(format, conversion.unrecognised, text) }]))
         }
         const rules = options.quarantine ?? []
-        const { written, rejections, quarantined } = yield* writeAccepting(conversion.observations, write, rules)
-        let withdrawn: number | null = null
+        // What a snapshot withdraws is what the store holds before the instant, so it is known before the write.
+        let missing: ReadonlyArray<string> | undefined
         if (snapshot !== undefined) {
           const listed = yield* snapshot.listed
-          const missing = (yield* snapshot.current).filter((base) => !listed.has(base))
-          // Only rows that started before the instant are withdrawn: refused only if another writer moved one since.
-          withdrawn = yield* snapshot.withdraw(missing)
+          const current = yield* snapshot.current
+          missing = current.filter((base) => !listed.has(base))
+          const limit = options.maxWithdrawal
+          if (limit !== undefined && missing.length > limit * current.length) {
+            return yield* Effect.fail(validationFailed([{
+              parameter: "max_withdrawal",
+              message: `the snapshot would withdraw ${missing.length} of ${current.length} current products, more than ${Math.round(limit * 100)}%`
+            }]))
+          }
         }
+        const { written, rejections, quarantined } = yield* writeAccepting(conversion.observations, write, rules)
+        // Only rows that started before the instant are withdrawn: refused only if another writer moved one since.
+        const withdrawn = snapshot === undefined || missing === undefined ? null : yield* snapshot.withdraw(missing)
         // What the converter could not read is judged by the rules too, by its LiteLLM key.
         for (const issue of conversion.issues) {
           const outcome = judged(rules, issue, {})

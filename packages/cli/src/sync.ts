@@ -1,0 +1,254 @@
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import { describeCounts, FormatImport, ingestBounds, type ImportCounts, sniffFormat } from "@gpu-market/core"
+import { SettingsStore } from "@gpu-market/core/storage"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Console from "effect/Console"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+import * as MetricLabel from "effect/MetricLabel"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import { randomUUID } from "node:crypto"
+import { hostname } from "node:os"
+import { join } from "node:path"
+import { fetchSource, type Validators } from "./fetch-source.js"
+import { ServerLogging } from "./logging.js"
+import { storageOptions } from "./options.js"
+import { UsageError } from "./output.js"
+import { marketOn, type StorageChoice } from "./storage.js"
+import { readSources, type SyncSource } from "./sync-sources.js"
+
+/**
+ * `gpu-market sync [--once]`: pulls each source of a sources file (or the shipped preset) and
+ * imports it as a snapshot, safely: a body is fetched whole and checked (size, length, content
+ * type, format) before anything is applied, an unchanged source costs a 304, and a snapshot that
+ * would withdraw more than its share of current products is held back. What became of each
+ * source is kept in the store's settings (`sync/<name>`), which `sync status` prints.
+ */
+
+/** What a sync did with one source. */
+export type SyncOutcome = "imported" | "unchanged" | "refused" | "held_back" | "rejected"
+
+/** What the store remembers of a source between syncs. */
+interface SyncState {
+  readonly validators: Validators
+  readonly last_attempt: string
+  readonly last_success: string | null
+  readonly outcome: SyncOutcome
+  readonly detail: string
+  readonly counts: ImportCounts | null
+  readonly withdrawn: number | null
+  readonly next_run: string
+}
+
+const stateKey = (name: string) => `sync/${name}`
+
+/** Syncs by source and outcome, on `/metrics` of the process that ran them. */
+const syncRuns = Metric.counter("gpu_market_sync_runs_total", {
+  description: "Syncs of a source by this process, by source and outcome (imported, unchanged, refused, held_back, rejected).",
+  incremental: true
+})
+
+/** Entries and withdrawn rows of the imports of a sync, in the import's vocabulary. */
+const syncRows = Metric.counter("gpu_market_sync_rows_total", {
+  description: "What this process's syncs did, by source and result: stored (rows opened), withdrawn (rows closed), unchanged, rejected.",
+  incremental: true
+})
+
+const syncLastAttempt = Metric.gauge("gpu_market_sync_last_attempt_timestamp_seconds", { description: "When this process last attempted a source, Unix seconds." })
+const syncLastSuccess = Metric.gauge("gpu_market_sync_last_success_timestamp_seconds", { description: "When a source was last imported or found unchanged, Unix seconds, as the store remembers it." })
+const syncNextRun = Metric.gauge("gpu_market_sync_next_run_timestamp_seconds", { description: "When a source is next due, Unix seconds." })
+
+const seconds = (iso: string) => Date.parse(iso) / 1000
+
+/** A sync's outcome on the sync metrics. */
+const recordMetrics = (source: string, state: SyncState) =>
+  Effect.gen(function* () {
+    const by = (tags: Readonly<Record<string, string>>) => <Type, In, Out>(metric: Metric.Metric<Type, In, Out>) =>
+      Metric.taggedWithLabels(metric, Object.entries({ source, ...tags }).map(([key, value]) => MetricLabel.make(key, value)))
+    yield* Metric.increment(by({ outcome: state.outcome })(syncRuns))
+    const c = state.counts
+    const rejected = c === null ? 0 : Object.values(c.rejected).reduce<number>((n, x) => n + (x ?? 0), 0)
+    for (const [result, n] of [["stored", c?.stored ?? 0], ["unchanged", c?.unchanged ?? 0], ["rejected", rejected], ["withdrawn", state.withdrawn ?? 0]] as const) {
+      if (n > 0) yield* Metric.incrementBy(by({ result })(syncRows), n)
+    }
+    yield* Metric.set(by({})(syncLastAttempt), seconds(state.last_attempt))
+    if (state.last_success !== null) yield* Metric.set(by({})(syncLastSuccess), seconds(state.last_success))
+    yield* Metric.set(by({})(syncNextRun), seconds(state.next_run))
+  })
+
+const PRESETS = { public: join(import.meta.dirname, "../presets/public.yaml") } as const
+
+const readState = (name: string) =>
+  Effect.flatMap(SettingsStore, (settings) => settings.get(stateKey(name))).pipe(
+    Effect.map(Option.map((text) => JSON.parse(text) as SyncState))
+  )
+
+/** Syncs one source into the market its layer opens, and remembers the outcome. */
+const syncOne = (source: SyncSource) =>
+  Effect.gen(function* () {
+    const started = new Date(yield* Clock.currentTimeMillis)
+    const previous = yield* readState(source.name)
+    const kept = Option.match(previous, { onNone: () => ({ validators: {}, last_success: null }), onSome: (s) => s })
+    const fetched = yield* Effect.either(fetchSource(source.name, source.url, source.fetch, kept.validators))
+    const at = started.toISOString()
+    const finish = (outcome: SyncOutcome, detail: string, rest: Partial<Pick<SyncState, "validators" | "counts" | "withdrawn">> = {}) =>
+      Effect.gen(function* () {
+        const success = outcome === "imported" || outcome === "unchanged" || outcome === "rejected"
+        const state: SyncState = {
+          validators: rest.validators ?? kept.validators,
+          last_attempt: at,
+          last_success: success ? at : kept.last_success,
+          outcome, detail,
+          counts: rest.counts ?? null,
+          withdrawn: rest.withdrawn ?? null,
+          next_run: new Date(started.getTime() + Duration.toMillis(source.interval)).toISOString()
+        }
+        yield* Effect.flatMap(SettingsStore, (settings) => settings.set(stateKey(source.name), JSON.stringify(state)))
+        yield* recordMetrics(source.name, state)
+        const line = `${source.name}: ${outcome.replace("_", " ")}: ${detail}`
+        yield* success && outcome !== "rejected" ? Effect.logInfo(`sync ${line}`) : Effect.logWarning(`sync ${line}`)
+        return { outcome, line }
+      })
+    if (fetched._tag === "Left") return yield* finish("refused", fetched.left.message)
+    if (fetched.right._tag === "NotModified") return yield* finish("unchanged", "not modified since the last sync")
+    const { text, validators } = fetched.right
+    const looks = sniffFormat(text)
+    if (looks !== source.format) return yield* finish("refused", `not a ${source.format} file${looks === undefined ? "" : ` (it looks like ${looks})`}`)
+    const formats = yield* FormatImport
+    const options = { observedAt: at, snapshot: source.snapshot, quarantine: source.policy.quarantine ?? [], maxWithdrawal: source.maxWithdrawal }
+    const imported = yield* Effect.either(source.format === "skypilot"
+      ? formats.skypilot(text, { ...options, vendor: source.vendor ?? "" })
+      : formats.litellm(text, options))
+    if (imported._tag === "Left") {
+      const e = imported.left
+      if (e._tag !== "ValidationFailed") return yield* Effect.fail(e)
+      return yield* finish(e.errors.some((i) => i.parameter === "max_withdrawal") ? "held_back" : "refused", e.errors.map((i) => i.message).join("; "))
+    }
+    const summary = imported.right
+    const counts = describeCounts(summary.counts) + (summary.withdrawn === null ? "" : `; withdrew ${summary.withdrawn}`)
+    return yield* finish(summary.rejections.length > 0 ? "rejected" : "imported", counts, { validators, counts: summary.counts, withdrawn: summary.withdrawn })
+  })
+
+const sourcesOptions = {
+  sources: Options.text("sources").pipe(Options.withDescription("the sources file (YAML): each source's name, url, format, vendor, snapshot, interval, policy; default $GPU_MARKET_SYNC"), Options.optional),
+  preset: Options.choice("preset", ["public"] as const).pipe(
+    Options.withDescription("a shipped sources file instead: public (SkyPilot's v7 catalogs of the shipped clouds and LiteLLM's price table, at their public locations)"),
+    Options.optional
+  )
+}
+
+const sourcesPath = (o: { readonly sources: Option.Option<string>; readonly preset: Option.Option<keyof typeof PRESETS> }) => {
+  if (Option.isSome(o.sources) && Option.isSome(o.preset)) return Effect.fail(new UsageError({ message: "give --sources or --preset, not both" }))
+  if (Option.isSome(o.preset)) return Effect.succeed(PRESETS[o.preset.value])
+  const path = Option.getOrElse(o.sources, () => process.env.GPU_MARKET_SYNC ?? "")
+  return path.trim() === "" ? Effect.fail(new UsageError({ message: "give --sources FILE, --preset public or $GPU_MARKET_SYNC" })) : Effect.succeed(path)
+}
+
+/** One source synced into the market on `storage`, its writes under the source's bounds. */
+const syncSource = (source: SyncSource, storage: StorageChoice) =>
+  Effect.gen(function* () {
+    const bounds = yield* Effect.try({ try: () => ingestBounds(source.policy.bounds ?? {}), catch: (e) => new UsageError({ message: `source ${source.name}: ${(e as Error).message}` }) })
+    return yield* Effect.provide(syncOne(source), marketOn(storage, {}, bounds))
+  })
+
+/** Each source synced once, one after the other; exit code 1 unless every one was imported or unchanged. */
+const syncOnce = (sources: ReadonlyArray<SyncSource>, storage: StorageChoice) =>
+  Effect.gen(function* () {
+    let failed = 0
+    for (const source of sources) {
+      const { outcome, line } = yield* syncSource(source, storage)
+      yield* Console.log(line)
+      if (outcome !== "imported" && outcome !== "unchanged") failed++
+    }
+    if (failed > 0) {
+      yield* Console.error(`gpu-market sync: ${failed} of ${sources.length} sources not synced cleanly (refused, held back, or entries rejected); nothing of a refused or held-back source was applied`)
+      process.exitCode = 1
+    }
+  })
+
+/** The lease under which one process of all those on a market runs its sync loop. */
+const SYNC_LEASE = "lease/sync"
+
+/** The lease time unless `--lease-ms` says otherwise. */
+const DEFAULT_LEASE_MS = 30_000
+
+/**
+ * The sync loop: every third of the lease time, take or renew the market's sync lease and, while
+ * holding it, sync each source whose next run (kept in the store, so a successor keeps the
+ * schedule) has come. The lease is renewed before each source, so a holder that dies is replaced
+ * within the lease time, and one that is slow does not sync beside its successor.
+ */
+const syncLoop = (sources: ReadonlyArray<SyncSource>, storage: StorageChoice, leaseMs: number) =>
+  Effect.gen(function* () {
+    const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
+    const settings = yield* SettingsStore
+    const take = Effect.flatMap(Clock.currentTimeMillis, (now) => settings.lease(SYNC_LEASE, holder, now, leaseMs))
+    let held = false
+    yield* Effect.logInfo(`sync: ${sources.length} sources, lease ${leaseMs} ms, as ${holder}`)
+    const renewing = Effect.repeat(take, Schedule.spaced(Duration.millis(leaseMs / 3)))
+    const round = Effect.gen(function* () {
+      const holds = yield* take
+      if (holds !== held) yield* Effect.logInfo(holds ? `sync: ${holder} holds the sync lease` : `sync: ${holder} lost the sync lease`)
+      held = holds
+      for (const source of held ? sources : []) {
+        const due = Option.match(yield* readState(source.name), { onNone: () => 0, onSome: (s) => Date.parse(s.next_run) })
+        if (due > (yield* Clock.currentTimeMillis)) continue
+        if (!(yield* take)) break
+        // The lease is renewed while a source syncs, however long its attempts take.
+        yield* Effect.scoped(Effect.zipRight(Effect.forkScoped(renewing), syncSource(source, storage)))
+      }
+    })
+    while (true) {
+      // A store that fails a round (or a source whose policy cannot apply) is logged; the next round tries again.
+      yield* round.pipe(Effect.catchAllCause((cause) => Effect.logError(`sync: a round failed: ${Cause.pretty(cause).split("\n")[0]}`)))
+      yield* Effect.sleep(Duration.millis(leaseMs / 3))
+    }
+  })
+
+/**
+ * The sync loop of the sources file `path` on `storage`, beside a server (`serve --sync`,
+ * `$GPU_MARKET_SYNC` for `npm start`); a sources file that cannot work stops it before it starts.
+ */
+export const syncBeside = (path: string, storage: StorageChoice) =>
+  Effect.flatMap(readSources(path), (sources) => syncLoop(sources, storage, DEFAULT_LEASE_MS).pipe(Effect.provide(marketOn(storage))))
+
+const run = Command.make("sync", {
+  once: Options.boolean("once").pipe(Options.withDescription("sync every source once and exit (0: all imported or unchanged, 1: any refused, held back or with rejected entries)")),
+  leaseMs: Options.integer("lease-ms").pipe(
+    Options.withDescription(`without --once: milliseconds of the sync lease, which one process of those on the market holds to run the loop; a dead holder is replaced within it; default ${DEFAULT_LEASE_MS}`),
+    Options.optional
+  ),
+  ...sourcesOptions,
+  ...storageOptions
+}, (o) => Effect.gen(function* () {
+  const sources = yield* readSources(yield* sourcesPath(o))
+  const leaseMs = Option.getOrElse(o.leaseMs, () => DEFAULT_LEASE_MS)
+  if (leaseMs < 300) return yield* new UsageError({ message: "--lease-ms must be at least 300" })
+  const logging = yield* ServerLogging
+  if (o.once) return yield* syncOnce(sources, o).pipe(Effect.provide(logging))
+  return yield* syncLoop(sources, o, leaseMs).pipe(Effect.provide(marketOn(o)), Effect.provide(logging))
+}))
+
+const status = Command.make("status", { ...sourcesOptions, ...storageOptions }, (o) =>
+  Effect.gen(function* () {
+    const sources = yield* readSources(yield* sourcesPath(o))
+    const lines = yield* Effect.forEach(sources, (source) => Effect.map(readState(source.name), Option.match({
+      onNone: () => `${source.name}: never synced`,
+      onSome: (s) => [
+        `${source.name}: ${s.outcome.replace("_", " ")} at ${s.last_attempt}; last success ${s.last_success ?? "never"}; next run ${s.next_run}`,
+        `  ${s.detail}`
+      ].join("\n")
+    })))
+    yield* Console.log(lines.join("\n"))
+  }).pipe(Effect.provide(marketOn(o)))
+).pipe(Command.withDescription("Each source's last attempt, last success, outcome, counts and next run, as the store remembers them."))
+
+/** `gpu-market sync --once` and `gpu-market sync status`. */
+export const syncCommand = run.pipe(
+  Command.withDescription("Pull the sources of a sources file (or --preset public) and import each, safely: once (--once), or on each source's interval in one process of those on the market; see `sync status`."),
+  Command.withSubcommands([status])
+)
