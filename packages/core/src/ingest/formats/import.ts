@@ -12,7 +12,7 @@ import type { PagePlan, Predicate } from "../../storage/plan.js"
 import type { StorageError } from "../../storage/errors.js"
 import type { Versioned } from "../../storage/versions.js"
 import { decodeLlmObservations, LlmTokenPriceIngest } from "../llm-token-prices.js"
-import { RentalPriceIngest } from "../rental-prices.js"
+import { type BulkLoad, RentalPriceIngest } from "../rental-prices.js"
 import { type IngestSummary, sumSummaries } from "../versions.js"
 import { type Conversion, type Converted, describePlace, type SourcePlace } from "./conversion.js"
 import { csvReader, type CsvRecord, CsvSyntaxError } from "./csv.js"
@@ -53,8 +53,8 @@ export interface SkypilotImportOptions extends FormatImportOptions {
 
 /** Options of a SkyPilot import read as it arrives (`FormatImport.skypilotStream`). */
 export interface SkypilotStreamOptions extends SkypilotImportOptions {
-  /** About how many rows the file holds, when known: the write path prepares a bulk load of them. */
-  readonly rows?: number
+  /** About how many observations the file yields (a GPU row, two), when known: the write path prepares a bulk load of them. */
+  readonly observations?: number
   /** Observations written at a time (default: the write path's bulk-load batch). */
   readonly batch?: number
   /** Told after each batch is written how many rows of the file (records after the header) are read: progress. */
@@ -251,8 +251,12 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
         }
         const at = yield* instantOf(options.observedAt)
         const rules = options.quarantine ?? []
-        const load = yield* rentalIngest.bulkLoad(options.rows ?? 0)
-        const batchSize = options.batch ?? load.batch
+        // The bulk load starts with the first write, once the header has shown a SkyPilot catalog.
+        let load: BulkLoad | undefined
+        const started = Effect.gen(function* () {
+          load ??= yield* rentalIngest.bulkLoad(options.observations ?? 0)
+          return load
+        })
         const converter = skypilotConverter({ vendor: options.vendor, observedAt: at })
         const reader = csvReader()
         const onRows = options.onRows ?? (() => Effect.void)
@@ -292,6 +296,7 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
             if (conversion.unrecognised !== undefined) {
               return yield* Effect.fail(validationFailed([{ parameter: "format", message: notTheFormat("skypilot", conversion.unrecognised, head ?? "") }]))
             }
+            const { batch: batchSize } = yield* started
             for (const [reason, n] of Object.entries(conversion.skipped)) skipped[reason] = (skipped[reason] ?? 0) + n
             // What the converter could not read is judged by the rules too.
             for (const issue of conversion.issues) judge(issue, {})
@@ -301,6 +306,7 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
               if (earlier === undefined) {
                 batch.push(c)
                 keys.push(key)
+                if (batch.length >= (options.batch ?? batchSize)) yield* flush
               } else if (earlier.samePrice && earlier.stored) written = { ...written, received: written.received + 1, duplicates: written.duplicates + 1 }
               else {
                 const message = `two prices for one product at ${at}: line ${earlier.line} and line ${c.line}` +
@@ -310,7 +316,6 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
             }
             rows += records.length - (header && records.length > 0 ? 1 : 0)
             if (records.length > 0) header = false
-            if (batch.length >= batchSize) yield* flush
           })
         yield* Stream.runForEach(text, (chunk) => {
           const text = head === undefined && chunk.startsWith("\uFEFF") ? chunk.slice(1) : chunk
@@ -321,7 +326,7 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
         const empty = converter.end()
         if (empty !== undefined) return yield* Effect.fail(validationFailed([{ parameter: "format", message: notTheFormat("skypilot", empty, head ?? "") }]))
         yield* flush
-        yield* load.end
+        if (load !== undefined) yield* load.end
         let withdrawn: number | null = null
         if (options.snapshot === true) {
           const current = yield* currentBefore(rentalStore.page, { op: "in", field: "vendor", values: [options.vendor] },
@@ -341,9 +346,11 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
 
     /**
      * Imports the text of a SkyPilot `vms.csv` of one vendor: `skypilotStream` of the text as one
-     * chunk.
+     * chunk, written as one batch (the text is in memory already), so repeats and conflicting
+     * listings are told apart across the whole file.
      */
-    const skypilot = (text: string, options: SkypilotImportOptions) => skypilotStream(Stream.make(text), options)
+    const skypilot = (text: string, options: SkypilotImportOptions) =>
+      skypilotStream(Stream.make(text), { ...options, batch: Number.POSITIVE_INFINITY }).pipe(Effect.withSpan("FormatImport.skypilot"))
 
     /**
      * Imports LiteLLM's `model_prices_and_context_window.json`: every per-token price of every
