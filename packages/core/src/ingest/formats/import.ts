@@ -12,7 +12,7 @@ import type { PagePlan, Predicate } from "../../storage/plan.js"
 import type { StorageError } from "../../storage/errors.js"
 import type { Versioned } from "../../storage/versions.js"
 import { decodeLlmObservations, LlmTokenPriceIngest } from "../llm-token-prices.js"
-import { type BulkLoad, RentalPriceIngest } from "../rental-prices.js"
+import { type BulkLoad, MIN_IMPORT_BATCH, RentalPriceIngest } from "../rental-prices.js"
 import { type IngestSummary, sumSummaries } from "../versions.js"
 import { type Conversion, type Converted, describePlace, type SourcePlace } from "./conversion.js"
 import { csvReader, type CsvRecord, CsvSyntaxError } from "./csv.js"
@@ -53,9 +53,9 @@ export interface SkypilotImportOptions extends FormatImportOptions {
 
 /** Options of a SkyPilot import read as it arrives (`FormatImport.skypilotStream`). */
 export interface SkypilotStreamOptions extends SkypilotImportOptions {
-  /** About how many observations the file yields (a GPU row, two), when known: the write path prepares a bulk load of them. */
+  /** About how many observations the file yields (a GPU row, two), when known: the write path prepares a bulk load of them (`RentalPriceIngest.bulkLoad`). */
   readonly observations?: number
-  /** Observations written at a time (default: the write path's bulk-load batch). */
+  /** Observations written at a time (default: the bulk load's batch when `observations` is given, else `MIN_IMPORT_BATCH`). */
   readonly batch?: number
   /** Told after each batch is written how many rows of the file (records after the header) are read: progress. */
   readonly onRows?: (rows: number) => Effect.Effect<void>
@@ -75,6 +75,9 @@ export interface FormatImportSummary<S extends IngestSummary = IngestSummary> ex
 }
 
 const isVendorSlug = Schema.is(VendorSlug)
+
+/** Characters of a file's start kept to name the format it looks like, should it be no SkyPilot catalog (`notTheFormat`). */
+const HEAD_CHARS = 64 * 1024
 
 /** Rows a snapshot reads per page of the current rows it compares with the file. */
 const SNAPSHOT_PAGE = 1_000
@@ -251,10 +254,10 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
         }
         const at = yield* instantOf(options.observedAt)
         const rules = options.quarantine ?? []
-        // The bulk load starts with the first write, once the header has shown a SkyPilot catalog.
+        // A bulk load starts once the header has shown a SkyPilot catalog, and only for a file whose size is told.
         let load: BulkLoad | undefined
         const started = Effect.gen(function* () {
-          load ??= yield* rentalIngest.bulkLoad(options.observations ?? 0)
+          load ??= options.observations === undefined ? { batch: MIN_IMPORT_BATCH, end: Effect.void } : yield* rentalIngest.bulkLoad(options.observations)
           return load
         })
         const converter = skypilotConverter({ vendor: options.vendor, observedAt: at })
@@ -296,7 +299,7 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
             if (conversion.unrecognised !== undefined) {
               return yield* Effect.fail(validationFailed([{ parameter: "format", message: notTheFormat("skypilot", conversion.unrecognised, head ?? "") }]))
             }
-            const { batch: batchSize } = yield* started
+            const batchSize = options.batch ?? (records.length === 0 ? Number.POSITIVE_INFINITY : (yield* started).batch)
             for (const [reason, n] of Object.entries(conversion.skipped)) skipped[reason] = (skipped[reason] ?? 0) + n
             // What the converter could not read is judged by the rules too.
             for (const issue of conversion.issues) judge(issue, {})
@@ -306,7 +309,7 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
               if (earlier === undefined) {
                 batch.push(c)
                 keys.push(key)
-                if (batch.length >= (options.batch ?? batchSize)) yield* flush
+                if (batch.length >= batchSize) yield* flush
               } else if (earlier.samePrice && earlier.stored) written = { ...written, received: written.received + 1, duplicates: written.duplicates + 1 }
               else {
                 const message = `two prices for one product at ${at}: line ${earlier.line} and line ${c.line}` +
@@ -319,7 +322,7 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
           })
         yield* Stream.runForEach(text, (chunk) => {
           const text = head === undefined && chunk.startsWith("\uFEFF") ? chunk.slice(1) : chunk
-          head ??= text
+          head ??= text.slice(0, HEAD_CHARS)
           return read(reader.push(text))
         })
         yield* read(reader.end())
