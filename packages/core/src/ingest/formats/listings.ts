@@ -1,4 +1,4 @@
-import { hash32 } from "../key-hash.js"
+import { hash16 } from "../key-hash.js"
 import type { Converted } from "./conversion.js"
 import type { Rejection } from "./report.js"
 import type { SkypilotObservation } from "./skypilot.js"
@@ -44,7 +44,7 @@ export const productListings = (): ProductListings => {
   const prices: Array<number> = []
   return {
     key: ({ observation: o }) =>
-      hash32([o.vendor, o.vendor_sku, o.vendor_gpu_name, o.gpu_memory_gb, o.vendor_region, o.region, o.gpu_count, o.instance_type, o.instance_variant, o.contract_type]),
+      hash16([o.vendor, o.vendor_sku, o.vendor_gpu_name, o.gpu_memory_gb, o.vendor_region, o.region, o.gpu_count, o.instance_type, o.instance_variant, o.contract_type]),
     earlier: (key, c) => {
       const i = index.get(key)
       if (i === undefined) return undefined
