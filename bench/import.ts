@@ -9,6 +9,7 @@ import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
 import { appendKeyedEvents, columnsOf, makeClient, makeRentalPriceStore, migrate, rentalEventRows, rowFromColumns } from "../packages/storage-sqlite/src/internal"
 import { GPUS, REGIONS, VENDORS } from "./catalog"
+import { writeSkypilotCatalog } from "./skypilot-catalog"
 import { DATA_DIR, REPO_ROOT } from "./config"
 import { mulberry32, pick, weighted } from "./market"
 
@@ -43,12 +44,18 @@ export const IMPORT_TARGET = 20_000
 
 /** Bump when the generator's output changes, so stale files are never measured. */
 const GENERATOR_VERSION = 2
+/** Bump when the SkyPilot catalog's generator (`writeSkypilotCatalog`) changes. */
+const SKYPILOT_GENERATOR_VERSION = 1
+/** Observations per second of the streamed SkyPilot import must reach this share of the floor's rows per second. */
+export const SKYPILOT_FLOOR_TARGET = 0.85
+/** Peak RSS the streamed SkyPilot import must stay under. */
+export const SKYPILOT_RSS_TARGET = 512 * 2 ** 20
 /** Every observation of a snapshot is extracted at its instant. */
 const SNAPSHOTS = ["2026-01-05T06:00:00Z", "2026-01-06T06:00:00Z"] as const
 /** The baseline's checkpoints, as the CLI's imports configured their connection before bulk loads (`SqliteOptions.checkpointPages`). */
 const BULK_CHECKPOINT_PAGES = 20_000
 const CLI = path.join(REPO_ROOT, "packages/cli/dist/main.js")
-const PROGRESS = /^importing rental: ([\d,]+)\/([\d,]+) rows/
+const PROGRESS = /^importing (?:rental|skypilot): ([\d,]+)\/([\d,]+) rows/
 
 export interface ImportConfig {
   readonly quick: boolean
@@ -190,11 +197,11 @@ export interface CliRun {
   readonly writers: WriterWaits
 }
 
-/** Runs `gpu-market import file --type rental --db db` and measures it. */
-export const runCli = (file: string, db: string, log: (line: string) => void): Promise<CliRun> =>
+/** Runs `gpu-market import file --type rental --db db` (or with `format` instead of `--type rental`) and measures it. */
+export const runCli = (file: string, db: string, log: (line: string) => void, format: ReadonlyArray<string> = ["--type", "rental"]): Promise<CliRun> =>
   new Promise((resolve, reject) => {
     const started = performance.now()
-    const child = spawn(process.execPath, [CLI, "import", file, "--type", "rental", "--db", db], {
+    const child = spawn(process.execPath, [CLI, "import", file, ...format, "--db", db], {
       cwd: REPO_ROOT, env: { ...process.env, NO_COLOR: "1", GPU_MARKET_REDIS_URL: "" }, stdio: ["ignore", "pipe", "pipe"]
     })
     const marks: Array<{ readonly at: number; readonly done: number; readonly total: number }> = []
@@ -377,6 +384,8 @@ export interface ImportBenchResults {
   /** The first `smallRows` new products into another fresh file. */
   readonly small: CliRun
   readonly bare: { readonly rate: number; readonly perWrite: number }
+  /** A SkyPilot catalog of `rows` GPU rows (two observations each) streamed in (`--format skypilot`). */
+  readonly skypilot: CliRun & { readonly fileBytes: number }
   /** The schema's floor (`floorInsert`). */
   readonly floor: { readonly rate: number; readonly buildsMs: number; readonly perWrite: number }
   readonly dbBytes: number
@@ -390,6 +399,7 @@ export const runImportBench = async (config: ImportConfig, log: (line: string) =
   const smallDb = path.join(DATA_DIR, "import-small.db")
   const bareDb = path.join(DATA_DIR, "import-bare.db")
   const floorDb = path.join(DATA_DIR, "import-floor.db")
+  const skypilotDb = path.join(DATA_DIR, "import-skypilot.db")
   try {
     removeDb(db)
     log(`  new products: ${config.rows.toLocaleString("en-US")} rows into a fresh file`)
@@ -400,6 +410,16 @@ export const runImportBench = async (config: ImportConfig, log: (line: string) =
     removeDb(smallDb)
     log(`  new products: ${config.smallRows.toLocaleString("en-US")} rows into a fresh file`)
     const smallRun = await runCli(small, smallDb, log)
+    const skypilotFile = path.join(DATA_DIR, `skypilot-v${SKYPILOT_GENERATOR_VERSION}-${config.rows}.csv`)
+    if (!fs.existsSync(skypilotFile)) {
+      log(`  writing ${path.relative(REPO_ROOT, skypilotFile)} (${config.rows.toLocaleString("en-US")} SkyPilot rows) ...`)
+      writeSkypilotCatalog(`${skypilotFile}.partial`, config.rows)
+      fs.renameSync(`${skypilotFile}.partial`, skypilotFile)
+    }
+    removeDb(skypilotDb)
+    log(`  SkyPilot catalog: ${config.rows.toLocaleString("en-US")} GPU rows (two observations each) streamed into a fresh file`)
+    const skypilot = { ...await runCli(skypilotFile, skypilotDb, log, ["--format", "skypilot", "--vendor", "lambda"]), fileBytes: fs.statSync(skypilotFile).size }
+    removeDb(skypilotDb)
     removeDb(bareDb)
     log("  baseline: bare better-sqlite3 inserts of the new products into a fresh file ...")
     const bare = await Effect.runPromise(bareInsert(first, bareDb))
@@ -408,9 +428,9 @@ export const runImportBench = async (config: ImportConfig, log: (line: string) =
     log("  floor: the same rows written as the bulk load writes them, with none of the import's own work ...")
     const floor = await Effect.runPromise(floorInsert(first, floorDb, config.rows))
     log(`    ${Math.round(floor.rate).toLocaleString("en-US")} rows/s, index builds ${(floor.buildsMs / 1000).toFixed(1)} s`)
-    return { config, fileBytes: fs.statSync(first).size, fresh, changes, small: smallRun, bare, floor, dbBytes }
+    return { config, fileBytes: fs.statSync(first).size, fresh, changes, small: smallRun, skypilot, bare, floor, dbBytes }
   } finally {
-    for (const f of [db, smallDb, bareDb, floorDb]) removeDb(f)
+    for (const f of [db, smallDb, bareDb, floorDb, skypilotDb]) removeDb(f)
   }
 }
 
@@ -436,14 +456,30 @@ ${row(`first ${n(r.config.smallRows)} new products, fresh file`, r.small)}
 Baseline: the same new rows, keys computed beforehand, inserted by a bare better-sqlite3 statement into a fresh migrated file in transactions of ${n(r.bare.perWrite)} rows (what one rental write holds outside a bulk load, and what one write of the import held before it held its serving indexes back; the import writes ${n(r.floor.perWrite)} rows at once with 17 of the 20 indexes dropped, and builds them again by sorting at its end, which the timing includes), timed alike (its writes from 10% of the rows on, and closing the file): ${n(r.bare.rate)} rows/s; the import reaches ${(r.fresh.rate / r.bare.rate).toFixed(2)}× of it. SQLite file after both imports: ${mib(r.dbBytes)}. Each row of this table sits in 20 B-tree indexes besides the table itself (the current rows by every anchor and sort, and the history), most keyed by a hash, so every row lands on pages of its own in each: what the baseline pays on every row, and what the import's bulk load avoids for all but three of them.
 
 Floor: the same rows, keys computed beforehand, written the way the import's bulk load writes them (the serving indexes held back and built again by the store's own \`bulkLoad\`, writes of ${n(r.floor.perWrite)} rows, an event per row named by key) with none of the import's own work (reading and decoding lines, normalising, planning reads, summaries), timed alike: ${n(r.floor.rate)} rows/s, of which building the 17 indexes took ${(r.floor.buildsMs / 1000).toFixed(1)} s. No import into this schema reaches more on this machine; the import reaches ${(r.fresh.rate / r.floor.rate).toFixed(2)}× of it.
+
+${skypilotMarkdown(r)}
 `
 }
+
+/** Stored rows (observations) per second of the streamed SkyPilot import after start-up: two a GPU row. */
+const skypilotRate = (r: ImportBenchResults) => 2 * r.skypilot.rate
+
+/** The SkyPilot line of (k): rows/s, observations/s against the floor, peak RSS, each against its target. */
+export const skypilotFigure = (r: ImportBenchResults): string =>
+  `${n(r.skypilot.rate)} rows/s (${n(skypilotRate(r))} observations/s, ${(skypilotRate(r) / r.floor.rate).toFixed(2)}× the floor, target ≥ ${SKYPILOT_FLOOR_TARGET}×: ` +
+  `${skypilotRate(r) / r.floor.rate >= SKYPILOT_FLOOR_TARGET ? "pass" : "FAIL"}), peak RSS ${mib(r.skypilot.peakRssBytes)} (target ≤ ${mib(SKYPILOT_RSS_TARGET)}: ` +
+  `${(r.skypilot.peakRssBytes ?? Infinity) <= SKYPILOT_RSS_TARGET ? "pass" : "FAIL"})`
+
+const skypilotMarkdown = (r: ImportBenchResults): string =>
+  `SkyPilot: \`gpu-market import <file> --format skypilot --vendor lambda\` of a generated catalog of ${n(r.config.rows)} GPU rows (${mib(r.skypilot.fileBytes)}; lambda's columns and GPU rows, each row an instance type of its own priced on demand and spot, so two observations a row), streamed into a fresh file, timed alike: ${r.skypilot.seconds.toFixed(1)} s spawn to exit, ${skypilotFigure(r)}.`
+
 
 const isMain = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href
 if (isMain) {
   const log = (line: string) => console.log(line)
   runImportBench(importConfig(process.env.BENCH_QUICK === "1"), log).then((r) => {
     const waits = (run: CliRun) => `another writer waited ≤ ${run.writers.longestMs.toFixed(0)} ms`
+    log(`(k) SkyPilot import: ${skypilotFigure(r)}`)
     log(`(k) CLI import on SQLite: ${importFigure(r)} (${n(r.config.rows)} new rows, ${waits(r.fresh)}; bare inserts ${n(r.bare.rate)} rows/s, floor ${n(r.floor.rate)} rows/s); price changes ${n(r.changes.rate)} rows/s, peak RSS ${mib(r.changes.peakRssBytes)}, ${waits(r.changes)}; ${n(r.config.smallRows)} rows: peak RSS ${mib(r.small.peakRssBytes)}; target ≥ ${n(IMPORT_TARGET)} rows/s: ${r.fresh.rate >= IMPORT_TARGET ? "pass" : "FAIL"}`)
   }).catch((e: unknown) => {
     console.error(e)

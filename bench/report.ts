@@ -5,7 +5,7 @@ import type { CoreResults, Timing } from "./core-bench"
 import { dashboardLine, dashboardMarkdown, type DashboardResults } from "./dashboard"
 import type { HttpResults } from "./http-bench"
 import { HARDWARE_TARGET, hardwareMarkdown, type HardwareResults } from "./hardware"
-import { IMPORT_TARGET, importFigure, importMarkdown, type ImportBenchResults } from "./import"
+import { IMPORT_TARGET, importFigure, importMarkdown, type ImportBenchResults, SKYPILOT_FLOOR_TARGET, SKYPILOT_RSS_TARGET } from "./import"
 import { type IndexBenchResults, indexMarkdown } from "./indexes"
 import type { MarketInfo } from "./market"
 import { LONGEST_COMMAND_TARGET_MS, REDIS_TARGET, type RedisBenchResults, redisMarkdown } from "./redis"
@@ -62,6 +62,19 @@ export const importLine = (r: ImportBenchResults): Line => ({
   pass: r.fresh.rate >= IMPORT_TARGET
 })
 
+/** The streamed SkyPilot import of (k): stored rows per second against the floor's, and its peak RSS. */
+export const skypilotImportLine = (r: ImportBenchResults): Line => {
+  const ratio = (2 * r.skypilot.rate) / r.floor.rate
+  return {
+    name: `(k) streamed SkyPilot import of ${r.config.rows.toLocaleString("en-US")} GPU rows (two observations each) on SQLite, observations/s after start-up (peak RSS), vs the floor`,
+    figure: `${Math.round(2 * r.skypilot.rate).toLocaleString("en-US")} obs/s, peak RSS ${((r.skypilot.peakRssBytes ?? NaN) / 2 ** 20).toFixed(0)} MiB`,
+    baseline: `${r.floor.rate.toFixed(0)} rows/s`,
+    ratio,
+    target: `≥ ${SKYPILOT_FLOOR_TARGET}×, ≤ ${SKYPILOT_RSS_TARGET / 2 ** 20} MiB`,
+    pass: ratio >= SKYPILOT_FLOOR_TARGET && (r.skypilot.peakRssBytes ?? Infinity) <= SKYPILOT_RSS_TARGET
+  }
+}
+
 export const lines = (r: RunResults): ReadonlyArray<Line> => {
   const { direct, deep } = r.core
   const a = direct.core.medianUs / direct.bare.medianUs
@@ -82,6 +95,7 @@ export const lines = (r: RunResults): ReadonlyArray<Line> => {
     { name: "(h) npm start, existing database: spawn to listening, vs bare node:http", figure: seconds(server.medianMs), baseline: seconds(bareServer.medianMs), ratio: server.medianMs / bareServer.medianMs, target: startupTarget, pass: server.medianMs <= STARTUP_TARGET_SECONDS * 1000 },
     { name: "(i) worker pool of 2: createWorkerMarket to first answer, vs 2 bare Workers online", figure: seconds(poolAnswer.medianMs), baseline: seconds(bareWorkers.medianMs), ratio: poolAnswer.medianMs / bareWorkers.medianMs, target: startupTarget, pass: poolAnswer.medianMs <= STARTUP_TARGET_SECONDS * 1000 },
     importLine(r.import),
+    skypilotImportLine(r.import),
     dashboardLine(r.dashboard),
     ...feedLines(r.feed)
   ]

@@ -15,7 +15,7 @@ import { runServingBench, servingLines, servingMarkdown } from "./serving"
 import { runStartupBench } from "./startup"
 import { runTopologyBench, topologyLines, topologyMarkdown } from "./topologies"
 import { ensureMarket } from "./market"
-import { consoleTable, importLine, type Line, lines, machine, markdown } from "./report"
+import { consoleTable, importLine, type Line, lines, machine, markdown, skypilotImportLine } from "./report"
 
 /**
  * `npm run bench`: builds or reuses the market, runs the three benchmarks, prints the table and
@@ -81,7 +81,7 @@ const main = async () => {
   const only = process.env.BENCH_ONLY
   if (only !== undefined && only !== "") {
     const q = config.quick
-    if (only === "k") return sectionOnly("k", q, runImportBench(importConfig(q), log), (r) => [importLine(r)], importMarkdown)
+    if (only === "k") return sectionOnly("k", q, runImportBench(importConfig(q), log), (r) => [importLine(r), skypilotImportLine(r)], importMarkdown)
     if (only === "l") return sectionOnly("l", q, runServingBench(q, log), servingLines, servingMarkdown)
     if (only === "m") return sectionOnly("m", q, runDashboardBench(q, log), (r) => [dashboardLine(r)], dashboardMarkdown)
     if (only === "n") return sectionOnly("n", q, runFeedBench(q, log), feedLines, feedMarkdown)

@@ -2,7 +2,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createMarket, describeCounts, type FormatImportSummary, type Market, type PrincipalInput } from "@gpu-market/core"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { execFile } from "node:child_process"
-import { mkdtempSync, readFileSync } from "node:fs"
+import { closeSync, mkdtempSync, openSync, readFileSync, truncateSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { tempDb } from "./support/adapters"
@@ -130,5 +130,19 @@ describe("gpu-market import --format skypilot", () => {
     for (const row of rows) assert.approximately(row.price_usd_per_gpu_hour, row.raw_price / row.gpu_count, 5e-7, `${row.vendor} ${row.vendor_sku}`)
     const cudo = rows.find((r) => r.vendor === "cudo" && r.vendor_sku === "epyc-genoa-h100-nvl-pcie_8x64v128gb" && r.vendor_region === "au-melbourne-1")!
     assert.deepStrictEqual([cudo.gpu_canonical_name, cudo.gpu_memory_gb, cudo.gpu_count, cudo.raw_price, cudo.price_usd_per_gpu_hour], ["h100-nvl", 94, 8, 20.7008, 2.5876])
+  })
+})
+
+describe("gpu-market import --format litellm of a file over the cap", () => {
+  it("is refused as a usage error before it is read: the table is read whole", async () => {
+    const dir = tempDir("formats-cli-cap")
+    const file = join(dir, "model_prices.json")
+    // A sparse file of 64 MiB and one byte: its size is all the check reads.
+    closeSync(openSync(file, "w"))
+    truncateSync(file, 64 * 1024 * 1024 + 1)
+    const { code, stderr } = await run("import", file, "--format", "litellm", "--db", join(dir, "market.db"))
+    assert.strictEqual(code, 2, stderr)
+    assert.include(stderr, "--format litellm reads the table whole")
+    assert.include(stderr, "over the 67108864 an import takes")
   })
 })

@@ -43,14 +43,16 @@ export {
 } from "./ingest/llm-token-prices.js"
 export { IndexIngest, type IndexDefineSummary } from "./ingest/indexes.js"
 export {
-  FormatImport, type FormatImportOptions, type FormatImportSummary, refusedRecords, type SkypilotImportOptions
+  FormatImport, type FormatImportOptions, type FormatImportSummary, refusedRecords, type SkypilotImportOptions, type SkypilotStreamOptions
 } from "./ingest/formats/import.js"
 export {
   describeCounts, type FileFormat, type ImportCounts, ImportPolicy, type ImportReport, importReport, judged, notTheFormat, parseImportPolicy, type Quarantined,
   QuarantineRule, type Rejection, REJECTION_REASONS, type RejectionReason, sniffFormat, writeRejectionReason
 } from "./ingest/formats/report.js"
 export { type Conversion, type ConversionIssue, type Converted, describePlace, type SourcePlace } from "./ingest/formats/conversion.js"
-export { fromSkypilot, SKYPILOT_CLOUDS_WITH_CONVENTIONS, type SkypilotObservation, type SkypilotOptions } from "./ingest/formats/skypilot.js"
+export {
+  fromSkypilot, SKYPILOT_CLOUDS_WITH_CONVENTIONS, type SkypilotConverter, skypilotConverter, type SkypilotObservation, type SkypilotOptions
+} from "./ingest/formats/skypilot.js"
 export { fromLitellm, LITELLM_SOURCE, type LitellmKey, litellmKey, type LitellmObservation, type LitellmOptions } from "./ingest/formats/litellm.js"
 export { FxRateRecord, GpuCatalogRecord, type GpuCatalogRecordInput, ReferenceDataIngest, type ReferenceIngestSummary } from "./ingest/reference-data.js"
 export { FX_COVER_DAYS } from "./ingest/fx.js"

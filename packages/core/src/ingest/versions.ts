@@ -258,7 +258,8 @@ const NO_CHANGES: VersionChanges<never> = { close: [], open: [] }
 
 const pointsOf = <O>(chunk: ReadonlyArray<Timed<O>>): Array<VersionPoint> => chunk.map(({ base, at }) => ({ base, at }))
 
-const sumSummaries = (a: IngestSummary, b: IngestSummary): IngestSummary => ({
+/** Two summaries of one ingest's writes as one. */
+export const sumSummaries = (a: IngestSummary, b: IngestSummary): IngestSummary => ({
   received: a.received + b.received,
   opened: a.opened + b.opened,
   closed: a.closed + b.closed,

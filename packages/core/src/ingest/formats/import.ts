@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import { InvalidRecords, type StorageUnavailable, type ValidationFailed, validationFailed } from "../../errors.js"
 import { nowMicros, unavailable } from "../../market/storage.js"
 import { formatInstant, parseDateTime } from "../../query/time.js"
@@ -11,14 +12,16 @@ import type { PagePlan, Predicate } from "../../storage/plan.js"
 import type { StorageError } from "../../storage/errors.js"
 import type { Versioned } from "../../storage/versions.js"
 import { decodeLlmObservations, LlmTokenPriceIngest } from "../llm-token-prices.js"
-import { RentalPriceIngest } from "../rental-prices.js"
-import type { IngestSummary } from "../versions.js"
+import { type BulkLoad, MIN_IMPORT_BATCH, RentalPriceIngest } from "../rental-prices.js"
+import { type IngestSummary, sumSummaries } from "../versions.js"
 import { type Conversion, type Converted, describePlace, type SourcePlace } from "./conversion.js"
+import { csvReader, type CsvRecord, CsvSyntaxError } from "./csv.js"
+import { productListings } from "./listings.js"
 import { fromLitellm, LITELLM_SOURCE } from "./litellm.js"
 import {
   type FileFormat, importReport, type ImportReport, judged, notTheFormat, type Quarantined, type QuarantineRule, type Rejection, writeRejectionReason
 } from "./report.js"
-import { fromSkypilot } from "./skypilot.js"
+import { skypilotConverter, type SkypilotObservation } from "./skypilot.js"
 
 /**
  * Imports of the public formats: a file's text is converted (`fromSkypilot`, `fromLitellm`) and
@@ -55,6 +58,16 @@ export interface SkypilotImportOptions extends FormatImportOptions {
   readonly vendor: string
 }
 
+/** Options of a SkyPilot import read as it arrives (`FormatImport.skypilotStream`). */
+export interface SkypilotStreamOptions extends SkypilotImportOptions {
+  /** About how many observations the file yields (a GPU row, two), when known: the write path prepares a bulk load of them (`RentalPriceIngest.bulkLoad`). */
+  readonly observations?: number
+  /** Observations written at a time (default: the bulk load's batch when `observations` is given, else `MIN_IMPORT_BATCH`). */
+  readonly batch?: number
+  /** Told after each batch is written how many rows of the file (records after the header) are read: progress. */
+  readonly onRows?: (rows: number) => Effect.Effect<void>
+}
+
 /**
  * What a format import did: what became of every entry of the file (`ImportReport`, the same
  * counts the CLI prints), the write's own summary, and a snapshot's withdrawals.
@@ -69,6 +82,9 @@ export interface FormatImportSummary<S extends IngestSummary = IngestSummary> ex
 }
 
 const isVendorSlug = Schema.is(VendorSlug)
+
+/** Characters of a file's start kept to name the format it looks like, should it be no SkyPilot catalog (`notTheFormat`). */
+const HEAD_CHARS = 64 * 1024
 
 /** Rows a snapshot reads per page of the current rows it compares with the file. */
 const SNAPSHOT_PAGE = 1_000
@@ -238,22 +254,122 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
       })
 
     /**
-     * Imports a SkyPilot `vms.csv` of one vendor: on-demand and spot prices per instance-hour
-     * (`fromSkypilot`). A snapshot withdraws the vendor's products it does not list.
+     * Imports a SkyPilot `vms.csv` of one vendor, read as it arrives: on-demand and spot prices
+     * per instance-hour (`skypilotConverter`), written a batch at a time, so memory holds a batch
+     * and a few facts per product, not the file. The header is the first record: a file that is no
+     * SkyPilot catalog is refused before anything is written. A product listed again in a later
+     * batch than its first listing is not written again: with the first listing's price it is a
+     * duplicate, with another both listings are named in a `conflicting_price` rejection of the
+     * later one (the first, written with its batch, stays stored). A snapshot withdraws the
+     * vendor's products the file does not list, once the whole file is written.
      */
-    const skypilot = Effect.fn("FormatImport.skypilot")(function* (text: string, options: SkypilotImportOptions) {
-      if (!isVendorSlug(options.vendor)) {
-        return yield* Effect.fail(validationFailed([{ parameter: "vendor", message: "expected a vendor slug: lower-case letters, digits, '.', '_' and '-'" }]))
-      }
-      const at = yield* instantOf(options.observedAt)
-      const conversion = fromSkypilot(text, { vendor: options.vendor, observedAt: at })
-      return yield* run({ format: "skypilot", text, conversion }, at, options, (rows) => rentalIngest.ingest(rows), options.snapshot !== true ? undefined : {
-        current: currentBefore(rentalStore.page, { op: "in", field: "vendor", values: [options.vendor] },
-          { key: (r) => r.product_key, base: (r) => r.base_product_key }, at),
-        listed: rentalIngest.baseKeys(conversion.observations.map((c) => c.observation)),
-        withdraw: (bases) => rentalIngest.withdraw(bases, at)
-      })
-    })
+    const skypilotStream = (text: Stream.Stream<string>, options: SkypilotStreamOptions) =>
+      Effect.scoped(Effect.gen(function* () {
+        if (!isVendorSlug(options.vendor)) {
+          return yield* Effect.fail(validationFailed([{ parameter: "vendor", message: "expected a vendor slug: lower-case letters, digits, '.', '_' and '-'" }]))
+        }
+        const at = yield* instantOf(options.observedAt)
+        const rules = options.quarantine ?? []
+        // A bulk load starts once the header has shown a SkyPilot catalog, and only for a file whose size is told.
+        let load: BulkLoad | undefined
+        const started = Effect.gen(function* () {
+          load ??= options.observations === undefined ? { batch: MIN_IMPORT_BATCH, end: Effect.void } : yield* rentalIngest.bulkLoad(options.observations)
+          return load
+        })
+        const converter = skypilotConverter({ vendor: options.vendor, observedAt: at })
+        const reader = csvReader()
+        const onRows = options.onRows ?? (() => Effect.void)
+        const listings = productListings()
+        const rejections: Array<Rejection> = []
+        const quarantined: Array<Quarantined> = []
+        const skipped: Record<string, number> = {}
+        const listed = new Set<string>()
+        let written: IngestSummary = { received: 0, opened: 0, closed: 0, unchanged: 0, duplicates: 0 }
+        let head: string | undefined
+        let rows = 0
+        let batch: Array<Converted<SkypilotObservation>> = []
+        let keys: Array<string> = []
+        let header = true
+        const judge = (rejection: Rejection, fields: Readonly<Record<string, unknown>>) => {
+          const outcome = judged(rules, rejection, fields)
+          if ("quarantined" in outcome) quarantined.push(outcome.quarantined)
+          else rejections.push(outcome.rejection)
+        }
+        const flush = Effect.gen(function* () {
+          if (batch.length === 0) return
+          const pending = batch
+          const pendingKeys = keys
+          batch = []
+          keys = []
+          const outcome = yield* writeAccepting(pending, (observations) => rentalIngest.ingest(observations), rules)
+          written = sumSummaries(written, outcome.written)
+          rejections.push(...outcome.rejections)
+          quarantined.push(...outcome.quarantined)
+          listings.written(pending, pendingKeys, [...outcome.rejections, ...outcome.quarantined])
+          if (options.snapshot === true) for (const base of yield* rentalIngest.baseKeys(pending.map((c) => c.observation))) listed.add(base)
+          yield* onRows(rows)
+        })
+        const read = (records: ReadonlyArray<CsvRecord | CsvSyntaxError>) =>
+          Effect.gen(function* () {
+            const conversion = converter.convert(records)
+            if (conversion.unrecognised !== undefined) {
+              return yield* Effect.fail(validationFailed([{ parameter: "format", message: notTheFormat("skypilot", conversion.unrecognised, head ?? "") }]))
+            }
+            const batchSize = options.batch ?? (records.length === 0 ? Number.POSITIVE_INFINITY : (yield* started).batch)
+            for (const [reason, n] of Object.entries(conversion.skipped)) skipped[reason] = (skipped[reason] ?? 0) + n
+            // What the converter could not read is judged by the rules too.
+            for (const issue of conversion.issues) judge(issue, {})
+            for (const c of conversion.observations) {
+              const key = listings.key(c)
+              const earlier = listings.earlier(key, c)
+              if (earlier === undefined) {
+                batch.push(c)
+                keys.push(key)
+                if (batch.length >= batchSize) yield* flush
+              } else if (earlier.samePrice && earlier.stored) written = { ...written, received: written.received + 1, duplicates: written.duplicates + 1 }
+              else {
+                const message = `two prices for one product at ${at}: line ${earlier.line} and line ${c.line}` +
+                  (earlier.stored ? `; line ${earlier.line}, written with an earlier batch, stays stored` : "")
+                judge({ line: c.line, reason: writeRejectionReason(message), message }, { ...c.observation })
+              }
+            }
+            rows += records.length - (header && records.length > 0 ? 1 : 0)
+            if (records.length > 0) header = false
+          })
+        yield* Stream.runForEach(text, (chunk) => {
+          const text = head === undefined && chunk.startsWith("\uFEFF") ? chunk.slice(1) : chunk
+          head ??= text.slice(0, HEAD_CHARS)
+          return read(reader.push(text))
+        })
+        yield* read(reader.end())
+        const empty = converter.end()
+        if (empty !== undefined) return yield* Effect.fail(validationFailed([{ parameter: "format", message: notTheFormat("skypilot", empty, head ?? "") }]))
+        yield* flush
+        if (load !== undefined) yield* load.end
+        let withdrawn: number | null = null
+        if (options.snapshot === true) {
+          const current = yield* currentBefore(rentalStore.page, { op: "in", field: "vendor", values: [options.vendor] },
+            { key: (r) => r.product_key, base: (r) => r.base_product_key }, at)
+          // Only rows that started before the instant are withdrawn: refused only if another writer moved one since.
+          withdrawn = yield* rentalIngest.withdraw(current.filter((base) => !listed.has(base)), at)
+        }
+        const summary: FormatImportSummary = {
+          ...importReport({
+            stored: written.received - written.unchanged - written.duplicates, unchanged: written.unchanged, duplicate: written.duplicates,
+            skipped, rejections, quarantined
+          }),
+          observedAt: at, written, withdrawn
+        }
+        return summary
+      })).pipe(Effect.withSpan("FormatImport.skypilotStream"))
+
+    /**
+     * Imports the text of a SkyPilot `vms.csv` of one vendor: `skypilotStream` of the text as one
+     * chunk, written as one batch (the text is in memory already), so repeats and conflicting
+     * listings are told apart across the whole file.
+     */
+    const skypilot = (text: string, options: SkypilotImportOptions) =>
+      skypilotStream(Stream.make(text), { ...options, batch: Number.POSITIVE_INFINITY }).pipe(Effect.withSpan("FormatImport.skypilot"))
 
     /**
      * Imports LiteLLM's `model_prices_and_context_window.json`: every per-token price of every
@@ -271,6 +387,6 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
       })
     })
 
-    return { skypilot, litellm } as const
+    return { skypilot, skypilotStream, litellm } as const
   })
 }) {}

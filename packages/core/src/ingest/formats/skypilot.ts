@@ -1,6 +1,6 @@
 import { type GpuCatalog, type GpuCatalogEntry, makeGpuCatalog, memoryMatches, resolveGpu, SHIPPED_GPUS, spellingKey } from "../../catalog/gpu-catalog.js"
 import { type Conversion, type ConversionIssue, type Converted, skipTally, slugOf } from "./conversion.js"
-import { CsvSyntaxError, parseCsvText } from "./csv.js"
+import { type CsvRecord, CsvSyntaxError, parseCsvText } from "./csv.js"
 
 /**
  * SkyPilot's GPU catalogs (`catalogs/v7/<cloud>/vms.csv` of `skypilot-org/skypilot-catalog`) as
@@ -231,101 +231,122 @@ const numberOf = (cell: string): number | undefined => {
 /** MiB as GB (GiB, as SkyPilot counts), to 0.01. */
 const gbOf = (mib: number) => Math.round((mib / 1024) * 100) / 100
 
+/** A SkyPilot catalog converted a run of records at a time (`skypilotConverter`). */
+export interface SkypilotConverter {
+  /**
+   * Converts the next records of the file: what they yield, and what they skipped. The first
+   * record is the header; a header without SkyPilot's columns makes the conversion `unrecognised`.
+   */
+  readonly convert: (records: ReadonlyArray<CsvRecord | CsvSyntaxError>) => Conversion<SkypilotObservation>
+  /** Once the file is done: why it is no catalog at all (it had no header), if so. */
+  readonly end: () => string | undefined
+}
+
 /**
- * Converts a SkyPilot `vms.csv` into rental observations. Rows without an accelerator are CPU
- * instances: skipped and counted as `cpu_only`. A `SpotPrice` that means "no spot" (empty, 0, or
- * 99999999) is skipped and counted as `no_spot`. Rows listed twice are passed on as they are: the
- * write path reports repeats and refuses conflicting prices. A row that cannot be read is an issue
- * naming its line, and yields nothing.
+ * A converter of a SkyPilot `vms.csv` into rental observations, fed its records in order. Rows
+ * without an accelerator are CPU instances: skipped and counted as `cpu_only`. A `SpotPrice` that
+ * means "no spot" (empty, 0, or 99999999) is skipped and counted as `no_spot`. Rows listed twice
+ * are passed on as they are: the write path reports repeats and refuses conflicting prices. A row
+ * that cannot be read is an issue naming its line, and yields nothing.
  */
-export const fromSkypilot = (text: string, options: SkypilotOptions): Conversion<SkypilotObservation> => {
+export const skypilotConverter = (options: SkypilotOptions): SkypilotConverter => {
   const catalog = options.catalog ?? shipped
   const cloud = CLOUDS[options.vendor] ?? SCHEMA
-  const observations: Array<Converted<SkypilotObservation>> = []
-  const issues: Array<ConversionIssue> = []
-  const { skip, counts } = skipTally()
   let header: ReadonlyArray<string> | undefined
-  for (const record of parseCsvText(text.startsWith("\uFEFF") ? text.slice(1) : text)) {
-    if (record instanceof CsvSyntaxError) {
-      issues.push({ line: record.line, reason: "not_csv", message: `not valid CSV: ${record.message}` })
-      continue
-    }
-    const { line, fields } = record
-    if (header === undefined) {
-      header = fields.map((f) => f.trim())
-      const missing = REQUIRED.filter((c) => !header!.includes(c))
-      if (missing.length > 0) {
-        return { observations: [], skipped: counts, issues, unrecognised: `the header lacks ${missing.join(", ")}` }
+  const convert = (records: ReadonlyArray<CsvRecord | CsvSyntaxError>): Conversion<SkypilotObservation> => {
+    const observations: Array<Converted<SkypilotObservation>> = []
+    const issues: Array<ConversionIssue> = []
+    const { skip, counts } = skipTally()
+    for (const record of records) {
+      if (record instanceof CsvSyntaxError) {
+        issues.push({ line: record.line, reason: "not_csv", message: `not valid CSV: ${record.message}` })
+        continue
       }
-      continue
-    }
-    if (fields.length !== header.length) {
-      issues.push({ line, reason: "field_count", message: `expected ${header.length} fields as the header names, got ${fields.length}` })
-      continue
-    }
-    const cols = header
-    const cell = (name: string) => {
-      const i = cols.indexOf(name)
-      return i < 0 ? "" : fields[i]!.trim()
-    }
-    const accelerator = cell("AcceleratorName")
-    const count = numberOf(cell("AcceleratorCount")) ?? 0
-    if (accelerator === "" || count <= 0) {
-      skip("cpu_only")
-      continue
-    }
-    if (!Number.isInteger(count)) {
-      issues.push({ line, reason: "unreadable", message: `AcceleratorCount ${cell("AcceleratorCount")} is not a whole number of GPUs; row left out` })
-      continue
-    }
-    const instanceType = cell("InstanceType")
-    const region = cell("Region")
-    if (instanceType === "" || slugOf(region) === "") {
-      issues.push({ line, reason: "unreadable", message: "InstanceType and Region must not be empty; row left out" })
-      continue
-    }
-    const info = readGpuInfo(cell("GpuInfo"))
-    const mib = cloud.memory === "not_gpu_memory" ? undefined : info?.mib
-    const memory = mib === undefined ? null : gbOf(cloud.memory === "per_instance" ? mib / count : mib)
-    const upstream = cell("UpstreamCloudId") || undefined
-    const zone = cloud.zones === true ? cell("AvailabilityZone") : ""
-    const vcpu = numberOf(cell("vCPUs"))
-    const ram = numberOf(cell("MemoryGiB"))
-    const base = {
-      vendor: options.vendor,
-      vendor_gpu_name: gpuNameOf(catalog, cloud, { accelerator, instanceType, upstream, gpuInfoName: info?.name }, memory),
-      vendor_sku: instanceType,
-      vendor_region: zone === "" ? region : `${region}/${zone}`,
-      region: slugOf(region),
-      gpu_count: count,
-      gpu_memory_gb: memory,
-      vcpu: vcpu !== undefined && Number.isInteger(vcpu) && vcpu > 0 ? vcpu : null,
-      ram_gb: ram !== undefined && ram > 0 ? ram : null,
-      instance_type: instanceType,
-      instance_variant: upstream ?? null,
-      raw_price_unit: "usd_per_instance_hour" as const,
-      extracted_at: options.observedAt
-    }
-    const price = (column: "Price" | "SpotPrice", contract_type: "ondemand" | "spot") => {
-      const written = cell(column)
-      const value = numberOf(written)
-      if (contract_type === "spot" && (written === "" || value === 0 || (value !== undefined && value >= NO_SPOT_SENTINEL))) {
-        skip("no_spot")
-        return
+      const { line, fields } = record
+      if (header === undefined) {
+        header = fields.map((f) => f.trim())
+        const missing = REQUIRED.filter((c) => !header!.includes(c))
+        if (missing.length > 0) {
+          return { observations: [], skipped: counts, issues, unrecognised: `the header lacks ${missing.join(", ")}` }
+        }
+        continue
       }
-      if (written === "") {
-        skip("no_ondemand")
-        return
+      if (fields.length !== header.length) {
+        issues.push({ line, reason: "field_count", message: `expected ${header.length} fields as the header names, got ${fields.length}` })
+        continue
       }
-      if (value === undefined || value <= 0) {
-        issues.push({ line, reason: "not_a_price", message: `${column} ${written} is not a positive price; ${contract_type} price left out` })
-        return
+      const cols = header
+      const cell = (name: string) => {
+        const i = cols.indexOf(name)
+        return i < 0 ? "" : fields[i]!.trim()
       }
-      observations.push({ line, observation: { ...base, contract_type, raw_price: value } })
+      const accelerator = cell("AcceleratorName")
+      const count = numberOf(cell("AcceleratorCount")) ?? 0
+      if (accelerator === "" || count <= 0) {
+        skip("cpu_only")
+        continue
+      }
+      if (!Number.isInteger(count)) {
+        issues.push({ line, reason: "unreadable", message: `AcceleratorCount ${cell("AcceleratorCount")} is not a whole number of GPUs; row left out` })
+        continue
+      }
+      const instanceType = cell("InstanceType")
+      const region = cell("Region")
+      if (instanceType === "" || slugOf(region) === "") {
+        issues.push({ line, reason: "unreadable", message: "InstanceType and Region must not be empty; row left out" })
+        continue
+      }
+      const info = readGpuInfo(cell("GpuInfo"))
+      const mib = cloud.memory === "not_gpu_memory" ? undefined : info?.mib
+      const memory = mib === undefined ? null : gbOf(cloud.memory === "per_instance" ? mib / count : mib)
+      const upstream = cell("UpstreamCloudId") || undefined
+      const zone = cloud.zones === true ? cell("AvailabilityZone") : ""
+      const vcpu = numberOf(cell("vCPUs"))
+      const ram = numberOf(cell("MemoryGiB"))
+      const base = {
+        vendor: options.vendor,
+        vendor_gpu_name: gpuNameOf(catalog, cloud, { accelerator, instanceType, upstream, gpuInfoName: info?.name }, memory),
+        vendor_sku: instanceType,
+        vendor_region: zone === "" ? region : `${region}/${zone}`,
+        region: slugOf(region),
+        gpu_count: count,
+        gpu_memory_gb: memory,
+        vcpu: vcpu !== undefined && Number.isInteger(vcpu) && vcpu > 0 ? vcpu : null,
+        ram_gb: ram !== undefined && ram > 0 ? ram : null,
+        instance_type: instanceType,
+        instance_variant: upstream ?? null,
+        raw_price_unit: "usd_per_instance_hour" as const,
+        extracted_at: options.observedAt
+      }
+      const price = (column: "Price" | "SpotPrice", contract_type: "ondemand" | "spot") => {
+        const written = cell(column)
+        const value = numberOf(written)
+        if (contract_type === "spot" && (written === "" || value === 0 || (value !== undefined && value >= NO_SPOT_SENTINEL))) {
+          skip("no_spot")
+          return
+        }
+        if (written === "") {
+          skip("no_ondemand")
+          return
+        }
+        if (value === undefined || value <= 0) {
+          issues.push({ line, reason: "not_a_price", message: `${column} ${written} is not a positive price; ${contract_type} price left out` })
+          return
+        }
+        observations.push({ line, observation: { ...base, contract_type, raw_price: value } })
+      }
+      price("Price", "ondemand")
+      price("SpotPrice", "spot")
     }
-    price("Price", "ondemand")
-    price("SpotPrice", "spot")
+    return { observations, skipped: counts, issues }
   }
-  if (header === undefined) return { observations, skipped: counts, issues, unrecognised: "the file is empty: no header" }
-  return { observations, skipped: counts, issues }
+  return { convert, end: () => (header === undefined ? "the file is empty: no header" : undefined) }
+}
+
+/** Converts a whole SkyPilot `vms.csv` into rental observations (`skypilotConverter`). */
+export const fromSkypilot = (text: string, options: SkypilotOptions): Conversion<SkypilotObservation> => {
+  const converter = skypilotConverter(options)
+  const conversion = converter.convert(parseCsvText(text.startsWith("\uFEFF") ? text.slice(1) : text))
+  const unrecognised = conversion.unrecognised ?? converter.end()
+  return unrecognised === undefined ? conversion : { ...conversion, observations: [], unrecognised }
 }
