@@ -189,6 +189,15 @@ const baseKeysOf = <O>(
   return bases
 }
 
+/** Fails when a snapshot would withdraw more than `limit` (a share) of the `current` products: it is held back. */
+const withinWithdrawalLimit = (missing: number, current: number, limit: number | undefined): Effect.Effect<void, ValidationFailed> =>
+  limit === undefined || missing <= limit * current
+    ? Effect.void
+    : Effect.fail(validationFailed([{
+      parameter: "max_withdrawal",
+      message: `the snapshot would withdraw ${missing} of ${current} current products, more than ${Math.round(limit * 100)}%`
+    }]))
+
 /** Public-format imports through the market's write paths. */
 export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatImport", {
   effect: Effect.gen(function* () {
@@ -226,13 +235,7 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
           const listed = yield* snapshot.listed
           const current = yield* snapshot.current
           missing = current.filter((base) => !listed.has(base))
-          const limit = options.maxWithdrawal
-          if (limit !== undefined && missing.length > limit * current.length) {
-            return yield* Effect.fail(validationFailed([{
-              parameter: "max_withdrawal",
-              message: `the snapshot would withdraw ${missing.length} of ${current.length} current products, more than ${Math.round(limit * 100)}%`
-            }]))
-          }
+          yield* withinWithdrawalLimit(missing.length, current.length, options.maxWithdrawal)
         }
         const { written, rejections, quarantined } = yield* writeAccepting(conversion.observations, write, rules)
         // Only rows that started before the instant are withdrawn: refused only if another writer moved one since.
@@ -344,15 +347,19 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
         yield* read(reader.end())
         const empty = converter.end()
         if (empty !== undefined) return yield* Effect.fail(validationFailed([{ parameter: "format", message: notTheFormat("skypilot", empty, head ?? "") }]))
+        // What a snapshot withdraws is what the store holds before the instant, which the writes at the instant do not change.
+        const current = options.snapshot !== true ? undefined : yield* currentBefore(rentalStore.page,
+          { op: "in", field: "vendor", values: [options.vendor] }, { key: (r) => r.product_key, base: (r) => r.base_product_key }, at)
+        if (current !== undefined && options.maxWithdrawal !== undefined) {
+          // Checked before the last batch is written: a file read as one batch (`skypilot`) then changes nothing when held back.
+          const last = new Set(yield* rentalIngest.baseKeys(batch.map((c) => c.observation)))
+          const missing = current.filter((base) => !listed.has(base) && !last.has(base)).length
+          yield* withinWithdrawalLimit(missing, current.length, options.maxWithdrawal)
+        }
         yield* flush
         if (load !== undefined) yield* load.end
-        let withdrawn: number | null = null
-        if (options.snapshot === true) {
-          const current = yield* currentBefore(rentalStore.page, { op: "in", field: "vendor", values: [options.vendor] },
-            { key: (r) => r.product_key, base: (r) => r.base_product_key }, at)
-          // Only rows that started before the instant are withdrawn: refused only if another writer moved one since.
-          withdrawn = yield* rentalIngest.withdraw(current.filter((base) => !listed.has(base)), at)
-        }
+        // Only rows that started before the instant are withdrawn: refused only if another writer moved one since.
+        const withdrawn = current === undefined ? null : yield* rentalIngest.withdraw(current.filter((base) => !listed.has(base)), at)
         const summary: FormatImportSummary = {
           ...importReport({
             stored: written.received - written.unchanged - written.duplicates, unchanged: written.unchanged, duplicate: written.duplicates,
