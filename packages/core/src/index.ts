@@ -46,10 +46,10 @@ export {
   FormatImport, type FormatImportOptions, type FormatImportSummary, refusedRecords, type SkypilotImportOptions, type SkypilotStreamOptions
 } from "./ingest/formats/import.js"
 export {
-  describeCounts, type FileFormat, type ImportCounts, ImportPolicy, type ImportReport, importReport, judged, notTheFormat, parseImportPolicy, type Quarantined,
-  QuarantineRule, type Rejection, REJECTION_REASONS, type RejectionReason, sniffFormat, writeRejectionReason
+  describeCounts, describePlace, type FileFormat, type ImportCounts, ImportPolicy, type ImportReport, importReport, judged, notTheFormat, parseImportPolicy, type Quarantined,
+  QuarantineRule, type Rejection, REJECTION_REASONS, type RejectionReason, sniffFormat, type SourcePlace, writeRejectionReason
 } from "./ingest/formats/report.js"
-export { type Conversion, type ConversionIssue, type Converted, describePlace, type SourcePlace } from "./ingest/formats/conversion.js"
+export type { Conversion, ConversionIssue, Converted } from "./ingest/formats/conversion.js"
 export {
   fromSkypilot, SKYPILOT_CLOUDS_WITH_CONVENTIONS, type SkypilotConverter, skypilotConverter, type SkypilotObservation, type SkypilotOptions
 } from "./ingest/formats/skypilot.js"

@@ -1,20 +1,9 @@
-import type { RejectionReason } from "./report.js"
+import type { RejectionReason, SourcePlace } from "./report.js"
 
 /**
  * What converting a public format yields: observations for a write path, each with where it came
  * from, what was left out on purpose (counted by reason), and what could not be read.
  */
-
-/** Where in the source a converted observation or an issue comes from. */
-export interface SourcePlace {
-  /** The 1-based line of the file (of a LiteLLM entry: the line of its key). */
-  readonly line: number
-  /** The LiteLLM key of the entry; absent for a CSV row. */
-  readonly key?: string
-}
-
-/** A place as a report names it: `line 12`, or `line 22301 (gpt-4o)`. */
-export const describePlace = (p: SourcePlace): string => `line ${p.line}${p.key === undefined ? "" : ` (${p.key})`}`
 
 /** One observation converted from a public format, and its place in the source. */
 export interface Converted<O> extends SourcePlace {

@@ -14,12 +14,13 @@ import type { Versioned } from "../../storage/versions.js"
 import { decodeLlmObservations, LlmTokenPriceIngest } from "../llm-token-prices.js"
 import { type BulkLoad, MIN_IMPORT_BATCH, RentalPriceIngest } from "../rental-prices.js"
 import { type IngestSummary, sumSummaries } from "../versions.js"
-import { type Conversion, type Converted, describePlace, type SourcePlace } from "./conversion.js"
+import type { Conversion, Converted } from "./conversion.js"
 import { csvReader, type CsvRecord, CsvSyntaxError } from "./csv.js"
 import { productListings } from "./listings.js"
 import { fromLitellm, LITELLM_SOURCE } from "./litellm.js"
 import {
-  type FileFormat, importReport, type ImportReport, judged, notTheFormat, type Quarantined, type QuarantineRule, type Rejection, writeRejectionReason
+  describePlace, type FileFormat, importReport, type ImportReport, judged, notTheFormat, type Quarantined, type QuarantineRule, type Rejection,
+  type SourcePlace, writeRejectionReason
 } from "./report.js"
 import { skypilotConverter, type SkypilotObservation } from "./skypilot.js"
 

@@ -2,7 +2,6 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { parse as parseYaml } from "yaml"
-import type { SourcePlace } from "./conversion.js"
 
 /**
  * What an import did with every entry of its file, in one vocabulary for every surface (the CLI,
@@ -10,6 +9,17 @@ import type { SourcePlace } from "./conversion.js"
  * on purpose, quarantined by a rule, or rejected, and the figures add up to what was read.
  * Quarantine rules and bounds form an `ImportPolicy`, a schema so that a file can carry one.
  */
+
+/** Where in the source a converted observation or an issue comes from. */
+export interface SourcePlace {
+  /** The 1-based line of the file (of a LiteLLM entry: the line of its key). */
+  readonly line: number
+  /** The LiteLLM key of the entry; absent for a CSV row. */
+  readonly key?: string
+}
+
+/** A place as a report names it: `line 12`, or `line 22301 (gpt-4o)`. */
+export const describePlace = (p: SourcePlace): string => `line ${p.line}${p.key === undefined ? "" : ` (${p.key})`}`
 
 /** Why an entry was rejected: what the file holds that could not be stored as written. */
 export const REJECTION_REASONS = {
