@@ -31,7 +31,8 @@ const Source = Schema.Struct({
   name: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]*$/, { message: () => "lower-case letters, digits, '.', '_' and '-'" })),
   /** An http(s) URL, or a local path (relative to the sources file). */
   url: Schema.NonEmptyTrimmedString,
-  format: Schema.Literal("skypilot", "litellm"),
+  /** skypilot, litellm, or ecb: the ECB's euro reference rates (XML), stored as FX rates in USD. */
+  format: Schema.Literal("skypilot", "litellm", "ecb"),
   /** skypilot: the vendor slug of the rows. */
   vendor: Schema.optional(Schema.String),
   /** The source is the complete catalog: what it no longer lists is withdrawn. */
@@ -45,7 +46,11 @@ const Source = Schema.Struct({
   backoff_ms: Schema.optionalWith(Positive, { default: () => FETCH_DEFAULTS.backoffMs }),
   max_bytes: Schema.optionalWith(Positive, { default: () => FETCH_DEFAULTS.maxBytes }),
   max_redirects: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.nonNegative()), { default: () => FETCH_DEFAULTS.maxRedirects })
-}).pipe(Schema.filter((s) => s.format !== "skypilot" || s.vendor !== undefined || `source ${s.name}: format skypilot needs a vendor`))
+}).pipe(
+  Schema.filter((s) => s.format !== "skypilot" || s.vendor !== undefined || `source ${s.name}: format skypilot needs a vendor`),
+  // FX rates are a rate per currency and day, each replacing its day's: there is no catalog to withdraw from.
+  Schema.filter((s) => s.format !== "ecb" || !s.snapshot || `source ${s.name}: format ecb cannot be a snapshot (FX rates are kept per day, nothing is withdrawn)`)
+)
 
 const SourcesFile = Schema.Struct({ sources: Schema.NonEmptyArray(Source) }).pipe(
   Schema.filter((f) => {
@@ -59,7 +64,7 @@ const SourcesFile = Schema.Struct({ sources: Schema.NonEmptyArray(Source) }).pip
 export interface SyncSource {
   readonly name: string
   readonly url: string
-  readonly format: "skypilot" | "litellm"
+  readonly format: "skypilot" | "litellm" | "ecb"
   readonly vendor: string | undefined
   readonly snapshot: boolean
   readonly interval: Duration.Duration

@@ -1,11 +1,12 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { describeCounts, FormatImport, ingestBounds, type ImportCounts, sniffFormat } from "@gpu-market/core"
+import { describeCounts, FormatImport, ingestBounds, type ImportCounts, ReferenceDataIngest, sniffFormat } from "@gpu-market/core"
 import { SettingsStore } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
+import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
@@ -14,6 +15,7 @@ import * as Schedule from "effect/Schedule"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
 import { join } from "node:path"
+import { ecbFxRates } from "./ecb.js"
 import { fetchSource, type Validators } from "./fetch-source.js"
 import { ServerLogging } from "./logging.js"
 import { storageOptions } from "./options.js"
@@ -116,6 +118,18 @@ const syncOne = (source: SyncSource) =>
     if (fetched._tag === "Left") return yield* finish("refused", fetched.left.message)
     if (fetched.right._tag === "NotModified") return yield* finish("unchanged", "not modified since the last sync")
     const { text, validators } = fetched.right
+    if (source.format === "ecb") {
+      const rows = ecbFxRates(text)
+      if (Either.isLeft(rows)) return yield* finish("refused", `not an ECB reference-rate file: ${rows.left}`)
+      // The ECB's rates are reference data, a rate per currency and day: each one stored replaces its day's rate.
+      const written = yield* Effect.either(Effect.flatMap(ReferenceDataIngest, (ingest) => ingest.fxRates(rows.right)))
+      if (Either.isLeft(written)) {
+        if (written.left._tag !== "InvalidRecords") return yield* Effect.fail(written.left)
+        return yield* finish("refused", `rates the FX table cannot take: ${written.left.message}`)
+      }
+      const counts: ImportCounts = { read: rows.right.length, stored: rows.right.length, unchanged: 0, duplicate: 0, skipped: {}, quarantined: {}, rejected: {} }
+      return yield* finish("imported", `${rows.right.length} FX rates in USD`, { validators, counts })
+    }
     const looks = sniffFormat(text)
     if (looks !== source.format) return yield* finish("refused", `not a ${source.format} file${looks === undefined ? "" : ` (it looks like ${looks})`}`)
     const formats = yield* FormatImport
