@@ -241,6 +241,42 @@ describe("gpu-market sync --once", () => {
     assert.match(refused.stderr, /source ecb: format ecb cannot be a snapshot/)
   })
 
+  it("a jsonl or csv source is rows of its type through the row import: good rows stored, a bad one rejected (exit 1); never a snapshot, never without a type", async () => {
+    const rowsDb = join(dir, "rows.db")
+    routes.set("/fx.csv", served("currency,date,usd_per_unit\nEUR,2026-11-20,1.04\nGBP,2026-11-20,-3\nJPY,2026-11-20,0.0065\n", "\"c1\"", "text/csv"))
+    routes.set("/fx.jsonl", served("{\"currency\":\"CHF\",\"date\":\"2026-11-21\",\"usd_per_unit\":1.13}\n", "\"j1\"", "application/x-ndjson"))
+    routes.set("/fx-not-rows.csv", served(lines.slice(0, 5).join("\r\n"), "\"s1\""))
+    const file = join(dir, "rows.yaml")
+    const source = (name: string, path: string, format: string, extra = "    type: fx\n") => `  - name: ${name}\n    url: ${base}${path}\n    format: ${format}\n${extra}`
+    writeFileSync(file, "sources:\n" + source("fx-csv", "/fx.csv", "csv") + source("fx-jsonl", "/fx.jsonl", "jsonl") + source("catalog-as-rows", "/fx-not-rows.csv", "csv"))
+    const r = await cli("sync", "--once", "--sources", file, "--db", rowsDb)
+    assert.strictEqual(r.code, 1, r.stdout + r.stderr)
+    assert.deepStrictEqual(r.stdout.trim().split("\n"), [
+      "fx-csv: rejected: read 3: stored 2, unchanged 0, duplicate 0, skipped 0, quarantined 0, rejected 1 (invalid 1)",
+      "fx-jsonl: imported: read 1: stored 1, unchanged 0, duplicate 0, skipped 0, quarantined 0, rejected 0",
+      "catalog-as-rows: refused: not a csv file (it looks like skypilot)"
+    ])
+    const sqlite = new Database(rowsDb, { readonly: true })
+    try {
+      assert.deepStrictEqual(sqlite.prepare("SELECT currency, date, usd_per_unit FROM fx_rates ORDER BY currency").all(), [
+        { currency: "CHF", date: "2026-11-21", usd_per_unit: 1.13 },
+        { currency: "EUR", date: "2026-11-20", usd_per_unit: 1.04 },
+        { currency: "JPY", date: "2026-11-20", usd_per_unit: 0.0065 }
+      ])
+    } finally {
+      sqlite.close()
+    }
+    for (const [extra, message] of [
+      ["    type: fx\n    snapshot: true\n", /source rows: format jsonl cannot be a snapshot \(only skypilot and litellm catalogs withdraw what they no longer list\)/],
+      ["", /source rows: format jsonl needs a type \(rental, hardware, transactions, llm, indexes, fx, gpus\)/]
+    ] as const) {
+      writeFileSync(file, "sources:\n" + source("rows", "/fx.jsonl", "jsonl", extra))
+      const bad = await cli("sync", "--once", "--sources", file, "--db", rowsDb)
+      assert.strictEqual(bad.code, 2, bad.stdout + bad.stderr)
+      assert.match(bad.stderr, message)
+    }
+  })
+
   it("exit 2 for a command line or sources file it cannot take, nothing fetched", async () => {
     const before = requests.length
     const none = await cli("sync", "--once", "--db", db)

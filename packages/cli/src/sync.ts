@@ -1,6 +1,6 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { describeCounts, FormatImport, ingestBounds, type ImportCounts, ReferenceDataIngest, sniffFormat } from "@gpu-market/core"
+import { describeCounts, FormatImport, ingestBounds, type ImportCounts, type QuarantineRule, ReferenceDataIngest, sniffFormat } from "@gpu-market/core"
 import { SettingsStore } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -13,15 +13,17 @@ import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { randomUUID } from "node:crypto"
-import { hostname } from "node:os"
+import { mkdtemp, rm, writeFile } from "node:fs/promises"
+import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
 import { ecbFxRates } from "./ecb.js"
 import { fetchSource, type Validators } from "./fetch-source.js"
+import { importFile, type TypeName } from "./import.js"
 import { ServerLogging } from "./logging.js"
 import { storageOptions } from "./options.js"
 import { UsageError } from "./output.js"
 import { marketOn, type StorageChoice } from "./storage.js"
-import { readSources, type SyncSource } from "./sync-sources.js"
+import { holdsRows, readSources, type SyncSource } from "./sync-sources.js"
 
 /**
  * `gpu-market sync [--once]`: pulls each source of a sources file (or the shipped preset) and
@@ -89,6 +91,21 @@ const readState = (name: string) =>
     Effect.map(Option.map((text) => JSON.parse(text) as SyncState))
   )
 
+/**
+ * A fetched body of rows imported as `gpu-market import --type` imports a file (which it reads
+ * twice, to hash and count it, then to stream it), from a private temporary copy removed after.
+ */
+const importRows = (format: "jsonl" | "csv", type: TypeName, text: string, quarantine: ReadonlyArray<QuarantineRule>) =>
+  Effect.scoped(Effect.gen(function* () {
+    const dir = yield* Effect.acquireRelease(
+      Effect.promise(() => mkdtemp(join(tmpdir(), "gpu-market-sync-"))),
+      (d) => Effect.promise(() => rm(d, { recursive: true, force: true }))
+    )
+    const path = join(dir, `body.${format}`)
+    yield* Effect.promise(() => writeFile(path, text, { mode: 0o600 }))
+    return yield* importFile(path, type, format, quarantine)
+  }))
+
 /** Syncs one source into the market its layer opens, and remembers the outcome. */
 const syncOne = (source: SyncSource) =>
   Effect.gen(function* () {
@@ -132,6 +149,12 @@ const syncOne = (source: SyncSource) =>
     }
     const looks = sniffFormat(text)
     if (looks !== source.format) return yield* finish("refused", `not a ${source.format} file${looks === undefined ? "" : ` (it looks like ${looks})`}`)
+    if (holdsRows(source.format)) {
+      const type = source.type ?? (yield* Effect.dieMessage(`source ${source.name}: a ${source.format} source without a type`))
+      const report = yield* importRows(source.format, type, text, source.policy.quarantine ?? [])
+      const resumed = report.resumedAfter === null ? "" : `; resumed after line ${report.resumedAfter}, as far as an earlier sync of this body went`
+      return yield* finish(report.rejections.length > 0 ? "rejected" : "imported", describeCounts(report.counts) + resumed, { validators, counts: report.counts })
+    }
     const formats = yield* FormatImport
     const options = { observedAt: at, snapshot: source.snapshot, quarantine: source.policy.quarantine ?? [], maxWithdrawal: source.maxWithdrawal }
     const imported = yield* Effect.either(source.format === "skypilot"
