@@ -116,6 +116,10 @@ describe("gpu-market sync --once", () => {
     assert.strictEqual(requests.length - before, 1)
     assert.strictEqual(requests.at(-1)!.headers["if-none-match"], "\"v1\"")
     assert.deepStrictEqual(rentalRows(), imported)
+    // An unchanged source keeps what its last import did in `sync status`.
+    const kept = await cli("sync", "status", "--sources", lambda(), "--db", db)
+    assert.strictEqual(kept.code, 0, kept.stderr)
+    assert.match(kept.stdout, /^lambda: unchanged at (\S+); last success \1; next run \S+\n {2}not modified since the last sync\n {2}last import at (?!\1)\S+: read 629: stored 306, unchanged 0, duplicate 0, skipped 323 \(cpu_only 17, no_spot 306\), quarantined 0, rejected 0; withdrew 0$/m)
 
     routes.set("/lambda/vms.csv", served(priceChanged, "\"v2\""))
     const changed = await syncLambda()

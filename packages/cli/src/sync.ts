@@ -43,9 +43,19 @@ interface SyncState {
   readonly last_success: string | null
   readonly outcome: SyncOutcome
   readonly detail: string
+  /** What this attempt's import did; null when it imported nothing. */
   readonly counts: ImportCounts | null
   readonly withdrawn: number | null
+  /** The last import that ran (this attempt's, or an earlier one's), kept across unchanged and failed attempts. */
+  readonly last_import: LastImport | null
   readonly next_run: string
+}
+
+/** When a source was last imported, and what that import did. */
+interface LastImport {
+  readonly at: string
+  readonly counts: ImportCounts
+  readonly withdrawn: number | null
 }
 
 const stateKey = (name: string) => `sync/${name}`
@@ -88,7 +98,8 @@ const PRESETS = { public: join(import.meta.dirname, "../presets/public.yaml") } 
 
 const readState = (name: string) =>
   Effect.flatMap(SettingsStore, (settings) => settings.get(stateKey(name))).pipe(
-    Effect.map(Option.map((text) => JSON.parse(text) as SyncState))
+    // A state stored before last_import was kept has none.
+    Effect.map(Option.map((text): SyncState => ({ last_import: null, ...JSON.parse(text) as Omit<SyncState, "last_import"> })))
   )
 
 /**
@@ -111,7 +122,7 @@ const syncOne = (source: SyncSource) =>
   Effect.gen(function* () {
     const started = new Date(yield* Clock.currentTimeMillis)
     const previous = yield* readState(source.name)
-    const kept = Option.match(previous, { onNone: () => ({ validators: {}, last_success: null }), onSome: (s) => s })
+    const kept = Option.match(previous, { onNone: (): Pick<SyncState, "validators" | "last_success" | "last_import"> => ({ validators: {}, last_success: null, last_import: null }), onSome: (s) => s })
     const fetched = yield* Effect.either(fetchSource(source.name, source.url, source.fetch, kept.validators))
     const at = started.toISOString()
     const finish = (outcome: SyncOutcome, detail: string, rest: Partial<Pick<SyncState, "validators" | "counts" | "withdrawn">> = {}) =>
@@ -124,6 +135,7 @@ const syncOne = (source: SyncSource) =>
           outcome, detail,
           counts: rest.counts ?? null,
           withdrawn: rest.withdrawn ?? null,
+          last_import: rest.counts === undefined || rest.counts === null ? kept.last_import : { at, counts: rest.counts, withdrawn: rest.withdrawn ?? null },
           next_run: new Date(started.getTime() + Duration.toMillis(source.interval)).toISOString()
         }
         yield* Effect.flatMap(SettingsStore, (settings) => settings.set(stateKey(source.name), JSON.stringify(state)))
@@ -277,7 +289,10 @@ const status = Command.make("status", { ...sourcesOptions, ...storageOptions }, 
       onNone: () => `${source.name}: never synced`,
       onSome: (s) => [
         `${source.name}: ${s.outcome.replace("_", " ")} at ${s.last_attempt}; last success ${s.last_success ?? "never"}; next run ${s.next_run}`,
-        `  ${s.detail}`
+        `  ${s.detail}`,
+        ...s.counts !== null || s.last_import === null ? [] : [
+          `  last import at ${s.last_import.at}: ${describeCounts(s.last_import.counts)}${s.last_import.withdrawn === null ? "" : `; withdrew ${s.last_import.withdrawn}`}`
+        ]
       ].join("\n")
     })))
     yield* Console.log(lines.join("\n"))
