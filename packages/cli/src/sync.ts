@@ -1,7 +1,7 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { describeCounts, FormatImport, ingestBounds, type ImportCounts, type QuarantineRule, ReferenceDataIngest, sniffFormat } from "@gpu-market/core"
-import { SettingsStore } from "@gpu-market/core/storage"
+import { SettingsStore, type StorageError, type SyncFreshness, SyncFreshnessReader } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Console from "effect/Console"
@@ -96,11 +96,36 @@ const recordMetrics = (source: string, state: SyncState) =>
 
 const PRESETS = { public: join(import.meta.dirname, "../presets/public.yaml") } as const
 
+// A state stored before last_import was kept has none.
+const parseState = (text: string): SyncState => ({ last_import: null, ...JSON.parse(text) as Omit<SyncState, "last_import"> })
+
 const readState = (name: string) =>
-  Effect.flatMap(SettingsStore, (settings) => settings.get(stateKey(name))).pipe(
-    // A state stored before last_import was kept has none.
-    Effect.map(Option.map((text): SyncState => ({ last_import: null, ...JSON.parse(text) as Omit<SyncState, "last_import"> })))
-  )
+  Effect.flatMap(SettingsStore, (settings) => settings.get(stateKey(name))).pipe(Effect.map(Option.map(parseState)))
+
+/**
+ * A source is stale once its last success is older than this many of its intervals (two missed
+ * syncs are weather, three a problem), plus the lease time, within which the loop gets round to it.
+ */
+export const STALE_AFTER_INTERVALS = 3
+
+/**
+ * The freshness `/readyz` reports of `sources` at `nowMs`: one read of each source's state, all at
+ * once. A source never attempted is not stale yet (the loop reaches it within the lease time); one
+ * attempted that never succeeded is.
+ */
+export const syncFreshness = (sources: ReadonlyArray<SyncSource>, leaseMs: number) => (settings: SettingsStore["Type"], nowMs: number): Effect.Effect<SyncFreshness, StorageError> =>
+  Effect.map(Effect.forEach(sources, (source) => settings.get(stateKey(source.name)), { concurrency: "unbounded" }), (states) => {
+    const stale: Array<string> = []
+    let oldest: string | null = null
+    sources.forEach((source, i) => {
+      const state = Option.getOrUndefined(Option.map(states[i]!, parseState))
+      if (state === undefined) return
+      const success = state.last_success
+      if (success !== null && (oldest === null || success < oldest)) oldest = success
+      if (success === null || nowMs - Date.parse(success) > STALE_AFTER_INTERVALS * Duration.toMillis(source.interval) + leaseMs) stale.push(source.name)
+    })
+    return { stale, oldest_success_at: oldest }
+  })
 
 /**
  * A fetched body of rows imported as `gpu-market import --type` imports a file (which it reads
@@ -259,11 +284,16 @@ const syncLoop = (sources: ReadonlyArray<SyncSource>, storage: StorageChoice, le
   })
 
 /**
- * The sync loop of the sources file `path` on `storage`, beside a server (`serve --sync`,
- * `$GPU_MARKET_SYNC` for `npm start`); a sources file that cannot work stops it before it starts.
+ * `served`, with the sync loop of the sources file `path` on `storage` beside it (`serve --sync`,
+ * `$GPU_MARKET_SYNC` for `npm start`) and their freshness on its `/readyz`; a sources file that
+ * cannot work stops it before it starts.
  */
-export const syncBeside = (path: string, storage: StorageChoice) =>
-  Effect.flatMap(readSources(path), (sources) => syncLoop(sources, storage, DEFAULT_LEASE_MS).pipe(Effect.provide(marketOn(storage))))
+export const serveSyncing = <A, E, R>(served: Effect.Effect<A, E, R>, path: string, storage: StorageChoice) =>
+  Effect.flatMap(readSources(path), (sources) => Effect.zipLeft(
+    Effect.provideService(served, SyncFreshnessReader, syncFreshness(sources, DEFAULT_LEASE_MS)),
+    syncLoop(sources, storage, DEFAULT_LEASE_MS).pipe(Effect.provide(marketOn(storage))),
+    { concurrent: true }
+  ))
 
 const run = Command.make("sync", {
   once: Options.boolean("once").pipe(Options.withDescription("sync every source once and exit (0: all imported or unchanged, 1: any refused, held back or with rejected entries)")),
