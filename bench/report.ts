@@ -1,4 +1,5 @@
 import { type FeedBenchResults, feedLines, feedMarkdown } from "./feed"
+import { type SyncBenchResults, syncLines, syncMarkdown } from "./sync"
 import * as os from "node:os"
 import type { BenchConfig } from "./config"
 import type { CoreResults, Timing } from "./core-bench"
@@ -29,6 +30,7 @@ export interface RunResults {
   readonly import: ImportBenchResults
   readonly dashboard: DashboardResults
   readonly feed: FeedBenchResults
+  readonly sync: SyncBenchResults
   readonly date: Date
   readonly wallSeconds: number
   /** 1-minute load averages: at the start, and before the HTTP load (after (a) and (b)). */
@@ -83,7 +85,8 @@ export const lines = (r: RunResults): ReadonlyArray<Line> => {
     { name: "(i) worker pool of 2: createWorkerMarket to first answer, vs 2 bare Workers online", figure: seconds(poolAnswer.medianMs), baseline: seconds(bareWorkers.medianMs), ratio: poolAnswer.medianMs / bareWorkers.medianMs, target: startupTarget, pass: poolAnswer.medianMs <= STARTUP_TARGET_SECONDS * 1000 },
     importLine(r.import),
     dashboardLine(r.dashboard),
-    ...feedLines(r.feed)
+    ...feedLines(r.feed),
+    ...syncLines(r.sync)
   ]
 }
 
@@ -190,5 +193,6 @@ ${topologyMarkdown(r.topologies, apiCostOf(r.topologies, r.serving))}
 ${startupMarkdown(r.startup)}
 ${importMarkdown(r.import)}
 ${dashboardMarkdown(r.dashboard)}
-${feedMarkdown(r.feed)}`
+${feedMarkdown(r.feed)}
+${syncMarkdown(r.sync)}`
 }
