@@ -118,7 +118,8 @@ export const syncFreshness = (sources: ReadonlyArray<SyncSource>, leaseMs: numbe
     const stale: Array<string> = []
     let oldest: string | null = null
     sources.forEach((source, i) => {
-      const state = Option.getOrUndefined(Option.map(states[i]!, parseState))
+      // A state that is not JSON (written by hand, say) counts as none: a probe must not fail on it.
+      const state = Option.getOrUndefined(Option.flatMap(states[i]!, Option.liftThrowable(parseState)))
       if (state === undefined) return
       const success = state.last_success
       if (success !== null && (oldest === null || success < oldest)) oldest = success

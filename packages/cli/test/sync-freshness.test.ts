@@ -35,5 +35,8 @@ describe("sync freshness on /readyz", () => {
       assert.deepStrictEqual(yield* read(settings, edge), { stale: ["older", "failing"], oldest_success_at: "2026-11-27T11:00:00.000Z" })
       assert.deepStrictEqual(yield* read(settings, edge + 1), { stale: ["fresh", "older", "failing"], oldest_success_at: "2026-11-27T11:00:00.000Z" })
       assert.deepStrictEqual(yield* syncFreshness([source("new")], LEASE_MS)(settings, edge), { stale: [], oldest_success_at: null })
+      // A state that is no JSON is read as none, not as a failed probe.
+      yield* settings.set("sync/garbled", "{not json")
+      assert.deepStrictEqual(yield* syncFreshness([source("garbled")], LEASE_MS)(settings, edge), { stale: [], oldest_success_at: null })
     }).pipe(Effect.provide(MemoryStorage.layer)))
 })
