@@ -129,7 +129,7 @@ const removeDb = (file: string) => {
 }
 
 /** Peak resident set size of a process so far (VmHWM), in bytes; undefined once it is gone or off Linux. */
-const peakRss = (pid: number): number | undefined => {
+export const peakRss = (pid: number): number | undefined => {
   try {
     const m = /^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))
     return m === null ? undefined : Number(m[1]) * 1024

@@ -1,4 +1,5 @@
 import { type FeedBenchResults, feedLines, feedMarkdown } from "./feed"
+import { type SyncBenchResults, syncLines, syncMarkdown } from "./sync"
 import * as os from "node:os"
 import type { BenchConfig } from "./config"
 import type { CoreResults, Timing } from "./core-bench"
@@ -29,6 +30,7 @@ export interface RunResults {
   readonly import: ImportBenchResults
   readonly dashboard: DashboardResults
   readonly feed: FeedBenchResults
+  readonly sync: SyncBenchResults
   readonly date: Date
   readonly wallSeconds: number
   /** 1-minute load averages: at the start, and before the HTTP load (after (a) and (b)). */
@@ -97,7 +99,8 @@ export const lines = (r: RunResults): ReadonlyArray<Line> => {
     importLine(r.import),
     skypilotImportLine(r.import),
     dashboardLine(r.dashboard),
-    ...feedLines(r.feed)
+    ...feedLines(r.feed),
+    ...syncLines(r.sync)
   ]
 }
 
@@ -204,5 +207,6 @@ ${topologyMarkdown(r.topologies, apiCostOf(r.topologies, r.serving))}
 ${startupMarkdown(r.startup)}
 ${importMarkdown(r.import)}
 ${dashboardMarkdown(r.dashboard)}
-${feedMarkdown(r.feed)}`
+${feedMarkdown(r.feed)}
+${syncMarkdown(r.sync)}`
 }

@@ -13,6 +13,7 @@ import { runHttpBench } from "./http-bench"
 import { runRedisBench } from "./redis"
 import { runServingBench, servingLines, servingMarkdown } from "./serving"
 import { runStartupBench } from "./startup"
+import { runSyncBench, syncLines, syncMarkdown } from "./sync"
 import { runTopologyBench, topologyLines, topologyMarkdown } from "./topologies"
 import { ensureMarket } from "./market"
 import { consoleTable, importLine, type Line, lines, machine, markdown, skypilotImportLine } from "./report"
@@ -21,7 +22,7 @@ import { consoleTable, importLine, type Line, lines, machine, markdown, skypilot
  * `npm run bench`: builds or reuses the market, runs the three benchmarks, prints the table and
  * rewrites BENCHMARKS.md. `BENCH_QUICK=1` is a smoke run on a small market whose report goes to
  * bench/.data instead, so it never replaces real figures. `BENCH_STRICT=1` exits 1 when a
- * target is missed. `BENCH_ONLY=k` (or `l`, `m`) runs that section alone and writes it to bench/.data, leaving
+ * target is missed. `BENCH_ONLY=k` (or `l`, `m`, `n`, `o`, `p`) runs that section alone and writes it to bench/.data, leaving
  * BENCHMARKS.md alone; the other sections run alone as `npx tsx bench/<section>.ts`.
  */
 
@@ -86,7 +87,8 @@ const main = async () => {
     if (only === "m") return sectionOnly("m", q, runDashboardBench(q, log), (r) => [dashboardLine(r)], dashboardMarkdown)
     if (only === "n") return sectionOnly("n", q, runFeedBench(q, log), feedLines, feedMarkdown)
     if (only === "o") return sectionOnly("o", q, runTopologyBench(q, log), topologyLines, (r) => topologyMarkdown(r), true)
-    throw new Error(`BENCH_ONLY supports k, l, m, n and o; run another section alone with npx tsx bench/<section>.ts`)
+    if (only === "p") return sectionOnly("p", q, runSyncBench(log), syncLines, syncMarkdown)
+    throw new Error(`BENCH_ONLY supports k, l, m, n, o and p; run another section alone with npx tsx bench/<section>.ts`)
   }
 
   const loadBefore = os.loadavg()[0]!
@@ -128,9 +130,11 @@ const main = async () => {
   const dashboard = await runDashboardBench(config.quick, log)
   log("(n): change-feed fan-out ...")
   const feed = await runFeedBench(config.quick, log)
+  log("(p): sync of the public preset ...")
+  const sync = await runSyncBench(log)
 
   const results = {
-    config, market, core, http, serving, hardware, indexes, redis, topologies, startup, import: importResults, dashboard, feed,
+    config, market, core, http, serving, hardware, indexes, redis, topologies, startup, import: importResults, dashboard, feed, sync,
     date: new Date(),
     wallSeconds: (performance.now() - started) / 1000,
     load: { start: loadBefore, beforeHttp: loadBeforeHttp },

@@ -21,6 +21,10 @@ const dir = mkdtempSync(join(tmpdir(), "gpu-market-sync-processes-"))
 
 let requests = 0
 const server = http.createServer((req, res) => {
+  if (req.url === "/gone.csv") {
+    res.writeHead(404)
+    return res.end()
+  }
   requests++
   if (req.headers["if-none-match"] === "\"v1\"") {
     res.writeHead(304, { etag: "\"v1\"" })
@@ -94,14 +98,30 @@ describe("one sync loop per market", () => {
   it("serve --sync runs the loop beside the server, which stays ready and counts its syncs on /metrics", { timeout: 60_000 }, async () => {
     const port = await freePort()
     const db = join(dir, "served.db")
-    const served = await startUntil(BIN, ["serve", "--sync", sources, "--metrics", "--port", String(port), "--db", db], {
+    // Beside lambda, a source that is never found: attempted and never a success, it is stale.
+    const withBroken = join(dir, "served-sources.yaml")
+    writeFileSync(withBroken, readFileSync(sources, "utf8") + [
+      "  - name: broken",
+      `    url: http://127.0.0.1:${(server.address() as AddressInfo).port}/gone.csv`,
+      "    format: skypilot",
+      "    vendor: lambda",
+      "    attempts: 1",
+      ""
+    ].join("\n"))
+    const served = await startUntil(BIN, ["serve", "--sync", withBroken, "--metrics", "--port", String(port), "--db", db], {
       cwd: dir, env: { ...process.env, NO_COLOR: "1", GPU_MARKET_LOG_FORMAT: "json", GPU_MARKET_SYNC: "", GPU_MARKET_REDIS_URL: "" },
       ready: /listening/, timeoutMs: 30_000
     })
     started.push(served)
     await until("the server's sync importing the catalog", () => /"msg":"sync lambda: imported: read 629: stored 306/.test(served.output()), 30_000)
+    await until("the broken source refused", () => /"msg":"sync broken: refused: HTTP 404"/.test(served.output()), 30_000)
     const ready = await fetch(`http://127.0.0.1:${port}/readyz`)
     assert.strictEqual(ready.status, 200)
+    const body = await ready.json() as { status: string; sync: { stale: Array<string>; oldest_success_at: string } }
+    assert.deepStrictEqual({ ...body, sync: { ...body.sync, oldest_success_at: "" } }, { status: "ready", sync: { stale: ["broken"], oldest_success_at: "" } })
+    const success = Date.parse(body.sync.oldest_success_at)
+    assert.isAtMost(success, Date.now())
+    assert.isAbove(success, Date.now() - 60_000)
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
     assert.match(metrics, /^gpu_market_sync_runs_total\{source="lambda",outcome="imported"\} 1$/m)
     assert.match(metrics, /^gpu_market_sync_rows_total\{source="lambda",result="stored"\} 306$/m)

@@ -116,6 +116,10 @@ describe("gpu-market sync --once", () => {
     assert.strictEqual(requests.length - before, 1)
     assert.strictEqual(requests.at(-1)!.headers["if-none-match"], "\"v1\"")
     assert.deepStrictEqual(rentalRows(), imported)
+    // An unchanged source keeps what its last import did in `sync status`.
+    const kept = await cli("sync", "status", "--sources", lambda(), "--db", db)
+    assert.strictEqual(kept.code, 0, kept.stderr)
+    assert.match(kept.stdout, /^lambda: unchanged at (\S+); last success \1; next run \S+\n {2}not modified since the last sync\n {2}last import at (?!\1)\S+: read 629: stored 306, unchanged 0, duplicate 0, skipped 323 \(cpu_only 17, no_spot 306\), quarantined 0, rejected 0; withdrew 0$/m)
 
     routes.set("/lambda/vms.csv", served(priceChanged, "\"v2\""))
     const changed = await syncLambda()
@@ -191,6 +195,92 @@ describe("gpu-market sync --once", () => {
     assert.match(status.stdout, /^half: held back at \S+; last success never; next run \S+\n {2}the snapshot would withdraw 294 of 305/m)
   })
 
+  it("an ECB reference-rate file becomes FX rates in USD (a euro at the USD rate, C at USD / C); a malformed one changes nothing", async () => {
+    const ecb = readFileSync(join(import.meta.dirname, "fixtures/ecb/eurofxref-hist-sample.xml"), "utf8")
+    routes.set("/ecb.xml", served(ecb, "\"e1\"", "application/xml"))
+    const file = join(dir, "ecb.yaml")
+    const ecbSources = (path: string) => writeFileSync(file, `sources:\n  - name: ecb\n    url: ${base}${path}\n    format: ecb\n    timeout_ms: 400\n    attempts: 1\n`)
+    ecbSources("/ecb.xml")
+    const fxDb = join(dir, "fx.db")
+    const fx = () => {
+      const sqlite = new Database(fxDb, { readonly: true })
+      try {
+        return sqlite.prepare("SELECT currency, date, usd_per_unit FROM fx_rates ORDER BY date, currency").all() as Array<{ currency: string; date: string; usd_per_unit: number }>
+      } finally {
+        sqlite.close()
+      }
+    }
+    const r = await cli("sync", "--once", "--sources", file, "--db", fxDb)
+    assert.strictEqual(r.code, 0, r.stdout + r.stderr)
+    assert.strictEqual(r.stdout.trim(), "ecb: imported: 8 FX rates in USD")
+    // By hand: 1.05 / 0.9375 = 1.12, 1.05 / 0.84 = 1.25, 1.05 / 162.5 = 0.00646153846…, 1.055 / 0.844 = 1.25, 1.055 / 160 = 0.00659375, 1.055 / 0.9284 = 1.13636363…
+    const expected: Array<[string, string, number]> = [
+      ["CHF", "2026-11-26", 1.12], ["EUR", "2026-11-26", 1.05], ["GBP", "2026-11-26", 1.25], ["JPY", "2026-11-26", 0.006461538461538462],
+      ["CHF", "2026-11-27", 1.1363636363636365], ["EUR", "2026-11-27", 1.055], ["GBP", "2026-11-27", 1.25], ["JPY", "2026-11-27", 0.00659375]
+    ]
+    const stored = fx()
+    assert.deepStrictEqual(stored.map((x) => [x.currency, x.date]), expected.map(([c, d]) => [c, d]))
+    stored.forEach((x, i) => assert.approximately(x.usd_per_unit, expected[i]![2], 1e-12, `${x.currency} ${x.date}`))
+
+    // Cut short, a day without USD, a rate given twice, another XML document: refused whole, nothing written.
+    const cut = ecb.slice(0, ecb.indexOf("<Cube time='2026-11-26'>"))
+    for (const [path, body, why] of [
+      ["/ecb-cut.xml", cut, "cut short"],
+      ["/ecb-no-usd.xml", ecb.replace("<Cube currency='USD' rate='1.0500'/>", "").replace("rate='162.50'", "rate='99'"), "2026-11-26 has no USD rate"],
+      ["/ecb-twice.xml", ecb.replace("<Cube currency='GBP' rate='0.8400'/>", "<Cube currency='GBP' rate='0.8400'/><Cube currency='GBP' rate='0.9'/>"), "2026-11-26: GBP is given twice"],
+      ["/ecb-other.xml", "<?xml version=\"1.0\"?><rss><channel/></rss>", "the gesmes:Envelope expected"]
+    ] as const) {
+      routes.set(path, served(body.replace("rate='1.0550'", "rate='2'"), `"${path}"`, "text/xml"))
+      ecbSources(path)
+      const bad = await cli("sync", "--once", "--sources", file, "--db", fxDb)
+      assert.strictEqual(bad.code, 1, bad.stdout + bad.stderr)
+      assert.include(bad.stdout, "ecb: refused: not an ECB reference-rate file: ")
+      assert.include(bad.stdout, why)
+      assert.deepStrictEqual(fx(), stored)
+    }
+    const snapshot = join(dir, "ecb-snapshot.yaml")
+    writeFileSync(snapshot, `sources:\n  - name: ecb\n    url: ${base}/ecb.xml\n    format: ecb\n    snapshot: true\n`)
+    const refused = await cli("sync", "--once", "--sources", snapshot, "--db", fxDb)
+    assert.strictEqual(refused.code, 2)
+    assert.match(refused.stderr, /source ecb: format ecb cannot be a snapshot/)
+  })
+
+  it("a jsonl or csv source is rows of its type through the row import: good rows stored, a bad one rejected (exit 1); never a snapshot, never without a type", async () => {
+    const rowsDb = join(dir, "rows.db")
+    routes.set("/fx.csv", served("currency,date,usd_per_unit\nEUR,2026-11-20,1.04\nGBP,2026-11-20,-3\nJPY,2026-11-20,0.0065\n", "\"c1\"", "text/csv"))
+    routes.set("/fx.jsonl", served("{\"currency\":\"CHF\",\"date\":\"2026-11-21\",\"usd_per_unit\":1.13}\n", "\"j1\"", "application/x-ndjson"))
+    routes.set("/fx-not-rows.csv", served(lines.slice(0, 5).join("\r\n"), "\"s1\""))
+    const file = join(dir, "rows.yaml")
+    const source = (name: string, path: string, format: string, extra = "    type: fx\n") => `  - name: ${name}\n    url: ${base}${path}\n    format: ${format}\n${extra}`
+    writeFileSync(file, "sources:\n" + source("fx-csv", "/fx.csv", "csv") + source("fx-jsonl", "/fx.jsonl", "jsonl") + source("catalog-as-rows", "/fx-not-rows.csv", "csv"))
+    const r = await cli("sync", "--once", "--sources", file, "--db", rowsDb)
+    assert.strictEqual(r.code, 1, r.stdout + r.stderr)
+    assert.deepStrictEqual(r.stdout.trim().split("\n"), [
+      "fx-csv: rejected: read 3: stored 2, unchanged 0, duplicate 0, skipped 0, quarantined 0, rejected 1 (invalid 1)",
+      "fx-jsonl: imported: read 1: stored 1, unchanged 0, duplicate 0, skipped 0, quarantined 0, rejected 0",
+      "catalog-as-rows: refused: not a csv file (it looks like skypilot)"
+    ])
+    const sqlite = new Database(rowsDb, { readonly: true })
+    try {
+      assert.deepStrictEqual(sqlite.prepare("SELECT currency, date, usd_per_unit FROM fx_rates ORDER BY currency").all(), [
+        { currency: "CHF", date: "2026-11-21", usd_per_unit: 1.13 },
+        { currency: "EUR", date: "2026-11-20", usd_per_unit: 1.04 },
+        { currency: "JPY", date: "2026-11-20", usd_per_unit: 0.0065 }
+      ])
+    } finally {
+      sqlite.close()
+    }
+    for (const [extra, message] of [
+      ["    type: fx\n    snapshot: true\n", /source rows: format jsonl cannot be a snapshot \(only skypilot and litellm catalogs withdraw what they no longer list\)/],
+      ["", /source rows: format jsonl needs a type \(rental, hardware, transactions, llm, indexes, fx, gpus\)/]
+    ] as const) {
+      writeFileSync(file, "sources:\n" + source("rows", "/fx.jsonl", "jsonl", extra))
+      const bad = await cli("sync", "--once", "--sources", file, "--db", rowsDb)
+      assert.strictEqual(bad.code, 2, bad.stdout + bad.stderr)
+      assert.match(bad.stderr, message)
+    }
+  })
+
   it("exit 2 for a command line or sources file it cannot take, nothing fetched", async () => {
     const before = requests.length
     const none = await cli("sync", "--once", "--db", db)
@@ -227,7 +317,8 @@ describe("gpu-market sync --once", () => {
     )
     assert.deepStrictEqual(preset.sources.filter((s) => s.format === "litellm").map((s) => s.url),
       ["https://raw.githubusercontent.com/BerriAI/litellm/main/model_prices_and_context_window.json"])
-    assert.ok(preset.sources.every((s) => s.policy === "../policies/public-sources.yaml"))
+    assert.ok(preset.sources.filter((s) => s.format !== "ecb").every((s) => s.policy === "../policies/public-sources.yaml"))
+    assert.deepStrictEqual(preset.sources.filter((s) => s.format === "ecb").map((s) => s.url), ["https://www.ecb.europa.eu/stats/eurofxref/eurofxref-daily.xml"])
     // As installed, the preset and the policy it names read (nothing is fetched by status).
     const status = await cli("sync", "status", "--preset", "public", "--db", join(dir, "preset.db"))
     assert.strictEqual(status.code, 0, status.stderr)

@@ -43,7 +43,7 @@ export type Fetched =
 export class FetchRefused extends Data.TaggedError("FetchRefused")<{ readonly message: string; readonly retryable: boolean }> {}
 
 /** Content types a source's body may be served with; anything else (an HTML error page, say) is refused. */
-const ACCEPTED_TYPES = ["text/plain", "text/csv", "application/json", "application/octet-stream", "application/xml", "text/xml"]
+const ACCEPTED_TYPES = ["text/plain", "text/csv", "application/json", "application/x-ndjson", "application/jsonl", "application/octet-stream", "application/xml", "text/xml"]
 
 const refuse = (message: string, retryable: boolean) => new FetchRefused({ message, retryable })
 

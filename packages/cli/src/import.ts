@@ -95,7 +95,9 @@ const TYPES: Record<"rental" | "hardware" | "llm" | "transactions" | "indexes" |
   gpus: importType(GpuCatalogRecord, ReferenceDataIngest, (i, rows, mark) => i.gpus(rows, { mark }), (i) => i.mark)
 }
 
-type TypeName = keyof typeof TYPES
+/** The data types a file of rows can hold, as `--type` and a sources file's `type` name them. */
+export const ROW_TYPES = ["rental", "hardware", "transactions", "llm", "indexes", "fx", "gpus"] as const satisfies ReadonlyArray<keyof typeof TYPES>
+export type TypeName = keyof typeof TYPES
 
 /** An import that storage trouble stopped: the trouble, and what the import had stored by then. */
 export class ImportStopped extends Data.TaggedError("ImportStopped")<{ readonly message: string; readonly cause: StorageUnavailable }> {}
@@ -237,7 +239,7 @@ const isRowFormat = (format: string): format is "jsonl" | "csv" => !isPublicForm
 /** `gpu-market import`. */
 export const importCommand = Command.make("import", {
   file: Args.file({ name: "file", exists: "yes" }).pipe(Args.withDescription("the JSON Lines (.jsonl), CSV (.csv), SkyPilot vms.csv or LiteLLM price table file to import")),
-  type: Options.choice("type", ["rental", "hardware", "transactions", "llm", "indexes", "fx", "gpus"] as const).pipe(
+  type: Options.choice("type", ROW_TYPES).pipe(
     Options.withDescription("data type of the rows: rental (price observations), hardware (listing observations), transactions (deals), llm (token price observations), indexes (administered index values), fx (FX rates: currency, date, usd_per_unit), gpus (GPU catalog entries); implied by --format skypilot (rental) and litellm (llm)"),
     Options.optional
   ),

@@ -15,7 +15,7 @@ import { makeProgress } from "./progress.js"
 import { storageOptions } from "./options.js"
 import { describeStorage, marketOn, rateLimitModeOf, storageOn } from "./storage.js"
 import { dashboardFromEnvironment, metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment, shutdownTimeoutMs } from "./serve.js"
-import { syncBeside, syncCommand } from "./sync.js"
+import { serveSyncing, syncCommand } from "./sync.js"
 import { tokensCommand } from "./tokens.js"
 
 /** `gpu-market`: serve the API, seed the demo market, import data, manage tokens and indexes. */
@@ -97,7 +97,7 @@ const serveCommand = Command.make("serve", {
     storage: { layer: storageOn(o, { serve: true }), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb, metrics, dashboard,
     shutdownTimeoutMs: shutdownTimeout, timeouts, feedHeartbeatMs: Option.getOrUndefined(o.feedHeartbeatMs)
   })
-  return yield* (sync === "" ? served : Effect.zipLeft(served, syncBeside(sync, o), { concurrent: true })).pipe(Effect.provide(yield* ServerLogging))
+  return yield* (sync === "" ? served : serveSyncing(served, sync, o)).pipe(Effect.provide(yield* ServerLogging))
 })
 ).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))
 

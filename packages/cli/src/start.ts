@@ -4,7 +4,7 @@ import { withLogging } from "./logging.js"
 import { runMain } from "./output.js"
 import { dashboardFromEnvironment, metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment } from "./serve.js"
 import { describeStorage, fromEnvironment, rateLimitModeOf, storageOn } from "./storage.js"
-import { syncBeside } from "./sync.js"
+import { serveSyncing } from "./sync.js"
 
 /**
  * `npm start`: the HTTP API on 127.0.0.1:$PORT (8787) from the SQLite file $GPU_MARKET_DB
@@ -37,5 +37,5 @@ withLogging(undefined, (logging) => runMain(() => Effect.gen(function* () {
     storage: { layer: storageOn(fromEnvironment, { serve: true }), name }, port, host, baseUrl, demo, corsOrigins, rateLimits, pageCacheMb, metrics, dashboard, shutdownTimeoutMs
   })
   const sync = (process.env.GPU_MARKET_SYNC ?? "").trim()
-  return yield* (sync === "" ? served : Effect.zipLeft(served, syncBeside(sync, fromEnvironment), { concurrent: true })).pipe(Effect.provide(logging.server))
+  return yield* (sync === "" ? served : serveSyncing(served, sync, fromEnvironment)).pipe(Effect.provide(logging.server))
 }).pipe(Effect.provide(logging.level)), process.argv))

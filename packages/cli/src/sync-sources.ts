@@ -9,6 +9,7 @@ import { readFile } from "node:fs/promises"
 import { dirname, isAbsolute, join } from "node:path"
 import { parse as parseYaml } from "yaml"
 import type { FetchPolicy } from "./fetch-source.js"
+import { ROW_TYPES, type TypeName } from "./import.js"
 import { UsageError } from "./output.js"
 
 /**
@@ -31,7 +32,13 @@ const Source = Schema.Struct({
   name: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]*$/, { message: () => "lower-case letters, digits, '.', '_' and '-'" })),
   /** An http(s) URL, or a local path (relative to the sources file). */
   url: Schema.NonEmptyTrimmedString,
-  format: Schema.Literal("skypilot", "litellm"),
+  /**
+   * skypilot, litellm, ecb (the ECB's euro reference rates, XML, stored as FX rates in USD), or
+   * jsonl/csv: rows of one `type`, through the same import as `gpu-market import --type`.
+   */
+  format: Schema.Literal("skypilot", "litellm", "ecb", "jsonl", "csv"),
+  /** jsonl and csv: the data type of the rows. */
+  type: Schema.optional(Schema.Literal(...ROW_TYPES)),
   /** skypilot: the vendor slug of the rows. */
   vendor: Schema.optional(Schema.String),
   /** The source is the complete catalog: what it no longer lists is withdrawn. */
@@ -45,7 +52,15 @@ const Source = Schema.Struct({
   backoff_ms: Schema.optionalWith(Positive, { default: () => FETCH_DEFAULTS.backoffMs }),
   max_bytes: Schema.optionalWith(Positive, { default: () => FETCH_DEFAULTS.maxBytes }),
   max_redirects: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.nonNegative()), { default: () => FETCH_DEFAULTS.maxRedirects })
-}).pipe(Schema.filter((s) => s.format !== "skypilot" || s.vendor !== undefined || `source ${s.name}: format skypilot needs a vendor`))
+}).pipe(
+  Schema.filter((s) => s.format !== "skypilot" || s.vendor !== undefined || `source ${s.name}: format skypilot needs a vendor`),
+  Schema.filter((s) => !holdsRows(s.format) || s.type !== undefined || `source ${s.name}: format ${s.format} needs a type (${ROW_TYPES.join(", ")})`),
+  Schema.filter((s) => holdsRows(s.format) || s.type === undefined || `source ${s.name}: type is for formats jsonl and csv only`),
+  // Only the public catalogs say what a vendor no longer sells: FX rates are kept per currency and day,
+  // and rows of a file add observations, which never say what a vendor has stopped offering.
+  Schema.filter((s) => !s.snapshot || s.format === "skypilot" || s.format === "litellm" ||
+    `source ${s.name}: format ${s.format} cannot be a snapshot (only skypilot and litellm catalogs withdraw what they no longer list)`)
+)
 
 const SourcesFile = Schema.Struct({ sources: Schema.NonEmptyArray(Source) }).pipe(
   Schema.filter((f) => {
@@ -59,7 +74,9 @@ const SourcesFile = Schema.Struct({ sources: Schema.NonEmptyArray(Source) }).pip
 export interface SyncSource {
   readonly name: string
   readonly url: string
-  readonly format: "skypilot" | "litellm"
+  readonly format: SourceFormat
+  /** jsonl and csv: the data type of the rows. */
+  readonly type: TypeName | undefined
   readonly vendor: string | undefined
   readonly snapshot: boolean
   readonly interval: Duration.Duration
@@ -67,6 +84,12 @@ export interface SyncSource {
   readonly maxWithdrawal: number
   readonly fetch: FetchPolicy
 }
+
+/** A source's format: a public one, or rows of one type. */
+export type SourceFormat = "skypilot" | "litellm" | "ecb" | "jsonl" | "csv"
+
+/** Whether a source's body is rows of one type, imported as `gpu-market import --type` does. */
+export const holdsRows = (format: SourceFormat): format is "jsonl" | "csv" => format === "jsonl" || format === "csv"
 
 const oneLine = (text: string) => text.replace(/\s+/g, " ").trim()
 
@@ -89,7 +112,7 @@ export const readSources = (path: string): Effect.Effect<ReadonlyArray<SyncSourc
         policy = yield* Either.mapLeft(parseImportPolicy(policyText), (why) => usage(`source ${s.name}: the policy ${policyPath}: ${why}`))
       } else if (s.policy !== undefined) policy = s.policy
       return {
-        name: s.name, url: here(s.url), format: s.format, vendor: s.vendor, snapshot: s.snapshot,
+        name: s.name, url: here(s.url), format: s.format, type: s.type, vendor: s.vendor, snapshot: s.snapshot,
         interval: Duration.decode(s.interval as Duration.DurationInput), policy, maxWithdrawal: s.max_withdrawal,
         fetch: { timeoutMs: s.timeout_ms, attempts: s.attempts, backoffMs: s.backoff_ms, maxBytes: s.max_bytes, maxRedirects: s.max_redirects }
       }

@@ -1,25 +1,29 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { describeCounts, FormatImport, ingestBounds, type ImportCounts, sniffFormat } from "@gpu-market/core"
-import { SettingsStore } from "@gpu-market/core/storage"
+import { describeCounts, FormatImport, ingestBounds, type ImportCounts, type QuarantineRule, ReferenceDataIngest, sniffFormat } from "@gpu-market/core"
+import { SettingsStore, type StorageError, type SyncFreshness, SyncFreshnessReader } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
+import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { randomUUID } from "node:crypto"
-import { hostname } from "node:os"
+import { mkdtemp, rm, writeFile } from "node:fs/promises"
+import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
+import { ecbFxRates } from "./ecb.js"
 import { fetchSource, type Validators } from "./fetch-source.js"
+import { importFile, type TypeName } from "./import.js"
 import { ServerLogging } from "./logging.js"
 import { storageOptions } from "./options.js"
 import { UsageError } from "./output.js"
 import { marketOn, type StorageChoice } from "./storage.js"
-import { readSources, type SyncSource } from "./sync-sources.js"
+import { holdsRows, readSources, type SyncSource } from "./sync-sources.js"
 
 /**
  * `gpu-market sync [--once]`: pulls each source of a sources file (or the shipped preset) and
@@ -39,9 +43,19 @@ interface SyncState {
   readonly last_success: string | null
   readonly outcome: SyncOutcome
   readonly detail: string
+  /** What this attempt's import did; null when it imported nothing. */
   readonly counts: ImportCounts | null
   readonly withdrawn: number | null
+  /** The last import that ran (this attempt's, or an earlier one's), kept across unchanged and failed attempts. */
+  readonly last_import: LastImport | null
   readonly next_run: string
+}
+
+/** When a source was last imported, and what that import did. */
+interface LastImport {
+  readonly at: string
+  readonly counts: ImportCounts
+  readonly withdrawn: number | null
 }
 
 const stateKey = (name: string) => `sync/${name}`
@@ -82,17 +96,59 @@ const recordMetrics = (source: string, state: SyncState) =>
 
 const PRESETS = { public: join(import.meta.dirname, "../presets/public.yaml") } as const
 
+// A state stored before last_import was kept has none.
+const parseState = (text: string): SyncState => ({ last_import: null, ...JSON.parse(text) as Omit<SyncState, "last_import"> })
+
 const readState = (name: string) =>
-  Effect.flatMap(SettingsStore, (settings) => settings.get(stateKey(name))).pipe(
-    Effect.map(Option.map((text) => JSON.parse(text) as SyncState))
-  )
+  Effect.flatMap(SettingsStore, (settings) => settings.get(stateKey(name))).pipe(Effect.map(Option.map(parseState)))
+
+/**
+ * A source is stale once its last success is older than this many of its intervals (two missed
+ * syncs are weather, three a problem), plus the lease time, within which the loop gets round to it.
+ */
+export const STALE_AFTER_INTERVALS = 3
+
+/**
+ * The freshness `/readyz` reports of `sources` at `nowMs`: one read of each source's state, all at
+ * once. A source never attempted is not stale yet (the loop reaches it within the lease time); one
+ * attempted that never succeeded is.
+ */
+export const syncFreshness = (sources: ReadonlyArray<SyncSource>, leaseMs: number) => (settings: SettingsStore["Type"], nowMs: number): Effect.Effect<SyncFreshness, StorageError> =>
+  Effect.map(Effect.forEach(sources, (source) => settings.get(stateKey(source.name)), { concurrency: "unbounded" }), (states) => {
+    const stale: Array<string> = []
+    let oldest: string | null = null
+    sources.forEach((source, i) => {
+      // A state that is not JSON (written by hand, say) counts as none: a probe must not fail on it.
+      const state = Option.getOrUndefined(Option.flatMap(states[i]!, Option.liftThrowable(parseState)))
+      if (state === undefined) return
+      const success = state.last_success
+      if (success !== null && (oldest === null || success < oldest)) oldest = success
+      if (success === null || nowMs - Date.parse(success) > STALE_AFTER_INTERVALS * Duration.toMillis(source.interval) + leaseMs) stale.push(source.name)
+    })
+    return { stale, oldest_success_at: oldest }
+  })
+
+/**
+ * A fetched body of rows imported as `gpu-market import --type` imports a file (which it reads
+ * twice, to hash and count it, then to stream it), from a private temporary copy removed after.
+ */
+const importRows = (format: "jsonl" | "csv", type: TypeName, text: string, quarantine: ReadonlyArray<QuarantineRule>) =>
+  Effect.scoped(Effect.gen(function* () {
+    const dir = yield* Effect.acquireRelease(
+      Effect.promise(() => mkdtemp(join(tmpdir(), "gpu-market-sync-"))),
+      (d) => Effect.promise(() => rm(d, { recursive: true, force: true }))
+    )
+    const path = join(dir, `body.${format}`)
+    yield* Effect.promise(() => writeFile(path, text, { mode: 0o600 }))
+    return yield* importFile(path, type, format, quarantine)
+  }))
 
 /** Syncs one source into the market its layer opens, and remembers the outcome. */
 const syncOne = (source: SyncSource) =>
   Effect.gen(function* () {
     const started = new Date(yield* Clock.currentTimeMillis)
     const previous = yield* readState(source.name)
-    const kept = Option.match(previous, { onNone: () => ({ validators: {}, last_success: null }), onSome: (s) => s })
+    const kept = Option.match(previous, { onNone: (): Pick<SyncState, "validators" | "last_success" | "last_import"> => ({ validators: {}, last_success: null, last_import: null }), onSome: (s) => s })
     const fetched = yield* Effect.either(fetchSource(source.name, source.url, source.fetch, kept.validators))
     const at = started.toISOString()
     const finish = (outcome: SyncOutcome, detail: string, rest: Partial<Pick<SyncState, "validators" | "counts" | "withdrawn">> = {}) =>
@@ -105,6 +161,7 @@ const syncOne = (source: SyncSource) =>
           outcome, detail,
           counts: rest.counts ?? null,
           withdrawn: rest.withdrawn ?? null,
+          last_import: rest.counts === undefined || rest.counts === null ? kept.last_import : { at, counts: rest.counts, withdrawn: rest.withdrawn ?? null },
           next_run: new Date(started.getTime() + Duration.toMillis(source.interval)).toISOString()
         }
         yield* Effect.flatMap(SettingsStore, (settings) => settings.set(stateKey(source.name), JSON.stringify(state)))
@@ -116,8 +173,26 @@ const syncOne = (source: SyncSource) =>
     if (fetched._tag === "Left") return yield* finish("refused", fetched.left.message)
     if (fetched.right._tag === "NotModified") return yield* finish("unchanged", "not modified since the last sync")
     const { text, validators } = fetched.right
+    if (source.format === "ecb") {
+      const rows = ecbFxRates(text)
+      if (Either.isLeft(rows)) return yield* finish("refused", `not an ECB reference-rate file: ${rows.left}`)
+      // The ECB's rates are reference data, a rate per currency and day: each one stored replaces its day's rate.
+      const written = yield* Effect.either(Effect.flatMap(ReferenceDataIngest, (ingest) => ingest.fxRates(rows.right)))
+      if (Either.isLeft(written)) {
+        if (written.left._tag !== "InvalidRecords") return yield* Effect.fail(written.left)
+        return yield* finish("refused", `rates the FX table cannot take: ${written.left.message}`)
+      }
+      const counts: ImportCounts = { read: rows.right.length, stored: rows.right.length, unchanged: 0, duplicate: 0, skipped: {}, quarantined: {}, rejected: {} }
+      return yield* finish("imported", `${rows.right.length} FX rates in USD`, { validators, counts })
+    }
     const looks = sniffFormat(text)
     if (looks !== source.format) return yield* finish("refused", `not a ${source.format} file${looks === undefined ? "" : ` (it looks like ${looks})`}`)
+    if (holdsRows(source.format)) {
+      const type = source.type ?? (yield* Effect.dieMessage(`source ${source.name}: a ${source.format} source without a type`))
+      const report = yield* importRows(source.format, type, text, source.policy.quarantine ?? [])
+      const resumed = report.resumedAfter === null ? "" : `; resumed after line ${report.resumedAfter}, as far as an earlier sync of this body went`
+      return yield* finish(report.rejections.length > 0 ? "rejected" : "imported", describeCounts(report.counts) + resumed, { validators, counts: report.counts })
+    }
     const formats = yield* FormatImport
     const options = { observedAt: at, snapshot: source.snapshot, quarantine: source.policy.quarantine ?? [], maxWithdrawal: source.maxWithdrawal }
     const imported = yield* Effect.either(source.format === "skypilot"
@@ -210,11 +285,16 @@ const syncLoop = (sources: ReadonlyArray<SyncSource>, storage: StorageChoice, le
   })
 
 /**
- * The sync loop of the sources file `path` on `storage`, beside a server (`serve --sync`,
- * `$GPU_MARKET_SYNC` for `npm start`); a sources file that cannot work stops it before it starts.
+ * `served`, with the sync loop of the sources file `path` on `storage` beside it (`serve --sync`,
+ * `$GPU_MARKET_SYNC` for `npm start`) and their freshness on its `/readyz`; a sources file that
+ * cannot work stops it before it starts.
  */
-export const syncBeside = (path: string, storage: StorageChoice) =>
-  Effect.flatMap(readSources(path), (sources) => syncLoop(sources, storage, DEFAULT_LEASE_MS).pipe(Effect.provide(marketOn(storage))))
+export const serveSyncing = <A, E, R>(served: Effect.Effect<A, E, R>, path: string, storage: StorageChoice) =>
+  Effect.flatMap(readSources(path), (sources) => Effect.zipLeft(
+    Effect.provideService(served, SyncFreshnessReader, syncFreshness(sources, DEFAULT_LEASE_MS)),
+    syncLoop(sources, storage, DEFAULT_LEASE_MS).pipe(Effect.provide(marketOn(storage))),
+    { concurrent: true }
+  ))
 
 const run = Command.make("sync", {
   once: Options.boolean("once").pipe(Options.withDescription("sync every source once and exit (0: all imported or unchanged, 1: any refused, held back or with rejected entries)")),
@@ -240,7 +320,10 @@ const status = Command.make("status", { ...sourcesOptions, ...storageOptions }, 
       onNone: () => `${source.name}: never synced`,
       onSome: (s) => [
         `${source.name}: ${s.outcome.replace("_", " ")} at ${s.last_attempt}; last success ${s.last_success ?? "never"}; next run ${s.next_run}`,
-        `  ${s.detail}`
+        `  ${s.detail}`,
+        ...s.counts !== null || s.last_import === null ? [] : [
+          `  last import at ${s.last_import.at}: ${describeCounts(s.last_import.counts)}${s.last_import.withdrawn === null ? "" : `; withdrew ${s.last_import.withdrawn}`}`
+        ]
       ].join("\n")
     })))
     yield* Console.log(lines.join("\n"))
