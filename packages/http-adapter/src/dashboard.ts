@@ -21,6 +21,7 @@ const uplotDir = join(dirname(createRequire(import.meta.url).resolve("uplot/pack
 
 const JS = "text/javascript; charset=utf-8"
 const CSS = "text/css; charset=utf-8"
+const SVG = "image/svg+xml"
 
 /** uPlot's files, as its package ships them. */
 const UPLOT = [["uPlot.iife.min.js", JS], ["uPlot.min.css", CSS]] as const
@@ -53,14 +54,14 @@ interface Loaded {
 }
 
 /**
- * Every asset: uPlot's files and each script and style of the dashboard's folder, so a module
+ * Every asset: uPlot's files and each script, style and icon of the dashboard's folder, so a module
  * added there is served (and preloaded) without a list to keep in step.
  */
 const load = Effect.promise(async (): Promise<Loaded> => {
-  const own = (await readdir(ownDir)).filter((name) => /\.(js|css)$/.test(name)).sort()
+  const own = (await readdir(ownDir)).filter((name) => /\.(js|css|svg)$/.test(name)).sort()
   const assets = [
     ...UPLOT.map(([name, contentType]) => ({ name, path: join(uplotDir, name), contentType })),
-    ...own.map((name) => ({ name, path: join(ownDir, name), contentType: name.endsWith(".js") ? JS : CSS }))
+    ...own.map((name) => ({ name, path: join(ownDir, name), contentType: name.endsWith(".js") ? JS : name.endsWith(".svg") ? SVG : CSS }))
   ]
   const [template, ...bytes] = await Promise.all([readFile(join(ownDir, "page.html"), "utf8"), ...assets.map((a) => readFile(a.path))])
   const hash = createHash("sha256")
