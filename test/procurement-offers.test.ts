@@ -138,8 +138,8 @@ describe("procurement: discovery and offers", () => {
         const yaml = yield* getOffers(`${H100_REQUEST}term_hours: 10\nstorage: { type: nvme, size_gb: 730 }\nlimit: 4\n`, "rival")
         const json = yield* getOffers(JSON.stringify(request), "rival", "application/json; charset=utf-8")
         assert.strictEqual(json.status, 200, json.text)
-        // The same offers, each its own (a new id) and held as long; offers at one price come in no set order.
-        const terms = (r: typeof json) => validList(r.body).data.map(({ offer_id: _, ...terms }) => JSON.stringify(terms)).sort()
+        // The same offers in the same order, each its own (a new id) and held as long.
+        const terms = (r: typeof json) => validList(r.body).data.map(({ offer_id: _, ...terms }) => JSON.stringify(terms))
         assert.deepStrictEqual(terms(json), terms(yaml))
         assert.isNotNull(json.headers.get("x-ratelimit-remaining"))
         // Invalid fields are named as they are for YAML (without a line: JSON has none to give).

@@ -53,12 +53,11 @@ const checkTerms = (request: OfferRequest, catalog: SupplyCatalog): ReadonlyArra
   return issues
 }
 
-const compareBy = (by: NonNullable<OfferRequest["sort_by"]>) => (a: Offer, b: Offer): number => {
-  const x = a[by], y = b[by]
-  return x < y ? -1 : x > y ? 1 : 0
-}
+const before = <A extends string | number>(x: A, y: A): number => x < y ? -1 : x > y ? 1 : 0
 
-/** Offers: quotes held for 30 minutes, asked for in YAML, at most 5 requests a minute per caller. */
+const compareBy = (by: NonNullable<OfferRequest["sort_by"]>) => (a: Offer, b: Offer): number => before(a[by], b[by])
+
+/** Offers: quotes held for 30 minutes, asked for in YAML or JSON, at most 5 requests a minute per caller. */
 export class Offers extends Effect.Service<Offers>()("Procurement/Offers", {
   effect: Effect.gen(function* () {
     const store = yield* ProcurementStore
@@ -131,9 +130,11 @@ export class Offers extends Effect.Service<Offers>()("Procurement/Offers", {
           }
           return { owner: principal.id, offer, quote_ref }
         })
-        // The cheaper offer first among equals, then the id, so the order is total.
+        // The cheaper offer first among equals, then the quoted product, then the id, so the order is
+        // total and the same request cuts its list at the same offers (new ids are random).
         .sort((a, b) => (sort.order === "asc" ? 1 : -1) * byField(a.offer, b.offer) ||
-          a.offer.price_usd_per_gpu_hour - b.offer.price_usd_per_gpu_hour || (a.offer.offer_id < b.offer.offer_id ? -1 : 1))
+          a.offer.price_usd_per_gpu_hour - b.offer.price_usd_per_gpu_hour || before(a.quote_ref, b.quote_ref) ||
+          before(a.offer.offer_id, b.offer.offer_id))
         .slice(0, request.limit ?? DEFAULT_OFFER_LIMIT)
       if (records.length > 0) yield* Effect.mapError(store.putOffers(records), unavailable)
       const list: OfferList = { data: records.map((r) => r.offer), meta: { returned: records.length, sort } }
