@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import {
   createMarket, type FeedMessage, type HardwarePrice, HardwarePriceIngest, type HardwarePriceObservationInput, type HardwareTermField,
   hardwarePriceFields, hardwareTermDefaults, hardwareTermFields, hardwareVocabularyOf, observationId, type HardwareVocabularyValues, marketLayer, type Market,
-  memory, type PrincipalInput
+  memory
 } from "@gpu-market/core"
 import { type HardwarePriceStore, MemoryStorage } from "@gpu-market/core/storage"
 import * as RedisStorage from "@gpu-market/storage-redis"
@@ -16,7 +16,7 @@ import {
   makeClient as makeSqliteClient, makeStores as makeSqliteStores, migrate as sqliteMigrate, migrations as sqliteMigrations
 } from "../packages/storage-sqlite/src/internal"
 import { tempDb } from "./support/adapters"
-import { NO_DROPPED_TERMS, storedRows } from "./support/hardware"
+import { NO_DROPPED_TERMS, storedRows, hardwareReader, listingObservation } from "./support/hardware"
 import { startRedis, uniquePrefix } from "./support/redis"
 
 /**
@@ -29,16 +29,9 @@ import { startRedis, uniquePrefix } from "./support/redis"
 const vocabulary = Either.getOrThrow(hardwareVocabularyOf({}))
 const defaultsOf = (field: HardwareTermField): ReadonlyArray<string> => hardwareTermDefaults[field].literals
 
-const obs = (over: Partial<HardwarePriceObservationInput> = {}): HardwarePriceObservationInput => ({
-  listing_ref: "feed/listing-1", gpu_canonical_name: "h100-sxm", observed_date: "2026-06-01", price_usd: 25_000,
-  condition: "new_sealed", market: "primary", channel: "var_reseller", transaction_level: "server", country: "US",
-  country_group: "north_america", ...over
-})
+const obs = (over: Parameters<typeof listingObservation>[0] = {}) => listingObservation({ transaction_level: "server", ...over })
 
-const reader: PrincipalInput = {
-  id: "reader", name: "reader", grants: { gpu_hardware_prices: { history: { _tag: "unrestricted" } } },
-  indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 100_000
-}
+const reader = hardwareReader
 
 describe("a source's text read as terms", () => {
   it("case, width, spacing, invisible characters and a leading count are normalised; a piece is kept only when it is a term", () => {
@@ -275,19 +268,29 @@ const LAST_TEXT = rowsAsText((i) => PROBES[i]!)
 /** Hardware events the stores logged: one per row put. */
 const LOGGED = FIRST_TEXT.length + LAST_TEXT.length
 
+/**
+ * A client of `filename` at schema 9, as the build before migration 10 left a file, holding rows
+ * and JSON events with the text; for the life of the scope.
+ */
+const schema9WithText = (filename: string) =>
+  Effect.gen(function* () {
+    const client = yield* makeSqliteClient({ filename })
+    client.db.transaction(() => {
+      for (const m of sqliteMigrations.filter((m) => m.version <= 9)) client.db.exec(m.sql)
+      client.db.pragma("user_version = 9")
+    })()
+    const { hardwarePriceStore } = makeSqliteStores(client)
+    yield* hardwarePriceStore.put(FIRST_TEXT)
+    yield* hardwarePriceStore.put(LAST_TEXT)
+    return client
+  })
+
 describe("a store written before terms is upgraded when it opens: no text is served or kept", () => {
   it("SQLite at schema 9: every read, the change feed and the file's bytes hold only the terms", async () => {
     const filename = tempDb("hw-upgrade")
     // The file as the build before migration 10 left it: rows and JSON events holding the text.
     await Effect.runPromise(Effect.scoped(Effect.gen(function* () {
-      const client = yield* makeSqliteClient({ filename })
-      client.db.transaction(() => {
-        for (const m of sqliteMigrations.filter((m) => m.version <= 9)) client.db.exec(m.sql)
-        client.db.pragma("user_version = 9")
-      })()
-      const { hardwarePriceStore } = makeSqliteStores(client)
-      yield* hardwarePriceStore.put(FIRST_TEXT)
-      yield* hardwarePriceStore.put(LAST_TEXT)
+      yield* schema9WithText(filename)
     })))
     // The search finds the text where it is.
     assert.includeMembers(leaks(fileBytes(filename)), ["acme", "5550177"])
@@ -312,14 +315,7 @@ describe("a store written before terms is upgraded when it opens: no text is ser
   it("SQLite: a file migrated whose open stopped before the vacuum is vacuumed by the next open", async () => {
     const filename = tempDb("hw-upgrade-resume")
     await Effect.runPromise(Effect.scoped(Effect.gen(function* () {
-      const client = yield* makeSqliteClient({ filename })
-      client.db.transaction(() => {
-        for (const m of sqliteMigrations.filter((m) => m.version <= 9)) client.db.exec(m.sql)
-        client.db.pragma("user_version = 9")
-      })()
-      const { hardwarePriceStore } = makeSqliteStores(client)
-      yield* hardwarePriceStore.put(FIRST_TEXT)
-      yield* hardwarePriceStore.put(LAST_TEXT)
+      const client = yield* schema9WithText(filename)
       // The rewrite alone: the rows hold terms, and text replaced is still in free space.
       yield* sqliteMigrate(client)
       client.db.pragma("wal_checkpoint(TRUNCATE)")

@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import {
-  Auth, createMarket, type HardwarePrice, HardwarePriceIngest, type HardwarePriceObservationInput, hardwareTermDefaults,
+  Auth, createMarket, type HardwarePrice, HardwarePriceIngest, hardwareTermDefaults,
   HardwareVocabulary, type HardwareVocabularyExtension, type HardwareVocabularyField, hardwareVocabularyDefaults, InvalidRecords,
-  marketLayer, memory, type PrincipalInput, ReferenceDataIngest
+  marketLayer, memory, ReferenceDataIngest
 } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
@@ -10,7 +10,7 @@ import { Effect, Layer } from "effect"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { tempDb } from "./support/adapters"
-import { HW, NO_DROPPED_TERMS, storedRows } from "./support/hardware"
+import { HW, NO_DROPPED_TERMS, storedRows, hardwareReader, listingObservation } from "./support/hardware"
 import { atNow, http } from "./support/market"
 
 /**
@@ -19,16 +19,9 @@ import { atNow, http } from "./support/market"
  * descriptive fields' terms are held in `hardware-terms.test.ts`.
  */
 
-const obs = (over: Partial<HardwarePriceObservationInput> & Record<string, unknown> = {}): HardwarePriceObservationInput => ({
-  listing_ref: "feed/listing-1", gpu_canonical_name: "h100-sxm", observed_date: "2026-06-01", price_usd: 25_000,
-  condition: "new_sealed", market: "primary", channel: "var_reseller", transaction_level: "bare_module", country: "US",
-  country_group: "north_america", ...over
-})
+const obs = listingObservation
 
-const reader: PrincipalInput = {
-  id: "reader", name: "reader", grants: { gpu_hardware_prices: { history: { _tag: "unrestricted" } } },
-  indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 100_000
-}
+const reader = hardwareReader
 
 const defaultsOf = (field: HardwareVocabularyField): ReadonlyArray<string> => hardwareVocabularyDefaults[field].literals
 const refusal = (field: HardwareVocabularyField, accepted: ReadonlyArray<string>, ...values: ReadonlyArray<string>) =>

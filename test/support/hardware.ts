@@ -1,5 +1,6 @@
 import {
-  Auth, type Grant, HardwarePriceIngest, type HardwarePriceObservationInput, type HistoryAccess, marketLayer, type Principal
+  Auth, type Grant, HardwarePriceIngest, type HardwarePriceObservationInput, type HistoryAccess, marketLayer, type Principal,
+  type PrincipalInput
 } from "@gpu-market/core"
 import { HardwarePriceStore } from "@gpu-market/core/storage"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
@@ -125,3 +126,16 @@ export const storedRows = Effect.flatMap(HardwarePriceStore, (s) => s.page({
   scope: { _tag: "window", start: "2000-01-01T00:00:00.000000Z", end: "2100-01-01T00:00:00.000000Z" },
   predicates: [], sort: { by: "observed_date", order: "asc" }, after: undefined, limit: 10_000
 }))
+
+/** One listing observed on one day, with every classification the vocabulary needs; `over` changes or adds fields. */
+export const listingObservation = (over: Partial<HardwarePriceObservationInput> & Record<string, unknown> = {}): HardwarePriceObservationInput => ({
+  listing_ref: "feed/listing-1", gpu_canonical_name: "h100-sxm", observed_date: "2026-06-01", price_usd: 25_000,
+  condition: "new_sealed", market: "primary", channel: "var_reseller", transaction_level: "bare_module", country: "US",
+  country_group: "north_america", ...over
+})
+
+/** A principal that reads every hardware price, its whole history. */
+export const hardwareReader: PrincipalInput = {
+  id: "reader", name: "reader", grants: { gpu_hardware_prices: { history: { _tag: "unrestricted" } } },
+  indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 100_000
+}
