@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs"
 import { resolve } from "node:path"
 
 /**
- * The README's Promise API reference is what a newcomer embeds from: its table of the records
+ * The Promise API reference (docs/guides/embedding.md) is what a newcomer embeds from: its table of the records
  * each `ingest.*` takes must be the schemas' fields, and its principal example must run.
  */
 
@@ -41,9 +41,9 @@ const fieldsOf = (schema: Schema.Schema.Any) => {
 
 /** The rows of the table that follows the `ingest fields` marker. */
 const readmeTable = () => {
-  const lines = readFileSync(resolve(ROOT, "README.md"), "utf8").split("\n")
+  const lines = readFileSync(resolve(ROOT, "docs/guides/embedding.md"), "utf8").split("\n")
   const start = lines.findIndex((l) => l.startsWith("<!-- ingest fields"))
-  assert.isAbove(start, -1, "the README has the ingest fields table")
+  assert.isAbove(start, -1, "the embedding guide has the ingest fields table")
   const rows = new Map<string, { required: Array<string>; optional: Array<string> }>()
   for (const line of lines.slice(start + 3)) {
     if (!line.startsWith("|")) break
@@ -54,14 +54,14 @@ const readmeTable = () => {
   return rows
 }
 
-describe("README: Promise API reference", () => {
+describe("docs/guides/embedding.md: Promise API reference", () => {
   it("lists, for every ingest method, exactly the fields its records' schema has", () => {
     const table = readmeTable()
     assert.deepStrictEqual([...table.keys()].sort(), Object.keys(SCHEMAS).sort())
     for (const [method, schema] of Object.entries(SCHEMAS)) assert.deepStrictEqual(table.get(method), fieldsOf(schema), method)
   })
 
-  it("examples/direct-reference.ts issues the README's principal and ingests its record", { timeout: 60_000 }, () => {
+  it("examples/direct-reference.ts issues the guide's principal and ingests its record", { timeout: 60_000 }, () => {
     const out = execFileSync(resolve(ROOT, "node_modules/.bin/tsx"), ["examples/direct-reference.ts"], { cwd: ROOT, encoding: "utf8", timeout: 60_000 })
     assert.match(out, /^opened 1 of 1$/m)
     assert.match(out, /^lambda 2\.99$/m)

@@ -4,16 +4,17 @@ import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { promisify } from "node:util"
 import ts from "typescript"
-import { AGAINST_NPM_START, type Block, PACKAGES, packageReadme, README, readmeBlocks, ROOT, shown } from "./support/readme"
+import { AGAINST_NPM_START, type Block, DOCS, PACKAGES, packageReadme, README, readmeBlocks, ROOT, shown } from "./support/readme"
 
 /**
- * Every code block of the root README and of each package's README (packages/<name>/README.md)
- * is run by the suite. A block says how, in an HTML comment on the line before it:
+ * Every code block of the root README, of each page under docs/ and of each package's README
+ * (packages/<name>/README.md) is run by the suite. A block says how, in an HTML comment on the
+ * line before it:
  * - ```ts: `<!-- example: examples/<file>.ts -->`: the block appears verbatim (modulo indentation
  *   and blank lines) in that file, which a test under test/ runs (or which is a test itself);
  * - ```sh: `<!-- run -->`: this test runs each line from the repository root and expects it to
  *   succeed;
- *   `<!-- run against npm start -->` (root README only): test/start.test.ts runs the block as one
+ *   `<!-- run against npm start -->` (root README and docs/ only): test/start.test.ts runs the block as one
  *   bash script against the demo server of `npm start` (127.0.0.1:8787 becomes its address);
  *   `<!-- tested by: test/<file>.test.ts -->`: that test runs these commands (e.g. the CLI);
  *   `<!-- not run: <reason> -->`: shown only, with the reason; in a package README only for
@@ -85,6 +86,7 @@ const describeBlocks = (readme: string, rules: Rules) =>
   })
 
 describeBlocks(README, { againstNpmStart: true, notRunOnlyInstalls: false })
+for (const page of DOCS) describeBlocks(page, { againstNpmStart: true, notRunOnlyInstalls: false })
 for (const dir of PACKAGES.filter((dir) => existsSync(packageReadme(dir)))) {
   describeBlocks(packageReadme(dir), { againstNpmStart: false, notRunOnlyInstalls: true })
 }

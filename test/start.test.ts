@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { freePort, startUntil } from "./support/process"
-import { AGAINST_NPM_START, readmeBlocks } from "./support/readme"
+import { AGAINST_NPM_START, DOCS, readmeBlocks, shown } from "./support/readme"
 import { execFileSync } from "node:child_process"
 import * as Demo from "@gpu-market/demo"
 
@@ -90,13 +90,14 @@ describe("npm start", () => {
       const held = await first.get("/v2/gpu/rental/indexes/metadata", "demo-rental")
       assert.deepStrictEqual(held.body.data.indices.map((i: any) => i.id).sort(), ["gpu-a100-sxm-80gb-na-daily", "gpu-h100-sxm-na-daily"])
       assert.strictEqual((await first.get("/v2/gpu/rental/indexes/latest?id=gpu-b200-na-daily", "demo-rental")).status, 404)
-      // The README's examples against the demo server run as written, and answer with data.
-      const examples = readmeBlocks().filter((b) => b.marker === AGAINST_NPM_START)
+      // The examples of the README and of docs/ against the demo server run as written, and answer with data.
+      const examples = [undefined, ...DOCS].flatMap((file) =>
+        readmeBlocks(file).filter((b) => b.marker === AGAINST_NPM_START).map((b) => ({ ...b, file: file === undefined ? "README.md" : shown(file) })))
       assert.isAtLeast(examples.length, 2)
       const outs = examples.map((b) => {
         const script = b.body.join("\n").replaceAll("http://127.0.0.1:8787", `http://127.0.0.1:${first.port}`)
         const out = JSON.parse(execFileSync("bash", ["-euo", "pipefail", "-c", script], { encoding: "utf8", timeout: 30_000 }))
-        assert.isAbove(out.data?.length ?? 0, 0, `README line ${b.line}: ${JSON.stringify(out).slice(0, 300)}`)
+        assert.isAbove(out.data?.length ?? 0, 0, `${b.file} line ${b.line}: ${JSON.stringify(out).slice(0, 300)}`)
         return out
       })
       // The first one shows real offers: each row a catalog row at its published price (from the anchor day on).

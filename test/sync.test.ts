@@ -294,9 +294,8 @@ describe("gpu-market sync --once", () => {
     assert.strictEqual(requests.length, before)
   })
 
-  it("the README's sources file reads as written", async () => {
-    const readme = readFileSync(join(import.meta.dirname, "../README.md"), "utf8")
-    const section = readme.slice(readme.indexOf("## Syncing sources"))
+  it("the syncing guide's sources file reads as written", async () => {
+    const section = readFileSync(join(import.meta.dirname, "../docs/guides/syncing.md"), "utf8")
     const yaml = /```yaml\n([\s\S]*?)```/.exec(section)![1]!
     const file = join(dir, "readme-sources.yaml")
     writeFileSync(file, yaml)
