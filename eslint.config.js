@@ -20,7 +20,7 @@ const unusedVars = ["error", {
 }]
 
 export default defineConfig(
-  { ignores: ["**/dist/", "**/node_modules/"] },
+  { ignores: ["**/dist/", "**/node_modules/", "docs/api/"] },
   {
     linterOptions: { reportUnusedDisableDirectives: "error" }
   },

@@ -10,7 +10,7 @@ import { defineConfig } from "vitest/config"
  */
 const SLOWEST = [
   "test/crash-resume.test.ts", "test/cli.test.ts", "test/package-install.test.ts", "test/backends-differential.test.ts",
-  "test/redis-cluster.test.ts", "test/start.test.ts", "test/adapter-examples.test.ts", "test/readme.test.ts", "test/observability.test.ts"
+  "test/redis-cluster.test.ts", "test/typedoc.test.ts", "test/start.test.ts", "test/adapter-examples.test.ts", "test/readme.test.ts", "test/observability.test.ts"
 ]
 
 class SlowestFirst extends BaseSequencer {
