@@ -20,7 +20,7 @@ import { configuredMarket } from "./storage.js"
 
 /**
  * The HTTP adapter, loaded when a server starts: the other commands (`import`, `tokens`, `seed`,
- * …) never need it, and loading it took about half a second of every CLI start.
+ * …) never need it, and loading it is a noticeable part of every CLI start (BENCHMARKS.md).
  */
 const httpAdapter = Effect.promise(() => import("@gpu-market/http-adapter"))
 

@@ -78,7 +78,7 @@ export interface StorageUse {
 /**
  * WAL pages a bulk load's SQLite connection writes between checkpoints (`SqliteOptions.checkpointPages`):
  * about 1 GiB, so a page its writes change again and again is copied into the file once in a while
- * rather than after every write: an import's writes of 100,000 rows each add more than 150 MiB.
+ * rather than after every write, which an import's large writes would otherwise cost each time (BENCHMARKS.md).
  */
 const BULK_CHECKPOINT_PAGES = 250_000
 
@@ -96,7 +96,7 @@ export const rateLimitModeOf = (choice: StorageChoice, given: Option.Option<Rate
     : Effect.fail(new Error(`GPU_MARKET_RATE_LIMITS is ${JSON.stringify(env)}; expected ${RATE_LIMIT_MODES.join(" or ")}`))
 }
 
-/** `$GPU_MARKET_ROW_CACHE_ROWS`: rows of each data type a process keeps for its pages (README, "Row cache"); unset is the backend's default. */
+/** `$GPU_MARKET_ROW_CACHE_ROWS`: rows of each data type a process keeps for its pages (docs/guides/caching.md, "Row cache"); unset is the backend's default. */
 const rowCacheRowsFromEnvironment = wholeNumberFromEnvironment("GPU_MARKET_ROW_CACHE_ROWS", "a whole number of rows (0 turns the row cache off)")
 
 /** The chosen storage backend. */

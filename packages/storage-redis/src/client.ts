@@ -52,7 +52,7 @@ export interface RedisOptions {
   /**
    * Rows of rental and LLM token prices a process keeps in memory per data type for its pages
    * (default 10,000; 0 reads every row of every page). A page then reads its index members and
-   * the type's version, and only rows not held: see README, "Row cache".
+   * the type's version, and only rows not held: see docs/guides/caching.md, "Row cache".
    */
   readonly rowCacheRows?: number
 }

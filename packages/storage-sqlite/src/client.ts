@@ -35,7 +35,7 @@ export interface SqliteOptions {
    * Rows of rental and LLM token prices a connection keeps in memory per data type for its pages
    * (default 10,000, about 2 KB each with their JSON text; 0 reads every page whole). Pages then
    * read only the keys of their rows from the index they walk, and rows held are served as they
-   * are: see README, "Row cache".
+   * are: see docs/guides/caching.md, "Row cache".
    */
   readonly rowCacheRows?: number
   /**

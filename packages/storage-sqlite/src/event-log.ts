@@ -75,8 +75,8 @@ ALTER TABLE events ADD COLUMN row_valid_to TEXT;
 /**
  * A table whose rows the log names by key instead of copying: once written, a row changes only
  * in `valid_to`, and is never deleted, so an event's row is the stored row with the `valid_to`
- * it had when the event was logged. A rental import logs an event per row it writes: copied, each
- * was about 800 bytes of JSON, and the log wrote more than the rows themselves (BENCHMARKS.md (k)).
+ * it had when the event was logged. A rental import logs an event per row it writes: copied as
+ * JSON, the log wrote more than the rows themselves (BENCHMARKS.md (k)).
  */
 export interface KeyedRows<Row extends { readonly valid_to: string | null }> {
   readonly table: string

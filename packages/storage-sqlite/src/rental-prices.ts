@@ -16,8 +16,8 @@ const SELECT = `SELECT ${rentalPriceFields.join(", ")} FROM rental_prices`
 /**
  * Builds a row from the raw column array of `SELECT` (columns in spec order). better-sqlite3
  * makes an object row by setting 29 properties one at a time from C++, which costs more than
- * reading the columns; a literal with a fixed shape costs next to nothing, so a 100-row page runs
- * in about 55% of the time of object mode, and the rows get one stable hidden class. A test
+ * reading the columns; a literal with a fixed shape costs next to nothing, so a page runs in about
+ * half the time of object mode (BENCHMARKS.md), and the rows get one stable hidden class. A test
  * checks the positions against `rentalPriceFields`.
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- raw SQLite values, typed by the row they fill
@@ -82,7 +82,7 @@ interface Summary {
  * A commit writes every page it changed, and a row changes a page in each of the table's 20
  * indexes, so writes of `MAX_ROWS_PER_WRITE` spent an import's time writing the same pages again.
  * Readers never wait for a writer (WAL); another writer polls SQLite's busy handler, and waited
- * no longer behind these writes than behind small ones (README, "SQLite rental writes").
+ * no longer behind these writes than behind small ones (docs/design/writing.md, "SQLite rental writes of 1,000 rows").
  */
 export const ROWS_PER_WRITE = 1_000
 
