@@ -29,6 +29,19 @@ import { consoleTable, importLine, type Line, lines, machine, markdown, skypilot
 const log = (line: string) => console.log(line)
 
 /**
+ * The section of BENCHMARKS.md that no run measures: figures taken by hand when a choice in the
+ * code was made, which its comments point to. A run rewrites the rest of the file and keeps it.
+ */
+const handMeasurements = (): string => {
+  const file = path.join(REPO_ROOT, "BENCHMARKS.md")
+  const text = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : ""
+  const start = text.indexOf("\n## Measurements behind code choices\n")
+  if (start < 0) return ""
+  const end = text.indexOf("\n## ", start + 1)
+  return `\n${text.slice(start, end < 0 ? undefined : end).trimEnd()}\n`
+}
+
+/**
  * A hash of the library sources measured. The packages change under active development and the
  * repository may have no commit to name, so this ties a figure to the code that produced it.
  */
@@ -144,7 +157,7 @@ const main = async () => {
   log("")
   log(consoleTable(ls))
   const out = config.quick ? path.join(DATA_DIR, "BENCHMARKS.quick.md") : path.join(REPO_ROOT, "BENCHMARKS.md")
-  fs.writeFileSync(out, markdown(results))
+  fs.writeFileSync(out, markdown(results) + handMeasurements())
   log(`\nWrote ${path.relative(REPO_ROOT, out)} (${results.wallSeconds.toFixed(0)} s in all).`)
   if (process.env.BENCH_STRICT === "1" && ls.some((l) => !l.pass)) process.exitCode = 1
 }
