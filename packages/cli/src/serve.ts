@@ -59,6 +59,8 @@ export interface ServeOptions<E> {
   readonly timeouts?: GivenTimeouts
   /** How often a quiet change-feed stream gets a heartbeat, in ms, given on the command line; else the environment, else the server's default. */
   readonly feedHeartbeatMs?: number | undefined
+  /** Print the banner and the demo seed's line on stdout; default true (of several workers, the first prints them). */
+  readonly banner?: boolean
 }
 
 
@@ -101,7 +103,7 @@ export const shutdownTimeoutFromEnvironment: Effect.Effect<number | undefined, E
  * both, and npm passes its own on) must not kill it: the first one started the shutdown, which the
  * timeout bounds. The runtime's own handler, which starts it, leaves after the first signal.
  */
-const holdSignals = Effect.acquireRelease(
+export const holdSignals = Effect.acquireRelease(
   Effect.sync(() => {
     const ignore = () => {}
     process.on("SIGINT", ignore)
@@ -157,7 +159,7 @@ export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter
       // Extending the demo to today can wait for room: a full disk leaves the market as it was.
       const report = yield* Effect.catchIf(Demo.seedDemo(), (e): e is StorageUnavailable => e._tag === "StorageUnavailable" && e.fault === "disk_full", (e) =>
         Effect.as(Effect.logWarning(`the demo market was not extended to today: ${e.detail}`), undefined))
-      if (report !== undefined) {
+      if (report !== undefined && options.banner !== false) {
         yield* Effect.sync(() => console.log(report.days > 0
           ? `Seeded the demo market from ${report.firstDay} to ${report.lastDay} (${report.days} days).`
           : `Demo market is current through ${report.lastDay}.`))
@@ -174,7 +176,7 @@ export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter
       Layer.tap(() => Effect.logInfo("listening").pipe(Effect.annotateLogs({
         url: baseUrl, storage: options.storage.name, rate_limits: options.rateLimits, metrics: options.metrics, pid: process.pid
       }))),
-      Layer.tap(() => Effect.sync(() => {
+      Layer.tap(() => options.banner === false ? Effect.void : Effect.sync(() => {
         const lines = [`gpu-market listening on ${baseUrl} (storage: ${options.storage.name}; rate limits: ${options.rateLimits})`]
         if (origins.length > 0) lines.push(`CORS allowed for: ${origins.join(", ")}`)
         if (demo) {
