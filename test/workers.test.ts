@@ -2,12 +2,12 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createMarket, type Principal } from "@gpu-market/core"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { execFile } from "node:child_process"
-import { get } from "node:http"
+import { get, type IncomingMessage } from "node:http"
 import { availableParallelism } from "node:os"
 import { join, resolve } from "node:path"
-import { seedMarket, tempDb } from "./support/adapters"
+import { ADAPTER_LAST_DAY, seedMarket, tempDb } from "./support/adapters"
 import { spawnTree, stopAll, type Tree, waitFor } from "./support/crash"
-import { TOKENS } from "./support/market"
+import { observations, TOKENS } from "./support/market"
 import { alive, holdRequest, logLines } from "./support/ops"
 import { freePort } from "./support/process"
 
@@ -95,7 +95,6 @@ const PATHS = [
 
 describe("serve --workers 2 on one SQLite file", () => {
   let cluster: Tree
-  let single: Tree
   let clusterPort: number
   let singlePort: number
 
@@ -109,7 +108,8 @@ describe("serve --workers 2 on one SQLite file", () => {
       await market.close()
     }
     ;[clusterPort, singlePort] = [await freePort(), await freePort()]
-    ;[cluster, single] = await Promise.all([launch(clusterPort, ["--workers", "2"], 2), launch(singlePort, [], 1)])
+    // The single process is stopped with the rest by `stopAll`.
+    ;[cluster] = await Promise.all([launch(clusterPort, ["--workers", "2"], 2), launch(singlePort, [], 1)])
   }, 180_000)
 
   afterAll(stopAll, 60_000)
@@ -142,6 +142,31 @@ describe("serve --workers 2 on one SQLite file", () => {
       return
     }
     assert.fail("every burst straddled two minutes")
+  })
+
+  it("serves the change feed from each worker: a write by another process reaches every stream", { timeout: 60_000 }, async () => {
+    // Four streams on connections of their own: the primary hands them to the workers in turn.
+    const streams = await Promise.all(Array.from({ length: 4 }, () => new Promise<{ readonly response: IncomingMessage; readonly text: () => string }>((done, fail) => {
+      get({ host: "127.0.0.1", port: clusterPort, path: "/v2/events?data_type=gpu_rental_prices", headers: { authorization: "Bearer all" }, agent: false }, (response) => {
+        let text = ""
+        response.on("data", (chunk: Buffer) => (text += chunk.toString()))
+        done({ response, text: () => text })
+      }).on("error", fail)
+    })))
+    try {
+      assert.deepStrictEqual(streams.map((s) => s.response.statusCode), [200, 200, 200, 200])
+      const market = await createMarket({ storage: sqlite(db) })
+      try {
+        await market.ingest.rental(observations(ADAPTER_LAST_DAY + 1))
+      } finally {
+        await market.close()
+      }
+      await waitFor("the write on every stream", () => streams.every((s) => /^event: \w+$/m.test(s.text())), 30_000)
+    } finally {
+      for (const s of streams) s.response.destroy()
+    }
+    // Each stream's request is logged as it ends: both workers served some.
+    await waitFor("both workers logging a stream", () => answeredBy(cluster, "/v2/events").size === 2, 20_000)
   })
 
   it("replaces a worker killed with SIGKILL, and answers every request but the one it held", { timeout: 90_000 }, async () => {
