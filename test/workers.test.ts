@@ -2,9 +2,11 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createMarket, type Principal } from "@gpu-market/core"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { execFile } from "node:child_process"
-import { get, type IncomingMessage } from "node:http"
+import { writeFileSync } from "node:fs"
+import { createServer, get, type IncomingMessage } from "node:http"
+import type { AddressInfo } from "node:net"
 import { availableParallelism } from "node:os"
-import { join, resolve } from "node:path"
+import { dirname, join, resolve } from "node:path"
 import { ADAPTER_LAST_DAY, seedMarket, tempDb } from "./support/adapters"
 import { spawnTree, stopAll, type Tree, waitFor } from "./support/crash"
 import { observations, TOKENS } from "./support/market"
@@ -13,7 +15,8 @@ import { freePort } from "./support/process"
 
 /**
  * `gpu-market serve --workers N`: N server processes on one port and one SQLite file answer as
- * one process does, hold a client to exactly its rate limit between them, outlive a worker killed
+ * one process does, hold a client to exactly its rate limit between them, serve the change feed
+ * from each, run `--sync` once between them (the sync lease), outlive a worker killed
  * with SIGKILL (its replacement serves), drain every worker on SIGTERM and exit 0. A command line
  * that cannot work is a usage error before anything starts, and workers that die as they start
  * end the primary rather than being started forever.
@@ -98,7 +101,25 @@ describe("serve --workers 2 on one SQLite file", () => {
   let clusterPort: number
   let singlePort: number
 
+  /** What the sync's one source was asked: it answers 404, so the sync writes no rows the answers compared here could differ by. */
+  let sourceRequests = 0
+  const source = createServer((_, res) => {
+    sourceRequests++
+    res.writeHead(404).end()
+  })
+
   beforeAll(async () => {
+    await new Promise<void>((done) => source.listen(0, "127.0.0.1", done))
+    const sources = join(dirname(db), "sources.yaml")
+    writeFileSync(sources, [
+      "sources:",
+      "  - name: lambda",
+      `    url: http://127.0.0.1:${(source.address() as AddressInfo).port}/vms.csv`,
+      "    format: skypilot",
+      "    vendor: lambda",
+      "    interval: 1 hour",
+      ""
+    ].join("\n"))
     const market = await createMarket({ storage: sqlite(db) })
     try {
       await seedMarket(market)
@@ -109,10 +130,14 @@ describe("serve --workers 2 on one SQLite file", () => {
     }
     ;[clusterPort, singlePort] = [await freePort(), await freePort()]
     // The single process is stopped with the rest by `stopAll`.
-    ;[cluster] = await Promise.all([launch(clusterPort, ["--workers", "2"], 2), launch(singlePort, [], 1)])
+    ;[cluster] = await Promise.all([launch(clusterPort, ["--workers", "2", "--sync", sources], 2), launch(singlePort, [], 1)])
   }, 180_000)
 
-  afterAll(stopAll, 60_000)
+  afterAll(async () => {
+    await stopAll()
+    source.closeAllConnections()
+    await new Promise<void>((done) => source.close(() => done()))
+  }, 60_000)
 
   it("answers every request as one process does, and both workers answer", { timeout: 60_000 }, async () => {
     for (const path of PATHS) {
@@ -167,6 +192,14 @@ describe("serve --workers 2 on one SQLite file", () => {
     }
     // Each stream's request is logged as it ends: both workers served some.
     await waitFor("both workers logging a stream", () => answeredBy(cluster, "/v2/events").size === 2, 20_000)
+  })
+
+  it("runs one sync between the workers: each runs the loop, one holds the lease, the source is asked once", { timeout: 30_000 }, async () => {
+    await waitFor("the source asked", () => sourceRequests > 0, 20_000)
+    const lines = logLines(cluster.stderr())
+    assert.deepStrictEqual(new Set(lines.filter((l) => l.msg.startsWith("sync: 1 sources")).map((l) => l.worker)), new Set([1, 2]))
+    assert.strictEqual(lines.filter((l) => l.msg.endsWith("holds the sync lease")).length, 1)
+    assert.strictEqual(sourceRequests, 1)
   })
 
   it("replaces a worker killed with SIGKILL, and answers every request but the one it held", { timeout: 90_000 }, async () => {
