@@ -12,10 +12,10 @@ import { compare, CONNECTIONS, type LoadPlan, type Pair } from "./serving"
 /**
  * (q) `gpu-market serve --workers 2` against `--workers 1` on the cold line of (l): every request
  * a query no request asked before, on the demo market `npm start` seeds, with autocannon (32
- * connections) in a process of its own on the same machine. Rate limits count in the SQLite file
- * with workers (`shared`, a write per request) and in the process with one (`process`, the
- * default), so a second pair measures what `shared` alone costs one process. Runs inside
- * `npm run bench`, or alone: `BENCH_ONLY=q npm run bench`.
+ * connections) in a process of its own on the same machine. Both count rate limits in memory
+ * (`process`, the default on SQLite: the workers' primary counts for them); a second pair
+ * measures what counting in the SQLite file instead (`shared`, a write per request) costs one
+ * process. Runs inside `npm run bench`, or alone: `BENCH_ONLY=q npm run bench`.
  */
 
 const CLI = path.join(REPO_ROOT, "packages", "cli", "dist", "main.js")
@@ -24,11 +24,14 @@ const DEMO_DB = path.join(DATA_DIR, "demo-workers.db")
 /** Ten rows: a small page, where a request's own cost, not its rows, is what a core spends. */
 const PAGE = `/v2/gpu/rental/prices/latest?gpu_canonical_name=${POPULAR_GPU}&sort_by=${SORT_BY}&page_size=10`
 
+/** How many times (l)'s warm-up each server gets before the timed runs. */
+const WARMUP_TIMES = 3
+
 /** `--workers 2` against one process loses to this little, at most, on this line. */
 export const WORKERS_TARGET = 1.0
 
 export interface WorkersResults {
-  /** Two workers (shared rate limits) against one process (its default, process rate limits). */
+  /** Two workers against one process, both with `process` rate limits. */
   readonly workers: Pair
   /** One process with shared rate limits against one with process rate limits. */
   readonly shared: Pair
@@ -36,6 +39,7 @@ export interface WorkersResults {
   /** 1-minute load average before the first run and after the last. */
   readonly load: { readonly before: number; readonly after: number }
   readonly connections: number
+  readonly warmupSeconds: number
   readonly seconds: number
   readonly runs: number
 }
@@ -67,7 +71,8 @@ const startServe = async (name: string, args: ReadonlyArray<string>, workers: nu
 
 export const runWorkersBench = async (quick: boolean, log: (line: string) => void): Promise<WorkersResults> => {
   const config = configFromEnv(quick ? { BENCH_QUICK: "1" } : {})
-  const plan: LoadPlan = { warmupSeconds: config.httpWarmupSeconds, seconds: config.httpSeconds, runs: config.httpRuns }
+  // Three times (l)'s warm-up: each worker sees only its share of the warm-up's requests, and warms its JIT and caches on them.
+  const plan: LoadPlan = { warmupSeconds: WARMUP_TIMES * config.httpWarmupSeconds, seconds: config.httpSeconds, runs: config.httpRuns }
   if (!fs.existsSync(DEMO_DB)) {
     log("  seeding the demo market ...")
     fs.mkdirSync(DATA_DIR, { recursive: true })
@@ -98,7 +103,7 @@ export const runWorkersBench = async (quick: boolean, log: (line: string) => voi
     log(`  (q) 1 process, shared rate limits: ${sharedPair.subject.reqPerSec.toFixed(0)} req/s vs process ${sharedPair.reference.reqPerSec.toFixed(0)} req/s, ${sharedPair.ratio.toFixed(2)}×`)
     return {
       workers, shared: sharedPair, cores: os.availableParallelism(), load: { before, after: os.loadavg()[0]! },
-      connections: CONNECTIONS, seconds: plan.seconds, runs: plan.runs
+      connections: CONNECTIONS, warmupSeconds: plan.warmupSeconds, seconds: plan.seconds, runs: plan.runs
     }
   } finally {
     for (const s of servers) await s.stop()
@@ -125,7 +130,7 @@ export const workersMarkdown = (r: WorkersResults): string => {
   ]))
   return `## (q) serve --workers 2 vs one process
 
-\`gpu-market serve --workers 2\` and \`gpu-market serve\` over one copy of the demo market \`npm start\` seeds (\`bench/.data/demo-workers.db\`), loaded in turn by autocannon in a process of its own on the same ${r.cores} cores (${r.connections} connections, no pipelining, ${r.runs} × ${r.seconds} s runs per server after a warm-up, alternating; medians over runs). Every request is \`${PAGE}\` with a \`max_price_usd_per_gpu_hour\` no request asked before, the cold line of (l): nothing any cache can answer. With workers, rate limits count in the SQLite file (\`shared\`, a write per request, the only mode that holds across processes); one process counts them in memory (\`process\`, its default on SQLite). The second pair is one process with \`shared\` against the same one with \`process\`: what the write costs without a second worker. CPU per request is the whole process tree's (primary and workers) user + system time from /proc. Load average ${r.load.before.toFixed(1)} before, ${r.load.after.toFixed(1)} after.
+\`gpu-market serve --workers 2\` and \`gpu-market serve\` over one copy of the demo market \`npm start\` seeds (\`bench/.data/demo-workers.db\`), loaded in turn by autocannon in a process of its own on the same ${r.cores} cores (${r.connections} connections, no pipelining, ${r.runs} × ${r.seconds} s runs per server after a warm-up of ${r.warmupSeconds} s each, three times (l)'s since each worker warms on its share of it, alternating; medians over runs). Every request is \`${PAGE}\` with a \`max_price_usd_per_gpu_hour\` no request asked before, the cold line of (l): nothing any cache can answer. Both count rate limits in memory (\`process\`, the default on SQLite; the workers' primary holds the counters for both, a message there and back per request). The second pair is one process counting them in the SQLite file (\`shared\`, a write per request) against the same one with \`process\`: what counting in the storage costs. CPU per request is the whole process tree's (primary and workers) user + system time from /proc. Load average ${r.load.before.toFixed(1)} before, ${r.load.after.toFixed(1)} after.
 
 ${md(["pair", "server", "req/s", "CPU/request", "p99 latency", "runs (req/s)"])}
 ${md(["---", "---", "---:", "---:", "---:", "---"])}

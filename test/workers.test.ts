@@ -19,7 +19,7 @@ import { freePort } from "./support/process"
  * from each, run `--sync` once between them (the sync lease), outlive a worker killed
  * with SIGKILL (its replacement serves), drain every worker on SIGTERM and exit 0. A command line
  * that cannot work is a usage error before anything starts, and workers that die as they start
- * end the primary rather than being started forever.
+ * end the primary rather than being started forever. `auto` starts one worker per core.
  */
 
 const ROOT = resolve(import.meta.dirname, "..")
@@ -149,12 +149,12 @@ describe("serve --workers 2 on one SQLite file", () => {
     }
     assert.deepStrictEqual(await fetchOnce(clusterPort, PATHS[0]!, undefined).then((a) => a.status), 401)
     assert.deepStrictEqual(answeredBy(cluster, "/v2/gpu/rental/prices/metadata"), new Set(workerPids(cluster).values()))
-    assert.include(cluster.output(), "(storage: " + db + "; rate limits: shared)")
+    assert.include(cluster.output(), "(storage: " + db + "; rate limits: process)")
     // The banner once, from the first worker.
     assert.strictEqual(cluster.output().split("gpu-market listening on").length - 1, 1)
   })
 
-  it("holds a client to exactly its limit across the workers, over many connections", { timeout: 60_000 }, async () => {
+  it("holds a client to exactly its limit across the workers, over many connections, counting in the primary", { timeout: 60_000 }, async () => {
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const minute = Math.floor(Date.now() / 60_000)
       const answers = await Promise.all(Array.from({ length: 3 * LIMIT }, () => fetchOnce(clusterPort, "/v2/gpu/rental/prices/metadata", `burst-${attempt}`)))
@@ -258,27 +258,16 @@ describe("serve --workers: what cannot work", () => {
     assert.include(env.stderr, `GPU_MARKET_WORKERS is "many"`)
   })
 
-  it("process rate limits with several workers are refused, naming the count auto gives", { timeout: 60_000 }, async () => {
-    const { code, stderr } = await run(["serve", "--db", db, "--workers", "3", "--rate-limits", "process"])
-    assert.strictEqual(code, 2, stderr)
-    assert.include(stderr, "--rate-limits is process, which counts each worker's requests apart: with 3 workers")
-  })
-
-  it.skipIf(availableParallelism() < 2)("auto is one worker per core", { timeout: 60_000 }, async () => {
-    // Refused before anything starts, saying how many workers auto asked for.
-    const { code, stderr } = await run(["serve", "--db", db, "--workers", "auto"], { GPU_MARKET_RATE_LIMITS: "process" })
-    assert.strictEqual(code, 2, stderr)
-    assert.include(stderr, `GPU_MARKET_RATE_LIMITS is process, which counts each worker's requests apart: with ${availableParallelism()} workers`)
-  })
-
-  it("workers that die as they start end the primary with exit 1 after a few tries", { timeout: 90_000 }, async () => {
+  it.skipIf(availableParallelism() < 2)("auto is a worker per core; workers that die as they start end the primary with exit 1 after a few tries", { timeout: 90_000 }, async () => {
     const port = await freePort()
-    const tree = spawnTree("node", [BIN, "serve", "--db", db, "--port", String(port), "--workers", "2", "--feed-heartbeat-ms", "10"], {
+    const tree = spawnTree("node", [BIN, "serve", "--db", db, "--port", String(port), "--workers", "auto", "--feed-heartbeat-ms", "10"], {
       cwd: ROOT, env: { ...process.env, GPU_MARKET_DEMO: "0", GPU_MARKET_LOG_FORMAT: "json" }
     })
     try {
       const exit = await tree.exited
       assert.deepStrictEqual(exit, { code: 1, signal: null }, tree.output())
+      // The workers' errors are plain lines among the primary's JSON ones.
+      assert.include(tree.stderr(), `"msg":"starting the workers","pid":${tree.child.pid},"role":"primary","workers":${availableParallelism()}}`)
       assert.strictEqual(tree.stderr().split("heartbeat interval is 10 ms").length - 1, 3, tree.output())
       assert.match(tree.stderr(), /gpu-market serve: workers died 3 times in a row within 10 s of starting \(the last: worker 3, exit code 1\); giving up/)
     } finally {

@@ -36,7 +36,7 @@ const serveCommand = Command.make("serve", {
     Options.repeated
   ),
   rateLimits: Options.choice("rate-limits", RATE_LIMIT_MODES).pipe(
-    Options.withDescription("where rate limits are counted: process (this server's memory, no write per request; one server per SQLite file) or shared (in the storage, exact across every server on it); default $GPU_MARKET_RATE_LIMITS, else process on SQLite and shared on Redis"),
+    Options.withDescription("where rate limits are counted: process (this server's memory, its primary's with --workers; no write per request; one server per SQLite file) or shared (in the storage, exact across every server on it); default $GPU_MARKET_RATE_LIMITS, else process on SQLite and shared on Redis"),
     Options.optional
   ),
   pageCacheMb: Options.integer("page-cache-mb").pipe(
@@ -70,7 +70,7 @@ const serveCommand = Command.make("serve", {
     Options.optional
   ),
   workers: Options.text("workers").pipe(
-    Options.withDescription("server processes on the port, sharing the storage (rate limits then count in it), or auto for one per core; default $GPU_MARKET_WORKERS or 1"),
+    Options.withDescription("server processes on the port over the one storage, a dead one replaced, or auto for one per core; default $GPU_MARKET_WORKERS or 1"),
     Options.optional
   ),
   sync: Options.text("sync").pipe(
@@ -86,7 +86,7 @@ const serveCommand = Command.make("serve", {
   const corsOrigins = o.corsOrigin.length > 0 ? o.corsOrigin : [process.env.GPU_MARKET_CORS_ORIGINS ?? ""]
   const workers = yield* workersOf(o.workers)
   const name = yield* describeStorage(o)
-  const rateLimits = yield* rateLimitModeOf(o, o.rateLimits, workers)
+  const rateLimits = yield* rateLimitModeOf(o, o.rateLimits)
   const pageCacheMb = yield* Option.match(o.pageCacheMb, { onNone: () => pageCacheMbFromEnvironment, onSome: Effect.succeed })
   const metrics = o.metrics || (yield* metricsFromEnvironment)
   const dashboard = !o.noDashboard && (yield* dashboardFromEnvironment)

@@ -1,4 +1,4 @@
-import { procurementLayer, type RateLimitMode, simulatedProviderLayer, type StorageUnavailable, withRateLimits } from "@gpu-market/core"
+import { procurementLayer, type RateLimitMode, simulatedProviderLayer, type StorageUnavailable } from "@gpu-market/core"
 import { pageCacheLayer } from "@gpu-market/core/adapters"
 import { guardStorage } from "@gpu-market/core/storage"
 import * as Demo from "@gpu-market/demo"
@@ -6,6 +6,7 @@ import type * as Server from "@gpu-market/http-adapter"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import { countingRateLimits } from "./cluster-rate-limits.js"
 import { wholeNumberFromEnvironment } from "./environment.js"
 import { configuredMarket } from "./storage.js"
 
@@ -45,7 +46,7 @@ export interface ServeOptions<E> {
   readonly demo: boolean
   /** Browser origins allowed to call the API (CORS), each value one origin or a comma list; none: CORS off. */
   readonly corsOrigins: ReadonlyArray<string>
-  /** Where rate limits are counted: this process's memory, or the storage every server on it shares. */
+  /** Where rate limits are counted: this server's memory (of several workers, the primary's), or the storage every server on it shares. */
   readonly rateLimits: RateLimitMode
   /** Memory for hot pages in MiB (0: off); absent: the core's default. */
   readonly pageCacheMb: number | undefined
@@ -190,7 +191,7 @@ export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter
     ))
   }).pipe(
     Effect.provide(services.pipe(Layer.provide(pageCacheLayer(options.pageCacheMb)))),
-    Effect.provide(withRateLimits(guardStorage(options.storage.layer), options.rateLimits)),
+    Effect.provide(countingRateLimits(guardStorage(options.storage.layer), options.rateLimits)),
     // After the server and the storage have closed.
     Effect.onInterrupt(() => Effect.logInfo("stopped")),
     (served) => Effect.zipRight(holdSignals, served),

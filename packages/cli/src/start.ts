@@ -31,7 +31,7 @@ const corsOrigins = [process.env.GPU_MARKET_CORS_ORIGINS ?? ""]
 withLogging(undefined, (logging) => runMain(() => Effect.gen(function* () {
   const workers = yield* workersOf(Option.none())
   const name = yield* describeStorage(fromEnvironment)
-  const rateLimits = yield* rateLimitModeOf(fromEnvironment, Option.none(), workers)
+  const rateLimits = yield* rateLimitModeOf(fromEnvironment, Option.none())
   const pageCacheMb = yield* pageCacheMbFromEnvironment
   const metrics = yield* metricsFromEnvironment
   const dashboard = yield* dashboardFromEnvironment

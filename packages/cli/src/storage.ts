@@ -4,7 +4,6 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { wholeNumberFromEnvironment } from "./environment.js"
-import { UsageError } from "./output.js"
 
 /**
  * Where a command's market lives: a SQLite file (`--db`, default `$GPU_MARKET_DB` or
@@ -86,20 +85,16 @@ const BULK_CHECKPOINT_PAGES = 250_000
 /**
  * Where `serve` counts rate limits: `given` (`--rate-limits`), else `$GPU_MARKET_RATE_LIMITS`, else
  * by backend: `process` on SQLite, where one server per file is the deployment `npm start` makes
- * (several servers on one file pass `shared`), and `shared` on Redis, which is there to be shared.
- * Several `workers` count in the storage they share: `process` would give each worker its own
- * counts, so a limit would let through `workers` times its requests, and is refused.
+ * (several servers on one file pass `shared`; the workers of one `serve --workers N` count in
+ * their primary), and `shared` on Redis, which is there to be shared.
  */
-export const rateLimitModeOf = (choice: StorageChoice, given: Option.Option<RateLimitMode>, workers = 1): Effect.Effect<RateLimitMode, Error | UsageError> => {
-  const env = process.env.GPU_MARKET_RATE_LIMITS ?? ""
-  const [mode, source] = Option.isSome(given) ? [given.value, "--rate-limits"] : env === "" ? [undefined, ""] : [env, "GPU_MARKET_RATE_LIMITS"]
-  if (mode === undefined) return Effect.succeed(workers > 1 || resolve(choice)._tag === "redis" ? "shared" : "process")
-  if (!(RATE_LIMIT_MODES as ReadonlyArray<string>).includes(mode)) {
-    return Effect.fail(new Error(`GPU_MARKET_RATE_LIMITS is ${JSON.stringify(env)}; expected ${RATE_LIMIT_MODES.join(" or ")}`))
-  }
-  return mode === "process" && workers > 1
-    ? Effect.fail(new UsageError({ message: `${source} is process, which counts each worker's requests apart: with ${workers} workers a limit would let ${workers} times its requests through; use shared (the default with workers)` }))
-    : Effect.succeed(mode as RateLimitMode)
+export const rateLimitModeOf = (choice: StorageChoice, given: Option.Option<RateLimitMode>): Effect.Effect<RateLimitMode, Error> => {
+  if (Option.isSome(given)) return Effect.succeed(given.value)
+  const env = process.env.GPU_MARKET_RATE_LIMITS
+  if (env === undefined || env === "") return Effect.succeed(resolve(choice)._tag === "sqlite" ? "process" : "shared")
+  return (RATE_LIMIT_MODES as ReadonlyArray<string>).includes(env)
+    ? Effect.succeed(env as RateLimitMode)
+    : Effect.fail(new Error(`GPU_MARKET_RATE_LIMITS is ${JSON.stringify(env)}; expected ${RATE_LIMIT_MODES.join(" or ")}`))
 }
 
 /** `$GPU_MARKET_ROW_CACHE_ROWS`: rows of each data type a process keeps for its pages (README, "Row cache"); unset is the backend's default. */

@@ -4,6 +4,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import cluster, { type Worker } from "node:cluster"
 import { availableParallelism } from "node:os"
+import { countForWorker } from "./cluster-rate-limits.js"
 import { UsageError } from "./output.js"
 import { holdSignals } from "./serve.js"
 
@@ -13,7 +14,9 @@ import { holdSignals } from "./serve.js"
  * that one process migrates the store and seeds the demo market, then the rest), replaces a
  * worker that dies, gives up when workers keep dying as they start, and on SIGTERM or SIGINT has
  * every worker drain as a single server does, then exits. Each worker runs the command line the
- * primary was given, so it serves exactly what one process would.
+ * primary was given, so it serves exactly what one process would. With `process` rate limits the
+ * primary holds the counters for every worker, as a worker pool's main thread does for its
+ * threads: a hit is a message there and back, and no request writes to the storage.
  */
 
 /** Workers that die within this long of their start count as failing to start. */
@@ -75,9 +78,11 @@ const supervise = (count: number, shutdownTimeoutMs: number) => Effect.gen(funct
   const events = yield* Queue.unbounded<Event>()
   /** Each running worker, and a promise of its exit. */
   const live = new Map<Worker, Promise<void>>()
+  const countHits = countForWorker()
   const fork = Effect.sync(() => {
     const born = Date.now()
     const worker = cluster.fork()
+    countHits(worker)
     live.set(worker, new Promise<void>((resolve) => worker.once("exit", (code, signal) => {
       live.delete(worker)
       Queue.unsafeOffer(events, { _tag: "exit", worker, code, signal, livedMs: Date.now() - born })
