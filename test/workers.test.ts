@@ -246,6 +246,9 @@ describe("serve --workers 2 on one SQLite file", () => {
 })
 
 describe("serve --workers: what cannot work", () => {
+  // A test that times out never reaches its own `finally`: whatever it started goes here.
+  afterAll(stopAll, 60_000)
+
   it("a count that is not one is a usage error, exit 2", { timeout: 60_000 }, async () => {
     const counts = ["0", "nope", "-1", "1.5"]
     const runs = await Promise.all(counts.map((workers) => run(["serve", "--db", db, "--workers", workers])))
