@@ -81,14 +81,14 @@ const side = (name: string, runs: ReadonlyArray<LoadRun>): Side => {
   }
 }
 
-interface LoadPlan {
+export interface LoadPlan {
   readonly warmupSeconds: number
   readonly seconds: number
   readonly runs: number
 }
 
 /** Warms both up, then alternates who goes first run by run, so slow drifts fall on both. */
-const compare = async (subject: Server, reference: Server, vary: boolean, plan: LoadPlan, label: string, log: (line: string) => void): Promise<Pair> => {
+export const compare = async (subject: Server, reference: Server, vary: boolean, plan: LoadPlan, label: string, log: (line: string) => void): Promise<Pair> => {
   for (const s of [subject, reference]) await load(s, plan.warmupSeconds, CONNECTIONS, vary)
   const runs: Array<LoadRun> = []
   for (let i = 0; i < plan.runs; i++) {

@@ -17,6 +17,7 @@ import { describeStorage, marketOn, rateLimitModeOf, storageOn } from "./storage
 import { dashboardFromEnvironment, metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment, shutdownTimeoutMs } from "./serve.js"
 import { serveSyncing, syncCommand } from "./sync.js"
 import { tokensCommand } from "./tokens.js"
+import { printsBanner, serveOnWorkers, workersOf } from "./workers.js"
 
 /** `gpu-market`: serve the API, seed the demo market, import data, manage tokens and indexes. */
 
@@ -35,7 +36,7 @@ const serveCommand = Command.make("serve", {
     Options.repeated
   ),
   rateLimits: Options.choice("rate-limits", RATE_LIMIT_MODES).pipe(
-    Options.withDescription("where rate limits are counted: process (this server's memory, no write per request; one server per SQLite file) or shared (in the storage, exact across every server on it); default $GPU_MARKET_RATE_LIMITS, else process on SQLite and shared on Redis"),
+    Options.withDescription("where rate limits are counted: process (this server's memory, its primary's with --workers; no write per request; one server per SQLite file) or shared (in the storage, exact across every server on it); default $GPU_MARKET_RATE_LIMITS, else process on SQLite and shared on Redis"),
     Options.optional
   ),
   pageCacheMb: Options.integer("page-cache-mb").pipe(
@@ -68,6 +69,10 @@ const serveCommand = Command.make("serve", {
     Options.withDescription("milliseconds of silence after which a change-feed stream (/v2/events) gets a heartbeat comment, at least 1000 (under your proxies' idle timeout); default $GPU_MARKET_FEED_HEARTBEAT_MS or 15000"),
     Options.optional
   ),
+  workers: Options.text("workers").pipe(
+    Options.withDescription("server processes on the port over the one storage, a dead one replaced, or auto for one per core; default $GPU_MARKET_WORKERS or 1"),
+    Options.optional
+  ),
   sync: Options.text("sync").pipe(
     Options.withDescription("a sources file (see gpu-market sync) to sync beside serving: of the servers and syncs on one market, one syncs at a time; default $GPU_MARKET_SYNC, else no sync"),
     Options.optional
@@ -79,6 +84,7 @@ const serveCommand = Command.make("serve", {
   const host = Option.getOrElse(o.host, () => process.env.HOST ?? "127.0.0.1")
   const baseUrl = Option.getOrElse(o.baseUrl, () => process.env.GPU_MARKET_BASE_URL ?? `http://${host}:${port}`)
   const corsOrigins = o.corsOrigin.length > 0 ? o.corsOrigin : [process.env.GPU_MARKET_CORS_ORIGINS ?? ""]
+  const workers = yield* workersOf(o.workers)
   const name = yield* describeStorage(o)
   const rateLimits = yield* rateLimitModeOf(o, o.rateLimits)
   const pageCacheMb = yield* Option.match(o.pageCacheMb, { onNone: () => pageCacheMbFromEnvironment, onSome: Effect.succeed })
@@ -95,9 +101,9 @@ const serveCommand = Command.make("serve", {
   }
   const served = serve({
     storage: { layer: storageOn(o, { serve: true }), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb, metrics, dashboard,
-    shutdownTimeoutMs: shutdownTimeout, timeouts, feedHeartbeatMs: Option.getOrUndefined(o.feedHeartbeatMs)
+    shutdownTimeoutMs: shutdownTimeout, timeouts, feedHeartbeatMs: Option.getOrUndefined(o.feedHeartbeatMs), banner: printsBanner()
   })
-  return yield* (sync === "" ? served : serveSyncing(served, sync, o)).pipe(Effect.provide(yield* ServerLogging))
+  return yield* serveOnWorkers(workers, shutdownTimeout, sync === "" ? served : serveSyncing(served, sync, o)).pipe(Effect.provide(yield* ServerLogging))
 })
 ).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))
 

@@ -1,4 +1,4 @@
-import { procurementLayer, type RateLimitMode, simulatedProviderLayer, type StorageUnavailable, withRateLimits } from "@gpu-market/core"
+import { procurementLayer, type RateLimitMode, simulatedProviderLayer, type StorageUnavailable } from "@gpu-market/core"
 import { pageCacheLayer } from "@gpu-market/core/adapters"
 import { guardStorage } from "@gpu-market/core/storage"
 import * as Demo from "@gpu-market/demo"
@@ -6,6 +6,7 @@ import type * as Server from "@gpu-market/http-adapter"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import { countingRateLimits } from "./cluster-rate-limits.js"
 import { wholeNumberFromEnvironment } from "./environment.js"
 import { configuredMarket } from "./storage.js"
 
@@ -45,7 +46,7 @@ export interface ServeOptions<E> {
   readonly demo: boolean
   /** Browser origins allowed to call the API (CORS), each value one origin or a comma list; none: CORS off. */
   readonly corsOrigins: ReadonlyArray<string>
-  /** Where rate limits are counted: this process's memory, or the storage every server on it shares. */
+  /** Where rate limits are counted: this server's memory (of several workers, the primary's), or the storage every server on it shares. */
   readonly rateLimits: RateLimitMode
   /** Memory for hot pages in MiB (0: off); absent: the core's default. */
   readonly pageCacheMb: number | undefined
@@ -59,6 +60,8 @@ export interface ServeOptions<E> {
   readonly timeouts?: GivenTimeouts
   /** How often a quiet change-feed stream gets a heartbeat, in ms, given on the command line; else the environment, else the server's default. */
   readonly feedHeartbeatMs?: number | undefined
+  /** Print the banner and the demo seed's line on stdout; default true (of several workers, the first prints them). */
+  readonly banner?: boolean
 }
 
 
@@ -101,7 +104,7 @@ export const shutdownTimeoutFromEnvironment: Effect.Effect<number | undefined, E
  * both, and npm passes its own on) must not kill it: the first one started the shutdown, which the
  * timeout bounds. The runtime's own handler, which starts it, leaves after the first signal.
  */
-const holdSignals = Effect.acquireRelease(
+export const holdSignals = Effect.acquireRelease(
   Effect.sync(() => {
     const ignore = () => {}
     process.on("SIGINT", ignore)
@@ -157,7 +160,7 @@ export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter
       // Extending the demo to today can wait for room: a full disk leaves the market as it was.
       const report = yield* Effect.catchIf(Demo.seedDemo(), (e): e is StorageUnavailable => e._tag === "StorageUnavailable" && e.fault === "disk_full", (e) =>
         Effect.as(Effect.logWarning(`the demo market was not extended to today: ${e.detail}`), undefined))
-      if (report !== undefined) {
+      if (report !== undefined && options.banner !== false) {
         yield* Effect.sync(() => console.log(report.days > 0
           ? `Seeded the demo market from ${report.firstDay} to ${report.lastDay} (${report.days} days).`
           : `Demo market is current through ${report.lastDay}.`))
@@ -174,7 +177,7 @@ export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter
       Layer.tap(() => Effect.logInfo("listening").pipe(Effect.annotateLogs({
         url: baseUrl, storage: options.storage.name, rate_limits: options.rateLimits, metrics: options.metrics, pid: process.pid
       }))),
-      Layer.tap(() => Effect.sync(() => {
+      Layer.tap(() => options.banner === false ? Effect.void : Effect.sync(() => {
         const lines = [`gpu-market listening on ${baseUrl} (storage: ${options.storage.name}; rate limits: ${options.rateLimits})`]
         if (origins.length > 0) lines.push(`CORS allowed for: ${origins.join(", ")}`)
         if (demo) {
@@ -188,7 +191,7 @@ export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter
     ))
   }).pipe(
     Effect.provide(services.pipe(Layer.provide(pageCacheLayer(options.pageCacheMb)))),
-    Effect.provide(withRateLimits(guardStorage(options.storage.layer), options.rateLimits)),
+    Effect.provide(countingRateLimits(guardStorage(options.storage.layer), options.rateLimits)),
     // After the server and the storage have closed.
     Effect.onInterrupt(() => Effect.logInfo("stopped")),
     (served) => Effect.zipRight(holdSignals, served),

@@ -85,7 +85,8 @@ const BULK_CHECKPOINT_PAGES = 250_000
 /**
  * Where `serve` counts rate limits: `given` (`--rate-limits`), else `$GPU_MARKET_RATE_LIMITS`, else
  * by backend: `process` on SQLite, where one server per file is the deployment `npm start` makes
- * (several servers on one file pass `shared`), and `shared` on Redis, which is there to be shared.
+ * (several servers on one file pass `shared`; the workers of one `serve --workers N` count in
+ * their primary), and `shared` on Redis, which is there to be shared.
  */
 export const rateLimitModeOf = (choice: StorageChoice, given: Option.Option<RateLimitMode>): Effect.Effect<RateLimitMode, Error> => {
   if (Option.isSome(given)) return Effect.succeed(given.value)
