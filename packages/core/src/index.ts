@@ -4,7 +4,7 @@
  * errors and their RFC 9457 problems, principals and grants, and the procurement service.
  *
  * Backend authors: `@gpu-market/core/storage`. Adapter authors: `@gpu-market/core/adapters`.
- * The conformance suite every backend runs: `@gpu-market/core/test`.
+ * The conformance suite every backend runs: `@gpu-market/storage-testkit`.
  */
 
 // The Promise API
