@@ -14,7 +14,7 @@ export {
 export { MarketProblemError, problemOf } from "./adapters/problem.js"
 export type {
   CallOptions, EndpointName, HardwarePriceQuery, IndexQuery, LlmTokenPriceQuery, MarketReads, RentalPriceQuery, TransactionQuery
-} from "./adapters/catalogue.js"
+} from "./adapters/reads.js"
 export type { EventsOptions, EventsQuery, MarketFeed } from "./adapters/feed.js"
 export { type PortableMarketStorage, type PortableStorage, portableStorage } from "./storage/stores.js"
 export { type Storage, StorageError } from "./storage/contract.js"
