@@ -6,7 +6,7 @@
  */
 import { createMarket, type PrincipalInput } from "@gpu-market/core"
 import { nodeHandler } from "@gpu-market/http-adapter"
-import { createClient } from "@gpu-market/http-adapter/client"
+import { createClient } from "@gpu-market/client"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:http"

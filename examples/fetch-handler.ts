@@ -6,7 +6,7 @@
  */
 import { createMarket, type Page, type RentalPrice } from "@gpu-market/core"
 import { fetchHandler } from "@gpu-market/http-adapter"
-import { createClient } from "@gpu-market/http-adapter/client"
+import { createClient } from "@gpu-market/client"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"

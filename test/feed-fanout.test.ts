@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { createMarket, type FeedMessage, MAX_LAG, type PrincipalInput, type RentalPriceObservationInput } from "@gpu-market/core"
 import { nodeHandler } from "@gpu-market/http-adapter"
-import { createClient } from "@gpu-market/http-adapter/client"
+import { createClient } from "@gpu-market/client"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync } from "node:fs"

@@ -1,7 +1,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createMarket, type FeedMessage, MarketProblemError, type PortableMarketStorage, type PrincipalInput } from "@gpu-market/core"
 import { nodeHandler } from "@gpu-market/http-adapter"
-import { createClient } from "@gpu-market/http-adapter/client"
+import { createClient } from "@gpu-market/client"
 import { redis } from "@gpu-market/storage-redis"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { type ChildProcess, spawn } from "node:child_process"

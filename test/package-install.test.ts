@@ -1,6 +1,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
-import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { rm } from "node:fs/promises"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve, sep } from "node:path"
@@ -21,8 +22,8 @@ import { dirname, join, resolve, sep } from "node:path"
 
 const ROOT = resolve(import.meta.dirname, "..")
 const FIXTURES = resolve(import.meta.dirname, "fixtures/package-install")
-const PACKAGES = ["cli", "core", "demo", "http-adapter", "storage-redis", "storage-sqlite", "worker"]
-const INSTALLED = ["core", "http-adapter", "storage-sqlite", "worker"]
+const PACKAGES = ["cli", "client", "core", "demo", "http-adapter", "storage-redis", "storage-sqlite", "storage-testkit", "worker"]
+const INSTALLED = ["client", "core", "http-adapter", "storage-sqlite", "storage-testkit", "worker"]
 
 /** Children still running; afterAll ends each one's process group. */
 const running = new Set<ChildProcess>()
@@ -109,10 +110,12 @@ beforeAll(async () => {
   packed = JSON.parse(stdout) as ReadonlyArray<Packed>
 }, 150_000)
 
-afterAll(() => {
+afterAll(async () => {
   for (const child of running) killTree(child)
   running.clear()
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true, maxRetries: 3 })
+  // Asynchronously: the apps' node_modules are tens of thousands of files, and removing them
+  // synchronously on a busy machine held the worker's event loop past vitest's 60 s RPC timeout.
+  await Promise.all(temps.map((dir) => rm(dir, { recursive: true, force: true, maxRetries: 3 })))
 })
 
 describe("npm pack", () => {
@@ -181,12 +184,15 @@ describe("an app outside the repository, installed from the tarballs", () => {
       dependencies: {
         ...Object.fromEntries(INSTALLED.map((pkg) => [`@gpu-market/${pkg}`, `file:${join(packDir, tarball(pkg).filename)}`])),
         "typescript": "~5.9.3",
-        "@types/node": "^20.19.0"
+        "@types/node": "^20.19.0",
+        // The test kit's peers, as a backend author's test setup has them.
+        "vitest": "~3.2.4",
+        "@effect/vitest": "0.30.0"
       },
       // npm 11 runs no dependency's install script unless allowed: better-sqlite3's script installs its addon.
-      allowScripts: { "better-sqlite3": true, "msgpackr-extract": true, "@parcel/watcher": false, "core-js": false }
+      allowScripts: { "better-sqlite3": true, "esbuild": true, "msgpackr-extract": true, "@parcel/watcher": false, "core-js": false }
     }, null, 2))
-    for (const file of ["app.mjs", "consumer.ts", "tsconfig.json"]) copyFileSync(join(FIXTURES, file), join(app, file))
+    for (const file of ["app.mjs", "consumer.ts", "tsconfig.json", "conformance.test.mjs"]) copyFileSync(join(FIXTURES, file), join(app, file))
     const installed = await ok("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline"], app, 540_000,
       { npm_config_better_sqlite3_local_prebuilds: await localPrebuilds() })
     installMs = installed.ms
@@ -239,7 +245,7 @@ describe("an app outside the repository, installed from the tarballs", () => {
     assert.deepStrictEqual(out.worker, out.direct)
   })
 
-  it("(c) node app.mjs: nodeHandler in node:http, a page and meta.next.url", { timeout: 120_000 }, async () => {
+  it("(c) node app.mjs: nodeHandler in node:http, a page and meta.next.url, and @gpu-market/client reading every page", { timeout: 120_000 }, async () => {
     const out = await runApp("http")
     assert.deepStrictEqual(out.statuses, [200, 200])
     assert.match(out.type, /^application\/json/)
@@ -249,8 +255,22 @@ describe("an app outside the repository, installed from the tarballs", () => {
     assert.deepStrictEqual(out.page1, out.direct.page1)
     assert.deepStrictEqual(out.page2, out.direct.page2)
     assert.deepStrictEqual(out.anonymous, { status: 401, type: "application/problem+json", code: "unauthenticated" })
+    // @gpu-market/client, installed: every row by following meta.next, the first pages as the direct market's.
+    assert.lengthOf(out.clientRows, out.direct.all)
+    assert.deepStrictEqual(out.clientRows.slice(0, 4), [...out.direct.page1, ...out.direct.page2])
     assert.includeMembers(out.dashboard, ["200 uPlot.iife.min.js", "200 main.js", "200 dashboard.css"])
     assert.isTrue(out.dashboard.every((d: string) => d.startsWith("200 ")), out.dashboard.join())
+  })
+
+  it("(e) the test kit's suite passes on core's in-memory store under the app's own vitest", { timeout: 240_000 }, async () => {
+    const ran = await run(join(app, "node_modules/.bin/vitest"), ["run", "conformance.test.mjs", "--reporter=json", "--outputFile=conformance.json"], app, 220_000)
+    assert.strictEqual(ran.code, 0, `${ran.stdout}${ran.stderr}`.slice(-4000))
+    const report = JSON.parse(readFileSync(join(app, "conformance.json"), "utf8")) as {
+      readonly numTotalTests: number; readonly numPassedTests: number; readonly numFailedTests: number; readonly numPendingTests: number
+    }
+    // Every case of every store ran and passed: none failed, none skipped.
+    assert.isAbove(report.numTotalTests, 50)
+    assert.deepStrictEqual([report.numPassedTests, report.numFailedTests, report.numPendingTests], [report.numTotalTests, 0, 0])
   })
 
   it("(d) a strict nodenext TypeScript consumer type-checks against the installed types, with no cast", { timeout: 240_000 }, async () => {
@@ -259,5 +279,24 @@ describe("an app outside the repository, installed from the tarballs", () => {
     const tsc = await run(join(app, "node_modules/.bin/tsc"), ["-p", "."], app, 220_000)
     assert.strictEqual(`${tsc.stdout}${tsc.stderr}`, "")
     assert.strictEqual(tsc.code, 0)
+  })
+})
+
+describe("@gpu-market/core installed alone, as an embedder installs it", () => {
+  it("brings effect and its format libraries, and no test runner", { timeout: 300_000 }, async () => {
+    const app = tempDir("core-only")
+    writeFileSync(join(app, "package.json"), JSON.stringify({
+      name: "gpu-market-core-only", private: true, type: "module",
+      dependencies: { "@gpu-market/core": `file:${join(packDir, tarball("core").filename)}` },
+      allowScripts: { "msgpackr-extract": true }
+    }, null, 2))
+    await ok("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline"], app, 280_000)
+    const lock = JSON.parse(readFileSync(join(app, "package-lock.json"), "utf8")) as { packages: Record<string, unknown> }
+    const names = Object.keys(lock.packages).filter((path) => path !== "").map((path) => path.split("node_modules/").pop()!)
+    assert.includeMembers(names, ["@gpu-market/core", "effect", "msgpackr", "yaml"])
+    assert.deepStrictEqual(names.filter((name) => /(^|\/)(vitest|vite|@vitest\/.*|@effect\/vitest|chai|esbuild)$/.test(name)), [])
+    // And its main entry loads in plain node.
+    const ran = await ok(process.execPath, ["--input-type=module", "-e", "const m = await import(\"@gpu-market/core\"); console.log(typeof m.createMarket)"], app, 60_000)
+    assert.strictEqual(ran.stdout.trim(), "function")
   })
 })

@@ -1,5 +1,5 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { suite } from "@gpu-market/core/test"
+import { suite } from "@gpu-market/storage-testkit"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import { Effect, Layer, TestClock } from "effect"
 import { execFile } from "node:child_process"

@@ -5,6 +5,7 @@
  * request vocabulary (collections, parameters, windows) the HTTP routes and OpenAPI are made of.
  */
 export * from "./adapters/catalogue.js"
+export * from "./adapters/reads.js"
 export type { EventsOptions, EventsQuery, MarketFeed } from "./adapters/feed.js"
 export { admit, type Admission, admitCounted, charge, countStamped, judgeCount, makeOperations, OperationError, type Operations, type StampedCount, type WriteName, writeNames } from "./adapters/operations.js"
 export { buildMarket, hardwareVocabularyLayer, type MarketTransport, runOperation, toProblemError } from "./adapters/direct.js"

@@ -4,7 +4,7 @@
  * errors and their RFC 9457 problems, principals and grants, and the procurement service.
  *
  * Backend authors: `@gpu-market/core/storage`. Adapter authors: `@gpu-market/core/adapters`.
- * The conformance suite every backend runs: `@gpu-market/core/test`.
+ * The conformance suite every backend runs: `@gpu-market/storage-testkit`.
  */
 
 // The Promise API
@@ -14,7 +14,7 @@ export {
 export { MarketProblemError, problemOf } from "./adapters/problem.js"
 export type {
   CallOptions, EndpointName, HardwarePriceQuery, IndexQuery, LlmTokenPriceQuery, MarketReads, RentalPriceQuery, TransactionQuery
-} from "./adapters/catalogue.js"
+} from "./adapters/reads.js"
 export type { EventsOptions, EventsQuery, MarketFeed } from "./adapters/feed.js"
 export { type PortableMarketStorage, type PortableStorage, portableStorage } from "./storage/stores.js"
 export { type Storage, StorageError } from "./storage/contract.js"

@@ -3,7 +3,7 @@ import { Principal, StorageError } from "@gpu-market/core"
 import {
   cmp, llmTokenPriceKeys, MemoryStorage, type PagePlan, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore
 } from "@gpu-market/core/storage"
-import { hardwareDay, hardwareRow, llmRow, rentalRow, testListingKey } from "@gpu-market/core/test"
+import { hardwareDay, hardwareRow, llmRow, rentalRow, testListingKey } from "@gpu-market/storage-testkit"
 import { Cause, Context, Effect, Either, Exit, Layer, Option, Schema } from "effect"
 import fc from "fast-check"
 import { Redis } from "ioredis"

@@ -4,7 +4,7 @@ import {
   currentVersions, type Decision, MemoryStorage, type PagePlan, type Predicate, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore, rentalPriceTable,
   type Scope as PlanScope, SettingsStore, StorageDefect, storageContext, TokenStore, type VersionChanges, type VersionPoint, type VersionView
 } from "@gpu-market/core/storage"
-import { rentalRow } from "@gpu-market/core/test"
+import { rentalRow } from "@gpu-market/storage-testkit"
 import Database from "better-sqlite3"
 import { Cause, ConfigProvider, Context, Effect, Either, Exit, Layer, Option } from "effect"
 import fc from "fast-check"

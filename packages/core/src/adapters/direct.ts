@@ -16,7 +16,8 @@ import { requestOrigin } from "../query/collection.js"
 import { type Storage, StorageError } from "../storage/contract.js"
 import { unavailable } from "../market/storage.js"
 import { layer as memoryLayer } from "../storage/memory.js"
-import { buildReads, type MarketReads, toQueryRecord, type Transport } from "./catalogue.js"
+import { type CatalogueEntry, catalogue } from "./catalogue.js"
+import { buildReads, type MarketReads, toQueryRecord, type Transport } from "./reads.js"
 import type { EventsOptions, MarketFeed } from "./feed.js"
 import { type FeedMessage, feedMessage } from "../feed/feed.js"
 import * as Stream from "effect/Stream"
@@ -48,7 +49,7 @@ export type Market = MarketReads & MarketFeed & MarketWrites & {
 }
 
 /** What an adapter provides to build a `Market`: reads, writes and shutdown. */
-export interface MarketTransport extends Transport {
+export interface MarketTransport extends Transport<CatalogueEntry> {
   readonly write: (name: WriteName, args: ReadonlyArray<unknown>) => Promise<unknown>
   /** The change feed; a transport without one (the worker) rejects a subscription. */
   readonly events?: (query: Record<string, string>, options: EventsOptions) => AsyncIterable<FeedMessage>
@@ -71,7 +72,7 @@ export const buildMarket = (transport: MarketTransport): Market => {
       }
       : transport.events(toQueryRecord(query), options)
   }
-  return Object.assign(buildReads(transport), feed, writes, { close: transport.close }) as unknown as Market
+  return Object.assign(buildReads(catalogue, transport), feed, writes, { close: transport.close }) as unknown as Market
 }
 
 /** The problem a failure ends with: a typed error's own, or a 500 for a defect. */

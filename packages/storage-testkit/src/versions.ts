@@ -5,17 +5,10 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
-import { formatInstant, MICROS_PER_DAY } from "../query/time.js"
-import { StorageDefect } from "./errors.js"
-import type { ReadMark } from "./marks.js"
-import { followVersion } from "./conformance-data-version.js"
-import type { StorageError } from "./errors.js"
-import type { Scope } from "./plan.js"
-import {
-  currentVersions, type PeerRead, putVersions, type TransactVersions, type VersionChanges, type VersionKeys, type Versioned, type VersionPoint,
-  type VersionView
-} from "./versions.js"
-import { namespace } from "./conformance-namespace.js"
+import { formatInstant, MICROS_PER_DAY } from "@gpu-market/core"
+import { currentVersions, type PeerRead, putVersions, type ReadMark, type Scope, StorageDefect, type StorageError, type TransactVersions, type VersionChanges, type Versioned, type VersionKeys, type VersionPoint, type VersionView } from "@gpu-market/core/storage"
+import { followVersion } from "./data-version.js"
+import { namespace } from "./namespace.js"
 
 
 const T0 = Date.UTC(2026, 0, 1) * 1000

@@ -1,5 +1,7 @@
-import { type CallOptions, type FeedMessage, type MarketReads, MarketProblemError, type Problem } from "@gpu-market/core"
-import { buildReads, type CatalogueEntry, type EventsOptions, type MarketFeed, toQueryRecord } from "@gpu-market/core/adapters"
+import {
+  buildReads, type CallOptions, type EventsOptions, type FeedMessage, type MarketFeed, MarketProblemError, type MarketReads, type Problem, readEndpoints,
+  type ReadEndpoint, toQueryRecord
+} from "@gpu-market/core/reads"
 
 /**
  * A typed client of the HTTP API for any fetch runtime: the same namespaces and envelopes as
@@ -148,8 +150,8 @@ export const createClient = (options: ClientOptions): MarketReads & MarketFeed =
     })()
   }
 
-  return Object.assign(buildReads({
-    call: (entry: CatalogueEntry, query, callOptions) => {
+  return Object.assign(buildReads(readEndpoints, {
+    call: (entry: ReadEndpoint, query, callOptions) => {
       const search = new URLSearchParams(query).toString()
       return get(`${base}${entry.path}${search === "" ? "" : `?${search}`}`, callOptions)
     },

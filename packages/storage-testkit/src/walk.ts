@@ -1,6 +1,6 @@
 import { assert } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { type PagePlan, type Predicate, type Scope, sortValue } from "./plan.js"
+import { type PagePlan, type Predicate, type Scope, sortValue } from "@gpu-market/core/storage"
 
 /**
  * Follows keyset positions from the first page of `plan` to the last (at most 1000 pages), as a

@@ -3,37 +3,21 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type { Principal } from "../auth/principal.js"
-import { hashToken } from "../auth/token-hash.js"
-import { baseProductKey, productKey } from "../ingest/rental-prices.js"
-import { formatInstant, MICROS_PER_DAY } from "../query/time.js"
-import type { RentalPrice } from "../schema/rental-price.js"
-import { RateLimitStore, RentalPriceStore, SettingsStore, type Storage, TokenStore } from "./contract.js"
-import { hardwareConformance } from "./conformance-hardware.js"
-import { transactionConformance } from "./conformance-transactions.js"
-import { llmTokenPriceConformance } from "./conformance-llm-token-prices.js"
-import { indexConformance } from "./conformance-indexes.js"
-import { procurementConformance } from "./conformance-procurement.js"
-import { referenceDataConformance } from "./conformance-reference.js"
-import { eventLogConformance } from "./conformance-events.js"
-import { hardwareDay, hardwareRow, testListingKey } from "./conformance-hardware.js"
-import { evaluateRentalPlan } from "./memory.js"
-import { assertPagesMatchReference } from "./conformance-walk.js"
-import { VERSION_SCOPES, versionConformance } from "./conformance-versions.js"
-import { rentalPriceKeys } from "./tables.js"
-import { currentVersions, putVersions } from "./versions.js"
-import type { Predicate } from "./plan.js"
-import { namespace } from "./conformance-namespace.js"
+import { baseProductKey, formatInstant, MICROS_PER_DAY, type Principal, productKey, type RentalPrice } from "@gpu-market/core"
+import { currentVersions, evaluateRentalPlan, hashToken, type Predicate, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore, SettingsStore, type Storage, TokenStore } from "@gpu-market/core/storage"
+import { hardwareConformance, hardwareDay, hardwareRow, testListingKey } from "./hardware.js"
+import { transactionConformance } from "./transactions.js"
+import { llmTokenPriceConformance } from "./llm-token-prices.js"
+import { indexConformance } from "./indexes.js"
+import { procurementConformance } from "./procurement.js"
+import { referenceDataConformance } from "./reference.js"
+import { eventLogConformance } from "./events.js"
+import { assertPagesMatchReference } from "./walk.js"
+import { VERSION_SCOPES, versionConformance } from "./versions.js"
+import { namespace } from "./namespace.js"
 
-export { hardwareDay, hardwareRow, testListingKey } from "./conformance-hardware.js"
-export { llmRow } from "./conformance-llm-token-prices.js"
-
-/**
- * The conformance suite every storage backend runs: `suite("sqlite", SqliteStorage.layer(...))`.
- * The layer is built once per suite and shared, as a deployment shares one store; each test keeps
- * to data it names with its own prefix, so tests do not see each other.
- */
-
+export { hardwareDay, hardwareRow, testListingKey } from "./hardware.js"
+export { llmRow } from "./llm-token-prices.js"
 
 const T0 = Date.UTC(2026, 0, 1) * 1000
 const at = (day: number, hour = 0) => formatInstant(T0 + day * MICROS_PER_DAY + hour * 3_600_000_000)
@@ -125,7 +109,12 @@ const market = (ns: string): Array<RentalPrice> => {
 
 const sortFields = ["gpu_canonical_name", "gpu_count", "gpu_memory_gb", "price_usd_per_gpu_hour", "region", "valid_from", "vendor"]
 
-/** Registers the conformance tests of a storage backend: every store of the contract. */
+/**
+ * Registers the conformance tests of a storage backend, every store of the contract, under
+ * vitest: `suite("sqlite", SqliteStorage.layer({ filename }))`. The layer is built once per suite
+ * and shared, as a deployment shares one store; each test keeps to data it names with its own
+ * prefix, so tests do not see each other.
+ */
 export const suite = <E>(name: string, storage: Layer.Layer<Storage, E>) =>
   describe(`storage conformance: ${name}`, () => {
     layer(storage, { timeout: "60 seconds" })((it) => {

@@ -1,16 +1,9 @@
 import { assert, type Vitest } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import type { MarketEvent } from "../schema/market-event.js"
-import { RentalPriceStore, type Storage } from "./contract.js"
-import { EventLogStore, type LoggedEvent } from "./event-log.js"
-import { HardwarePriceStore } from "./hardware.js"
-import { IndexStore } from "./indexes.js"
-import { rentalPriceKeys } from "./tables.js"
-import { putVersions } from "./versions.js"
-import type { RentalPrice } from "../schema/rental-price.js"
-import type { HardwarePrice } from "../schema/hardware-price.js"
-import { namespace } from "./conformance-namespace.js"
+import type { HardwarePrice, MarketEvent, RentalPrice } from "@gpu-market/core"
+import { EventLogStore, HardwarePriceStore, IndexStore, type LoggedEvent, putVersions, rentalPriceKeys, RentalPriceStore, type Storage } from "@gpu-market/core/storage"
+import { namespace } from "./namespace.js"
 
 /**
  * The change feed's log, as every backend keeps it: each write that reports rows logs their

@@ -1,12 +1,10 @@
 import { assert, type Vitest } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { Offer, OfferId, Procurement, ProcurementId, Resource, ResourceId } from "../schema/procurement.js"
-import type { Storage } from "./contract.js"
-import { assertPagesMatchReference } from "./conformance-walk.js"
-import { evaluateResourcePlan } from "./memory-procurement.js"
-import { type OfferRecord, ProcurementStore, type ProcurementRecord, type ResourceRecord } from "./procurement.js"
-import { namespace } from "./conformance-namespace.js"
+import type { Offer, OfferId, Procurement, ProcurementId, Resource, ResourceId } from "@gpu-market/core"
+import { evaluateResourcePlan, type OfferRecord, type ProcurementRecord, ProcurementStore, type ResourceRecord, type Storage } from "@gpu-market/core/storage"
+import { assertPagesMatchReference } from "./walk.js"
+import { namespace } from "./namespace.js"
 
 
 /** A 22-character id body, unique per call, so ids look like the service's. */

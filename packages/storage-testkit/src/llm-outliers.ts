@@ -1,11 +1,9 @@
 import { assert, type Vitest } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as fc from "effect/FastCheck"
-import { isOutlierPrice, LlmTokenPriceIngest, outlierReference } from "../ingest/llm-token-prices.js"
-import { formatInstant, MICROS_PER_DAY } from "../query/time.js"
-import type { LlmTokenPriceObservationInput } from "../schema/llm-token-price.js"
-import { LlmTokenPriceStore } from "./llm-token-prices.js"
-import { namespace } from "./conformance-namespace.js"
+import { formatInstant, isOutlierPrice, LlmTokenPriceIngest, type LlmTokenPriceObservationInput, MICROS_PER_DAY, outlierReference } from "@gpu-market/core"
+import { LlmTokenPriceStore } from "@gpu-market/core/storage"
+import { namespace } from "./namespace.js"
 
 /**
  * The outlier property every backend must keep: the flags of a market do not depend on the order

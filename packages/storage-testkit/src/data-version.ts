@@ -1,6 +1,6 @@
 import { assert } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import type { StorageError } from "./errors.js"
+import type { StorageError } from "@gpu-market/core/storage"
 
 /**
  * Follows a store's data version (`…Store.version`) through a conformance test: `moved` asserts

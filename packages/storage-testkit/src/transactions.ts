@@ -4,16 +4,11 @@ import * as Cause from "effect/Cause"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
-import type { AggregatedTransaction } from "../schema/transaction.js"
-import type { Storage } from "./contract.js"
-import { evaluateTransactionPlan } from "./memory-transactions.js"
-import { assertPagesMatchReference } from "./conformance-walk.js"
-import type { Predicate, Scope } from "./plan.js"
-import {
-  type Cohort, dealPool, type StoredDeal, type TransactionChanges, type TransactionReads, TransactionStore
-} from "./transactions.js"
-import { followVersion } from "./conformance-data-version.js"
-import { namespace } from "./conformance-namespace.js"
+import type { AggregatedTransaction } from "@gpu-market/core"
+import { type Cohort, dealPool, evaluateTransactionPlan, type Predicate, type Scope, type Storage, type StoredDeal, type TransactionChanges, type TransactionReads, TransactionStore } from "@gpu-market/core/storage"
+import { assertPagesMatchReference } from "./walk.js"
+import { followVersion } from "./data-version.js"
+import { namespace } from "./namespace.js"
 
 /**
  * Conformance cases of the transaction store, registered by `suite` for every backend. Each test

@@ -1,12 +1,9 @@
 import { assert, type Vitest } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { GpuCatalogEntryInput } from "../catalog/gpu-catalog.js"
-import type { FxRateInput } from "../schema/fx-rate.js"
-import type { Storage } from "./contract.js"
-import { selectFxRates } from "./memory-reference.js"
-import { ReferenceDataStore } from "./reference.js"
-import { namespace } from "./conformance-namespace.js"
+import type { FxRateInput, GpuCatalogEntryInput } from "@gpu-market/core"
+import { ReferenceDataStore, selectFxRates, type Storage } from "@gpu-market/core/storage"
+import { namespace } from "./namespace.js"
 
 /**
  * The reference data cases of the storage conformance suite. The store is shared by the whole
