@@ -1,7 +1,7 @@
 import * as Metric from "effect/Metric"
 import * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
-import { collectDefaultMetrics, type Metric as PromMetric, Registry } from "prom-client"
+import { collectDefaultMetrics, Counter, Gauge, Histogram, type Metric as PromMetric, Registry } from "prom-client"
 
 /**
  * `/metrics`: Prometheus's text format, written by prom-client. The market counts in Effect
@@ -64,6 +64,26 @@ const effectFamilies = (): Array<Family> => {
   return [...families.values()]
 }
 
+/**
+ * A family as a prom-client metric of its kind that answers with the samples read, as they stand
+ * (prom-client's own metrics only count what they observe themselves).
+ */
+const snapshot = (family: Family): PromMetric => {
+  const config = { name: family.name, help: family.help, registers: [] }
+  const { values } = family
+  switch (family.type) {
+    case "counter": return new (class extends Counter {
+      override async get() { return { ...(await super.get()), values } }
+    })(config)
+    case "gauge": return new (class extends Gauge {
+      override async get() { return { ...(await super.get()), values } }
+    })(config)
+    case "histogram": return new (class extends Histogram {
+      override async get() { return { ...(await super.get()), values } }
+    })(config)
+  }
+}
+
 /** Every metric of the process, as Prometheus text. */
 export const exposition = async (): Promise<string> => {
   if (processRegistry === undefined) {
@@ -71,9 +91,6 @@ export const exposition = async (): Promise<string> => {
     collectDefaultMetrics({ register: processRegistry })
   }
   const market = new Registry()
-  for (const family of effectFamilies()) {
-    // prom-client writes any object that reads like one of its metrics; these are read once, as they stand.
-    market.registerMetric({ ...family, aggregator: "sum", get: () => Promise.resolve(family) } as unknown as PromMetric)
-  }
+  for (const family of effectFamilies()) market.registerMetric(snapshot(family))
   return Registry.merge([processRegistry, market]).metrics()
 }
