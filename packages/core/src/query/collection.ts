@@ -385,7 +385,7 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
       let scope: Scope = { _tag: "latest" }
       let clamped = false
       if (endpoint.name === "as-of") {
-        scope = { _tag: "asOf", at: formatInstant(yield* fromEither(resolveAt(params.at ?? "", now, floor))) }
+        scope = { _tag: "asOf", at: formatInstant(yield* fromEither(resolveAt(params.at!, now, floor))) }
       } else if (endpoint.name === "history") {
         const w = yield* fromEither(resolveWindow(params, endpoint.defaultSpanDays ?? 30, now, floor))
         scope = { _tag: "window", start: formatInstant(w.start), end: formatInstant(w.end) }
