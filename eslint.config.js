@@ -50,6 +50,17 @@ export default defineConfig(
     rules: { "@typescript-eslint/no-unused-vars": unusedVars }
   },
   {
+    // `x as unknown as T` tells the compiler nothing it can check: the packages type their seams with a
+    // schema decode, a type guard or a correctly typed generic instead (test/lint-casts.test.ts).
+    files: ["packages/*/src/**/*.ts"],
+    rules: {
+      "no-restricted-syntax": ["error", {
+        selector: "TSAsExpression > TSAsExpression[typeAnnotation.type='TSUnknownKeyword']",
+        message: "No `as unknown as` in packages/*/src: decode with a Schema, narrow with a type guard, or type the generic."
+      }]
+    }
+  },
+  {
     // The end-to-end tests read HTTP JSON bodies (`await res.json() as any`, `body.data.map((row: any) => …)`)
     // and check them field by field against the spec; typing every body would restate the spec.
     files: ["test/**/*.ts"],

@@ -45,15 +45,21 @@ const problemOf = async (response: Response): Promise<MarketProblemError> => {
 async function* serverSentData(body: ReadableStream<Uint8Array>): AsyncGenerator<unknown> {
   const decoder = new TextDecoder()
   let buffered = ""
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    buffered += decoder.decode(chunk, { stream: true }).replace(/\r\n?/g, "\n")
-    let end: number
-    while ((end = buffered.indexOf("\n\n")) >= 0) {
-      const block = buffered.slice(0, end)
-      buffered = buffered.slice(end + 2)
-      const data = block.split("\n").filter((line) => line.startsWith("data:")).map((line) => line.slice(line.startsWith("data: ") ? 6 : 5))
-      if (data.length > 0) yield JSON.parse(data.join("\n"))
+  const reader = body.getReader()
+  // Ending early (the caller stops iterating) cancels the stream, as `for await` over it would.
+  try {
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      buffered += decoder.decode(read.value, { stream: true }).replace(/\r\n?/g, "\n")
+      let end: number
+      while ((end = buffered.indexOf("\n\n")) >= 0) {
+        const block = buffered.slice(0, end)
+        buffered = buffered.slice(end + 2)
+        const data = block.split("\n").filter((line) => line.startsWith("data:")).map((line) => line.slice(line.startsWith("data: ") ? 6 : 5))
+        if (data.length > 0) yield JSON.parse(data.join("\n"))
+      }
     }
+  } finally {
+    await reader.cancel()
   }
 }
 

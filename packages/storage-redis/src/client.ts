@@ -257,7 +257,8 @@ interface Turn {
 
 const turnOf = (redis: Connection): Turn | undefined => {
   if (!(redis instanceof Redis)) return undefined
-  const socketOf = () => (redis as unknown as { readonly stream?: Writable }).stream
+  // Typed as always there, the socket is absent until the connection first opens.
+  const socketOf = (): Writable | undefined => redis.stream
   let scheduled = false
   let corked: Writable | undefined
   let flushes: Array<() => void> = []
@@ -336,10 +337,12 @@ export const fromRedis = (redis: Connection, prefix: string, settings: ClientSet
         redis.defineCommand(lua.name, { lua: lua.lua })
         names.add(lua.name)
       }
-      const command = (redis as unknown as Record<string, (args: Array<unknown>) => Promise<unknown>>)[lua.name]!
+      // `defineCommand` adds the script as a method of this name, which ioredis's types cannot name.
+      const command: unknown = Reflect.get(redis, lua.name)
+      if (typeof command !== "function") throw new Error(`ioredis defined no command ${lua.name}`)
       // One array argument (ioredis flattens it): a batch can hold more values than a call's
       // spread arguments may.
-      const result = await command.call(redis, [keys.length, ...keys, ...args])
+      const result: unknown = await command.call(redis, [keys.length, ...keys, ...args])
       if (lua.replicated && keys.length > 0) await acknowledged(keys[0]!)
       return result
     },

@@ -1,5 +1,5 @@
 import { type RentalPrice, rentalPriceFields } from "@gpu-market/core"
-import { type GpuSpelling, type RentalGpuSummary, rentalPriceKeys, type RentalPriceStore, rentalPriceTable, rowCacheRowsOf } from "@gpu-market/core/storage"
+import { type GpuSpelling, type RentalGpuSummary, rentalPriceEvents, rentalPriceKeys, type RentalPriceStore, rentalPriceTable, rowCacheRowsOf } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 import { cmp, placeholders } from "./page-sql.js"
 import { rowCachedPages } from "./row-cache.js"
@@ -48,7 +48,8 @@ export const rentalEventRows: KeyedRows<RentalPrice> = {
   table: "rental_prices",
   key: "product_key",
   columns: rentalPriceFields,
-  fromColumns: rowFromColumns
+  fromColumns: rowFromColumns,
+  event: (type, row) => (type === "rental_price" || type === "rental_price_withdrawal" ? { type, row } : undefined)
 }
 
 /** Turns a page plan into one statement (`versionPageCompiler`). */
@@ -186,7 +187,7 @@ export const makeRentalPriceStore = (
       insert: INSERT,
       columnsOf,
       opened,
-      events: { row: "rental_price", withdrawal: "rental_price_withdrawal", keyed: rentalEventRows }
+      events: { ...rentalPriceEvents, keyed: rentalEventRows }
     }, () => {
       version.bump()
     }),

@@ -29,7 +29,7 @@ export interface VersionTable<Row extends Versioned> {
   /** Summary writes for an opened row; `once(id)` is true the first time a write names `id`. */
   readonly opened: (row: Row, once: (id: string) => boolean) => void
   /** The change-feed events of its new rows and withdrawals, and how the log names their rows when not by copy. */
-  readonly events: EventTypes & { readonly keyed?: KeyedRows<Row> }
+  readonly events: EventTypes<Row> & { readonly keyed?: KeyedRows<Row> }
 }
 
 /**
@@ -126,7 +126,7 @@ export const sqliteTransact = <Row extends Versioned>(
         write(changes)
         const events = versionEvents(table.events, table.keys, view, changes)
         if (table.events.keyed === undefined) appendEvents(client, events)
-        else appendKeyedEvents(client, table.events.keyed, events as unknown as ReadonlyArray<{ readonly type: string; readonly row: Row }>)
+        else appendKeyedEvents(client, table.events.keyed, events)
         afterWrite()
       }
       if (changes.mark !== undefined) writeMark(client, changes.mark)

@@ -1,8 +1,9 @@
 import { assert, type Vitest } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
-import { type HardwarePrice, hardwarePriceFields, observationId } from "@gpu-market/core"
+import { type HardwarePrice, hardwarePriceFields, HardwarePriceRow, observationId } from "@gpu-market/core"
 import { evaluateHardwarePlan, HardwarePriceStore, type PagePlan, type Predicate, type Scope, type Storage, summariseHardware } from "@gpu-market/core/storage"
 import { assertPagesMatchReference } from "./walk.js"
 import { followVersion } from "./data-version.js"
@@ -30,7 +31,8 @@ export const hardwareRow = (
     ...over,
     observation_id: observationId(over.listing_key, over.observed_date)
   }
-  return Object.fromEntries(hardwarePriceFields.map((f) => [f, values[f]])) as unknown as HardwarePrice
+  // Decoded by the row's own schema: every field checked, in the row's field order.
+  return Schema.decodeUnknownSync(Schema.encodedSchema(HardwarePriceRow))(values)
 }
 
 const SORTS = ["condition", "gpu_canonical_name", "observed_date", "price_usd"] as const

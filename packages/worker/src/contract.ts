@@ -1,5 +1,5 @@
 import type { HardwareVocabularyExtension, IngestBoundsConfig, Problem, RateLimitMode } from "@gpu-market/core"
-import type { WriteName } from "@gpu-market/core/adapters"
+import type { WriteArgs, WriteName } from "@gpu-market/core/adapters"
 
 /**
  * The messages between a main thread and the market's worker threads. Two calls cross: a read by
@@ -40,7 +40,7 @@ export type WorkerRequest =
     readonly query: Readonly<Record<string, string>>
     readonly token: string | undefined
   }
-  | { readonly _tag: "Write"; readonly id: number; readonly name: WriteName; readonly args: ReadonlyArray<unknown> }
+  | { readonly _tag: "Write"; readonly id: number; readonly name: WriteName; readonly args: WriteArgs<WriteName> }
   | { readonly _tag: "Close" }
   /** The main thread's count of a worker's rate-limit `Hit`. */
   | { readonly _tag: "Counted"; readonly hit: number; readonly count: number; readonly resetInMicros: number }

@@ -1,6 +1,8 @@
 import type { HardwareVocabularyExtension, IngestBoundsConfig, Market, PortableMarketStorage, RateLimitMode } from "@gpu-market/core"
 import { ingestBounds, MarketProblemError } from "@gpu-market/core"
-import { buildMarket, hardwareVocabularyLayer, OperationError, pageCacheLayer, toProblemError } from "@gpu-market/core/adapters"
+import {
+  buildMarket, hardwareVocabularyLayer, OperationError, pageCacheLayer, toProblemError, type WriteArgs, type WriteName, type WriteResult
+} from "@gpu-market/core/adapters"
 import { makeMemoryRateLimitStore, type RateLimitStore } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -184,7 +186,8 @@ export const createWorkerMarket = async (options: WorkerMarketOptions): Promise<
   const market = buildMarket({
     call: (entry, query, { token }) => call((id) => ({ _tag: "Read", id, endpoint: entry.name, query, token })),
     next: (entry, next, { token }) => call((id) => ({ _tag: "Read", id, endpoint: entry.name, query: next.query_params, token })),
-    write: (name, args) => call((id) => ({ _tag: "Write", id, name, args })),
+    // The worker answers with the write's own result, as JSON (`Success`): what `createMarket` resolves with.
+    write: <N extends WriteName>(name: N, args: WriteArgs<N>) => call((id) => ({ _tag: "Write", id, name, args })) as Promise<WriteResult<N>>,
     close: async () => {
       if (closed) return
       closed = true

@@ -21,7 +21,7 @@ import { buildReads, type MarketReads, toQueryRecord, type Transport } from "./r
 import type { EventsOptions, MarketFeed } from "./feed.js"
 import { type FeedMessage, feedMessage } from "../feed/feed.js"
 import * as Stream from "effect/Stream"
-import { makeOperations, type Operations, OperationError, type WriteName, writeNames } from "./operations.js"
+import { makeOperations, type Operations, OperationError, type WriteArgs, type WriteName, type WriteResult } from "./operations.js"
 import { MarketProblemError, problemOf } from "./problem.js"
 
 const isOperationError = Schema.is(OperationError)
@@ -50,7 +50,7 @@ export type Market = MarketReads & MarketFeed & MarketWrites & {
 
 /** What an adapter provides to build a `Market`: reads, writes and shutdown. */
 export interface MarketTransport extends Transport<CatalogueEntry> {
-  readonly write: (name: WriteName, args: ReadonlyArray<unknown>) => Promise<unknown>
+  readonly write: <N extends WriteName>(name: N, args: WriteArgs<N>) => Promise<WriteResult<N>>
   /** The change feed; a transport without one (the worker) rejects a subscription. */
   readonly events?: (query: Record<string, string>, options: EventsOptions) => AsyncIterable<FeedMessage>
   readonly close: () => Promise<void>
@@ -58,10 +58,16 @@ export interface MarketTransport extends Transport<CatalogueEntry> {
 
 /** Builds the Promise surface over a transport; the direct API and the worker share it. */
 export const buildMarket = (transport: MarketTransport): Market => {
-  const writes: Record<string, Record<string, unknown>> = {}
-  for (const name of writeNames) {
-    const [ns, method] = name.split(".") as [string, string]
-    ;(writes[ns] ??= {})[method] = (...args: ReadonlyArray<unknown>) => transport.write(name, args)
+  const write = <N extends WriteName>(name: N) => (...args: WriteArgs<N>) => transport.write(name, args)
+  const writes: MarketWrites = {
+    tokens: { create: write("tokens.create"), list: write("tokens.list"), revoke: write("tokens.revoke") },
+    ingest: {
+      rental: write("ingest.rental"), withdrawRental: write("ingest.withdrawRental"), hardware: write("ingest.hardware"),
+      llm: write("ingest.llm"), withdrawLlm: write("ingest.withdrawLlm"), transactions: write("ingest.transactions"),
+      indexDefinitions: write("ingest.indexDefinitions"), fleetWeights: write("ingest.fleetWeights"),
+      indexValues: write("ingest.indexValues"), skypilot: write("ingest.skypilot"), litellm: write("ingest.litellm"),
+      fxRates: write("ingest.fxRates"), gpus: write("ingest.gpus")
+    }
   }
   const feed: MarketFeed = {
     events: (query, options = {}) => transport.events === undefined
@@ -72,7 +78,7 @@ export const buildMarket = (transport: MarketTransport): Market => {
       }
       : transport.events(toQueryRecord(query), options)
   }
-  return Object.assign(buildReads(catalogue, transport), feed, writes, { close: transport.close }) as unknown as Market
+  return Object.assign(buildReads(catalogue, transport), feed, writes, { close: transport.close })
 }
 
 /** The problem a failure ends with: a typed error's own, or a 500 for a defect. */

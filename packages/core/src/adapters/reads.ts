@@ -1,3 +1,10 @@
+import type * as Types from "effect/Types"
+import type { hardwarePricesCollection } from "../market/hardware-prices.js"
+import type { indexesCollection } from "../market/indexes.js"
+import type { llmTokenPricesCollection } from "../market/llm-token-prices.js"
+import type { rentalPricesCollection } from "../market/rental-prices.js"
+import type { transactionsCollection } from "../market/transactions.js"
+import type { CollectionDef, DecodedParam, RequiredParamNames } from "../query/collection.js"
 import type { Page } from "../schema/envelope.js"
 import type { HardwarePriceMetadata } from "../schema/hardware-metadata.js"
 import type { HardwarePrice } from "../schema/hardware-price.js"
@@ -69,67 +76,34 @@ interface Paging<Sort extends string> {
 interface Window { readonly start?: Instant; readonly end?: Instant }
 interface At { readonly at: Instant }
 
+/** A parameter as the Promise API takes it: a list as one value or several, a number as itself or its text. */
+type QueryValue<A> = A extends ReadonlyArray<string> ? List : A extends number ? Num : A
+
+/**
+ * The Promise API's query of a collection, derived from its declaration: paging and its sort
+ * names, and each of its parameters (required where every request must name it). Types only:
+ * the declarations' modules are not loaded by this one.
+ */
+export type CollectionQuery<C> = C extends CollectionDef<infer P, infer Sort, string> ? Types.Simplify<
+  & Paging<Sort>
+  & { readonly [K in Exclude<keyof P, RequiredParamNames<P>>]?: QueryValue<DecodedParam<P[K]>> }
+  & { readonly [K in RequiredParamNames<P>]: QueryValue<DecodedParam<P[K]>> }
+> : never
+
 /** Query of the rental price endpoints. */
-export interface RentalPriceQuery extends Paging<"gpu_canonical_name" | "gpu_count" | "gpu_memory_gb" | "price_usd_per_gpu_hour" | "region" | "valid_from" | "vendor"> {
-  readonly vendor?: List
-  readonly gpu_canonical_name?: List
-  readonly region?: List
-  readonly contract_type?: List
-  readonly gpu_search?: List
-  readonly base_product_key?: string
-  readonly product_key?: string
-  readonly availability?: string
-  readonly min_price_usd_per_gpu_hour?: Num
-  readonly max_price_usd_per_gpu_hour?: Num
-  readonly min_gpu_count?: Num
-  readonly max_gpu_count?: Num
-  readonly min_gpu_memory_gb?: Num
-  readonly max_gpu_memory_gb?: Num
-}
+export type RentalPriceQuery = CollectionQuery<typeof rentalPricesCollection>
 
 /** Query of the hardware price endpoints. */
-export interface HardwarePriceQuery extends Paging<"condition" | "gpu_canonical_name" | "observed_date" | "price_usd"> {
-  readonly gpu_canonical_name?: List
-  readonly listing_key?: string
-  readonly condition?: List
-  readonly market?: List
-  readonly channel?: List
-  readonly transaction_level?: List
-  readonly stock_status?: List
-  readonly country?: List
-  readonly country_group?: List
-  readonly min_price_usd?: Num
-  readonly max_price_usd?: Num
-}
+export type HardwarePriceQuery = CollectionQuery<typeof hardwarePricesCollection>
 
-/** Query of the aggregated transaction endpoints. */
-export interface TransactionQuery extends Paging<"contract_type" | "gpu_model" | "price_usd_per_gpu_hour" | "region_group" | "tenor_days" | "total_gpu_count" | "transaction_date">, Window {
-  readonly gpu_canonical_name?: List
-  readonly region_group?: List
-  readonly contract_type?: List
-  readonly min_total_gpu_count?: Num
-  readonly max_total_gpu_count?: Num
-}
+/** Query of the aggregated transaction endpoints (`/history` only, so with its window). */
+export type TransactionQuery = Types.Simplify<CollectionQuery<typeof transactionsCollection> & Window>
 
 /** Query of the LLM token price endpoints. */
-export interface LlmTokenPriceQuery extends Paging<"model" | "serving_provider" | "price_type" | "price_usd_per_1m_tokens" | "source" | "valid_from"> {
-  readonly model?: List
-  readonly serving_provider?: List
-  readonly source?: List
-  readonly price_type?: List
-  readonly region?: List
-  readonly model_search?: List
-  readonly base_price_key?: string
-  readonly price_key?: string
-  readonly exclude_outliers?: boolean
-  readonly min_price_usd_per_1m_tokens?: Num
-  readonly max_price_usd_per_1m_tokens?: Num
-}
+export type LlmTokenPriceQuery = CollectionQuery<typeof llmTokenPricesCollection>
 
 /** Query of the index endpoints: one index per request. */
-export interface IndexQuery extends Paging<"timestamp" | "value"> {
-  readonly id: string
-}
+export type IndexQuery = CollectionQuery<typeof indexesCollection>
 
 /* eslint-disable @typescript-eslint/no-empty-object-type -- here `{}` is the query with no parameters,
    and `{} extends Q` asks whether every parameter of Q is optional. */
