@@ -1,3 +1,5 @@
 #!/usr/bin/env node
 // The compiled command; `npm install` builds it (the workspace's `prepare`).
-import "../dist/main.js"
+import { main } from "../dist/main.js"
+
+main(process.argv)
