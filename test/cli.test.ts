@@ -404,10 +404,10 @@ describe("gpu-market with an extended hardware vocabulary", () => {
       [{ GPU_MARKET_PAGE_CACHE_MB: "lots" }, [], 'GPU_MARKET_PAGE_CACHE_MB is "lots"'],
       [{ GPU_MARKET_ROW_CACHE_ROWS: "-5" }, [], 'GPU_MARKET_ROW_CACHE_ROWS is "-5"'],
       [{ GPU_MARKET_ROW_CACHE_ROWS: "99999999999999999999" }, [], 'GPU_MARKET_ROW_CACHE_ROWS is "99999999999999999999"'],
-      [{}, ["--page-cache-mb", "-1"], "page cache"],
+      [{}, ["--page-cache-mb", "-1"], "--page-cache-mb is -1; expected a whole number of at least 0"],
       // Client timeouts that cannot work stop serve too.
       [{ GPU_MARKET_HEADERS_TIMEOUT_MS: "40000" }, [], "the headers timeout (40000 ms) is longer than the request timeout (30000 ms)"],
-      [{}, ["--keep-alive-timeout-ms", "0"], "the keep-alive timeout is 0 ms"]
+      [{}, ["--keep-alive-timeout-ms", "0"], "--keep-alive-timeout-ms is 0; expected a whole number of at least 1"]
     ] as const) {
       const refused = await runWith(env, "serve", "--db", db, "--port", String(await freePort()), ...args)
       assert.notStrictEqual(refused.code, 0)
