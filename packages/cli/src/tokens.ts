@@ -105,7 +105,7 @@ const indicesOf = (text: string) => Effect.gen(function* () {
   const unknown = ids.filter((id) => !defined.includes(id))
   if (unknown.length === 0) return ids
   const known = defined.length === 0
-    ? "the market defines no index yet (import the definitions first)"
+    ? "the market defines no index yet"
     : `known: ${defined.slice(0, LISTED_INDICES).join(", ")}${defined.length > LISTED_INDICES ? `, … (${defined.length} in all)` : ""}`
   return yield* new UsageError({ message: `--indices: no index ${unknown.join(", ")} in the market; ${known}` })
 })
