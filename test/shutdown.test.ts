@@ -35,10 +35,13 @@ const env = (port: number, extra: Record<string, string> = {}) =>
   ({ ...process.env, PORT: String(port), GPU_MARKET_DB: db, GPU_MARKET_DEMO: "0", GPU_MARKET_LOG_FORMAT: "json", ...extra })
 
 /** Launches and resolves once it listens, with the pid of the node process that serves. */
-const launch = async (how: "npm start" | "gpu-market serve", port: number, extra: Record<string, string> = {}) => {
+const launch = async (how: "npm start" | "gpu-market serve" | "npx gpu-market serve", port: number, extra: Record<string, string> = {}) => {
+  const serve = ["serve", "--db", db, "--port", String(port), "--shutdown-timeout", String(TIMEOUT_SECONDS)]
   const tree = how === "npm start"
     ? spawnTree("npm", ["start", "--silent"], { cwd: ROOT, env: env(port, { GPU_MARKET_SHUTDOWN_TIMEOUT: String(TIMEOUT_SECONDS), ...extra }) })
-    : spawnTree("node", [BIN, "serve", "--db", db, "--port", String(port), "--shutdown-timeout", String(TIMEOUT_SECONDS)], { cwd: ROOT, env: env(port, extra) })
+    : how === "npx gpu-market serve"
+      ? spawnTree("npx", ["gpu-market", ...serve], { cwd: ROOT, env: env(port, extra) })
+      : spawnTree("node", [BIN, ...serve], { cwd: ROOT, env: env(port, extra) })
   const listening = () => logLines(tree.stderr()).find((l) => l.msg === "listening")
   await waitFor(`${how} listening`, () => {
     if (!tree.running()) throw new Error(`${how} exited:\n${tree.output()}`)
@@ -93,6 +96,21 @@ describe("graceful shutdown", () => {
       assert.strictEqual(logged?.status, 422)
     })
   }
+
+  it("npx gpu-market serve, SIGTERM to npx alone: the request in flight is answered, then the server exits and its port is free", { timeout: 180_000 }, async () => {
+    const port = await freePort()
+    const { node, tree } = await launch("npx gpu-market serve", port)
+    const request = await held(port)
+    // npm passes the signal to the shell it runs the bin under, which dies of it without passing it on.
+    process.kill(tree.child.pid!, "SIGTERM")
+    await closing(tree)
+    assert.isTrue(alive(node), "still answering the request in flight")
+    const reply = await request.finish()
+    assert.strictEqual(reply?.status, 422, JSON.stringify(reply))
+    await waitFor("the server to exit", () => !alive(node), 15_000)
+    assert.isTrue(await refused(port), "the port is free")
+    assert.include(logLines(tree.stderr()).map((l) => l.msg), "stopped")
+  })
 
   it("a request still in flight at the shutdown timeout is cut, and the process exits 0", { timeout: 180_000 }, async () => {
     const port = await freePort()

@@ -108,7 +108,7 @@ describe("gpu-market import --format skypilot of a large generated catalog", () 
   const importRows = (rows: number) => {
     const file = join(dir, `${rows}.csv`)
     writeSkypilotCatalog(file, rows)
-    const args = ["--import", peak, join(import.meta.dirname, "../packages/cli/dist/main.js"), "import", file, "--format", "skypilot", "--vendor", "lambda", "--db", join(dir, `${rows}.db`)]
+    const args = ["--import", peak, join(import.meta.dirname, "../packages/cli/bin/gpu-market.js"), "import", file, "--format", "skypilot", "--vendor", "lambda", "--db", join(dir, `${rows}.db`)]
     return new Promise<{ readonly stdout: string; readonly progress: ReadonlyArray<string>; readonly peakMib: number }>((resolve, reject) => {
       execFile(process.execPath, args, { env: { ...process.env, NO_COLOR: "1", GPU_MARKET_REDIS_URL: "" }, timeout: 600_000 }, (error, stdout, stderr) => {
         if (error !== null) return reject(new Error(`${error.message}: ${stderr}`))

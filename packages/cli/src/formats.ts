@@ -67,15 +67,17 @@ export const isPublicFormat = (format: string): format is PublicFormat => (PUBLI
 /** The options of the public formats. */
 export const formatOptions = {
   vendor: Options.text("vendor").pipe(
-    Options.withDescription("with --format skypilot: the vendor slug of the rows, which also names the SkyPilot cloud whose conventions apply (lambda, runpod, vast, …)"),
+    Options.withPseudoName("slug"),
+    Options.withDescription("with --format skypilot: the vendor (lambda, runpod, vast, …)"),
     Options.optional
   ),
   observedAt: Options.text("observed-at").pipe(
-    Options.withDescription("with --format skypilot|litellm: the instant the file describes, ISO 8601; default now"),
+    Options.withPseudoName("instant"),
+    Options.withDescription("with skypilot or litellm: the file's instant, ISO 8601; default now"),
     Options.optional
   ),
   snapshot: Options.boolean("snapshot").pipe(
-    Options.withDescription("with --format skypilot|litellm: the file is the vendor's (litellm: the whole litellm source's) complete catalog at that instant; what it no longer lists is withdrawn then")
+    Options.withDescription("with skypilot or litellm: a whole catalog; what it lacks is withdrawn")
   )
 }
 
