@@ -39,7 +39,7 @@ const serveCommand = Command.make("serve", {
     Options.repeated
   ),
   rateLimits: oneOf("rate-limits", "mode", RATE_LIMIT_MODES).pipe(
-    Options.withDescription("process (this server's, or the primary's with --workers) or shared (the storage's)"),
+    Options.withDescription("process (in memory; the primary's with --workers) or shared (storage)"),
     Options.optional
   ),
   pageCacheMb: integerIn("page-cache-mb", 0).pipe(
@@ -80,7 +80,7 @@ const serveCommand = Command.make("serve", {
   ),
   workers: Options.text("workers").pipe(
     Options.withPseudoName("n|auto"),
-    Options.withDescription("server processes on the port, auto for one per core; $GPU_MARKET_WORKERS or 1"),
+    Options.withDescription("processes on the port (auto: one per core); $GPU_MARKET_WORKERS or 1"),
     Options.optional
   ),
   sync: Options.text("sync").pipe(
