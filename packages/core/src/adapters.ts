@@ -7,7 +7,7 @@
 export * from "./adapters/catalogue.js"
 export type { EventsOptions, EventsQuery, MarketFeed } from "./adapters/feed.js"
 export { admit, type Admission, admitCounted, charge, countStamped, judgeCount, makeOperations, OperationError, type Operations, type StampedCount, type WriteName, writeNames } from "./adapters/operations.js"
-export { buildMarket, hardwareVocabularyLayer, type MarketTransport, runOperation, toProblemError } from "./adapters/direct.js"
+export { buildMarket, type MarketTransport, runOperation, toProblemError } from "./adapters/direct.js"
 export { bodyBytes, bodyDigest, bodyJson, boundedCache, pageCacheLayer, type Replayable, replayOf } from "./market/page-cache.js"
 export { runAsFarAsItGoes, startedTogether } from "./market/together.js"
 export { labelsOf, LATENCY_BUCKETS_SECONDS } from "./metrics.js"
