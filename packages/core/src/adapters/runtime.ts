@@ -145,7 +145,7 @@ const json = (text: string): Either.Either<unknown, string> =>
 export const marketSettingsConfig: Config.Config<MarketSettings> = Config.all({
   baseUrl: variable("GPU_MARKET_BASE_URL", Either.right),
   hardwareVocabulary: variable("GPU_MARKET_HARDWARE_VOCABULARY", (text) =>
-    Either.mapLeft(json(text), () => `an object such as {"channel":["lease_return"]}`)),
+    Either.mapLeft(json(text), () => `JSON, an object such as {"channel":["lease_return"]}`)),
   rateLimits: variable("GPU_MARKET_RATE_LIMITS", (text) =>
     (RATE_LIMIT_MODES as ReadonlyArray<string>).includes(text) ? Either.right(text) : Either.left(RATE_LIMIT_MODES.join(" or "))),
   pageCacheMb: variable("GPU_MARKET_PAGE_CACHE_MB", wholeNumber("a whole number of MB (0 turns the page cache off)")),
