@@ -112,7 +112,7 @@ export const settingsOn = (choice: StorageChoice, given: GivenSettings = {}): Ef
       try: () => decodeMarketSettings({
         ...environment, rateLimits, ...(pageCacheMb === undefined ? {} : { pageCacheMb }), ...(given.bounds === undefined ? {} : { bounds: given.bounds })
       }),
-      catch: (e) => new Error(ParseResult.isParseError(e) ? ParseResult.TreeFormatter.formatErrorSync(e) : String(e))
+      catch: (e) => new Error(ParseResult.isParseError(e) ? marketSettingsProblem(e) : String(e))
     })
     return { ...settings, rateLimits }
   })

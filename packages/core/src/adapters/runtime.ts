@@ -32,7 +32,7 @@ const PositiveInt = Schema.Number.pipe(Schema.int(), Schema.positive())
 
 /** An inclusive range of plausible prices: finite, `0 ≤ min ≤ max`. */
 const BoundSettings = Schema.Struct({ min: NonNegative, max: NonNegative }).pipe(
-  Schema.filter((b) => b.min <= b.max || `expected min ≤ max, got [${b.min}, ${b.max}]`)
+  Schema.filter((b) => b.min <= b.max || `expected min ≤ max, got [${b.min}, ${b.max}]`, { identifier: "Bound" })
 )
 
 /** A base URL links start with: an absolute `http:` or `https:` URL. */
@@ -56,17 +56,17 @@ export const MarketSettings = Schema.Struct({
     hardware: optional(BoundSettings),
     llm: optional(BoundSettings),
     transactions: optional(BoundSettings)
-  })),
+  }).annotations({ identifier: "IngestBounds" })),
   /** Where rate limits are counted: `shared` (the default) in the storage, `process` in this process's memory. */
   rateLimits: optional(Schema.Literal(...RATE_LIMIT_MODES)),
   /** Memory for hot pages, in MiB (default 64; 0 turns the cache off). */
-  pageCacheMb: optional(NonNegative),
+  pageCacheMb: optional(NonNegative.annotations({ message: () => "the page cache size must be a number of MB ≥ 0 (0 turns it off)" })),
   /** The storage breaker: calls in a row that fail before calls fail fast (default 3), and the wait between probes (default 1000 ms). */
   breaker: optional(Schema.Struct({
     failureThreshold: optional(PositiveInt),
     probeIntervalMs: optional(PositiveInt)
   }))
-})
+}).annotations({ identifier: "MarketSettings" })
 
 /** Decoded market settings. */
 export type MarketSettings = Schema.Schema.Type<typeof MarketSettings>
@@ -159,12 +159,17 @@ export const marketSettingsConfig: Config.Config<MarketSettings> = Config.all({
     )
   }).filter(([, v]) => v !== undefined))
   return Either.mapLeft(Schema.decodeUnknownEither(MarketSettings, { errors: "all" })(given), (e) =>
-    ConfigError.InvalidData([], `the market settings from the environment: ${ParseResult.TreeFormatter.formatErrorSync(e)}`))
+    ConfigError.InvalidData([], `the market settings from the environment: ${marketSettingsProblem(e)}`))
 }))
 
-/** The text of a `marketSettingsConfig` failure: each problem's own message, without the paths `ConfigError` adds. */
-export const marketSettingsProblem = (error: ConfigError.ConfigError): string =>
-  ConfigError.reduceWithContext(error, undefined, {
+/**
+ * The text of a failure to load or decode market settings: each problem as `setting: why`
+ * (`bounds.hardware: expected min ≤ max, got [10, 1]`), or a variable's own message, joined by "; ".
+ */
+export const marketSettingsProblem = (error: ConfigError.ConfigError | ParseResult.ParseError): string =>
+  ParseResult.isParseError(error)
+    ? ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ")
+    : ConfigError.reduceWithContext(error, undefined, {
     andCase: (_, left, right) => `${left}; ${right}`,
     orCase: (_, left, right) => `${left}; ${right}`,
     invalidDataCase: (_, __, message) => message,
