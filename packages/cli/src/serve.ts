@@ -9,10 +9,10 @@ import { wholeNumberFromEnvironment } from "./environment.js"
 /**
  * The standalone server as `npm start` and `gpu-market serve` run it: the market and the
  * procurement service (selling the market's current rental products through the simulated
- * provider) over a storage behind a circuit breaker (assembled by `marketRuntimeLayer`, as every market is), with the demo market seeded or its tokens
- * revoked, one banner on stdout, and its start, requests and stop logged. Interrupted (SIGTERM,
- * SIGINT), it stops accepting, answers what is in flight within the shutdown timeout, closes
- * storage and returns.
+ * provider) over a storage behind a circuit breaker, assembled by `marketRuntimeLayer` as every
+ * market is, with the demo market seeded or its tokens revoked, one banner on stdout, and its
+ * start, requests and stop logged. Interrupted (SIGTERM, SIGINT), it stops accepting, answers
+ * what is in flight within the shutdown timeout, closes storage and returns.
  */
 
 /**

@@ -114,7 +114,8 @@ export const memory = (): Layer.Layer<Storage> => memoryLayer
 
 /**
  * Opens a market in this process. Resolves once storage is open and migrated; rejects with the
- * storage's error otherwise.
+ * storage's error otherwise, and before opening anything with the `ParseError` of settings that
+ * cannot work.
  *
  * @example
  * const market = await createMarket({ storage: sqlite("market.db") })
