@@ -444,6 +444,6 @@ describe("gpu-market with an extended hardware vocabulary", () => {
 
     const bad = await runWith({ GPU_MARKET_HARDWARE_VOCABULARY: "{channel" }, "import", file, "--type", "hardware", "--db", db)
     assert.notStrictEqual(bad.code, 0)
-    assert.include(bad.stdout + bad.stderr, "GPU_MARKET_HARDWARE_VOCABULARY is not JSON")
+    assert.include(bad.stdout + bad.stderr, `GPU_MARKET_HARDWARE_VOCABULARY is "{channel"; expected JSON`)
   }, 180_000)
 })

@@ -224,7 +224,7 @@ describe("the direct lane, when writing a page fails", () => {
     const direct = makeDirect({
       // A page JSON cannot write (a bigint): a bug of the service, as the app's defects are.
       routes: [{ path: "/broken", call: () => Effect.succeed({ data: [{ n: 1n }], meta: {} }) }, { path: "/fine", call: () => Effect.succeed({ data: [], meta: {} }) }],
-      prefix: "", origin: { origin: "http://lane.test", prefix: "" }, admit: () => Effect.succeed(admission), replay, varyOrigin: false, runtime
+      prefix: "", originOf: () => ({ origin: "http://lane.test", prefix: "" }), admit: () => Effect.succeed(admission), replay, varyOrigin: false, runtime
     })
     const handedOn: Array<string> = []
     const server = createServer(nodeLanes({ replay, direct }, (req, res) => {

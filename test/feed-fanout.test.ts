@@ -116,7 +116,7 @@ describe("the change feed's fan-out", () => {
     const dir = mkdtempSync(join(tmpdir(), "gpu-market-slow-"))
     const db = join(dir, "market.db")
     const market = await createMarket({ storage: sqlite(db) })
-    const handler = await nodeHandler({ storage: sqlite(db), baseUrl: "http://127.0.0.1" })
+    const handler = await nodeHandler(market, { baseUrl: "http://127.0.0.1" })
     // The slow subscriber's connection is a Unix socket: its kernel buffers (about 200 KB) fill
     // as soon as it stops reading, where TCP's on loopback grow to megabytes.
     const onSocket: Server = createServer(handler.handle)
@@ -179,7 +179,6 @@ describe("the change feed's fan-out", () => {
         s.closeAllConnections()
         s.close()
       }
-      await handler.close()
       await market.close()
     }
   })

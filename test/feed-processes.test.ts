@@ -85,7 +85,8 @@ describe.each(backends)("the change feed across processes, %s", (_name, setup) =
     const admin = await createMarket({ storage: storage() })
     await admin.tokens.create(principal("feed-full", { gpu_rental_prices: unrestricted, gpu_hardware_prices: unrestricted }), "full")
     await admin.tokens.create(principal("feed-rental", { gpu_rental_prices: unrestricted }), "rental-only")
-    const handler = await nodeHandler({ storage: storage(), baseUrl: "http://127.0.0.1", feedHeartbeatMs: 200 })
+    const served = await createMarket({ storage: storage() })
+    const handler = await nodeHandler(served, { baseUrl: "http://127.0.0.1", feedHeartbeatMs: 200 })
     const server: Server = createServer(handler.handle)
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
@@ -165,7 +166,7 @@ describe.each(backends)("the change feed across processes, %s", (_name, setup) =
         server.closeAllConnections()
         await closed
       }
-      await handler.close()
+      await served.close()
       await admin.close()
     }
   })

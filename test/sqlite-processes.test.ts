@@ -91,15 +91,16 @@ describe("two processes on one SQLite file", () => {
 
 describe("two servers on one SQLite file, in process", () => {
   const servedBy = async (mode: RateLimitMode) => {
-    const handlers = await Promise.all([0, 1].map(() => fetchHandler({ storage: sqlite(db), baseUrl: "http://market.test", rateLimits: mode })))
+    const markets = await Promise.all([0, 1].map(() => createMarket({ storage: sqlite(db), rateLimits: mode })))
     try {
+      const handlers = await Promise.all(markets.map((market) => fetchHandler(market, { baseUrl: "http://market.test" })))
       return await burst(mode, handlers.map((h) => async (token: string) => {
         const res = await h.fetch(new Request(`http://market.test${METADATA}`, { headers: { authorization: `Bearer ${token}` } }))
         await res.arrayBuffer()
         return { status: res.status, remaining: res.headers.get("x-ratelimit-remaining") }
       }))
     } finally {
-      await Promise.all(handlers.map((h) => h.close()))
+      await Promise.all(markets.map((market) => market.close()))
     }
   }
 

@@ -51,16 +51,23 @@ const hearCounts = () => {
 }
 
 /**
- * `storage` with its rate limits counted as `mode` says (`withRateLimits`), except in a worker in
- * `process` mode, where they are counted in the primary: one window per key for every worker.
+ * The settings and storage a server's market is built from (`marketRuntimeLayer`): as given,
+ * except in a worker in `process` mode, where the storage arrives with its rate limits counted in
+ * the primary (one window per key for every worker) and the runtime is told to keep the
+ * storage's counters (`shared`) rather than put this process's own in their place.
  */
-export const countingRateLimits = <E, R>(storage: Layer.Layer<Storage, E, R>, mode: RateLimitMode): Layer.Layer<Storage, E, R> =>
-  cluster.isWorker && mode === "process"
-    ? Layer.merge(withRateLimits(storage, mode), Layer.sync(RateLimitStore, () => {
-      hearCounts()
-      return primaryRateLimits
-    }))
-    : withRateLimits(storage, mode)
+export const countedInCluster = <S extends { readonly rateLimits?: RateLimitMode | undefined }, E, R>(
+  settings: S, storage: Layer.Layer<Storage, E, R>
+): { readonly settings: S; readonly storage: Layer.Layer<Storage, E, R> } =>
+  cluster.isWorker && settings.rateLimits === "process"
+    ? {
+      settings: { ...settings, rateLimits: "shared" },
+      storage: Layer.merge(withRateLimits(storage, "process"), Layer.sync(RateLimitStore, () => {
+        hearCounts()
+        return primaryRateLimits
+      }))
+    }
+    : { settings, storage }
 
 /**
  * The primary's side: one set of windows (`makeMemoryRateLimitStore`) for every worker given to

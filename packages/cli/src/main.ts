@@ -14,8 +14,8 @@ import { ServerLogging, takeLogLevel, withLogging } from "./logging.js"
 import { type CommandTree, runMain, standardConsole, UsageError } from "./output.js"
 import { makeProgress } from "./progress.js"
 import { storageOptions } from "./options.js"
-import { describeStorage, marketOn, rateLimitModeOf, storageOn } from "./storage.js"
-import { dashboardFromEnvironment, metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment, shutdownTimeoutMs } from "./serve.js"
+import { describeStorage, marketOn, settingsOn, storageOn } from "./storage.js"
+import { dashboardFromEnvironment, metricsFromEnvironment, serve, shutdownTimeoutFromEnvironment, shutdownTimeoutMs } from "./serve.js"
 import { serveSyncing, syncCommand } from "./sync.js"
 import { tokensCommand } from "./tokens.js"
 import { printsBanner, serveOnWorkers, workersOf } from "./workers.js"
@@ -97,8 +97,7 @@ const serveCommand = Command.make("serve", {
   const corsOrigins = o.corsOrigin.length > 0 ? o.corsOrigin : [process.env.GPU_MARKET_CORS_ORIGINS ?? ""]
   const workers = yield* workersOf(o.workers)
   const name = yield* describeStorage(o)
-  const rateLimits = yield* rateLimitModeOf(o, o.rateLimits)
-  const pageCacheMb = yield* Option.match(o.pageCacheMb, { onNone: () => pageCacheMbFromEnvironment, onSome: Effect.succeed })
+  const settings = yield* settingsOn(o, { rateLimits: o.rateLimits, pageCacheMb: o.pageCacheMb })
   const metrics = o.metrics || (yield* metricsFromEnvironment)
   const dashboard = !o.noDashboard && (yield* dashboardFromEnvironment)
   const shutdownTimeout = yield* Option.match(o.shutdownTimeout, {
@@ -111,7 +110,7 @@ const serveCommand = Command.make("serve", {
     keepAliveMs: Option.getOrUndefined(o.keepAliveTimeoutMs)
   }
   const served = serve({
-    storage: { layer: storageOn(o, { serve: true }), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb, metrics, dashboard,
+    storage: { layer: storageOn(o, { serve: true }), name }, port, host, baseUrl, demo: o.demo, corsOrigins, settings, metrics, dashboard,
     shutdownTimeoutMs: shutdownTimeout, timeouts, feedHeartbeatMs: Option.getOrUndefined(o.feedHeartbeatMs), banner: printsBanner()
   })
   return yield* serveOnWorkers(workers, shutdownTimeout, sync === "" ? served : serveSyncing(served, sync, o)).pipe(Effect.provide(yield* ServerLogging))

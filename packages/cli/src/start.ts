@@ -2,8 +2,8 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { withLogging } from "./logging.js"
 import { runMain } from "./output.js"
-import { dashboardFromEnvironment, metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment } from "./serve.js"
-import { describeStorage, fromEnvironment, rateLimitModeOf, storageOn } from "./storage.js"
+import { dashboardFromEnvironment, metricsFromEnvironment, serve, shutdownTimeoutFromEnvironment } from "./serve.js"
+import { describeStorage, fromEnvironment, settingsOn, storageOn } from "./storage.js"
 import { serveSyncing } from "./sync.js"
 import { printsBanner, serveOnWorkers, workersOf } from "./workers.js"
 
@@ -31,13 +31,12 @@ const corsOrigins = [process.env.GPU_MARKET_CORS_ORIGINS ?? ""]
 withLogging(undefined, (logging) => runMain(() => Effect.gen(function* () {
   const workers = yield* workersOf(Option.none())
   const name = yield* describeStorage(fromEnvironment)
-  const rateLimits = yield* rateLimitModeOf(fromEnvironment, Option.none())
-  const pageCacheMb = yield* pageCacheMbFromEnvironment
+  const settings = yield* settingsOn(fromEnvironment)
   const metrics = yield* metricsFromEnvironment
   const dashboard = yield* dashboardFromEnvironment
   const shutdownTimeoutMs = yield* shutdownTimeoutFromEnvironment
   const served = serve({
-    storage: { layer: storageOn(fromEnvironment, { serve: true }), name }, port, host, baseUrl, demo, corsOrigins, rateLimits, pageCacheMb, metrics, dashboard, shutdownTimeoutMs,
+    storage: { layer: storageOn(fromEnvironment, { serve: true }), name }, port, host, baseUrl, demo, corsOrigins, settings, metrics, dashboard, shutdownTimeoutMs,
     banner: printsBanner()
   })
   const sync = (process.env.GPU_MARKET_SYNC ?? "").trim()

@@ -41,6 +41,14 @@ const problemOf = async (response: Response): Promise<MarketProblemError> => {
   return new MarketProblemError(problem)
 }
 
+/**
+ * The problem of a request the client could not make or would not send: no answer came (the
+ * connection was refused, the name did not resolve) or a `meta.next.url` led elsewhere. No
+ * server wrote it, so it has no request id.
+ */
+const clientProblem = (status: number, code: string, title: string, detail: string, cause?: unknown): MarketProblemError =>
+  new MarketProblemError({ type: "about:blank", title, status, detail, code, request_id: "" }, { cause })
+
 /** The `data` of each Server-Sent Event of a body, parsed; comments (heartbeats) are skipped. */
 async function* serverSentData(body: ReadableStream<Uint8Array>): AsyncGenerator<unknown> {
   const decoder = new TextDecoder()
@@ -81,7 +89,9 @@ export const createClient = (options: ClientOptions): MarketReads & MarketFeed =
     for (let attempt = 0; ; attempt++) {
       const headers: Record<string, string> = { accept: "application/json" }
       if (token !== undefined) headers.authorization = `Bearer ${token}`
-      const response = await fetch(new Request(url, { headers }))
+      const response = await fetch(new Request(url, { headers })).catch((cause: unknown) => {
+        throw clientProblem(503, "unreachable", "Unreachable", `no answer from ${url}: ${cause instanceof Error ? cause.message : String(cause)}`, cause)
+      })
       if (response.ok) return response.json()
       const retryAfter = retryAfterMs(response)
       if (response.status === 429 && attempt < maxRetries && retryAfter !== undefined) {
@@ -166,6 +176,6 @@ export const createClient = (options: ClientOptions): MarketReads & MarketFeed =
     next: (_entry, next, callOptions) =>
       new URL(next.url).origin === new URL(base).origin
         ? get(next.url, callOptions)
-        : Promise.reject(new Error(`meta.next.url ${next.url} is not on ${new URL(base).origin}; not following it with the token`))
+        : Promise.reject(clientProblem(502, "foreign_next_url", "Foreign next URL", `meta.next.url ${next.url} is not on ${new URL(base).origin}; not following it with the token`))
   }), { events })
 }

@@ -9,8 +9,11 @@
 
 // The Promise API
 export {
-  createMarket, memory, type Market, type MarketOptions, type MarketWrites
+  createMarket, type LocalMarket, memory, type Market, type MarketOptions, type MarketWrites
 } from "./adapters/direct.js"
+export {
+  decodeMarketSettings, type MarketParts, type MarketRuntime, marketRuntimeLayer, MarketSettings, marketSettingsConfig, type MarketSettingsInput, marketSettingsProblem
+} from "./adapters/runtime.js"
 export { MarketProblemError, problemOf } from "./adapters/problem.js"
 export type {
   CallOptions, EndpointName, HardwarePriceQuery, IndexQuery, LlmTokenPriceQuery, MarketReads, RentalPriceQuery, TransactionQuery

@@ -39,7 +39,8 @@ export interface DirectOptions {
   readonly routes: ReadonlyArray<DirectRoute>
   /** The base URL's path (`/market`), served with and without it as the app is; "" for none. */
   readonly prefix: string
-  readonly origin: RequestOrigin
+  /** Where a request's links lead (`origin.ts`). */
+  readonly originOf: (req: IncomingMessage) => RequestOrigin
   /** Admits a request by its `Authorization` header (`admit`). */
   readonly admit: (authorization: string | undefined) => Effect.Effect<Admission, MarketError>
   readonly replay: Replay
@@ -60,7 +61,7 @@ export interface Direct {
 const JSON_TYPE = "application/json"
 
 export const makeDirect = (options: DirectOptions): Direct => {
-  const { prefix, origin, admit, replay, varyOrigin, runtime } = options
+  const { prefix, originOf, admit, replay, varyOrigin, runtime } = options
   const routes = new Map(options.routes.map((route) => [route.path, route]))
 
   const take = (req: IncomingMessage, res: ServerResponse, next: () => void, answered?: (answered: Answered) => void): boolean => {
@@ -142,7 +143,7 @@ export const makeDirect = (options: DirectOptions): Direct => {
       admission = a
     })
     const read = Effect.flatMap(admitted, (a) =>
-      Either.isLeft(a) ? Effect.fail(a.left) : route.call({ principal: a.right.principal, query: queryOf(url), origin }))
+      Either.isLeft(a) ? Effect.fail(a.left) : route.call({ principal: a.right.principal, query: queryOf(url), origin: originOf(req) }))
     // No tracer reports the services' spans here, as none does for the app behind a Node server.
     const started = runAsFarAsItGoes(runtime, Effect.withTracerEnabled(read, false))
     if (Exit.isExit(started)) settle(started)

@@ -60,9 +60,12 @@ const HEADER_OVERHEAD = 32
 
 type HeaderValue = string | ReadonlyArray<string> | undefined
 
-/** The key of a request's answer: everything its bytes follow from that the replay does not check itself. */
+/**
+ * The key of a request's answer: everything its bytes follow from that the replay does not check
+ * itself; `Host` too, which the links follow when no base URL is configured.
+ */
 const keyOf = (url: string, headers: Readonly<Record<string, HeaderValue>>): string =>
-  `${url}\n${String(headers["authorization"] ?? "")}\n${String(headers["accept-encoding"] ?? "")}\n${String(headers["origin"] ?? "")}`
+  `${url}\n${String(headers["authorization"] ?? "")}\n${String(headers["accept-encoding"] ?? "")}\n${String(headers["origin"] ?? "")}\n${String(headers["host"] ?? "")}`
 
 /** The replay of one app: what the server's request handler and the app's data routes share. */
 export interface Replay {
