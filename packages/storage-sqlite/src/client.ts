@@ -162,7 +162,7 @@ export const storageError = (operation: string, cause: unknown): StorageError =>
 }
 
 /** Page cache of a bulk load's connection (`SqliteOptions.bulk`), MiB. */
-export const BULK_CACHE_MIB = 256
+export const BULK_CACHE_MIB = 128
 
 const open = ({ filename, checkpointPages, bulk }: SqliteOptions): Database.Database => {
   if (filename !== ":memory:" && filename !== "") fs.mkdirSync(path.dirname(path.resolve(filename)), { recursive: true })
