@@ -11,6 +11,7 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { open } from "node:fs/promises"
+import { setFlagsFromString } from "node:v8"
 import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type { ProgressMark } from "@gpu-market/core/storage"
@@ -238,6 +239,15 @@ const formatOf = (path: string, given: Option.Option<"jsonl" | "csv">) =>
 
 const isRowFormat = (format: string): format is "jsonl" | "csv" => !isPublicFormat(format)
 
+/**
+ * How far V8 lets the heap of an import's process grow past what stayed live at its last full
+ * collection, percent (V8's `--heap-growing-percent`; by default it picks up to 300). An import's
+ * batch lives across many young collections, so its garbage is promoted and waits for the next
+ * full collection: with V8's default, a streamed SkyPilot import's heap grew to four times what
+ * stayed live (BENCHMARKS.md, (k)).
+ */
+const IMPORT_HEAP_GROWING_PERCENT = 50
+
 /** `gpu-market import`. */
 export const importCommand = Command.make("import", {
   file: Args.file({ name: "file", exists: "yes" }).pipe(Args.withDescription("a .jsonl or .csv file of rows, a SkyPilot vms.csv or LiteLLM's table")),
@@ -254,6 +264,8 @@ export const importCommand = Command.make("import", {
   ...storageOptions
 }, (o) =>
   Effect.gen(function* () {
+    // Read by V8 at each full collection, so it applies from the next one on.
+    setFlagsFromString(`--heap-growing-percent=${IMPORT_HEAP_GROWING_PERCENT}`)
     const policy = yield* resolvePolicy(o)
     const format = Option.getOrUndefined(o.format)
     const run = Effect.gen(function* () {
