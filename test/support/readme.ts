@@ -3,7 +3,7 @@ import { relative, resolve } from "node:path"
 
 /**
  * The code blocks of the READMEs (the root one and each package's), each with the HTML comment
- * on the line before it, which says how the suite runs the block (see test/readme.test.ts).
+ * on the line before it, which says how the suite runs the block (see test/readme.e2e.test.ts).
  */
 
 export const ROOT = resolve(import.meta.dirname, "../..")
