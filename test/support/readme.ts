@@ -5,7 +5,7 @@ import { markdownUnder } from "./links"
 /**
  * The code blocks of the READMEs (the root one and each package's) and of the pages under docs/,
  * each with the HTML comment on the line before it, which says how the suite runs the block (see
- * test/readme.test.ts).
+ * test/readme.e2e.test.ts).
  */
 
 export const ROOT = resolve(import.meta.dirname, "../..")

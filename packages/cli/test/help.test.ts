@@ -6,7 +6,7 @@ import { commands, helpOf } from "../src/main"
  * `--help` of every command, rendered in-process from the same definitions the bin parses with:
  * a person reads it at a glance. Each option is one line of its name and a short description,
  * none of @effect/cli's boilerplate, no line longer than 100 characters, and an example that
- * starts with the command itself. (test/cli.test.ts runs the bin's `--help` as a user does.)
+ * starts with the command itself. (test/cli.e2e.test.ts runs the bin's `--help` as a user does.)
  */
 
 /** Every command's words from the top: `[]`, `["serve"]`, …, `["tokens", "create"]`. */

@@ -166,7 +166,7 @@ const connectNodesEagerly = (cluster: Cluster) => {
     if (node.status === "wait") node.connect().catch(() => {})
   }
   cluster.on("+node", connect)
-  return Promise.all(cluster.nodes("all").map((node) => node.status === "wait" ? node.connect().catch(() => {}) : undefined))
+  return Promise.all(cluster.nodes("all").flatMap((node) => node.status === "wait" ? [node.connect().catch(() => {})] : []))
 }
 
 /** `host:port` as ioredis takes it; an IPv6 host is written in brackets (`[::1]:7000`). */

@@ -128,7 +128,7 @@ const storedFlags = (ns: string) =>
     const out: Record<string, boolean> = {}
     for (const r of rows) {
       const id = `m${r.model.slice(ns.length + 2)}/${r.serving_provider}/${r.price_type}/${r.region}`
-      out[`${id}@${INSTANTS.indexOf(r.valid_from as (typeof INSTANTS)[number])}`] = r.is_price_outlier
+      out[`${id}@${INSTANTS.indexOf(r.valid_from)}`] = r.is_price_outlier
     }
     return out
   })

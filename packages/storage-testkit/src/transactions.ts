@@ -118,15 +118,15 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
       const [d1, d2, d3] = [deal(ns, "d1", `${ns}-c1`), deal(ns, "d2", `${ns}-c1`, { gpu_hours: 100.5, list_price_usd_per_gpu_hour: 3 }), deal(ns, "d3", null, { tenor_days: 90 })]
       const c1 = cohort(ns, "c1", `${ns}-s`)
       const r1 = transactionRow(ns, 1)
-      yield* write(s, { deals: [d1!.deal_id, d2!.deal_id, d3!.deal_id], pools: [pool] }, {
-        deals: [d1!, d2!, d3!], assign: [], cohorts: [c1], rows: [{ row: r1, cohorts: [c1.cohort] }], series: [{ series: `${ns}-s`, seq: 1, last: c1.cohort }]
+      yield* write(s, { deals: [d1.deal_id, d2.deal_id, d3.deal_id], pools: [pool] }, {
+        deals: [d1, d2, d3], assign: [], cohorts: [c1], rows: [{ row: r1, cohorts: [c1.cohort] }], series: [{ series: `${ns}-s`, seq: 1, last: c1.cohort }]
       })
-      assert.sameDeepMembers([...yield* s.deals([d1!.deal_id, d2!.deal_id, d3!.deal_id, `${ns}-none`])], [d1!, d2!, d3!])
-      assert.deepStrictEqual(yield* s.pending([pool, `${ns}-other-pool`]), [d3!])
+      assert.sameDeepMembers([...yield* s.deals([d1.deal_id, d2.deal_id, d3.deal_id, `${ns}-none`])], [d1, d2, d3])
+      assert.deepStrictEqual(yield* s.pending([pool, `${ns}-other-pool`]), [d3])
       assert.include(yield* s.pendingPools, pool)
       assert.deepStrictEqual(yield* s.series([`${ns}-s`, `${ns}-unknown`]), [{ series: `${ns}-s`, seq: 1, last: c1 }])
       const mine = (audit: ReadonlyArray<{ row_key: string; deal_ids: ReadonlyArray<string> }>) => audit.filter((a) => a.deal_ids.some((id) => id.startsWith(ns)))
-      assert.deepStrictEqual(mine(yield* s.audit), [{ row_key: r1.row_key, deal_ids: [d1!.deal_id, d2!.deal_id] }])
+      assert.deepStrictEqual(mine(yield* s.audit), [{ row_key: r1.row_key, deal_ids: [d1.deal_id, d2.deal_id] }])
 
       // A late partner: the pending deal joins a new cohort, published rolling with the first.
       const d4 = deal(ns, "d4", `${ns}-c2`, { tenor_days: 90 })
@@ -136,21 +136,21 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
         const series = view.series([`${ns}-s`, `${ns}-unknown`])
         return Either.right({
           changes: {
-            deals: [d4], assign: [{ deal_id: d3!.deal_id, cohort: c2.cohort }], cohorts: [c2],
+            deals: [d4], assign: [{ deal_id: d3.deal_id, cohort: c2.cohort }], cohorts: [c2],
             rows: [{ row: r2, cohorts: [c1.cohort, c2.cohort] }], series: [{ series: `${ns}-s`, seq: 2, last: c2.cohort }]
           },
           result: { deals: view.deals, pending: view.pending, series }
         })
       })
       // The step read the pool's pending deal and the series as they stood before it.
-      assert.deepStrictEqual(seen, { deals: [], pending: [d3!], series: [{ series: `${ns}-s`, seq: 1, last: c1 }] })
+      assert.deepStrictEqual(seen, { deals: [], pending: [d3], series: [{ series: `${ns}-s`, seq: 1, last: c1 }] })
       assert.deepStrictEqual(yield* s.pending([pool]), [])
       assert.notInclude(yield* s.pendingPools, pool)
-      assert.deepStrictEqual(yield* s.deals([d3!.deal_id]), [{ ...d3!, cohort: c2.cohort }])
+      assert.deepStrictEqual(yield* s.deals([d3.deal_id]), [{ ...d3, cohort: c2.cohort }])
       assert.deepStrictEqual(yield* s.series([`${ns}-s`]), [{ series: `${ns}-s`, seq: 2, last: c2 }])
       assert.deepStrictEqual(mine(yield* s.audit), [
-        { row_key: r1.row_key, deal_ids: [d1!.deal_id, d2!.deal_id] },
-        { row_key: r2.row_key, deal_ids: [d1!.deal_id, d2!.deal_id, d3!.deal_id, d4.deal_id].sort() }
+        { row_key: r1.row_key, deal_ids: [d1.deal_id, d2.deal_id] },
+        { row_key: r2.row_key, deal_ids: [d1.deal_id, d2.deal_id, d3.deal_id, d4.deal_id].sort() }
       ].sort((a, b) => (a.row_key < b.row_key ? -1 : 1)))
       const page = yield* s.page({
         scope: window("2026-01-01T00:00:00.000000Z", "2026-01-03T00:00:00.000000Z"),
@@ -172,8 +172,8 @@ export const transactionConformance = (it: Vitest.MethodsNonLive<Storage>) => {
       yield* v.still
       const [d1, d2] = [deal(ns, "d1", `${ns}-c1`), deal(ns, "d2", `${ns}-c1`)]
       const c1 = cohort(ns, "c1", `${ns}-s`)
-      yield* write(s, { deals: [d1!.deal_id, d2!.deal_id], pools: [pool] }, {
-        deals: [d1!, d2!], assign: [], cohorts: [c1], rows: [{ row: transactionRow(ns, 1), cohorts: [c1.cohort] }], series: [{ series: `${ns}-s`, seq: 1, last: c1.cohort }]
+      yield* write(s, { deals: [d1.deal_id, d2.deal_id], pools: [pool] }, {
+        deals: [d1, d2], assign: [], cohorts: [c1], rows: [{ row: transactionRow(ns, 1), cohorts: [c1.cohort] }], series: [{ series: `${ns}-s`, seq: 1, last: c1.cohort }]
       })
       yield* v.moved
       yield* s.summary

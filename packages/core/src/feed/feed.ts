@@ -240,7 +240,7 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
     }
     /** Wakes every subscriber each tick, so a quiet one can yield `idle`. */
     const ticker = (ring: Ring): Effect.Effect<never> =>
-      Effect.forever(Effect.zipRight(Effect.sleep(IDLE_TICK_MS), Effect.suspend(() => wake(ring)))) as Effect.Effect<never>
+      Effect.forever(Effect.zipRight(Effect.sleep(IDLE_TICK_MS), Effect.suspend(() => wake(ring))))
 
     /** Ends every subscription of the process, now and to come: for a server that shuts down. */
     let closing = false

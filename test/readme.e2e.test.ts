@@ -14,7 +14,7 @@ import { AGAINST_NPM_START, type Block, DOCS, PACKAGES, packageReadme, README, r
  *   and blank lines) in that file, which a test under test/ runs (or which is a test itself);
  * - ```sh: `<!-- run -->`: this test runs each line from the repository root and expects it to
  *   succeed;
- *   `<!-- run against npm start -->` (root README and docs/ only): test/start.test.ts runs the block as one
+ *   `<!-- run against npm start -->` (root README and docs/ only): test/start.e2e.test.ts runs the block as one
  *   bash script against the demo server of `npm start` (127.0.0.1:8787 becomes its address);
  *   `<!-- tested by: test/<file>.test.ts -->`: that test runs these commands (e.g. the CLI);
  *   `<!-- not run: <reason> -->`: shown only, with the reason; in a package README only for
@@ -34,7 +34,7 @@ const trimmed = (lines: ReadonlyArray<string>) => lines.map((l) => l.trim()).fil
 const isTestFile = (file: string) => /^(packages\/[^/]+\/test|test)\/.+\.test\.ts$/.test(file)
 
 interface Rules {
-  /** Whether `run against npm start` is allowed: test/start.test.ts runs only the root README's. */
+  /** Whether `run against npm start` is allowed: test/start.e2e.test.ts runs only the root README's. */
   readonly againstNpmStart: boolean
   /** Whether `not run` is only for `npm install` lines. */
   readonly notRunOnlyInstalls: boolean

@@ -10,7 +10,7 @@ import { freePort, type Started, startUntil } from "./support/process"
 /**
  * Several servers on one SQLite file: two `npm start` processes with
  * `GPU_MARKET_RATE_LIMITS=shared` together hold a client to exactly its limit, as two on one Redis
- * do (test/redis-processes.test.ts). Two servers in `process` mode would each give the whole
+ * do (test/redis-processes.e2e.test.ts). Two servers in `process` mode would each give the whole
  * limit, which is why docs/guides/embedding.md tells whoever starts a second server on a file to
  * pass `shared`.
  */
