@@ -1,12 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Auth, createMarket, DEFAULT_RATE_LIMIT_PER_MINUTE, marketLayer, memory, type Principal, type PrincipalInput } from "@gpu-market/core"
+import { Auth, createMarket, DEFAULT_RATE_LIMIT_PER_MINUTE, MarketProblemError, marketLayer, memory, type Principal, type PrincipalInput } from "@gpu-market/core"
 import { hashToken, TokenStore } from "@gpu-market/core/storage"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { createWorkerMarket } from "@gpu-market/worker"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { execFileSync } from "node:child_process"
+import { execFileSync, spawnSync } from "node:child_process"
 import { join } from "node:path"
 import { expectTypeOf } from "vitest"
 import { tempDb } from "./support/adapters"
@@ -82,5 +82,26 @@ describe("a principal's defaults", () => {
     } finally {
       await market.close()
     }
+  })
+
+  it("a blank name is refused, with nothing stored: 422 naming `name` at the Promise API, a usage error at the CLI", { timeout: 60_000 }, async () => {
+    const market = await createMarket({ storage: memory() })
+    try {
+      for (const name of ["", "   "]) {
+        const refused = await market.tokens.create({ name, grants: RENTAL }).then(() => undefined, (e: unknown) => e)
+        assert.instanceOf(refused, MarketProblemError)
+        assert.strictEqual(refused.status, 422)
+        assert.include(JSON.stringify(refused.problem), "name")
+      }
+      assert.deepStrictEqual(await market.tokens.list(), [])
+    } finally {
+      await market.close()
+    }
+    const db = tempDb("token-blank-name")
+    const run = spawnSync("node", [join(import.meta.dirname, "../packages/cli/bin/gpu-market.js"), "tokens", "create", "--db", db, "--name", " ", "--grant", "rental"], {
+      encoding: "utf8", env: { ...process.env, GPU_MARKET_REDIS_URL: "", NO_COLOR: "1" }
+    })
+    assert.strictEqual(run.status, 2, run.stderr)
+    assert.include(run.stderr, `--name is " "; expected a name that is not blank`)
   })
 })

@@ -111,7 +111,12 @@ const indicesOf = (text: string) => Effect.gen(function* () {
 })
 
 const create = Command.make("create", {
-  name: Options.text("name").pipe(Options.withDescription("who the token is for (tokens list shows it)")),
+  name: Options.text("name").pipe(
+    Options.withDescription("who the token is for (tokens list shows it)"),
+    Options.mapEffect((name) => name.trim() !== "" ? Effect.succeed(name) : Effect.fail(ValidationError.invalidValue(HelpDoc.p(
+      `--name is ${JSON.stringify(name)}; expected a name that is not blank`
+    ))))
+  ),
   id: Options.text("id").pipe(
     Options.withDescription("principal id, [A-Za-z0-9._-]{1,64}; default tok-<random>"),
     Options.mapEffect((id) => Schema.is(PrincipalId)(id) ? Effect.succeed(id) : Effect.fail(ValidationError.invalidValue(HelpDoc.p(

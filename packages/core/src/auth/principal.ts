@@ -70,6 +70,8 @@ const newPrincipalId = (): PrincipalId => PrincipalId.make(`tok-${randomBytes(6)
  */
 export const NewPrincipal = Schema.Struct({
   ...Principal.fields,
+  // A blank name would list as nothing in `tokens list` and say nothing of whom a token is for.
+  name: Schema.String.pipe(Schema.filter((name) => name.trim() !== "", { message: () => "a name that is not blank" })),
   id: Schema.optionalWith(PrincipalId, { default: newPrincipalId }),
   indices: Schema.optionalWith(Indices, { default: () => [] }),
   legacy_custom_index: Schema.optionalWith(Schema.Boolean, { default: () => false }),
