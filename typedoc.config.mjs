@@ -21,6 +21,9 @@ export default {
   packageOptions: {
     // The packages typecheck in `npm run typecheck`; here only their documentation is read.
     skipErrorChecking: true,
+    // No links to the sources: they are made from the checkout's git remote, which a clone may
+    // lack or name by a local path, and the reference is read beside the sources anyway.
+    disableSources: true,
     // Types the entry points use without exporting (helpers of a query's fields, say) are shown
     // where they are used; exporting each to document it would widen the public API.
     validation: { notExported: false, invalidLink: true, rewrittenLink: true, notDocumented: false, unusedMergeModuleWith: true }
