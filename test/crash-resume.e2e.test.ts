@@ -305,19 +305,23 @@ describe("gpu-market import killed (kill -9) midway, then run again on the same 
     assert.match(again.output, /resumed after line \d+:/)
   }
 
+  /** `crashImport` into `crashed` while the same file is imported uninterrupted into `clean` alongside (nothing in it depends on timing). */
+  const crashBesideClean = async (file: string, crashed: Store, clean: Store, versions: number) => {
+    const uninterrupted = startImport(file, clean)
+    try {
+      await crashImport(file, crashed, versions)
+      assertCompleted(await ended(uninterrupted), "the uninterrupted import")
+    } finally {
+      await uninterrupted.kill()
+    }
+  }
+
   it(`SQLite: the second run completes; every one of the ${SQLITE_PRODUCTS * STEPS} rows is stored once, as an uninterrupted import stores it`, { timeout: 600_000 }, async () => {
     const file = files.sqlite
     const VERSIONS = versionsOf(SQLITE_PRODUCTS)
     const crashed = sqliteStore()
     const clean = sqliteStore()
-    // The uninterrupted import runs alongside: nothing in it depends on timing.
-    const uninterrupted = startImport(file, clean)
-    try {
-      await crashImport(file, crashed, VERSIONS)
-      assertCompleted(await ended(uninterrupted), "the uninterrupted import")
-    } finally {
-      await uninterrupted.kill()
-    }
+    await crashBesideClean(file, crashed, clean, VERSIONS)
     const versions = sqliteVersions(crashed.file)
     assert.strictEqual(versions.length, VERSIONS, "one version per price change")
     assert.strictEqual(new Set(versions.map((v) => v.key)).size, VERSIONS, "no product_key twice")
@@ -333,13 +337,7 @@ describe("gpu-market import killed (kill -9) midway, then run again on the same 
     const VERSIONS = versionsOf(REDIS_PRODUCTS)
     const crashed = redisStore(redis!)
     const clean = redisStore(redis!)
-    const uninterrupted = startImport(file, clean)
-    try {
-      await crashImport(file, crashed, VERSIONS)
-      assertCompleted(await ended(uninterrupted), "the uninterrupted import")
-    } finally {
-      await uninterrupted.kill()
-    }
+    await crashBesideClean(file, crashed, clean, VERSIONS)
     const got = await redisVersions(redis!.url, crashed.prefix)
     const want = await redisVersions(redis!.url, clean.prefix)
     assert.strictEqual(got.keys.length, VERSIONS, "one version per price change")

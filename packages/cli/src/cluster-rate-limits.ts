@@ -1,5 +1,4 @@
-import { type RateLimitMode, withRateLimits } from "@gpu-market/core"
-import { makeMemoryRateLimitStore, type RateLimitHit, RateLimitStore, type Storage } from "@gpu-market/core/storage"
+import { makeMemoryRateLimitStore, type RateLimitHit, RateLimitStore } from "@gpu-market/core/storage"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import cluster, { type Worker } from "node:cluster"
@@ -51,23 +50,17 @@ const hearCounts = () => {
 }
 
 /**
- * The settings and storage a server's market is built from (`marketRuntimeLayer`): as given,
- * except in a worker in `process` mode, where the storage arrives with its rate limits counted in
- * the primary (one window per key for every worker) and the runtime is told to keep the
- * storage's counters (`shared`) rather than put this process's own in their place.
+ * Where a server's `process` rate limits are counted (`marketRuntimeLayer`'s `processCounters`):
+ * in a worker of `serve --workers N`, in the primary, one window per key for every worker; in a
+ * lone server, nowhere but its own memory (undefined: the default).
  */
-export const countedInCluster = <S extends { readonly rateLimits?: RateLimitMode | undefined }, E, R>(
-  settings: S, storage: Layer.Layer<Storage, E, R>
-): { readonly settings: S; readonly storage: Layer.Layer<Storage, E, R> } =>
-  cluster.isWorker && settings.rateLimits === "process"
-    ? {
-      settings: { ...settings, rateLimits: "shared" },
-      storage: Layer.merge(withRateLimits(storage, "process"), Layer.sync(RateLimitStore, () => {
-        hearCounts()
-        return primaryRateLimits
-      }))
-    }
-    : { settings, storage }
+export const clusterCounters = (): Layer.Layer<RateLimitStore> | undefined =>
+  cluster.isWorker
+    ? Layer.sync(RateLimitStore, () => {
+      hearCounts()
+      return primaryRateLimits
+    })
+    : undefined
 
 /**
  * The primary's side: one set of windows (`makeMemoryRateLimitStore`) for every worker given to

@@ -4,7 +4,7 @@ import type * as Server from "@gpu-market/http-adapter"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import { countedInCluster } from "./cluster-rate-limits.js"
+import { clusterCounters } from "./cluster-rate-limits.js"
 import { wholeNumberFromEnvironment } from "./environment.js"
 
 /**
@@ -134,7 +134,7 @@ const timeoutsOf = (Server: typeof import("@gpu-market/http-adapter"), given: Gi
 /** Serves until interrupted; prints one banner once listening. Fails, before opening anything, on an origin no browser sends. */
 export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter, (Server) => {
   const { baseUrl, demo } = options
-  const counted = countedInCluster(options.settings, options.storage.layer)
+  const counters = clusterCounters()
   const cors = Either.mapLeft(Server.parseCorsOrigins(options.corsOrigins), (problem) => `CORS: ${problem}`)
   return Effect.flatMap(cors, (origins) => Effect.gen(function* () {
     const timeouts = yield* timeoutsOf(Server, options.timeouts ?? {})
@@ -178,7 +178,9 @@ export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter
     ))
   }).pipe(
     // Procurement sells the market's current rental products through the simulated provider.
-    Effect.provide(marketRuntimeLayer(counted.settings, { storage: counted.storage, supply: simulatedProviderLayer() })),
+    Effect.provide(marketRuntimeLayer(options.settings, {
+      storage: options.storage.layer, supply: simulatedProviderLayer(), ...(counters === undefined ? {} : { processCounters: counters })
+    })),
     // After the server and the storage have closed.
     Effect.onInterrupt(() => Effect.logInfo("stopped")),
     (served) => Effect.zipRight(holdSignals, served),

@@ -56,12 +56,11 @@ const mainThreadRateLimits: RateLimitStore["Type"] = {
   })
 }
 
-// The market as `createMarket` builds it; with `process` rate limits the storage's counters are
-// the main thread's, so the market counts into them as it would into a storage's own.
+// The market as `createMarket` builds it; `process` rate limits are the main thread's, for the pool.
 const { settings } = config
-const runtime = ManagedRuntime.make(settings.rateLimits === "process"
-  ? marketRuntimeLayer({ ...settings, rateLimits: "shared" }, { storage: Layer.merge(storageLayer(config.storage), Layer.succeed(RateLimitStore, mainThreadRateLimits)) })
-  : marketRuntimeLayer(settings, { storage: storageLayer(config.storage) }))
+const runtime = ManagedRuntime.make(marketRuntimeLayer(settings, {
+  storage: storageLayer(config.storage), processCounters: Layer.succeed(RateLimitStore, mainThreadRateLimits)
+}))
 const origin = requestOrigin(settings.baseUrl ?? "http://localhost")
 
 runtime.runPromise(makeOperations).then(

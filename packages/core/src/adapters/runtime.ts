@@ -14,7 +14,7 @@ import { layer as procurementLayer } from "../procurement/layer.js"
 import type { SupplyProvider } from "../procurement/provider.js"
 import { HardwareVocabulary, HardwareVocabularyExtension } from "../schema/hardware-vocabulary.js"
 import { guardStorage } from "../storage/breaker.js"
-import type { Storage, StorageError } from "../storage/contract.js"
+import type { RateLimitStore, Storage, StorageError } from "../storage/contract.js"
 
 /**
  * The one place a market is assembled. `createMarket`, the HTTP handlers (through the market they
@@ -90,6 +90,12 @@ export interface MarketParts<E, R> {
   readonly storage: Layer.Layer<Storage, E, R>
   /** The supply provider the procurement service (`/supply`) sells through; without one, none is served. */
   readonly supply?: Layer.Layer<SupplyProvider, never, Storage>
+  /**
+   * Where `process` rate limits are counted when one counter serves several threads or
+   * processes (a worker pool's main thread, a `serve --workers` primary); default this
+   * process's memory. Unused with `shared` rate limits.
+   */
+  readonly processCounters?: Layer.Layer<RateLimitStore>
 }
 
 /**
@@ -99,7 +105,7 @@ export interface MarketParts<E, R> {
  * storage's services stay in the output, for adapters that read it directly.
  */
 export const marketRuntimeLayer = <E, R>(settings: MarketSettings, parts: MarketParts<E, R>): Layer.Layer<MarketServices | Storage, E | StorageError, R> => {
-  const storage = withRateLimits(guardStorage(parts.storage, settings.breaker), settings.rateLimits ?? "shared")
+  const storage = withRateLimits(guardStorage(parts.storage, settings.breaker), settings.rateLimits ?? "shared", parts.processCounters)
   const market = marketLayer.pipe(
     Layer.provide(settings.hardwareVocabulary === undefined ? Layer.empty : HardwareVocabulary.layer(settings.hardwareVocabulary).pipe(Layer.orDie)),
     Layer.provide(Layer.succeed(IngestBounds, { ...DEFAULT_INGEST_BOUNDS, ...settings.bounds })),

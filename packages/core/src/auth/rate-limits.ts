@@ -31,13 +31,17 @@ export type RateLimitMode = (typeof RATE_LIMIT_MODES)[number]
 
 /**
  * `storage` with its rate-limit counters kept as `mode` says: the storage's own for `shared`,
- * replaced by this process's (`makeMemoryRateLimitStore`, the same windows) for `process`, which
- * also leaves out the storage's `StoreStampedCounts` (they count in the storage).
+ * replaced for `process` by `counters` (default this process's, `makeMemoryRateLimitStore`, the
+ * same windows), which also leaves out the storage's `StoreStampedCounts` (they count in the
+ * storage). `counters` is where one counter serves several processes or threads: a worker pool's
+ * main thread, a `serve --workers` primary.
  */
-export const withRateLimits = <E, R>(storage: Layer.Layer<Storage, E, R>, mode: RateLimitMode): Layer.Layer<Storage, E, R> =>
-  mode === "shared"
-    ? storage
-    : Layer.merge(storage, Layer.merge(Layer.sync(RateLimitStore, makeMemoryRateLimitStore), Layer.succeed(StoreStampedCounts, undefined)))
+export const withRateLimits = <E, R>(
+  storage: Layer.Layer<Storage, E, R>,
+  mode: RateLimitMode,
+  counters: Layer.Layer<RateLimitStore> = Layer.sync(RateLimitStore, makeMemoryRateLimitStore)
+): Layer.Layer<Storage, E, R> =>
+  mode === "shared" ? storage : Layer.merge(storage, Layer.merge(counters, Layer.succeed(StoreStampedCounts, undefined)))
 
 /** One request counted in its window, before it is judged against a limit. */
 export interface RateLimitCount {
