@@ -1,52 +1,25 @@
-import { makeMemoryRateLimitStore, type RateLimitHit, RateLimitStore } from "@gpu-market/core/storage"
-import * as Effect from "effect/Effect"
+import { counterHost, remoteCounters } from "@gpu-market/core/adapters"
+import { RateLimitStore } from "@gpu-market/core/storage"
 import * as Layer from "effect/Layer"
 import cluster, { type Worker } from "node:cluster"
 
 /**
  * `process` rate limits across the workers of `serve --workers N`: the primary holds the
- * counters for every worker, as a worker pool's main thread does for its threads, so a caller
- * gets exactly its limit whichever worker each request reaches, and no request writes to the
- * storage. A hit is a message to the primary and its count a message back.
+ * counters for every worker, as a worker pool's main thread does for its threads (core's
+ * counting messages over the IPC channel), so a caller gets exactly its limit whichever worker
+ * each request reaches, and no request writes to the storage.
  */
 
-/** A worker's rate-limit hit, sent to the primary, and the primary's count, sent back. */
-interface Hit {
-  readonly _tag: "gpu-market/hit"
-  readonly hit: number
-  readonly key: string
-  readonly windowMicros: number
-  readonly now: number
-}
-interface Counted extends RateLimitHit {
-  readonly _tag: "gpu-market/counted"
-  readonly hit: number
-}
+let primary: RateLimitStore["Type"] | undefined
 
-/** The counts of hits sent and not yet answered, by hit number. */
-const counting = new Map<number, (counted: RateLimitHit) => void>()
-let hits = 0
-
-/** A worker's counters: the primary's, through the IPC channel. */
-const primaryRateLimits: RateLimitStore["Type"] = {
-  hit: (key, windowMicros, now) => Effect.async<RateLimitHit>((resume) => {
-    const hit = hits++
-    counting.set(hit, (counted) => resume(Effect.succeed(counted)))
-    process.send!({ _tag: "gpu-market/hit", hit, key, windowMicros, now } satisfies Hit)
-  })
-}
-
-let hearing = false
-
-/** Where a worker hears the primary's counts: installed once, when its storage first counts there. */
-const hearCounts = () => {
-  if (hearing) return
-  hearing = true
-  process.on("message", (message: Counted) => {
-    if (message?._tag !== "gpu-market/counted") return
-    counting.get(message.hit)?.({ count: message.count, resetInMicros: message.resetInMicros })
-    counting.delete(message.hit)
-  })
+/** A worker's counters in the primary: one listener and one numbering of hits, however often its market is built. */
+const primaryCounters = () => {
+  if (primary === undefined) {
+    const { counters, hear } = remoteCounters((message) => process.send!(message))
+    process.on("message", hear)
+    primary = counters
+  }
+  return primary
 }
 
 /**
@@ -56,21 +29,14 @@ const hearCounts = () => {
  */
 export const clusterCounters = (): Layer.Layer<RateLimitStore> | undefined =>
   cluster.isWorker
-    ? Layer.sync(RateLimitStore, () => {
-      hearCounts()
-      return primaryRateLimits
-    })
+    ? Layer.sync(RateLimitStore, primaryCounters)
     : undefined
 
 /**
- * The primary's side: one set of windows (`makeMemoryRateLimitStore`) for every worker given to
- * the function this returns, each hit of theirs counted and answered.
+ * The primary's side: one set of windows for every worker given to the function this returns,
+ * each hit of theirs counted and answered.
  */
 export const countForWorker = () => {
-  const limits = makeMemoryRateLimitStore()
-  return (worker: Worker) => worker.on("message", (message: Hit) => {
-    if (message?._tag !== "gpu-market/hit") return
-    const counted = Effect.runSync(limits.hit(message.key, message.windowMicros, message.now))
-    worker.send({ _tag: "gpu-market/counted", hit: message.hit, ...counted } satisfies Counted)
-  })
+  const host = counterHost()
+  return (worker: Worker) => worker.on("message", (message: unknown) => host(message, (counted) => worker.send(counted)))
 }

@@ -6,7 +6,8 @@ import type { WriteArgs, WriteName } from "@gpu-market/core/adapters"
  * endpoint name and a write by operation name. Results travel as the JSON text the direct call
  * serialises to, so a worker's envelope is the direct call's, byte for byte; a failure travels as
  * its problem with its tagged error encoded, so it arrives as the same `MarketProblemError`.
- * With `process` rate limits a worker's rate-limit hits cross too: the main thread counts them.
+ * With `process` rate limits core's counting messages (`CountHit`, `HitCounted`) cross the same
+ * channel: the main thread counts every worker's hits.
  */
 
 /**
@@ -39,13 +40,10 @@ export type WorkerRequest =
   }
   | { readonly _tag: "Write"; readonly id: number; readonly name: WriteName; readonly args: WriteArgs<WriteName> }
   | { readonly _tag: "Close" }
-  /** The main thread's count of a worker's rate-limit `Hit`. */
-  | { readonly _tag: "Counted"; readonly hit: number; readonly count: number; readonly resetInMicros: number }
 
-/** A worker's message: it is up (or could not start), a call's outcome, or a rate-limit hit to count. */
+/** A worker's message: it is up (or could not start), or a call's outcome. */
 export type WorkerReply =
   | { readonly _tag: "Ready" }
-  | { readonly _tag: "Hit"; readonly hit: number; readonly key: string; readonly windowMicros: number; readonly now: number }
   | { readonly _tag: "StartFailed"; readonly message: string }
   | { readonly _tag: "Success"; readonly id: number; readonly json: string }
   | {

@@ -1,6 +1,6 @@
 import { marketRuntimeLayer, type Storage, type StorageError } from "@gpu-market/core"
-import { bodyJson, catalogue, makeOperations, OperationError, requestOrigin, toProblemError } from "@gpu-market/core/adapters"
-import { type RateLimitHit, RateLimitStore } from "@gpu-market/core/storage"
+import { bodyJson, catalogue, makeOperations, OperationError, remoteCounters, requestOrigin, toProblemError } from "@gpu-market/core/adapters"
+import { RateLimitStore } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -46,26 +46,19 @@ const reply = (id: number, exit: Exit.Exit<unknown, unknown>): WorkerReply => {
  * With `process` rate limits the pool's main thread holds the counters, so every worker counts
  * into one window per key and none writes to the storage: a hit is a message there and back.
  */
-const counting = new Map<number, (hit: RateLimitHit) => void>()
-let hits = 0
-const mainThreadRateLimits: RateLimitStore["Type"] = {
-  hit: (key, windowMicros, now) => Effect.async<RateLimitHit>((resume) => {
-    const hit = hits++
-    counting.set(hit, (counted) => resume(Effect.succeed(counted)))
-    send({ _tag: "Hit", hit, key, windowMicros, now })
-  })
-}
+const mainThread = remoteCounters((message) => port.postMessage(message))
 
 // The market as `createMarket` builds it; `process` rate limits are the main thread's, for the pool.
 const { settings } = config
 const runtime = ManagedRuntime.make(marketRuntimeLayer(settings, {
-  storage: storageLayer(config.storage), processCounters: Layer.succeed(RateLimitStore, mainThreadRateLimits)
+  storage: storageLayer(config.storage), processCounters: Layer.succeed(RateLimitStore, mainThread.counters)
 }))
 const origin = requestOrigin(settings.baseUrl ?? "http://localhost")
 
 runtime.runPromise(makeOperations).then(
   (operations) => {
     port.on("message", (request: WorkerRequest) => {
+      if (mainThread.hear(request)) return
       switch (request._tag) {
         case "Read": {
           const entry = entries.get(request.endpoint)
@@ -76,9 +69,6 @@ runtime.runPromise(makeOperations).then(
         case "Write":
           return void runtime.runPromiseExit(operations.write(request.name, request.args))
             .then((exit) => send(reply(request.id, exit)))
-        case "Counted":
-          counting.get(request.hit)?.({ count: request.count, resetInMicros: request.resetInMicros })
-          return void counting.delete(request.hit)
         case "Close":
           // Release the storage (a SQLite checkpoint, a Redis QUIT) before the thread ends.
           return void runtime.dispose().finally(() => port.close())

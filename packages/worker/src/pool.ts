@@ -1,9 +1,7 @@
 import type { Market, MarketSettingsInput, PortableMarketStorage } from "@gpu-market/core"
 import { decodeMarketSettings, MarketProblemError } from "@gpu-market/core"
-import { buildMarket, OperationError, toProblemError, type WriteArgs, type WriteName, type WriteResult } from "@gpu-market/core/adapters"
-import { makeMemoryRateLimitStore, type RateLimitStore } from "@gpu-market/core/storage"
+import { buildMarket, counterHost, OperationError, toProblemError, type WriteArgs, type WriteName, type WriteResult } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
-import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Worker } from "node:worker_threads"
 import type { WorkerConfig, WorkerReply, WorkerRequest } from "./contract.js"
@@ -55,20 +53,17 @@ class PoolWorker {
   readonly exited: Promise<void>
   closing = false
 
-  constructor(config: WorkerConfig, limits: RateLimitStore["Type"], onLost: (lost: PoolWorker) => void) {
+  constructor(config: WorkerConfig, counts: ReturnType<typeof counterHost>, onLost: (lost: PoolWorker) => void) {
     this.worker = new Worker(entry, { workerData: config })
     this.exited = new Promise((resolve) => this.worker.once("exit", () => resolve()))
     this.ready = new Promise((resolve, reject) => {
       this.worker.on("message", (reply: WorkerReply) => {
+        if (counts(reply, (counted) => this.worker.postMessage(counted))) return
         switch (reply._tag) {
           case "Ready":
             return resolve()
           case "StartFailed":
             return reject(new Error(`a market worker could not open its storage: ${reply.message}`))
-          case "Hit": {
-            const counted = Effect.runSync(limits.hit(reply.key, reply.windowMicros, reply.now))
-            return this.worker.postMessage({ _tag: "Counted", hit: reply.hit, ...counted } satisfies WorkerRequest)
-          }
           case "Success":
             return this.settle(reply.id)?.resolve(JSON.parse(reply.json))
           case "Failure":
@@ -141,9 +136,9 @@ export const createWorkerMarket = async ({ storage: given, poolSize, ...input }:
     if (at >= 0 && !closed) workers[at] = spawn()
   }
   // The pool's counters when they are kept in the process: every worker's hits, replacements' too.
-  const limits = makeMemoryRateLimitStore()
+  const counts = counterHost()
   const spawn = () => {
-    const worker = new PoolWorker(config, limits, replace)
+    const worker = new PoolWorker(config, counts, replace)
     worker.ready.catch(() => {}) // a replacement's failed start shows in its calls
     return worker
   }
