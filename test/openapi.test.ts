@@ -1,7 +1,8 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Auth, DataType, OFFER_REQUESTS_PER_MINUTE } from "@gpu-market/core"
 import {
-  type CollectionDef, hardwarePricesCollection, indexesCollection, llmTokenPricesCollection, rentalPricesCollection, transactionsCollection
+  type CollectionDef, hardwarePricesCollection, indexesCollection, llmTokenPricesCollection, readEndpoint, readEndpoints, rentalPricesCollection,
+  transactionsCollection
 } from "@gpu-market/core/adapters"
 import { createConfig, lintFromString } from "@redocly/openapi-core"
 import { Validator } from "@seriousme/openapi-schema-validator"
@@ -80,8 +81,11 @@ const conforms = (doc: Doc, check: ReturnType<typeof schemaValidator>, method: s
   return r
 }
 
+/** A collection's paged endpoints' paths, as the endpoint list declares them. */
+const pagedPaths = (collection: CollectionDef) =>
+  readEndpoints.filter((e) => e.paged && e.name.startsWith(`${collection.service}.`)).map((e) => e.path)
 const BASES = [rentalPricesCollection, hardwarePricesCollection, transactionsCollection, indexesCollection, llmTokenPricesCollection]
-  .map((c) => c.basePath)
+  .map((c) => readEndpoint(`${c.service}.metadata`).path.replace(/\/metadata$/, ""))
 /** Every path the app might serve: each type's four endpoints and the legacy ones. */
 const CANDIDATES = [
   ...BASES.flatMap((b) => ["latest", "as-of", "history", "metadata", "current"].map((e) => `${b}/${e}`)),
@@ -266,8 +270,8 @@ describe("OpenAPI 3.1 at /openapi.json", () => {
         ]
         for (const collection of collections) {
           const declared = Object.keys(collection.params)
-          const paged = ["latest", "as-of", "history"].map((name) => `${collection.basePath}/${name}`).filter((path) => doc.paths[path] !== undefined)
-          assert.isNotEmpty(paged, collection.basePath)
+          const paged = pagedPaths(collection)
+          assert.isNotEmpty(paged, collection.service)
           for (const path of paged) {
             const documented = doc.paths[path]!.get.parameters.filter((p) => p.in === "query")
             assert.includeMembers(documented.map((p) => p.name), declared, path)

@@ -83,7 +83,7 @@ const describe = (anchors: ReadonlyArray<string>, endpoint: EndpointDef): string
   if (endpoint.name === "history") {
     lines.push(`Window \`[start, end)\`; default span ${endpoint.defaultSpanDays ?? 30} days. Needs historical access; a window below the caller's history floor is clamped (\`meta.window.clamped\`).`)
   }
-  if (endpoint.name === "as-of") lines.push("Needs historical access; an `at` before the caller's history floor is 403. `meta.as_of` echoes the instant resolved.")
+  if (endpoint.name === "asOf") lines.push("Needs historical access; an `at` before the caller's history floor is 403. `meta.as_of` echoes the instant resolved.")
   lines.push("Pass `page_token` from `meta.next` alone (only `page_size` may accompany it) for the next page.")
   return lines.join("\n\n")
 }

@@ -15,7 +15,7 @@ import { TransactionMetadata, TransactionRow } from "../schema/transaction.js"
 import {
   type CollectionDef, type EndpointDef, type EndpointParameter, endpointParameters, type MarketRequest, optionalParameters
 } from "../query/collection.js"
-import type { ReadEndpoint } from "./reads.js"
+import { type ReadEndpoint, readEndpoint, type ServiceName } from "./reads.js"
 import { HardwarePrices, hardwarePricesCollection, endpoints as hardwareEndpoints } from "../market/hardware-prices.js"
 import { Indexes, indexesCollection, endpoints as indexEndpoints, LegacyCurrentParams } from "../market/indexes.js"
 import { LlmTokenPrices, llmTokenPricesCollection, endpoints as llmEndpoints } from "../market/llm-token-prices.js"
@@ -25,8 +25,9 @@ import { Transactions, transactionsCollection, endpoints as transactionEndpoints
 /**
  * The read endpoints every adapter offers, by dotted name (`rental.prices.latest`), with what each
  * takes and answers and the service behind it. The Promise API and the worker build their
- * `market.rental.prices.latest(...)` surface over it with `buildReads` (reads.ts, whose endpoint
- * list the HTTP client uses without loading the services; a test holds the two lists equal).
+ * `market.rental.prices.latest(...)` surface over it with `buildReads`. Each entry's name, path
+ * and paging are the browser-safe declaration's (`readEndpoints`, reads.ts), which the HTTP client
+ * calls without loading the services; a test holds the catalogue to every endpoint declared there.
  */
 
 type Paged = "latest" | "asOf" | "history"
@@ -49,52 +50,49 @@ export interface CatalogueEntry extends ReadEndpoint {
 /** A schema under its name (`identifier`), so it is one shared definition wherever it appears. */
 const named = <S extends Schema.Schema.AnyNoContext>(identifier: string, schema: S) => schema.annotations({ identifier })
 
-const collectionEntries = <const S extends ServiceName, E extends { readonly [P in Paged]?: EndpointDef }>(
-  service: S,
+const collectionEntries = <E extends { readonly [P in Paged]?: EndpointDef }>(
   collection: CollectionDef,
   endpoints: E,
   schemas: { readonly row: readonly [name: string, schema: Schema.Schema.AnyNoContext]; readonly metadata: readonly [name: string, schema: Schema.Schema.AnyNoContext] }
 ) => {
   const [rowName, row] = schemas.row
   const page = named(`${rowName}Page`, Envelope(named(rowName, row)))
+  const { service } = collection
   return [
     ...(["latest", "asOf", "history"] as const).filter((method): method is keyof E & Paged => endpoints[method] !== undefined).map((method) => ({
-      name: `${service}.${method}` as const, path: `${collection.basePath}/${endpoints[method]!.name}` as const, paged: true, service, method,
+      ...readEndpoint(`${service}.${method}`), service, method,
       collection, endpoint: endpoints[method]!, parameters: endpointParameters(collection, endpoints[method]!), response: page
     })),
     {
-      name: `${service}.metadata` as const, path: `${collection.basePath}/metadata` as const, paged: false, service, method: "metadata" as const,
+      ...readEndpoint(`${service}.metadata`), service, method: "metadata" as const,
       collection, parameters: [], response: named(...schemas.metadata)
     }
   ]
 }
 
-/** The namespaces of the data types, each answered by one market service. */
-export type ServiceName = "rental.prices" | "hardware.prices" | "transactions" | "llm.tokenPrices" | "indices"
-
 /** Every read endpoint, in the order of the HTTP API's docs. */
 export const catalogue: ReadonlyArray<CatalogueEntry> = [
-  ...collectionEntries("rental.prices", rentalPricesCollection, rentalEndpoints, {
+  ...collectionEntries(rentalPricesCollection, rentalEndpoints, {
     row: ["RentalPriceRow", RentalPriceRow], metadata: ["RentalPriceMetadata", RentalPriceMetadata]
   }),
-  ...collectionEntries("hardware.prices", hardwarePricesCollection, hardwareEndpoints, {
+  ...collectionEntries(hardwarePricesCollection, hardwareEndpoints, {
     row: ["HardwarePriceRow", HardwarePriceRow], metadata: ["HardwarePriceMetadata", HardwarePriceMetadata]
   }),
-  ...collectionEntries("transactions", transactionsCollection, transactionEndpoints, {
+  ...collectionEntries(transactionsCollection, transactionEndpoints, {
     row: ["TransactionRow", TransactionRow], metadata: ["TransactionMetadata", TransactionMetadata]
   }),
-  ...collectionEntries("indices", indexesCollection, indexEndpoints, {
+  ...collectionEntries(indexesCollection, indexEndpoints, {
     row: ["IndexValueRow", IndexValueRow], metadata: ["IndexMetadata", IndexMetadata]
   }),
-  ...collectionEntries("llm.tokenPrices", llmTokenPricesCollection, llmEndpoints, {
+  ...collectionEntries(llmTokenPricesCollection, llmEndpoints, {
     row: ["LlmTokenPriceRow", LlmTokenPriceRow], metadata: ["LlmTokenPriceMetadata", LlmTokenPriceMetadata]
   }),
   {
-    name: "indices.legacy.current", path: "/v1/custom-index/current", paged: false, service: "indices", method: "legacyCurrent",
+    ...readEndpoint("indices.legacy.current"), service: "indices", method: "legacyCurrent",
     parameters: optionalParameters(LegacyCurrentParams.fields), response: named("LegacyCurrentIndexBody", LegacyCurrentIndexBody)
   },
   {
-    name: "indices.legacy.available", path: "/v1/info-index/available", paged: false, service: "indices", method: "legacyAvailable",
+    ...readEndpoint("indices.legacy.available"), service: "indices", method: "legacyAvailable",
     parameters: [], response: named("LegacyAvailableIndexBody", LegacyAvailableIndexBody)
   }
 ]

@@ -30,7 +30,11 @@ export interface ReadEndpoint {
   readonly paged: boolean
 }
 
-/** Every read endpoint, in the order of the HTTP API's docs (the catalogue's order, which a test holds it to). */
+/**
+ * Every read endpoint, in the order of the HTTP API's docs: the one declaration of their names,
+ * paths and paging, which the catalogue (and so the routes and OpenAPI) and the collections' page
+ * tokens and `meta.next` links take theirs from, and the client calls.
+ */
 export const readEndpoints: ReadonlyArray<ReadEndpoint> = [
   { name: "rental.prices.latest", path: "/v2/gpu/rental/prices/latest", paged: true },
   { name: "rental.prices.asOf", path: "/v2/gpu/rental/prices/as-of", paged: true },
@@ -53,6 +57,22 @@ export const readEndpoints: ReadonlyArray<ReadEndpoint> = [
   { name: "indices.legacy.current", path: "/v1/custom-index/current", paged: false },
   { name: "indices.legacy.available", path: "/v1/info-index/available", paged: false }
 ]
+
+const endpointsByName: ReadonlyMap<string, ReadEndpoint> = new Map(readEndpoints.map((e) => [e.name, e]))
+
+/**
+ * The read endpoint named `name` (`rental.prices.asOf`), as declared
+ * above: the catalogue and the collections' pages take names and paths from here. Throws for a
+ * name not declared, a bug in a declaration that fails as its module loads.
+ */
+export const readEndpoint = (name: string): ReadEndpoint => {
+  const endpoint = endpointsByName.get(name)
+  if (endpoint === undefined) throw new Error(`no read endpoint is named ${name}`)
+  return endpoint
+}
+
+/** The namespaces of the data types, each answered by one market service. */
+export type ServiceName = "rental.prices" | "hardware.prices" | "transactions" | "llm.tokenPrices" | "indices"
 
 /** How a call authenticates: the token's secret, exactly as an HTTP caller sends it after `Bearer`. */
 export interface CallOptions {

@@ -22,7 +22,7 @@ const ListingKeyParam = HexKey("expected a listing_key from a previous response:
 /** The hardware price type: its filters, sorts and tie-breaker. No filter names a seller. */
 export const hardwarePricesCollection = collection({
   dataType: "gpu_hardware_prices",
-  basePath: "/v2/gpu/hardware/prices",
+  service: "hardware.prices",
   params: {
     gpu_canonical_name: list("GPU slugs", Slug),
     listing_key: single(ListingKeyParam),
@@ -43,7 +43,7 @@ export const hardwarePricesCollection = collection({
 /** The type's paged endpoints: name, default sort, anchor rule and default span. */
 export const endpoints = {
   latest: { name: "latest", defaultSort: { by: "gpu_canonical_name", order: "asc" }, needsAnchor: false },
-  asOf: { name: "as-of", defaultSort: { by: "gpu_canonical_name", order: "asc" }, needsAnchor: false },
+  asOf: { name: "asOf", defaultSort: { by: "gpu_canonical_name", order: "asc" }, needsAnchor: false },
   history: { name: "history", defaultSort: { by: "observed_date", order: "desc" }, needsAnchor: false, defaultSpanDays: 90 }
 } as const satisfies Record<string, EndpointDef>
 

@@ -31,7 +31,7 @@ const IndexIdParam = Slug.pipe(Schema.annotations(withMessage("expected one inde
 /** The index type: one index per request, sorted by time or value; the timestamp is unique within one. */
 export const indexesCollection = collection({
   dataType: "gpu_rental_indexes",
-  basePath: "/v2/gpu/rental/indexes",
+  service: "indices",
   params: { id: required(IndexIdParam) },
   sortFields: indexValueTable.sortable,
   tieBreaker: indexValueTable.tie,
@@ -41,7 +41,7 @@ export const indexesCollection = collection({
 /** The type's paged endpoints: name, default sort, anchor rule and default span. */
 export const endpoints = {
   latest: { name: "latest", defaultSort: { by: "timestamp", order: "asc" }, needsAnchor: false },
-  asOf: { name: "as-of", defaultSort: { by: "timestamp", order: "asc" }, needsAnchor: false },
+  asOf: { name: "asOf", defaultSort: { by: "timestamp", order: "asc" }, needsAnchor: false },
   history: { name: "history", defaultSort: { by: "timestamp", order: "asc" }, needsAnchor: false, defaultSpanDays: 30 }
 } as const satisfies Record<string, EndpointDef>
 

@@ -27,7 +27,7 @@ const slugs = (what: string) => list(`${what} (lower-case slugs)`, Slug)
 /** The LLM token price type: its filters, sorts and tie-breaker. It needs no anchor. */
 export const llmTokenPricesCollection = collection({
   dataType: "llm_token_prices",
-  basePath: "/v2/llm/token/prices",
+  service: "llm.tokenPrices",
   params: {
     model: slugs("models"),
     serving_provider: slugs("serving providers"),
@@ -48,7 +48,7 @@ export const llmTokenPricesCollection = collection({
 /** The type's paged endpoints: name, default sort, anchor rule and default span. */
 export const endpoints = {
   latest: { name: "latest", defaultSort: { by: "model", order: "asc" }, needsAnchor: false },
-  asOf: { name: "as-of", defaultSort: { by: "model", order: "asc" }, needsAnchor: false },
+  asOf: { name: "asOf", defaultSort: { by: "model", order: "asc" }, needsAnchor: false },
   history: { name: "history", defaultSort: { by: "valid_from", order: "desc" }, needsAnchor: false, defaultSpanDays: 90 }
 } as const satisfies Record<string, EndpointDef>
 

@@ -19,7 +19,7 @@ const Key = HexKey()
 /** The rental price type: its parameters, sorts, anchors and tie-breaker. */
 export const rentalPricesCollection = collection({
   dataType: "gpu_rental_prices",
-  basePath: "/v2/gpu/rental/prices",
+  service: "rental.prices",
   params: {
     vendor: list("vendor slugs", Slug),
     gpu_canonical_name: list("GPU slugs", Slug),
@@ -41,7 +41,7 @@ export const rentalPricesCollection = collection({
 /** The type's paged endpoints: name, default sort, anchor rule and default span. */
 export const endpoints = {
   latest: { name: "latest", defaultSort: { by: "gpu_canonical_name", order: "asc" }, needsAnchor: true },
-  asOf: { name: "as-of", defaultSort: { by: "gpu_canonical_name", order: "asc" }, needsAnchor: true },
+  asOf: { name: "asOf", defaultSort: { by: "gpu_canonical_name", order: "asc" }, needsAnchor: true },
   history: { name: "history", defaultSort: { by: "valid_from", order: "desc" }, needsAnchor: false, defaultSpanDays: 30 }
 } as const satisfies Record<string, EndpointDef>
 

@@ -13,7 +13,7 @@ import { transactionTable } from "../storage/tables.js"
 /** The aggregated transaction type: its filters, sorts and tie-breaker. It needs no anchor. */
 export const transactionsCollection = collection({
   dataType: "gpu_rental_transactions",
-  basePath: "/v2/gpu/rental/transactions/aggregated",
+  service: "transactions",
   params: {
     gpu_canonical_name: list("GPU slugs", Slug),
     region_group: list("region groups", Slug),

@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import { readEndpoint, type ServiceName } from "../adapters/reads.js"
 import type { DataType, Principal } from "../auth/principal.js"
 import { reportedHistoryStart, requireGrant, requireHistory } from "../auth/entitlements.js"
 import { type MarketError, MissingAnchor, type ValidationFailed, validationFailed } from "../errors.js"
@@ -49,8 +50,8 @@ export type ParamDefs = Readonly<Record<string, ParamDef<any>>>
  */
 export interface CollectionDef<P extends ParamDefs = ParamDefs, Sort extends string = string, Anchor extends string = string> {
   readonly dataType: DataType
-  /** Path of the type, e.g. `/v2/gpu/rental/prices`. */
-  readonly basePath: `/${string}`
+  /** The namespace of its read endpoints (`rental.prices`), which names their paths (`readEndpoints`). */
+  readonly service: ServiceName
   /** Its own query parameters, besides paging, sorting and an endpoint's `at` or `start`/`end`. */
   readonly params: P
   readonly sortFields: ReadonlyArray<Sort>
@@ -73,7 +74,8 @@ export type RequiredParamNames<P extends ParamDefs> = { [K in keyof P]: P[K] ext
 
 /** One paged endpoint of a type. */
 export interface EndpointDef {
-  readonly name: "latest" | "as-of" | "history"
+  /** The method, which with the collection's namespace names the endpoint (`rental.prices.asOf`). */
+  readonly name: "latest" | "asOf" | "history"
   readonly defaultSort: { readonly by: string; readonly order: SortOrder }
   readonly needsAnchor: boolean
   /** `/history` default span. */
@@ -124,7 +126,7 @@ export const endpointParameters = (collection: CollectionDef, endpoint: Endpoint
     optional("sort_by", SortByParam(collection.sortFields)),
     optional("sort_order", SortOrderParam),
     ...Object.entries(collection.params).map(([name, p]) => ({ name, schema: p.schema, required: p.required })),
-    ...(endpoint.name === "as-of" ? [{ name: "at", schema: InstantParam, required: true }] : []),
+    ...(endpoint.name === "asOf" ? [{ name: "at", schema: InstantParam, required: true }] : []),
     ...(endpoint.name === "history" ? [optional("start", InstantParam), optional("end", InstantParam)] : [])
   ]
 }
@@ -358,7 +360,7 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
   Effect.gen(function* () {
     const { collection, endpoint, request, now } = run
     const principal = request.principal
-    const endpointPath = `${collection.basePath}/${endpoint.name}`
+    const endpointPath = readEndpoint(`${collection.service}.${endpoint.name}`).path
     yield* fromEither(requireGrant(principal, collection.dataType))
     const floor = endpoint.name === "latest" ? null : yield* fromEither(requireHistory(principal, collection.dataType, now))
     const raw = yield* fromEither(collectQuery(request.query))
@@ -384,7 +386,7 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
       const predicates = mergePredicates([...predicatesOf(collection.params, params), ...extra])
       let scope: Scope = { _tag: "latest" }
       let clamped = false
-      if (endpoint.name === "as-of") {
+      if (endpoint.name === "asOf") {
         scope = { _tag: "asOf", at: formatInstant(yield* fromEither(resolveAt(params.at!, now, floor))) }
       } else if (endpoint.name === "history") {
         const w = yield* fromEither(resolveWindow(params, endpoint.defaultSpanDays ?? 30, now, floor))
