@@ -1,7 +1,9 @@
 import { describe, expectTypeOf, it } from "@effect/vitest"
 import type {
-  HardwarePriceQuery, IndexQuery, LlmTokenPriceQuery, Market, RentalPriceQuery, TransactionQuery
+  HardwarePriceQuery, IndexQuery, LegacyAvailableIndexBody, LlmTokenPriceQuery, Market, Page, RentalPrice, RentalPriceMetadata, RentalPriceQuery,
+  TransactionQuery
 } from "@gpu-market/core"
+import type { ReadCall, ReadResult } from "@gpu-market/core/adapters"
 
 /**
  * The Promise API's query types are derived from the collection declarations
@@ -99,5 +101,15 @@ describe("the Promise API's query types", () => {
     expectTypeOf<Market["indices"]["latest"]>().parameter(0).toEqualTypeOf<IndexQuery>()
     expectTypeOf<Market["rental"]["prices"]["latest"]>().parameter(0).toEqualTypeOf<RentalPriceQuery | undefined>()
     expectTypeOf<Market["rental"]["prices"]["asOf"]>().parameter(0).toMatchTypeOf<{ readonly at: string | Date }>()
+  })
+})
+
+describe("the reads' results", () => {
+  it("are typed by endpoint, from the service to the Promise API: a page of the collection's rows, or the body", () => {
+    expectTypeOf<ReadResult<"rental.prices.latest">>().toEqualTypeOf<Page<RentalPrice>>()
+    expectTypeOf<ReadResult<"rental.prices.metadata">>().toEqualTypeOf<RentalPriceMetadata>()
+    expectTypeOf<ReadResult<"indices.legacy.available">>().toEqualTypeOf<LegacyAvailableIndexBody>()
+    expectTypeOf<ReturnType<ReadCall<"rental.prices.history">>>().toEqualTypeOf<ReturnType<ReadCall<"rental.prices.latest">>>()
+    expectTypeOf<Market["rental"]["prices"]["latest"]>().returns.resolves.toEqualTypeOf<ReadResult<"rental.prices.latest">>()
   })
 })

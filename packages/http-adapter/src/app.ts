@@ -3,7 +3,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Auth, Feed, type MarketError, PageCacheBytes, type Principal, RateLimits } from "@gpu-market/core"
-import { admit, admitCounted, bodyBytes, charge, countStamped, judgeCount, makeReadCalls, type ReadCall, replayOf } from "@gpu-market/core/adapters"
+import { admit, admitCounted, bodyBytes, charge, countStamped, judgeCount, makeReadCalls, type ReadCall, type ReadResult, replayOf } from "@gpu-market/core/adapters"
 import { StoreChangeStamp, StoreStampedCounts } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -102,7 +102,7 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
         return yield* answer(admission.right.principal, request, requestId, rateHeaders(admission.right.status))
       })
 
-    const data = (run: (principal: Principal, request: HttpServerRequest.HttpServerRequest) => Effect.Effect<unknown, MarketError>) =>
+    const data = (run: (principal: Principal, request: HttpServerRequest.HttpServerRequest) => Effect.Effect<ReadResult, MarketError>) =>
       admitted((principal, request, requestId, headers) => Effect.gen(function* () {
         const failed = replay.failureOf(request)
         const body = failed !== undefined ? Either.left(failed) : yield* Effect.either(run(principal, request))

@@ -1,5 +1,5 @@
 import type { MarketError, RequestOrigin } from "@gpu-market/core"
-import { type Admission, bodyBytes, type ReadCall, replayOf, runAsFarAsItGoes } from "@gpu-market/core/adapters"
+import { type Admission, bodyBytes, type ReadCall, type ReadResult, replayOf, runAsFarAsItGoes } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -75,7 +75,7 @@ export const makeDirect = (options: DirectOptions): Direct => {
     const record = (status: number, requestId: string, principalId: string | undefined) =>
       answered?.({ method: "GET", route: route.path, status, requestId, principalId, seconds: (performance.now() - arrived) / 1000 })
 
-    const send = (admission: Admission, page: unknown, bytes: Uint8Array, headers: Record<string, string>, requestId: string) => {
+    const send = (admission: Admission, page: ReadResult, bytes: Uint8Array, headers: Record<string, string>, requestId: string) => {
       if (res.destroyed) return record(CLIENT_CLOSED_REQUEST, requestId, admission.principal.id)
       const sent = { ...headers, ...NOSNIFF, "content-type": JSON_TYPE, "content-length": String(bytes.length) }
       res.writeHead(200, sent)
@@ -85,7 +85,7 @@ export const makeDirect = (options: DirectOptions): Direct => {
       record(200, requestId, admission.principal.id)
     }
 
-    const answer = (admission: Admission, page: unknown) => {
+    const answer = (admission: Admission, page: ReadResult) => {
       const body = bodyBytes(page)
       const requestId = randomUUID()
       const { headers } = validate(undefined, undefined, {
@@ -129,7 +129,7 @@ export const makeDirect = (options: DirectOptions): Direct => {
     }
 
     let admission = replay.noted(req)
-    const settle = (exit: Exit.Exit<unknown, MarketError>) => {
+    const settle = (exit: Exit.Exit<ReadResult, MarketError>) => {
       if (admission !== undefined && Either.isRight(admission) && Exit.isSuccess(exit)) {
         const admitted = admission.right
         return guarded(admitted, () => answer(admitted, exit.value))

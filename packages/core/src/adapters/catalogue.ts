@@ -15,7 +15,7 @@ import { TransactionMetadata, TransactionRow } from "../schema/transaction.js"
 import {
   type CollectionDef, type EndpointDef, type EndpointParameter, endpointParameters, type MarketRequest, optionalParameters
 } from "../query/collection.js"
-import { type ReadEndpoint, readEndpoint, type ServiceName } from "./reads.js"
+import { type EndpointName, type ReadEndpoint, readEndpoint, type ReadResult, type ServiceName } from "./reads.js"
 import { HardwarePrices, hardwarePricesCollection, endpoints as hardwareEndpoints } from "../market/hardware-prices.js"
 import { Indexes, indexesCollection, endpoints as indexEndpoints, LegacyCurrentParams } from "../market/indexes.js"
 import { LlmTokenPrices, llmTokenPricesCollection, endpoints as llmEndpoints } from "../market/llm-token-prices.js"
@@ -34,7 +34,7 @@ type Paged = "latest" | "asOf" | "history"
 
 /** One read endpoint: its dotted name, HTTP path, what it takes and answers, and the service method behind it. */
 export interface CatalogueEntry extends ReadEndpoint {
-  /** The service (by namespace) and method behind it. */
+  /** Its namespace and method (the service method `makeReadCalls` reaches by its name). */
   readonly service: ServiceName
   readonly method: Paged | "metadata" | "legacyCurrent" | "legacyAvailable"
   /** The data type's collection; absent on the legacy endpoints. */
@@ -97,21 +97,41 @@ export const catalogue: ReadonlyArray<CatalogueEntry> = [
   }
 ]
 
-/** One read as a market service answers it. */
-export type ReadCall = (request: MarketRequest) => Effect.Effect<unknown, MarketError>
+/** One read as a market service answers it: the endpoint's typed result (`ReadResult`), its page's rows typed by its collection. */
+export type ReadCall<N extends EndpointName = EndpointName> = (request: MarketRequest) => Effect.Effect<ReadResult<N>, MarketError>
 
 /**
  * The service method behind each catalogue entry, over the market's services in context: every
- * adapter (HTTP routes, the Promise API, the worker) reaches a service through this one map.
+ * adapter (HTTP routes, the Promise API, the worker) reaches a service through this one map. Each
+ * method is held to what the Promise API says its endpoint answers (`MarketReads`).
  */
 export const makeReadCalls = Effect.gen(function* () {
-  const services: Record<ServiceName, Partial<Record<CatalogueEntry["method"], ReadCall>>> = {
-    "rental.prices": yield* RentalPrices,
-    "hardware.prices": yield* HardwarePrices,
-    "transactions": yield* Transactions,
-    "llm.tokenPrices": yield* LlmTokenPrices,
-    "indices": yield* Indexes
+  const rental = yield* RentalPrices
+  const hardware = yield* HardwarePrices
+  const transactions = yield* Transactions
+  const llm = yield* LlmTokenPrices
+  const indices = yield* Indexes
+  const calls: { readonly [N in EndpointName]: ReadCall<N> } = {
+    "rental.prices.latest": rental.latest,
+    "rental.prices.asOf": rental.asOf,
+    "rental.prices.history": rental.history,
+    "rental.prices.metadata": rental.metadata,
+    "hardware.prices.latest": hardware.latest,
+    "hardware.prices.asOf": hardware.asOf,
+    "hardware.prices.history": hardware.history,
+    "hardware.prices.metadata": hardware.metadata,
+    "transactions.history": transactions.history,
+    "transactions.metadata": transactions.metadata,
+    "indices.latest": indices.latest,
+    "indices.asOf": indices.asOf,
+    "indices.history": indices.history,
+    "indices.metadata": indices.metadata,
+    "indices.legacy.current": indices.legacyCurrent,
+    "indices.legacy.available": indices.legacyAvailable,
+    "llm.tokenPrices.latest": llm.latest,
+    "llm.tokenPrices.asOf": llm.asOf,
+    "llm.tokenPrices.history": llm.history,
+    "llm.tokenPrices.metadata": llm.metadata
   }
-  return (entry: CatalogueEntry): ReadCall =>
-    services[entry.service][entry.method] ?? (() => Effect.dieMessage(`${entry.service} has no ${entry.method}`))
+  return <N extends EndpointName>(entry: { readonly name: N }): ReadCall<N> => calls[entry.name]
 })

@@ -29,6 +29,7 @@ import type { RentalPriceObservationInput } from "../schema/rental-price.js"
 import type { TransactionDealInput } from "../schema/transaction.js"
 import { StorageError, TokenStore } from "../storage/contract.js"
 import { type CatalogueEntry, makeReadCalls } from "./catalogue.js"
+import type { EndpointName, ReadResult } from "./reads.js"
 
 /**
  * The market's operations as the in-process adapters run them: a read by catalogue entry with
@@ -196,7 +197,12 @@ export const makeOperations = Effect.gen(function* () {
 
   return {
     /** One read, authenticated and rate-limited like an HTTP request with `Authorization: Bearer <token>`. */
-    read: (entry: CatalogueEntry, query: Readonly<Record<string, string>>, token: string | undefined, origin: RequestOrigin) =>
+    read: <N extends EndpointName>(
+      entry: CatalogueEntry & { readonly name: N },
+      query: Readonly<Record<string, string>>,
+      token: string | undefined,
+      origin: RequestOrigin
+    ): Effect.Effect<ReadResult<N>, MarketError> =>
       Effect.flatMap(admit(auth, limits, token === undefined ? undefined : `Bearer ${token}`), ({ principal }) =>
         readCall(entry)({ principal, query, origin })).pipe(Effect.tapErrorCause(logDefect)),
     /** A change-feed subscription, admitted like a read (one count against the rate limit). */

@@ -171,6 +171,12 @@ type Leaves<T, P extends string = ""> = {
   [K in keyof T & string]: T[K] extends (...args: never) => unknown ? `${P}${K}` : Leaves<T[K], `${P}${K}.`>
 }[keyof T & string]
 
+/** What the read endpoint named `N` answers: a paged endpoint's page of its collection's rows, or its body. */
+export type ReadResult<N extends EndpointName = EndpointName> = N extends EndpointName
+  ? Lookup<MarketReads, N> extends (...args: never) => Promise<infer A> ? A : never
+  : never
+type Lookup<T, N extends string> = N extends `${infer H}.${infer R}` ? H extends keyof T ? Lookup<T[H], R> : never
+  : N extends keyof T ? T[N] : never
 
 /** A query as the HTTP layer gets it: lists joined with commas, numbers, flags and instants as text. */
 export const toQueryRecord = (query: object | undefined): Record<string, string> => {
