@@ -11,14 +11,18 @@ import { observations } from "./support/market"
 /** What a JavaScript caller might send: the types say it is incomplete, the write path must say so too. */
 const untypedRecord = JSON.parse('{ "vendor": "v-alpha" }') as RentalPriceObservationInput
 
-/** The outcome of a call as bytes: the JSON of its result, or of its problem without `request_id`. */
+/**
+ * The outcome of a call as bytes: the JSON of its result, or of its problem without `request_id`
+ * and of the tagged error behind it (which crosses a worker thread typed: the same class, the same fields).
+ */
 const outcome = async (call: Promise<unknown>): Promise<string> => {
   try {
     return JSON.stringify(await call)
   } catch (e) {
     assert.instanceOf(e, MarketProblemError)
     const { request_id: _, ...problem } = (e as MarketProblemError).problem
-    return `problem ${JSON.stringify(problem)}`
+    const cause = (e as MarketProblemError).cause
+    return `problem ${JSON.stringify(problem)} from ${cause instanceof Error ? cause.constructor.name : "?"} ${JSON.stringify(cause)}`
   }
 }
 

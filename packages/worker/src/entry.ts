@@ -3,12 +3,15 @@ import { bodyJson, catalogue, makeOperations, OperationError, remoteCounters, re
 import { RateLimitStore } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Schema from "effect/Schema"
 import { parentPort, workerData } from "node:worker_threads"
-import type { WorkerConfig, WorkerReply, WorkerRequest, WorkerStorage } from "./contract.js"
+import {
+  Answer, type CallFailure, Defect, type Read, Ready, StartFailed, type WorkerConfig, WorkerReply, WorkerRequest, type WorkerStorage, type Write
+} from "./contract.js"
 
 /**
  * A worker thread's side of `createWorkerMarket`: opens the storage its `workerData` names, builds
@@ -24,23 +27,27 @@ const storageLayer = (storage: WorkerStorage): Layer.Layer<Storage, StorageError
 
 const port = parentPort!
 const config = workerData as WorkerConfig
-const send = (reply: WorkerReply) => port.postMessage(reply)
+const decodeRequest = Schema.decodeUnknownEither(WorkerRequest)
+const encodeReply = Schema.encodeSync(WorkerReply)
+const send = (reply: WorkerReply) => port.postMessage(encodeReply(reply))
 const entries: ReadonlyMap<string, (typeof catalogue)[number]> = new Map(catalogue.map((e) => [e.name, e]))
 const isOperationError = Schema.is(OperationError)
-const encodeError = Schema.encodeSync(OperationError)
 // A page whose rows were cached crosses the thread with their text spliced in, not serialised again.
 const json = (value: unknown) => (value === undefined ? "null" : bodyJson(value))
 
-const reply = (id: number, exit: Exit.Exit<unknown, unknown>): WorkerReply => {
-  if (Exit.isSuccess(exit)) return { _tag: "Success", id, json: json(exit.value) }
+/** A call's exit as it crosses: its result's JSON text, or its problem with the error behind it. */
+const outcome = (exit: Exit.Exit<unknown, unknown>): Exit.Exit<string, typeof CallFailure.Type> => {
+  if (Exit.isSuccess(exit)) return Exit.succeed(json(exit.value))
   const failure = toProblemError(exit.cause)
-  return {
-    _tag: "Failure",
-    id,
+  return Exit.fail({
     problem: failure.problem,
-    error: isOperationError(failure.cause) ? { encoded: encodeError(failure.cause) } : { defect: Cause.pretty(exit.cause) }
-  }
+    cause: isOperationError(failure.cause) ? failure.cause : new Defect({ pretty: Cause.pretty(exit.cause) })
+  })
 }
+
+/** Answers `request` with its exit, encoded by its own schemas. */
+const answer = (request: Read | Write) => (exit: Exit.Exit<unknown, unknown>) =>
+  send(new Answer({ id: request.id, exit: Effect.runSync(Schema.serializeExit(request, outcome(exit))) }))
 
 /**
  * With `process` rate limits the pool's main thread holds the counters, so every worker counts
@@ -57,27 +64,27 @@ const origin = requestOrigin(settings.baseUrl ?? "http://localhost")
 
 runtime.runPromise(makeOperations).then(
   (operations) => {
-    port.on("message", (request: WorkerRequest) => {
-      if (mainThread.hear(request)) return
+    port.on("message", (message: unknown) => {
+      if (mainThread.hear(message)) return
+      // The pool encodes every call with the same schemas, so a message that does not decode is a bug: it ends the thread, loudly.
+      const request = Either.getOrThrowWith(decodeRequest(message), (error) => new Error(`a worker got a message it cannot read: ${error.message}`))
       switch (request._tag) {
         case "Read": {
           const entry = entries.get(request.endpoint)
-          if (entry === undefined) return send(reply(request.id, Exit.die(new Error(`unknown endpoint ${request.endpoint}`))))
-          return void runtime.runPromiseExit(operations.read(entry, request.query, request.token, origin))
-            .then((exit) => send(reply(request.id, exit)))
+          if (entry === undefined) return answer(request)(Exit.die(new Error(`unknown endpoint ${request.endpoint}`)))
+          return void runtime.runPromiseExit(operations.read(entry, request.query, request.token, origin)).then(answer(request))
         }
         case "Write":
-          return void runtime.runPromiseExit(operations.write(request.name, request.args))
-            .then((exit) => send(reply(request.id, exit)))
+          return void runtime.runPromiseExit(operations.write(request.name, request.args)).then(answer(request))
         case "Close":
           // Release the storage (a SQLite checkpoint, a Redis QUIT) before the thread ends.
           return void runtime.dispose().finally(() => port.close())
       }
     })
-    send({ _tag: "Ready" })
+    send(new Ready())
   },
   (error: unknown) => {
-    send({ _tag: "StartFailed", message: error instanceof Error ? error.message : String(error) })
+    send(new StartFailed({ message: error instanceof Error ? error.message : String(error) }))
     return runtime.dispose().finally(() => port.close())
   }
 )

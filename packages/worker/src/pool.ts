@@ -1,10 +1,14 @@
 import type { Market, MarketSettingsInput, PortableMarketStorage } from "@gpu-market/core"
 import { decodeMarketSettings, MarketProblemError } from "@gpu-market/core"
-import { buildMarket, counterHost, OperationError, toProblemError, type WriteArgs, type WriteName, type WriteResult } from "@gpu-market/core/adapters"
+import { buildMarket, counterHost, toProblemError, type WriteArgs, type WriteName, type WriteResult } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { Worker } from "node:worker_threads"
-import type { WorkerConfig, WorkerReply, WorkerRequest } from "./contract.js"
+import { type CallFailure, Close, Read, type WorkerConfig, WorkerReply, WorkerRequest, Write } from "./contract.js"
 
 /**
  * The market in `worker_threads`: the same calls as `createMarket`, answered by a pool of workers.
@@ -37,15 +41,28 @@ const entry = new URL("./entry.js", import.meta.url)
 // How long a worker may take to release its storage on close() before it is terminated.
 const CLOSE_GRACE_MILLIS = 5_000
 
-const decodeError = Schema.decodeUnknownSync(OperationError)
+const encodeRequest = Schema.encodeSync(WorkerRequest)
+const decodeReply = Schema.decodeUnknownEither(WorkerReply)
 const defect = (message: string) => toProblemError(Cause.die(new Error(message)))
 
-type Call = Extract<WorkerRequest, { readonly id: number }>
-type Settle = { readonly resolve: (value: unknown) => void; readonly reject: (error: unknown) => void }
+/** A call waiting for its answer: the request, whose schemas decode the answer, and its promise. */
+type Pending = { readonly request: Read | Write; readonly resolve: (value: unknown) => void; readonly reject: (error: unknown) => void }
+
+/** What a call settles with: its result parsed from its JSON text, or the problem it failed with. */
+const settleWith = (pending: Pending, exit: Exit.Exit<string, typeof CallFailure.Type>) =>
+  Exit.match(exit, {
+    onSuccess: (json) => pending.resolve(JSON.parse(json)),
+    onFailure: (cause) => Option.match(Cause.failureOption(cause), {
+      onNone: () => pending.reject(defect(Cause.pretty(cause))),
+      onSome: ({ problem, cause }) => pending.reject(new MarketProblemError(problem, {
+        cause: cause._tag === "Defect" ? new Error(cause.pretty) : cause
+      }))
+    })
+  })
 
 /** One worker thread with the calls it has not answered yet. */
 class PoolWorker {
-  readonly pending = new Map<number, Settle>()
+  readonly pending = new Map<number, Pending>()
   readonly worker: Worker
   /** Resolves once the worker is up; rejects with why it could not start. */
   readonly ready: Promise<void>
@@ -57,19 +74,29 @@ class PoolWorker {
     this.worker = new Worker(entry, { workerData: config })
     this.exited = new Promise((resolve) => this.worker.once("exit", () => resolve()))
     this.ready = new Promise((resolve, reject) => {
-      this.worker.on("message", (reply: WorkerReply) => {
-        if (counts(reply, (counted) => this.worker.postMessage(counted))) return
+      this.worker.on("message", (message: unknown) => {
+        if (counts(message, (counted) => this.worker.postMessage(counted))) return
+        const decoded = decodeReply(message)
+        if (Either.isLeft(decoded)) {
+          // The worker encodes every message with the same schemas: one that does not decode is a bug of
+          // that thread, which is ended (and replaced, its calls refused) rather than trusted further.
+          reject(new Error(`a market worker sent a message the pool cannot read: ${decoded.left.message}`))
+          return void this.worker.terminate()
+        }
+        const reply = decoded.right
         switch (reply._tag) {
           case "Ready":
             return resolve()
           case "StartFailed":
             return reject(new Error(`a market worker could not open its storage: ${reply.message}`))
-          case "Success":
-            return this.settle(reply.id)?.resolve(JSON.parse(reply.json))
-          case "Failure":
-            return this.settle(reply.id)?.reject(new MarketProblemError(reply.problem, {
-              cause: "encoded" in reply.error ? decodeError(reply.error.encoded) : new Error(reply.error.defect)
-            }))
+          case "Answer": {
+            const pending = this.settle(reply.id)
+            if (pending === undefined) return
+            return Either.match(Effect.runSync(Effect.either(Schema.deserializeExit(pending.request, reply.exit))), {
+              onLeft: (error) => pending.reject(defect(`a market worker's answer did not decode: ${error.message}`)),
+              onRight: (exit) => settleWith(pending, exit)
+            })
+          }
         }
       })
       this.worker.on("error", (error) => reject(error))
@@ -82,17 +109,18 @@ class PoolWorker {
     })
   }
 
-  private settle(id: number): Settle | undefined {
+  private settle(id: number): Pending | undefined {
     const settle = this.pending.get(id)
     this.pending.delete(id)
     return settle
   }
 
-  call(id: number, request: Call): Promise<unknown> {
+  call(request: Read | Write): Promise<unknown> {
+    const { id } = request
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject })
+      this.pending.set(id, { request, resolve, reject })
       try {
-        this.worker.postMessage(request)
+        this.worker.postMessage(encodeRequest(request))
       } catch (error) {
         // Arguments a thread cannot receive (a function, a symbol) are the caller's bug, said plainly.
         this.pending.delete(id)
@@ -105,7 +133,7 @@ class PoolWorker {
   async close(): Promise<void> {
     this.closing = true
     // A thread that already ended (it could not start) has nothing to release.
-    this.worker.postMessage({ _tag: "Close" } satisfies WorkerRequest)
+    this.worker.postMessage(encodeRequest(new Close()))
     const timer = setTimeout(() => void this.worker.terminate(), CLOSE_GRACE_MILLIS)
     await this.exited
     clearTimeout(timer)
@@ -152,18 +180,18 @@ export const createWorkerMarket = async ({ storage: given, poolSize, ...input }:
   }
 
   let nextId = 0
-  const call = (request: (id: number) => Call): Promise<unknown> => {
+  const call = (request: (id: number) => Read | Write): Promise<unknown> => {
     if (closed) return Promise.reject(defect("the worker market is closed"))
     // The least busy worker takes the call.
     const worker = workers.reduce((a, b) => (b.pending.size < a.pending.size ? b : a))
     const id = nextId++
-    return worker.call(id, request(id))
+    return worker.call(request(id))
   }
   const market = buildMarket({
-    call: (entry, query, { token }) => call((id) => ({ _tag: "Read", id, endpoint: entry.name, query, token })),
-    next: (entry, next, { token }) => call((id) => ({ _tag: "Read", id, endpoint: entry.name, query: next.query_params, token })),
+    call: (entry, query, { token }) => call((id) => new Read({ id, endpoint: entry.name, query, ...(token === undefined ? {} : { token }) })),
+    next: (entry, next, { token }) => call((id) => new Read({ id, endpoint: entry.name, query: next.query_params, ...(token === undefined ? {} : { token }) })),
     // The worker answers with the write's own result, as JSON (`Success`): what `createMarket` resolves with.
-    write: <N extends WriteName>(name: N, args: WriteArgs<N>) => call((id) => ({ _tag: "Write", id, name, args })) as Promise<WriteResult<N>>,
+    write: <N extends WriteName>(name: N, args: WriteArgs<N>) => call((id) => new Write({ id, name, args })) as Promise<WriteResult<N>>,
     close: async () => {
       if (closed) return
       closed = true
