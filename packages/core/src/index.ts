@@ -77,6 +77,7 @@ export * from "./schema/problem.js"
 
 // Principals, grants and instants
 export * from "./auth/principal.js"
+export { describeToken, TOKEN_PATH, TokenBody, TokenGrantView, tokenView, TokenView } from "./auth/token-view.js"
 export {
   formatDate, formatInstant, MAX_INSTANT, MICROS_PER_DAY, MICROS_PER_MS, type Micros, MIN_INSTANT, parseDate, parseDateTime
 } from "./query/time.js"
