@@ -20,6 +20,8 @@ import { HardwarePrices, hardwarePricesCollection, endpoints as hardwareEndpoint
 import { Indexes, indexesCollection, endpoints as indexEndpoints, LegacyCurrentParams } from "../market/indexes.js"
 import { LlmTokenPrices, llmTokenPricesCollection, endpoints as llmEndpoints } from "../market/llm-token-prices.js"
 import { RentalPrices, rentalPricesCollection, endpoints as rentalEndpoints } from "../market/rental-prices.js"
+import { summaryHistoryParameters, summaryParameters } from "../market/rental-summaries.js"
+import { RentalPriceSummaryPointRow, RentalPriceSummaryRow } from "../schema/rental-summary.js"
 import { Transactions, transactionsCollection, endpoints as transactionEndpoints } from "../market/transactions.js"
 
 /**
@@ -35,7 +37,7 @@ type Paged = "latest" | "asOf" | "history"
 export interface CatalogueEntry extends ReadEndpoint {
   /** The service (by namespace) and method behind it. */
   readonly service: ServiceName
-  readonly method: Paged | "metadata" | "legacyCurrent" | "legacyAvailable"
+  readonly method: Paged | "metadata" | "summary" | "summaryHistory" | "legacyCurrent" | "legacyAvailable"
   /** The data type's collection; absent on the legacy endpoints. */
   readonly collection?: CollectionDef
   /** The paged endpoint's definition (sort, anchor, window); only on paged entries. */
@@ -77,6 +79,16 @@ export const catalogue: ReadonlyArray<CatalogueEntry> = [
   ...collectionEntries("rental.prices", rentalPricesCollection, rentalEndpoints, {
     row: ["RentalPriceRow", RentalPriceRow], metadata: ["RentalPriceMetadata", RentalPriceMetadata]
   }),
+  {
+    name: "rental.prices.summary", path: `${rentalPricesCollection.basePath}/summary`, paged: true, service: "rental.prices", method: "summary",
+    parameters: summaryParameters(rentalPricesCollection),
+    response: named("RentalPriceSummaryPage", Envelope(named("RentalPriceSummaryRow", RentalPriceSummaryRow)))
+  },
+  {
+    name: "rental.prices.summaryHistory", path: `${rentalPricesCollection.basePath}/summary/history`, paged: true, service: "rental.prices",
+    method: "summaryHistory", parameters: summaryHistoryParameters(rentalPricesCollection),
+    response: named("RentalPriceSummaryPointPage", Envelope(named("RentalPriceSummaryPointRow", RentalPriceSummaryPointRow)))
+  },
   ...collectionEntries("hardware.prices", hardwarePricesCollection, hardwareEndpoints, {
     row: ["HardwarePriceRow", HardwarePriceRow], metadata: ["HardwarePriceMetadata", HardwarePriceMetadata]
   }),
