@@ -4,7 +4,7 @@
 // token may see, never before its history floor.
 import { currentOnly, notGranted, refusal, rows } from "./api.js"
 import { COLORS, panel, timeChart } from "./charts.js"
-import { addDays, el, fileName, pct, plural, seconds, today, usd } from "./format.js"
+import { addDays, el, fileName, plural, seconds, today, usd } from "./format.js"
 
 const trend = panel("trend")
 const spread = panel("spread")
@@ -24,14 +24,17 @@ const firstDay = async (gpu) => {
   return first.ok && first.rows.length > 0 ? first.rows[0].valid_from.slice(0, 10) : today()
 }
 
-/** The spot discount: how much below the cheapest on-demand price the cheapest spot price is, in percent. */
+/** The spot discount: how much below the cheapest on-demand price the cheapest spot price is, in percent (negative: above). */
 const discount = (r) => (r.spot_min === null || r.ondemand_min === null ? null : (100 * (r.ondemand_min - r.spot_min)) / r.ondemand_min)
+
+/** A discount in words: "12.5% below", "3.0% above", "level with". */
+const against = (d) => (Math.abs(d) < 0.05 ? "level with" : `${Math.abs(d).toFixed(1)}% ${d > 0 ? "below" : "above"}`)
 
 const headline = (gpu) => {
   const now = byGpu.get(gpu)
   spread.headline.textContent = now === undefined || now.spot_min === null || now.ondemand_min === null
     ? `${gpu} today: ${now?.spot_min === null ? "no spot price" : "no on-demand price"}.`
-    : `${gpu} today: spot from ${usd(now.spot_min)}, on-demand from ${usd(now.ondemand_min)} per GPU-hour (spot ${pct(-now.spot_discount_pct)}).`
+    : `${gpu} today: spot from ${usd(now.spot_min)}, on-demand from ${usd(now.ondemand_min)} per GPU-hour, spot ${against(now.spot_discount_pct)} on-demand.`
   trend.headline.textContent = now === undefined ? "" :
     `${gpu} today: ${plural(now.offers, "offer")} from ${plural(now.vendors, "vendor")}, median ${usd(now.price_median)}, cheapest ${usd(now.price_min)} per GPU-hour.`
 }
@@ -49,7 +52,8 @@ const draw = async () => {
   if (floor !== null && start < floor) start = floor
   const days = (Date.parse(today()) - Date.parse(start)) / 86_400_000 + 1
   const interval = days > DAILY_UP_TO ? "1w" : "1d"
-  const answer = await rows("/v2/gpu/rental/prices/summary/history", { gpu_canonical_name: gpu, interval, start, end: addDays(today(), 1) })
+  // A bare date as `end` runs to the midnight after it: the last point is today's 00:00.
+  const answer = await rows("/v2/gpu/rental/prices/summary/history", { gpu_canonical_name: gpu, interval, start, end: today() })
   if (run !== drawing) return
   if (!answer.ok) {
     for (const p of [trend, spread]) p.set("denied", refusal(answer, `the history of ${gpu} prices`))
@@ -93,8 +97,8 @@ const draw = async () => {
     [...points].reverse().map((r) => [r.at, r.ondemand_min, r.spot_min, discount(r)]))
   const discounts = spot.map(discount).filter((d) => d !== null)
   const spreadSummary = `${gpu}, ${every}: the cheapest spot price against the cheapest on-demand one. ` +
-    (discounts.length === 0 ? "Never both listed at once." :
-      `Spot ran ${discounts.length === 1 ? `${discounts[0].toFixed(1)}%` : `${Math.min(...discounts).toFixed(1)}% to ${Math.max(...discounts).toFixed(1)}%`} below on-demand.`)
+    (discounts.length === 0 ? "Never both listed at once." : discounts.length === 1 ? `Spot was ${against(discounts[0])} on-demand.` :
+      `Spot ran from ${against(Math.max(...discounts))} to ${against(Math.min(...discounts))} on-demand.`)
   await Promise.all([drawnTrend, timeChart(spread, {
     x, summary: spreadSummary,
     lines: [
