@@ -11,7 +11,7 @@ import { median } from "./stats"
  * (m) The dashboard's first load: headless Chromium opens `/dashboard` of `npm start` (the demo
  * market, `demo-all` already in the tab's session storage) in a fresh browser context, so nothing
  * is cached, and the clock runs from navigation to the page saying every panel is drawn. The
- * baseline, in the same run and the same way: `/docs` until Swagger UI has listed the paths.
+ * baseline, in the same run and the same way: `/docs` until Redoc has listed the operations.
  * Bytes are what crossed the wire (headers and compressed bodies). Runs inside `npm run bench`,
  * or alone: `BENCH_ONLY=m npm run bench`.
  */
@@ -98,7 +98,7 @@ export const runDashboardBench = async (quick: boolean, log: (line: string) => v
         throw new Error(`the dashboard did not draw every panel: ${charts}\n${panels.join("\n")}`)
       }
     })
-    const docs = () => loadOnce(browser, `${base}/docs`, undefined, (page) => page.waitForSelector(".opblock-summary-path", { timeout: 30_000 }))
+    const docs = () => loadOnce(browser, `${base}/docs`, undefined, (page) => page.waitForSelector("[data-section-id^='operation/']", { timeout: 30_000 }))
     // One of each first: the server reads its files and builds the OpenAPI document on first use.
     await dashboard()
     await docs()
@@ -139,7 +139,7 @@ const md = (row: ReadonlyArray<string>) => `| ${row.join(" | ")} |`
 /** The section of (m) in BENCHMARKS.md. */
 export const dashboardMarkdown = (r: DashboardResults): string => `## (m) Dashboard first load
 
-\`npm start\` over the demo market (180 days of every type) on 127.0.0.1; headless Chromium (Debian's \`chromium\`) at 1280 × 900 opens \`/dashboard\` in a fresh browser context each time (nothing cached), with \`demo-all\` already in the tab's session storage, and the clock runs from navigation until the page says every panel is drawn (${r.charts.split(" for ")[0]}): the page, its CSS and modules, uPlot, \`/v2/token\`, then the rental summaries, the four metadata reads and every chart's data. Baseline in the same run, loaded the same way: \`/docs\` until Swagger UI lists the paths. ${r.runs} loads of each after one of each to warm the server, alternating; figures are medians; the 1-minute load average was ${r.load.toFixed(2)} on ${os.cpus().length} cores when they began. Bytes are what crossed the wire: response headers and bodies as sent (brotli where the browser asks).
+\`npm start\` over the demo market (180 days of every type) on 127.0.0.1; headless Chromium (Debian's \`chromium\`) at 1280 × 900 opens \`/dashboard\` in a fresh browser context each time (nothing cached), with \`demo-all\` already in the tab's session storage, and the clock runs from navigation until the page says every panel is drawn (${r.charts.split(" for ")[0]}): the page, its CSS and modules, uPlot, \`/v2/token\`, then the rental summaries, the four metadata reads and every chart's data. Baseline in the same run, loaded the same way: \`/docs\` until Redoc lists the operations. ${r.runs} loads of each after one of each to warm the server, alternating; figures are medians; the 1-minute load average was ${r.load.toFixed(2)} on ${os.cpus().length} cores when they began. Bytes are what crossed the wire: response headers and bodies as sent (brotli where the browser asks).
 
 ${md(["page", "time to drawn", "bytes", "requests", "runs (ms)"])}
 ${md(["---", "---:", "---:", "---:", "---"])}

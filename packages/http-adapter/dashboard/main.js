@@ -31,13 +31,12 @@ const SUMMARY = "/v2/gpu/rental/prices/summary"
 
 /**
  * The panels' first requests, made together as soon as the token's grants are known and only
- * those the token may make (a panel given none says why); the rental summary is shared by the
- * grid, the trend and the spread.
+ * those the token may make (a panel given none says why); the rental metadata is shared by the
+ * rental panel and the trend's GPU picker.
  */
 const requests = (grants) => {
   const when = (type, ask) => (grants[type] === undefined ? undefined : ask())
   return {
-    rentalByGpu: when("gpu_rental_prices", () => rows(SUMMARY, {})),
     rentalByVendor: when("gpu_rental_prices", () => rows(SUMMARY, { group_by: "vendor" })),
     rentalMetadata: when("gpu_rental_prices", () => call("/v2/gpu/rental/prices/metadata")),
     indexMetadata: when("gpu_rental_indexes", () => call("/v2/gpu/rental/indexes/metadata")),

@@ -12,8 +12,9 @@ const select = trend.section.querySelector("select[name=gpu]")
 const radios = [...trend.section.querySelectorAll("input[name=range]")]
 /** Past this many days a daily series is more points than a chart shows: weekly instead. */
 const DAILY_UP_TO = 120
+const SUMMARY = "/v2/gpu/rental/prices/summary"
 let floor = null
-let byGpu = new Map()
+let history = true
 let drawing = 0
 
 /** The first day of "all": the floor, or the GPU's first price on record. */
@@ -30,8 +31,9 @@ const discount = (r) => (r.spot_min === null || r.ondemand_min === null ? null :
 /** A discount in words: "12.5% below", "3.0% above", "level with". */
 const against = (d) => (Math.abs(d) < 0.05 ? "level with" : `${Math.abs(d).toFixed(1)}% ${d > 0 ? "below" : "above"}`)
 
-const headline = (gpu) => {
-  const now = byGpu.get(gpu)
+/** The GPU's market now, in a sentence for each panel. */
+const headlines = (gpu, answer) => {
+  const now = answer.ok ? answer.rows[0] : undefined
   spread.headline.textContent = now === undefined || now.spot_min === null || now.ondemand_min === null
     ? `${gpu} today: ${now?.spot_min === null ? "no spot price" : "no on-demand price"}.`
     : `${gpu} today: spot from ${usd(now.spot_min)}, on-demand from ${usd(now.ondemand_min)} per GPU-hour, spot ${against(now.spot_discount_pct)} on-demand.`
@@ -45,16 +47,25 @@ const draw = async () => {
   const range = radios.find((r) => r.checked)?.value ?? "30"
   for (const p of [trend, spread]) {
     p.clear()
-    p.set("loading", `Loading ${gpu} over time…`)
+    p.set("loading", `Loading ${gpu}…`)
   }
-  headline(gpu)
+  const now = rows(SUMMARY, { gpu_canonical_name: gpu })
+  if (!history) {
+    const answer = await now
+    if (run !== drawing) return
+    headlines(gpu, answer)
+    for (const p of [trend, spread]) p.set("denied", currentOnly(p === trend ? "the price trend" : "the spread over time", "gpu_rental_prices"))
+    return
+  }
   let start = range === "all" ? await firstDay(gpu) : addDays(today(), 1 - Number(range))
   if (floor !== null && start < floor) start = floor
   const days = (Date.parse(today()) - Date.parse(start)) / 86_400_000 + 1
   const interval = days > DAILY_UP_TO ? "1w" : "1d"
   // A bare date as `end` runs to the midnight after it: the last point is today's 00:00.
-  const answer = await rows("/v2/gpu/rental/prices/summary/history", { gpu_canonical_name: gpu, interval, start, end: today() })
+  const [answer, current] = await Promise.all([
+    rows(`${SUMMARY}/history`, { gpu_canonical_name: gpu, interval, start, end: today() }), now])
   if (run !== drawing) return
+  headlines(gpu, current)
   if (!answer.ok) {
     for (const p of [trend, spread]) p.set("denied", refusal(answer, `the history of ${gpu} prices`))
     return
@@ -108,33 +119,29 @@ const draw = async () => {
   })])
 }
 
+/** Fills the GPU picker from the rental metadata (a pending answer), then draws the chosen GPU. */
 export const show = async (view, asked) => {
   const grant = view.grants.gpu_rental_prices
   if (grant === undefined) {
     for (const p of [trend, spread]) p.set("denied", notGranted("rental prices", "gpu_rental_prices"))
     return
   }
-  for (const p of [trend, spread]) p.set("loading", "Loading the rental summary…")
-  const answer = await asked.rentalByGpu
-  if (!answer.ok) {
-    for (const p of [trend, spread]) p.set("denied", refusal(answer, "the rental price summary"))
+  for (const p of [trend, spread]) p.set("loading", "Loading rental metadata…")
+  const meta = await asked.rentalMetadata
+  if (!meta.ok) {
+    for (const p of [trend, spread]) p.set("denied", refusal(meta, "rental prices"))
     return
   }
-  if (answer.rows.length === 0) {
+  const gpus = meta.body.data.gpus.filter((g) => g.currently_listed)
+  if (gpus.length === 0) {
     for (const p of [trend, spread]) p.set("empty", "No GPU is listed for rent today.")
     return
   }
-  byGpu = new Map(answer.rows.map((r) => [r.gpu_canonical_name, r]))
-  select.replaceChildren(...answer.rows.map((r) => el("option", { value: r.gpu_canonical_name }, `${r.gpu_canonical_name} (${plural(r.vendors, "vendor")})`)))
-  select.value = byGpu.has("h100-sxm") ? "h100-sxm" : [...answer.rows].sort((a, b) => b.offers - a.offers)[0].gpu_canonical_name
-  if (!grant.history) {
-    headline(select.value)
-    for (const p of [trend, spread]) p.set("denied", currentOnly(p === trend ? "the price trend" : "the spread over time", "gpu_rental_prices"))
-    for (const r of radios) r.disabled = true
-    select.addEventListener("change", () => headline(select.value))
-    return
-  }
+  select.replaceChildren(...gpus.map((g) => el("option", { value: g.gpu_canonical_name }, `${g.gpu_canonical_name} (${plural(g.vendors.length, "vendor")})`)))
+  select.value = gpus.find((g) => g.gpu_canonical_name === "h100-sxm")?.gpu_canonical_name ?? gpus[0].gpu_canonical_name
+  history = grant.history
   floor = grant.history_starts_at
+  for (const r of radios) r.disabled = !history
   select.addEventListener("change", draw)
   for (const r of radios) r.addEventListener("change", draw)
   await draw()
