@@ -48,6 +48,7 @@ export {
   basePriceKey, isOutlierPrice, type LlmIngestSummary, LlmTokenPriceIngest, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO, outlierReference, priceKey
 } from "./ingest/llm-token-prices.js"
 export { IndexIngest, type IndexDefineSummary } from "./ingest/indexes.js"
+export { DEFAULT_INDEX_PREFIX, DefaultIndexes, type DefaultIndexSummary } from "./ingest/default-indexes.js"
 export {
   FormatImport, type FormatImportOptions, type FormatImportSummary, refusedRecords, type SkypilotImportOptions, type SkypilotStreamOptions
 } from "./ingest/formats/import.js"

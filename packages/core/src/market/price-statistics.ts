@@ -47,37 +47,57 @@ export const quantile = (sorted: ReadonlyArray<number>, q: number): number => {
 
 const lower = (a: number | null, b: number) => (a === null || b < a ? b : a)
 
-/** The statistics of `offers`, which must not be empty; the cheapest is the lowest price, the smaller `product_key` on a tie. */
-export const statisticsOf = (offers: ReadonlyArray<Offer>): OfferStatistics => {
-  const prices = offers.map((o) => o.price_usd_per_gpu_hour).sort((a, b) => a - b)
-  const vendors = new Set<string>()
-  let cheapest = offers[0]!
-  let spot: number | null = null
-  let ondemand: number | null = null
-  for (const o of offers) {
-    vendors.add(o.vendor)
+/**
+ * The statistics of offers added one at a time, keeping their prices and little else, so a
+ * market of a million rows is summarised without holding its rows.
+ */
+export class OfferTally {
+  private readonly prices: Array<number> = []
+  private readonly vendors = new Set<string>()
+  private cheapest: Offer | undefined
+  private spot: number | null = null
+  private ondemand: number | null = null
+
+  /** Counts one offer. */
+  add(o: Offer): void {
     const price = o.price_usd_per_gpu_hour
-    if (price < cheapest.price_usd_per_gpu_hour || (price === cheapest.price_usd_per_gpu_hour && cmp(o.product_key, cheapest.product_key) < 0)) cheapest = o
-    if (o.contract_type === "spot") spot = lower(spot, price)
-    else if (o.contract_type === "ondemand") ondemand = lower(ondemand, price)
+    this.prices.push(price)
+    this.vendors.add(o.vendor)
+    const c = this.cheapest
+    if (c === undefined || price < c.price_usd_per_gpu_hour || (price === c.price_usd_per_gpu_hour && cmp(o.product_key, c.product_key) < 0)) this.cheapest = o
+    if (o.contract_type === "spot") this.spot = lower(this.spot, price)
+    else if (o.contract_type === "ondemand") this.ondemand = lower(this.ondemand, price)
   }
-  return {
-    offers: offers.length,
-    vendors: vendors.size,
-    price_min: prices[0]!,
-    price_p10: quantile(prices, 0.1),
-    price_median: quantile(prices, 0.5),
-    price_p90: quantile(prices, 0.9),
-    price_max: prices[prices.length - 1]!,
-    cheapest: {
-      product_key: cheapest.product_key,
-      base_product_key: cheapest.base_product_key,
-      vendor: cheapest.vendor,
-      price_usd_per_gpu_hour: cheapest.price_usd_per_gpu_hour
-    },
-    spot_min: spot,
-    ondemand_min: ondemand
+
+  /** The statistics of the offers added (at least one); the cheapest is the lowest price, the smaller `product_key` on a tie. */
+  statistics(): OfferStatistics {
+    const prices = this.prices.sort((a, b) => a - b)
+    const cheapest = this.cheapest!
+    return {
+      offers: prices.length,
+      vendors: this.vendors.size,
+      price_min: prices[0]!,
+      price_p10: quantile(prices, 0.1),
+      price_median: quantile(prices, 0.5),
+      price_p90: quantile(prices, 0.9),
+      price_max: prices[prices.length - 1]!,
+      cheapest: {
+        product_key: cheapest.product_key,
+        base_product_key: cheapest.base_product_key,
+        vendor: cheapest.vendor,
+        price_usd_per_gpu_hour: cheapest.price_usd_per_gpu_hour
+      },
+      spot_min: this.spot,
+      ondemand_min: this.ondemand
+    }
   }
+}
+
+/** The statistics of `offers`, which must not be empty. */
+export const statisticsOf = (offers: Iterable<Offer>): OfferStatistics => {
+  const tally = new OfferTally()
+  for (const o of offers) tally.add(o)
+  return tally.statistics()
 }
 
 /** How much below `ondemand` `spot` lies, in percent of `ondemand`; null without both. */

@@ -18,8 +18,9 @@ import type { PriceChange, RentalPriceSummary, RentalPriceSummaryPoint } from ".
 import type { RentalPriceStore } from "../storage/contract.js"
 import type { Predicate, Scope } from "../storage/plan.js"
 import { cmp } from "../storage/rules.js"
-import { type OfferStatistics, spotDiscountPct, statisticsOf } from "./price-statistics.js"
-import { nowMicros, unavailable } from "./storage.js"
+import { OfferTally, type OfferStatistics, spotDiscountPct, statisticsOf } from "./price-statistics.js"
+import { eachRentalRow } from "./row-walk.js"
+import { nowMicros } from "./storage.js"
 
 /**
  * Rental price summaries: the market of a query (the `/latest` filters) grouped by GPU and
@@ -44,9 +45,6 @@ export const MAX_SUMMARY_POINTS = 1000
 
 /** The horizons of a summary's `change`, in days. */
 const HORIZONS = [["1d", 1], ["7d", 7], ["30d", 30]] as const
-
-/** Rows read from the store per page while a summary collects a market. */
-const ROWS_PER_READ = 10_000
 
 /** Weeks start on Monday 00:00 UTC: 1970-01-05, four days after the epoch. */
 const WEEK_ORIGIN = 4 * MICROS_PER_DAY
@@ -104,11 +102,14 @@ const compareKeys = (a: GroupKey, b: GroupKey): number => {
   return 0
 }
 
-/** The rows of `rows` by group, the groups in key order. */
+/** The key of a row's group: its GPU, then the grouped keys in their order. */
+const keyOfRow = (row: RentalPrice, groupBy: ReadonlyArray<SummaryGroup>): GroupKey => [row.gpu_canonical_name, ...groupBy.map((g) => row[g])]
+
+/** Versions of rental rows by group, the groups in key order. */
 const groupRows = (rows: ReadonlyArray<RentalPrice>, groupBy: ReadonlyArray<SummaryGroup>) => {
   const groups = new Map<string, { readonly key: GroupKey; readonly rows: Array<RentalPrice> }>()
   for (const row of rows) {
-    const key = [row.gpu_canonical_name, ...groupBy.map((g) => row[g])]
+    const key = keyOfRow(row, groupBy)
     const id = key.join("\u0000")
     const group = groups.get(id)
     if (group === undefined) groups.set(id, { key, rows: [row] })
@@ -173,22 +174,6 @@ export const rentalSummaries = (source: SummarySource) => {
   const decodeSummary = parametersDecoder(summaryParameters(collection))
   const decodeHistory = parametersDecoder(summaryHistoryParameters(collection))
 
-  /** Every row of `scope` matching `predicates`, read page by page through the store. */
-  const rowsOf = (scope: Scope, predicates: ReadonlyArray<Predicate>) =>
-    Effect.gen(function* () {
-      const rows: Array<RentalPrice> = []
-      if (predicates.some((p) => p.op === "in" && p.values.length === 0)) return rows
-      const sort = { by: "gpu_canonical_name", order: "asc" } as const
-      let after: { readonly value: string; readonly tie: string } | undefined
-      for (;;) {
-        const page = yield* Effect.mapError(store.page({ scope, predicates, sort, after, limit: ROWS_PER_READ }), unavailable)
-        rows.push(...page)
-        if (page.length < ROWS_PER_READ) return rows
-        const last = page[page.length - 1]!
-        after = { value: last.gpu_canonical_name, tie: last.product_key }
-      }
-    })
-
   /**
    * The request of one page: decoded with its filters resolved (page 1), or as its page token
    * carries it, checked against the caller's history floor today. The token's sort names the
@@ -252,10 +237,25 @@ export const rentalSummaries = (source: SummarySource) => {
     return { data: data.map((r) => r.row), meta }
   }
 
-  /** The statistics of each group of the market of `scope`. */
-  const marketAt = (scope: Scope, ask: Asked) =>
-    Effect.map(rowsOf(scope, ask.predicates), (rows) =>
-      groupRows(rows, ask.groupBy).map((g) => ({ key: g.key, statistics: statisticsOf(g.rows) })))
+  /** The statistics of each group of the market of `scope`, in key order, tallied as the rows are read. */
+  const marketAt = (scope: Scope, ask: Asked) => {
+    const groups = new Map<string, { readonly key: GroupKey; readonly tally: OfferTally }>()
+    const walk = eachRentalRow(store, scope, ask.predicates, (row) => {
+      const key = keyOfRow(row, ask.groupBy)
+      const id = key.join("\u0000")
+      let group = groups.get(id)
+      if (group === undefined) groups.set(id, group = { key, tally: new OfferTally() })
+      group.tally.add(row)
+    })
+    return Effect.map(walk, () =>
+      [...groups.values()].sort((a, b) => compareKeys(a.key, b.key)).map((g) => ({ key: g.key, statistics: g.tally.statistics() })))
+  }
+
+  /** Every row of `scope` matching `predicates`. */
+  const rowsOf = (scope: Scope, predicates: ReadonlyArray<Predicate>) => {
+    const rows: Array<RentalPrice> = []
+    return Effect.as(eachRentalRow(store, scope, predicates, (row) => rows.push(row)), rows)
+  }
 
   return {
     /**
