@@ -505,7 +505,7 @@ describe("/dashboard in headless Chromium", () => {
         const { url } = yield* Base
         const browser = yield* launch
         for (const [token, expected] of [
-          ["real-all", { grid: "drawn", trend: "drawn", spread: "drawn", rental: "drawn", "index-history": "denied", reference: "denied", hardware: "empty", llm: "drawn", offers: "denied" }],
+          ["real-all", { grid: "drawn", trend: "drawn", spread: "drawn", rental: "drawn", "index-history": "drawn", reference: "drawn", hardware: "empty", llm: "drawn", offers: "denied" }],
           ["real-current", { grid: "drawn", trend: "denied", spread: "denied", rental: "drawn", "index-history": "denied", reference: "denied", hardware: "empty", llm: "drawn", offers: "denied" }]
         ] as const) {
           const w = yield* watchedPage(browser, 1440)

@@ -104,11 +104,12 @@ export const show = async (view, asked) => {
     groups.get(label).append(el("option", { value: key }, f.title))
   }
   select.replaceChildren(...groups.values())
-  // An analyst's first look: H100 SXM, global, when the token holds it.
-  const h100 = [...families.entries()].find(([, f]) => {
+  // An analyst's first look: H100 SXM (else another H100), global, when the token holds it.
+  const global = (gpu) => [...families.entries()].find(([, f]) => {
     const i = f.daily ?? f.intraday
-    return f.type === "gpu_rental_price" && i.gpu_group.startsWith("h100") && i.region_group === "global" && i.vendor_category === "all"
+    return f.type === "gpu_rental_price" && gpu(i.gpu_group) && i.region_group === "global" && i.vendor_category === "all"
   })
+  const h100 = global((g) => g === "h100-sxm") ?? global((g) => g.startsWith("h100"))
   if (h100 !== undefined) select.value = h100[0]
   floor = meta.body.history_starts_at
   asof.max = today()

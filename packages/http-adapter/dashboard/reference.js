@@ -6,6 +6,8 @@ import { addDays, fileName, seconds, today, usd, when } from "./format.js"
 
 const p = panel("reference")
 const SPAN_DAYS = 90
+/** Columns a panel's table holds at most: past it, a line per value rather than a column per index. */
+const WIDE_UP_TO = 6
 
 /** The per-GPU indices a reference price is computed from: its interval, region, contract and vendor set. */
 const feedersOf = (ref, indices) => indices.filter((i) =>
@@ -50,8 +52,15 @@ export const show = async (view, asked) => {
     (feeders.length === 0 ? "; this token holds none of the indices it is computed from." :
       `; the per-GPU indices it is the fleet-weighted mean of: ${feeders.map((f, k) => `${f.gpu_group} ${usd(lastOf(columns[k + 1]))}`).join(", ")}.`)
   p.headline.textContent = ref.description
-  p.rows(fileName("reference-price"), `${ref.title} and its inputs, latest first`,
-    [{ label: "Time (UTC)", kind: "time" }, ...names.map((label) => ({ label, kind: "usd" }))],
-    [...stamps].reverse().map((t, r) => [t, ...columns.map((c) => c[stamps.length - 1 - r])]))
+  const latestFirst = [...stamps.keys()].reverse()
+  if (names.length <= WIDE_UP_TO) {
+    p.rows(fileName("reference-price"), `${ref.title} and its inputs, latest first`,
+      [{ label: "Time (UTC)", kind: "time" }, ...names.map((label) => ({ label, kind: "usd" }))],
+      latestFirst.map((t) => [stamps[t], ...columns.map((c) => c[t])]))
+  } else {
+    p.rows(fileName("reference-price"), `${ref.title} and its inputs, latest first, one line per value`,
+      [{ label: "Time (UTC)", kind: "time" }, { label: "Index" }, { label: "Value", kind: "usd" }],
+      latestFirst.flatMap((t) => names.map((name, k) => [stamps[t], name, columns[k][t]]).filter(([, , v]) => v !== null)))
+  }
   await timeChart(p, { x: stamps.map(seconds), lines, summary })
 }
