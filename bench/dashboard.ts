@@ -10,8 +10,8 @@ import { median } from "./stats"
 /**
  * (m) The dashboard's first load: headless Chromium opens `/dashboard` of `npm start` (the demo
  * market, `demo-all` already in the tab's session storage) in a fresh browser context, so nothing
- * is cached, and the clock runs from navigation to the page saying every chart is drawn. The
- * baseline, in the same run and the same way: `/docs` until Swagger UI has listed the paths.
+ * is cached, and the clock runs from navigation to the page saying every panel is drawn. The
+ * baseline, in the same run and the same way: `/docs` until Redoc has listed the operations.
  * Bytes are what crossed the wire (headers and compressed bodies). Runs inside `npm run bench`,
  * or alone: `BENCH_ONLY=m npm run bench`.
  */
@@ -22,6 +22,9 @@ const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run
 const START = path.join(REPO_ROOT, "packages", "cli", "dist", "start.js")
 /** The demo market `npm start` seeds, kept between runs (seeding it takes about 20 s; later runs only extend it to today). */
 const DEMO_DB = path.join(DATA_DIR, "dashboard-demo.db")
+
+/** The panels `demo-all` has drawn when the page is loaded. */
+const DASHBOARD_PANELS = 8
 
 /** The issue's bar: loaded in under a second from a local server. */
 export const DASHBOARD_TARGET_MS = 1000
@@ -89,12 +92,13 @@ export const runDashboardBench = async (quick: boolean, log: (line: string) => v
     const dashboard = () => loadOnce(browser, `${base}/dashboard`, "demo-all", async (page) => {
       await page.waitForSelector("body[data-ready]", { timeout: 30_000 })
       charts = (await page.textContent("#status")) ?? ""
-      if (!charts.startsWith("5 charts drawn")) {
+      // demo-all sees every panel: eight drawn, and the offers form ready.
+      if (!charts.startsWith(`${DASHBOARD_PANELS} panels drawn`)) {
         const panels = await page.$$eval("section", (ss) => ss.map((s) => `${s.id} ${s.getAttribute("data-state")}: ${s.querySelector(".summary")?.textContent}`))
-        throw new Error(`the dashboard did not draw every chart: ${charts}\n${panels.join("\n")}`)
+        throw new Error(`the dashboard did not draw every panel: ${charts}\n${panels.join("\n")}`)
       }
     })
-    const docs = () => loadOnce(browser, `${base}/docs`, undefined, (page) => page.waitForSelector(".opblock-summary-path", { timeout: 30_000 }))
+    const docs = () => loadOnce(browser, `${base}/docs`, undefined, (page) => page.waitForSelector("[data-section-id^='operation/']", { timeout: 30_000 }))
     // One of each first: the server reads its files and builds the OpenAPI document on first use.
     await dashboard()
     await docs()
@@ -122,7 +126,7 @@ const kb = (bytes: number) => `${(bytes / 1000).toFixed(0)} kB`
 
 /** The line of (m). */
 export const dashboardLine = (r: DashboardResults) => ({
-  name: "(m) dashboard first load (demo-all, cold cache): navigation to every chart drawn, vs /docs listed",
+  name: "(m) dashboard first load (demo-all, cold cache): navigation to every panel drawn, vs /docs listed",
   figure: `${(r.medianMs / 1000).toFixed(2)} s, ${kb(r.bytes)}`,
   baseline: `${(r.docsMedianMs / 1000).toFixed(2)} s, ${kb(r.docsBytes)}`,
   ratio: r.medianMs / r.docsMedianMs,
@@ -135,14 +139,14 @@ const md = (row: ReadonlyArray<string>) => `| ${row.join(" | ")} |`
 /** The section of (m) in BENCHMARKS.md. */
 export const dashboardMarkdown = (r: DashboardResults): string => `## (m) Dashboard first load
 
-\`npm start\` over the demo market (180 days of every type) on 127.0.0.1; headless Chromium (Debian's \`chromium\`) at 1280 × 900 opens \`/dashboard\` in a fresh browser context each time (nothing cached), with \`demo-all\` already in the tab's session storage, and the clock runs from navigation until the page says every chart is drawn (${r.charts.replace(/\.$/, "")}): the page, its CSS and modules, uPlot, the four metadata reads and every chart's data. Baseline in the same run, loaded the same way: \`/docs\` until Swagger UI lists the paths. ${r.runs} loads of each after one of each to warm the server, alternating; figures are medians; the 1-minute load average was ${r.load.toFixed(2)} on ${os.cpus().length} cores when they began. Bytes are what crossed the wire: response headers and bodies as sent (brotli where the browser asks).
+\`npm start\` over the demo market (180 days of every type) on 127.0.0.1; headless Chromium (Debian's \`chromium\`) at 1280 × 900 opens \`/dashboard\` in a fresh browser context each time (nothing cached), with \`demo-all\` already in the tab's session storage, and the clock runs from navigation until the page says every panel is drawn (${r.charts.split(" for ")[0]}): the page, its CSS and modules, uPlot, \`/v2/token\`, then the rental summaries, the four metadata reads and every chart's data. Baseline in the same run, loaded the same way: \`/docs\` until Redoc lists the operations. ${r.runs} loads of each after one of each to warm the server, alternating; figures are medians; the 1-minute load average was ${r.load.toFixed(2)} on ${os.cpus().length} cores when they began. Bytes are what crossed the wire: response headers and bodies as sent (brotli where the browser asks).
 
 ${md(["page", "time to drawn", "bytes", "requests", "runs (ms)"])}
 ${md(["---", "---:", "---:", "---:", "---"])}
 ${md(["/dashboard", `${r.medianMs.toFixed(0)} ms`, `${kb(r.bytes)} (API answers ${kb(r.apiBytes)})`, String(r.requests), r.dashboard.map((l) => l.ms.toFixed(0)).join(", ")])}
 ${md(["/docs", `${r.docsMedianMs.toFixed(0)} ms`, kb(r.docsBytes), String(median(r.docs.map((l) => l.requests))), r.docs.map((l) => l.ms.toFixed(0)).join(", ")])}
 
-Ratio ${(r.medianMs / r.docsMedianMs).toFixed(2)}× of \`/docs\`; target: every chart drawn within ${(DASHBOARD_TARGET_MS / 1000).toFixed(1)} s.
+Ratio ${(r.medianMs / r.docsMedianMs).toFixed(2)}× of \`/docs\`; target: every panel drawn within ${(DASHBOARD_TARGET_MS / 1000).toFixed(1)} s.
 `
 
 const isMain = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href

@@ -35,6 +35,22 @@ describe("HTTP client (createClient) against the real app on a real port", () =>
     assert.isTrue(seen.slice(1).every((url) => url.startsWith(`${host.origin}/market/v2/gpu/rental/prices/latest?page_token=`)))
   })
 
+  it("summaries: the client's pages equal the Promise API's, group_by given as a list", async () => {
+    const client = createClient({ baseUrl: `${host.origin}/market`, token: "all" })
+    // An instant and a window, so both calls summarise the same market.
+    const query = { gpu_canonical_name: ["h100-sxm", "l40s"], group_by: ["vendor", "contract_type"] as const, as_of: "2026-05-10", page_size: 5 }
+    const rows = []
+    for await (const row of client.rental.prices.summary.rows(query)) rows.push(row)
+    assert.deepStrictEqual(rows, (await direct.rental.prices.summary({ ...query, page_size: 1000 }, { token: "all" })).data)
+    assert.strictEqual(rows.length, 12)
+    assert.isTrue(rows.every((r) => r.vendor !== undefined && r.contract_type !== undefined && r.region === undefined && r.change !== undefined))
+    const series = { gpu_canonical_name: "v100", interval: "1d", start: "2026-05-03", end: "2026-05-09" } as const
+    const points = (await client.rental.prices.summaryHistory(series)).data
+    assert.deepStrictEqual(points, (await direct.rental.prices.summaryHistory(series, { token: "all" })).data)
+    // A bare end date takes in its whole day: seven midnights.
+    assert.deepStrictEqual(points.map((p) => p.at.slice(0, 10)), ["2026-05-03", "2026-05-04", "2026-05-05", "2026-05-06", "2026-05-07", "2026-05-08", "2026-05-09"])
+  })
+
   it("throws problems as MarketProblemError with the body the server sent", async () => {
     const client = createClient({ baseUrl: `${host.origin}/market` })
     for (const [call, status, code] of [

@@ -1,10 +1,10 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { marketLayer, procurementLayer, simulatedProviderLayer } from "@gpu-market/core"
+import { Auth, type DataType, FormatImport, marketLayer, procurementLayer, simulatedProviderLayer } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
 import * as Server from "@gpu-market/http-adapter"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import { Effect, Layer } from "effect"
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { type Browser, chromium, type Page } from "playwright-core"
@@ -13,10 +13,12 @@ import { freePort } from "./support/process"
 /**
  * The dashboard in a real browser: headless Chromium opens `/dashboard` of a server on a real
  * port behind a base-URL prefix, over a small demo market (every data type, the demo tokens,
- * procurement). With `demo-all` every chart is drawn with data (its canvas holds the series'
- * pixels, its table the rows), nothing leaves the server's origin, the token never appears in a
- * URL, and the console stays clean; with `demo-rental` the charts it may not see say so.
- * A screenshot of the run is kept in test-artifacts/dashboard.png.
+ * procurement) and over a market imported from the real SkyPilot and LiteLLM catalogs. With each
+ * token every panel is drawn (its canvas holds the series' pixels, its table the rows) or says
+ * why not; no request is refused (the page asks `/v2/token` first), nothing leaves the server's
+ * origin, the token never appears in a URL, and the console stays clean; every "Download CSV"
+ * saves exactly the rows its table shows; at 1440 px and 390 px nothing runs off the screen or
+ * is clipped. Screenshots are kept in test-artifacts/dashboard-*.png.
  */
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
@@ -25,7 +27,10 @@ const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run
 const ARTIFACTS = resolve(import.meta.dirname, "../test-artifacts")
 /** Days of demo history: enough for every chart to have a line, few enough to seed in seconds. */
 const DAYS = 10
-const CHARTS = ["index-history", "reference", "rental", "hardware", "llm"]
+/** The panels with a chart. */
+const CHARTS = ["trend", "spread", "rental", "index-history", "reference", "hardware", "llm"]
+/** Every panel. */
+const PANELS = ["grid", ...CHARTS, "offers"]
 
 class Base extends Effect.Service<Base>()("Test/DashboardBase", { succeed: { url: "" as string } }) {}
 
@@ -111,6 +116,194 @@ const countOf = (page: Page, selector: string) => Effect.promise(() => page.$$ev
 const api = (url: string, path: string, token = "demo-all") =>
   Effect.promise(() => fetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.json() as Promise<any>))
 
+const FIXTURES = resolve(import.meta.dirname, "fixtures/real")
+const DATA_TYPES: ReadonlyArray<DataType> = ["gpu_rental_prices", "gpu_rental_indexes", "gpu_rental_transactions", "gpu_hardware_prices", "llm_token_prices"]
+const everyType = (history: boolean) =>
+  Object.fromEntries(DATA_TYPES.map((t) => [t, { history: history ? { _tag: "unrestricted" as const } : { _tag: "none" as const } }]))
+
+/**
+ * A market imported from the real catalogs (test/fixtures/real/SOURCES.md): every SkyPilot
+ * catalog and LiteLLM's prices, as listed 8 days ago and again today, so a week's change is
+ * there to report; `real-all` reads every type with history, `real-current` current values only.
+ */
+const realMarket = Layer.unwrapScoped(Effect.map(
+  Effect.acquireRelease(Effect.sync(() => mkdtempSync(join(tmpdir(), "gpu-market-dashboard-real-"))),
+    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))),
+  (dir) => Layer.effectDiscard(Effect.gen(function* () {
+    const formats = yield* FormatImport
+    for (const at of [Date.now() - 8 * 86_400_000, Date.now()]) {
+      const observedAt = new Date(at).toISOString()
+      for (const file of readdirSync(join(FIXTURES, "skypilot"))) {
+        yield* formats.skypilot(readFileSync(join(FIXTURES, "skypilot", file), "utf8"), { vendor: file.replace(/-vms\.csv$/, ""), observedAt })
+      }
+      yield* formats.litellm(readFileSync(join(FIXTURES, "litellm", "model_prices.json"), "utf8"), { observedAt })
+    }
+    const auth = yield* Auth
+    yield* auth.issue({ name: "Real catalogs, every type with history", grants: everyType(true), indices: "all" }, "real-all")
+    yield* auth.issue({ name: "Real catalogs, current values only", grants: everyType(false), indices: "all" }, "real-current")
+  })).pipe(
+    Layer.provideMerge(marketLayer),
+    Layer.provideMerge(SqliteStorage.layer({ filename: join(dir, "market.db") }))
+  )))
+
+const realServerLayer = Layer.unwrapEffect(Effect.map(Effect.promise(freePort), (port) => {
+  const url = `http://127.0.0.1:${port}/market`
+  return Layer.merge(Server.layer({ port, host: "127.0.0.1", baseUrl: url }), Layer.succeed(Base, Base.make({ url })))
+})).pipe(Layer.provide(realMarket))
+
+/** The states a panel may settle in: drawn with data, or saying in words why it shows none. */
+type Settled = "drawn" | "denied" | "empty" | "ready"
+
+/**
+ * Every panel settled as `expected` says, each that is not drawn saying why in a sentence, each
+ * drawn chart holding the series' pixels beside a table of its rows.
+ */
+const settledAs = (page: Page, expected: Readonly<Record<string, Settled>>) => Effect.gen(function* () {
+  assert.sameMembers(Object.keys(expected), PANELS)
+  for (const [id, state] of Object.entries(expected)) {
+    const said = yield* textOf(page, `#${id} .summary`)
+    assert.strictEqual(yield* stateOf(page, id), state, `${id}: ${said}`)
+    assert.isAbove(said.length, 20, `${id} says what it shows or why not`)
+    if (state === "drawn" && CHARTS.includes(id)) {
+      assert.isAbove(yield* colouredPixels(page, id), 150, `${id}: series drawn on the canvas`)
+      assert.isAbove(yield* countOf(page, `#${id} .table tbody tr`), 0, `${id}: a table of the values`)
+    }
+    if (state === "denied" && id !== "index-history" && id !== "reference") assert.strictEqual(yield* countOf(page, `#${id} canvas`), 0, `${id}: no empty chart`)
+  }
+})
+
+/** A CSV file's records (RFC 4180: quoted fields, doubled quotes, CRLF). */
+const parseCsv = (text: string): Array<Array<string>> => {
+  const records: Array<Array<string>> = []
+  let field = ""
+  let record: Array<string> = []
+  let quoted = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!
+    if (quoted) {
+      if (c === "\"" && text[i + 1] === "\"") { field += "\""; i++ } else if (c === "\"") quoted = false
+      else field += c
+    } else if (c === "\"") quoted = true
+    else if (c === ",") { record.push(field); field = "" } else if (c === "\n") { record.push(field); records.push(record); record = []; field = "" } else if (c !== "\r") field += c
+  }
+  return records
+}
+
+/** How the page writes a price, a count, a change and an instant, as a reader sees them. */
+const fixed = (v: number, digits: number) => v.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
+const usdOf = (v: number, digits = v >= 1000 ? 0 : v >= 10 ? 2 : 4) => `$${fixed(v, digits)}`
+const pctOf = (v: number) => `${v > 0 ? "+" : v < 0 ? "−" : ""}${fixed(Math.abs(v), 1)}%`
+const shownAs = (value: string): ReadonlyArray<string> => {
+  if (value === "") return ["—", ""]
+  if (/^-?\d+(\.\d+)?(e-?\d+)?$/.test(value)) {
+    const v = Number(value)
+    return [usdOf(v), usdOf(v, 2), v.toLocaleString("en-US"), pctOf(v), value]
+  }
+  if (/^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(value)) return [`${value.slice(0, 10)} ${value.slice(11, 16)} UTC`]
+  // A text a spreadsheet would run as a formula is saved with a quote before it.
+  return [/^'[=+\-@]/.test(value) ? value.slice(1) : value]
+}
+
+/** The rows of the table a download button is for: each cell's text, and whether it is a control (a button) or a mark. */
+const shownRows = (page: Page, button: string) => Effect.promise(() => page.$eval(button, (b: any) => {
+  const section = b.closest("section")
+  const table = b.closest(".cheapest")?.querySelector("table") ?? section.querySelector(".table table")
+  const head = [...table.querySelectorAll("thead th")].map((th: any) => th.textContent)
+  const body = [...table.querySelectorAll("tbody tr")].map((tr: any) => [...tr.children].map((td: any) => ({
+    text: td.textContent as string, node: td.querySelector("button, .outlier") !== null
+  })))
+  return { grid: table.classList.contains("grid") as boolean, head: head as Array<string>, body: body as Array<Array<{ text: string; node: boolean }>> }
+}))
+
+/**
+ * Presses every "Download CSV" of the page and checks that each saves exactly the rows its table
+ * shows, value for value as written on screen; returns how many files were checked.
+ */
+const everyDownloadMatches = (page: Page) => Effect.gen(function* () {
+  const buttons = yield* Effect.promise(() => page.$$eval("button.download", (bs) => bs.map((_, i) => i)))
+  for (const i of buttons) {
+    const selector = `:nth-match(button.download, ${i + 1})`
+    const [download] = yield* Effect.promise(() => Promise.all([page.waitForEvent("download"), page.click(selector)]))
+    const file = yield* Effect.promise(() => download.path())
+    assert.match(download.suggestedFilename(), /^gpu-market-[a-z0-9.-]+-\d{4}-\d\d-\d\d\.csv$/)
+    const [header, ...records] = parseCsv(readFileSync(file, "utf8"))
+    const shown = yield* shownRows(page, selector)
+    assert.strictEqual(records.length, shown.body.length, `${download.suggestedFilename()}: one line per row shown`)
+    if (shown.grid) {
+      // The grid: a GPU per row, for each vendor its cheapest price and (with history) its 7-day change.
+      const vendors = shown.head.slice(1)
+      const perVendor = (header!.length - 1) / vendors.length
+      records.forEach((record, r) => {
+        assert.strictEqual(record[0], shown.body[r]![0]!.text)
+        vendors.forEach((_, k) => {
+          const [price, change] = record.slice(1 + k * perVendor, 1 + (k + 1) * perVendor)
+          const text = shown.body[r]![k + 1]!.text
+          if (price === "") return assert.strictEqual(text, "")
+          assert.isTrue(text.startsWith(usdOf(Number(price))), `${text} shows ${price}`)
+          if (perVendor === 2) assert.strictEqual(text.slice(usdOf(Number(price)).length), change === "" ? "new" : pctOf(Number(change)))
+        })
+      })
+      continue
+    }
+    assert.deepStrictEqual(header, shown.head, download.suggestedFilename())
+    records.forEach((record, r) => record.forEach((value, c) => {
+      const cell = shown.body[r]![c]!
+      if (!cell.node) assert.include(shownAs(value), cell.text, `${download.suggestedFilename()} row ${r + 1} ${header![c]}: ${value}`)
+    }))
+  }
+  return buttons.length
+})
+
+/**
+ * What runs off the screen or is cut off at the page's width: elements reaching past the
+ * viewport, and elements whose content is wider than their box (scrolled or hidden), every
+ * `details` opened first; a visually hidden element (table headers on a phone) is left out.
+ */
+const clipped = (page: Page) => Effect.promise(() => page.evaluate(() => {
+  const d = (globalThis as any).document
+  for (const details of d.querySelectorAll("details")) details.open = true
+  const width = d.documentElement.clientWidth
+  const out: Array<string> = []
+  if (d.documentElement.scrollWidth > width) out.push(`the page is ${d.documentElement.scrollWidth} px wide`)
+  for (const e of d.querySelectorAll("body *")) {
+    if (e.closest("thead") !== null && (globalThis as any).getComputedStyle(e.closest("thead")).position === "absolute") continue
+    const r = e.getBoundingClientRect()
+    if (r.width === 0 && r.height === 0) continue
+    const name = `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ""}${e.className && typeof e.className === "string" ? `.${e.className}` : ""} in #${e.closest("section")?.id}`
+    if (r.right > width + 0.5) out.push(`${name} reaches ${Math.round(r.right)} px`)
+    else if (e.scrollWidth > e.clientWidth + 1 && (globalThis as any).getComputedStyle(e).overflowX !== "visible") out.push(`${name} holds ${e.scrollWidth} px in ${e.clientWidth}`)
+  }
+  return out
+}))
+
+/** At 1440 px and at 390 px: nothing clipped; a screenshot of each kept. */
+const fitsBothWidths = (page: Page, name: string) => Effect.gen(function* () {
+  mkdirSync(ARTIFACTS, { recursive: true })
+  for (const width of [1440, 390]) {
+    yield* Effect.promise(() => page.setViewportSize({ width, height: 900 }))
+    // Charts follow their box: wait until every canvas fits its panel again.
+    yield* Effect.promise(() => page.waitForFunction(() => [...(globalThis as any).document.querySelectorAll(".chart canvas")]
+      .every((c: any) => c.getBoundingClientRect().right <= (globalThis as any).document.documentElement.clientWidth)))
+    assert.deepStrictEqual(yield* clipped(page), [], `${name} at ${width} px`)
+    yield* Effect.promise(() => page.screenshot({ path: join(ARTIFACTS, `dashboard-${name}-${width}.png`), fullPage: true }))
+  }
+})
+
+/** Nothing refused, nothing failed, nothing said in the console, every request to this server under its prefix, the token in none. */
+const clean = (w: Watched, url: string, token: string) => {
+  assert.deepStrictEqual(w.failed, [], "no request refused or failed")
+  assert.deepStrictEqual(w.consoleErrors, [])
+  assert.deepStrictEqual(w.pageErrors, [])
+  for (const r of w.requested.filter((r) => !r.startsWith("data:") && !r.startsWith("blob:"))) {
+    assert.isTrue(r.startsWith(`${url}/`), `left the origin or the prefix: ${r}`)
+    assert.notInclude(r, token, "the token is never in a URL")
+  }
+}
+
+const drawnFor = (page: Page, id: string, text: string, part = "summary") => Effect.promise(() => page.waitForFunction(([id, t, p]) =>
+  (globalThis as any).document.querySelector(`#${id}`)?.getAttribute("data-state") === "drawn" &&
+  (globalThis as any).document.querySelector(`#${id} .${p}`)?.textContent?.includes(t), [id, text, part] as const))
+
 describe("/dashboard in headless Chromium", () => {
   layer(serverLayer, { timeout: "180 seconds", excludeTestServices: true })((it) => {
     it.effect("serves the page under a strict CSP and its assets versioned, cached for a year", () =>
@@ -139,58 +332,55 @@ describe("/dashboard in headless Chromium", () => {
         assert.strictEqual(stale.status, 404)
       }))
 
-    it.effect("demo-all: every chart drawn with data, from this origin only, token never in a URL, a clean console", () =>
+    it.effect("demo-all: every panel drawn with data, its CSV the rows shown, nothing clipped, from this origin only, a clean console", () =>
       Effect.gen(function* () {
         const { url } = yield* Base
         const browser = yield* launch
-        const w = yield* watchedPage(browser, 1280)
+        const w = yield* watchedPage(browser, 1440)
         yield* signIn(w, url, "demo-all")
         const { page } = w
 
+        yield* settledAs(page, {
+          grid: "drawn", trend: "drawn", spread: "drawn", rental: "drawn", "index-history": "drawn", reference: "drawn",
+          hardware: "drawn", llm: "drawn", offers: "ready"
+        })
+        assert.match(yield* textOf(page, "#status"), /^8 panels drawn for Demo: every data type/)
         for (const id of CHARTS) {
-          assert.strictEqual(yield* stateOf(page, id), "drawn", `${id}: ${yield* textOf(page, `#${id} .summary`)}`)
-          assert.isAbove(yield* colouredPixels(page, id), 150, `${id}: series drawn on the canvas`)
-          assert.isAbove(yield* countOf(page, `#${id} .table tbody tr`), 0, `${id}: a table of the values`)
           const label = yield* Effect.promise(() => page.getAttribute(`#${id} .chart`, "aria-label"))
           assert.isAbove((label ?? "").length, 40, `${id}: the chart's summary is its accessible name`)
         }
-        assert.include(yield* textOf(page, "#status"), "5 charts drawn")
+        // Legends name the series; no "—" waits for a cursor.
+        assert.notInclude(yield* Effect.promise(() => page.$$eval(".u-legend", (ls) => ls.map((l) => l.textContent).join(" "))), "—")
 
-        // The index with its band and the value as of today, from /as-of.
-        assert.include(yield* textOf(page, "#index-history .summary"), "The shaded band runs from p5 to p95")
-        assert.match(yield* textOf(page, "#index-history .headline"), /^As of \d{4}-\d{2}-\d{2}: \$\d/)
-        // 30-minute values of the same index, then the daily ones as they stood at an earlier date.
-        const drawnWith = (text: string, part = "summary") => Effect.promise(() => page.waitForFunction(([t, p]) =>
-          (globalThis as any).document.querySelector("#index-history")?.getAttribute("data-state") === "drawn" &&
-          (globalThis as any).document.querySelector(`#index-history .${p}`)?.textContent?.includes(t), [text, part] as const))
-        yield* Effect.promise(() => page.check("#index-history input[value=intraday]"))
-        yield* drawnWith("30-minute values")
-        assert.isAbove(yield* colouredPixels(page, "index-history"), 150)
-        yield* Effect.promise(() => page.check("#index-history input[value=daily]"))
-        yield* drawnWith("daily values")
-        const daysBack = new Date(Date.now() - 3 * 86_400_000).toISOString().slice(0, 10)
-        yield* Effect.promise(() => page.fill("#index-history input[name=asof]", daysBack))
-        yield* drawnWith(`As of ${daysBack}:`, "headline")
-        assert.match(yield* textOf(page, "#index-history .headline"), new RegExp(`^As of ${daysBack}: \\$\\d`))
-        const newest = yield* textOf(page, "#index-history tbody tr:first-child td:first-child")
-        assert.isTrue(newest <= daysBack, `nothing after the as-of date: ${newest}`)
+        // The grid: each GPU's cheapest vendor is the summary's, with its 7-day change.
+        const summary = (yield* api(url, "/v2/gpu/rental/prices/summary?gpu_canonical_name=h100-sxm")).data[0]
+        const h100 = yield* Effect.promise(() => page.$eval("#grid tbody tr:has(th:text-is('h100-sxm')) strong", (s) => s.textContent))
+        assert.strictEqual(h100, usdOf(summary.price_min))
+        assert.include(yield* textOf(page, "#grid .summary"), "the change against 7 days before")
+        assert.isAbove(yield* countOf(page, "#grid td small"), 0)
 
-        // The reference price with the per-GPU indices it is the mean of.
-        const referenceHeads = yield* Effect.promise(() => page.$$eval("#reference thead th", (ths) => ths.map((t) => t.textContent)))
-        assert.includeMembers(referenceHeads, ["Reference price", "h100-sxm", "h200-sxm", "a100-sxm-80gb", "b200"])
+        // The trend over 7 days, then all the token may see: the table holds one row per day drawn.
+        assert.include(yield* textOf(page, "#trend .summary"), "The shaded band runs from p10 to p90")
+        yield* Effect.promise(() => page.check("#trend input[value='7']"))
+        yield* drawnFor(page, "trend", "daily from")
+        assert.isAtMost(yield* countOf(page, "#trend .table tbody tr"), 7)
+        yield* Effect.promise(() => page.check("#trend input[value=all]"))
+        yield* Effect.promise(() => page.waitForFunction(() => (globalThis as any).document.querySelectorAll("#trend .table tbody tr").length > 7))
+        yield* drawnFor(page, "trend", "daily from")
+        assert.match(yield* textOf(page, "#spread .summary"), /Spot (ran from|was) .+ on-demand\./)
 
-        // The cheapest H100 offer is the API's cheapest, and its link shows its row.
+        // The cheapest H100 offer is the API's cheapest, and its details open in a readable panel.
         const cheapest = (yield* api(url, "/v2/gpu/rental/prices/latest?gpu_canonical_name=h100-sxm&sort_by=price_usd_per_gpu_hour&page_size=1")).data[0]
         const firstRow = yield* Effect.promise(() => page.$$eval("#rental .cheapest tbody tr:first-child td", (tds) => tds.map((t) => t.textContent)))
         assert.strictEqual(firstRow[0], cheapest.vendor)
-        assert.strictEqual(firstRow[4], `$${cheapest.price_usd_per_gpu_hour.toFixed(4)}`)
+        assert.strictEqual(firstRow[4], usdOf(cheapest.price_usd_per_gpu_hour))
         assert.strictEqual(yield* countOf(page, "#rental .cheapest tbody tr"), 10)
-        assert.strictEqual(yield* Effect.promise(() => page.textContent("#rental .row")), "")
-        yield* Effect.promise(() => page.click("#rental .cheapest tbody tr:first-child a"))
-        yield* Effect.promise(() => page.waitForSelector("#rental .row pre"))
-        const shownRow = JSON.parse(yield* textOf(page, "#rental .row pre"))
-        assert.strictEqual(shownRow[0].price_usd_per_gpu_hour, cheapest.price_usd_per_gpu_hour)
-        // Both contracts are drawn apart: spot among the on-demand prices.
+        yield* Effect.promise(() => page.click("#rental .cheapest tbody tr:first-child button"))
+        const facts = yield* Effect.promise(() => page.$$eval("#rental .offer-details dt", (dts) =>
+          Object.fromEntries(dts.map((dt) => [dt.textContent, dt.nextElementSibling?.textContent]))))
+        assert.strictEqual(facts["Price per GPU-hour"], usdOf(cheapest.price_usd_per_gpu_hour))
+        assert.strictEqual(facts["Product key"], cheapest.product_key)
+        assert.strictEqual(facts.Vendor, cheapest.vendor)
         assert.include(yield* textOf(page, "#rental .summary"), "Spot median")
 
         // A model with a flagged price: the outlier is drawn in its own colour and named in the table.
@@ -203,12 +393,24 @@ describe("/dashboard in headless Chromium", () => {
         }
         assert.isDefined(flagged, "the demo plants outliers")
         yield* Effect.promise(() => page.selectOption("#llm select", flagged!.model))
-        yield* Effect.promise(() => page.waitForFunction((model) =>
-          (globalThis as any).document.querySelector("#llm")?.getAttribute("data-state") === "drawn" &&
-          (globalThis as any).document.querySelector("#llm .summary")?.textContent?.startsWith(`${model}:`), flagged!.model))
+        yield* drawnFor(page, "llm", `${flagged!.model}:`)
         assert.strictEqual(yield* countOf(page, "#llm .table .outlier"), flagged!.outliers)
         assert.include(yield* textOf(page, "#llm .summary"), "Outliers (marked)")
         assert.isAbove(yield* colouredPixels(page, "llm", [0xe0, 0x31, 0x31]), 20, "outliers drawn in red")
+
+        // The index: 30-minute values, then the daily ones as they stood at an earlier date.
+        assert.match(yield* textOf(page, "#index-history .headline"), /^As of \d{4}-\d{2}-\d{2}: \$\d/)
+        yield* Effect.promise(() => page.check("#index-history input[value=intraday]"))
+        yield* drawnFor(page, "index-history", "30-minute values")
+        yield* Effect.promise(() => page.check("#index-history input[value=daily]"))
+        yield* drawnFor(page, "index-history", "daily values")
+        const daysBack = new Date(Date.now() - 3 * 86_400_000).toISOString().slice(0, 10)
+        yield* Effect.promise(() => page.fill("#index-history input[name=asof]", daysBack))
+        yield* drawnFor(page, "index-history", `As of ${daysBack}:`, "headline")
+        const newest = yield* textOf(page, "#index-history tbody tr:first-child td:first-child")
+        assert.isTrue(newest <= daysBack, `nothing after the as-of date: ${newest}`)
+        const referenceHeads = yield* Effect.promise(() => page.$$eval("#reference thead th", (ths) => ths.map((t) => t.textContent)))
+        assert.includeMembers(referenceHeads, ["Reference price", "h100-sxm", "h200-sxm", "a100-sxm-80gb", "b200"])
 
         // Keyboard: another GPU chosen with the arrow key redraws the rental chart.
         const before = yield* textOf(page, "#rental .summary")
@@ -218,66 +420,52 @@ describe("/dashboard in headless Chromium", () => {
           (globalThis as any).document.querySelector("#rental")?.getAttribute("data-state") === "drawn" &&
           (globalThis as any).document.querySelector("#rental .summary")?.textContent !== old, before))
 
-        // Offers for a token with the procurement grant.
+        // Offers for a token with the procurement grant, and their CSV.
         yield* Effect.promise(() => page.click("#offers button[type=submit]"))
         yield* Effect.promise(() => page.waitForSelector("#offers[data-state=answered]"))
         assert.isAbove(yield* countOf(page, "#offers tbody tr"), 0, yield* textOf(page, "#offers .summary"))
 
-        mkdirSync(ARTIFACTS, { recursive: true })
-        yield* Effect.promise(() => page.screenshot({ path: join(ARTIFACTS, "dashboard.png"), fullPage: true }))
+        // Every table and chart: its download is the rows it shows.
+        assert.strictEqual(yield* everyDownloadMatches(page), 10)
+        yield* fitsBothWidths(page, "demo-all")
 
-        // A phone's width: one column, nothing wider than the screen, charts fitted to it.
-        yield* Effect.promise(() => page.setViewportSize({ width: 390, height: 800 }))
-        yield* Effect.promise(() => page.waitForFunction(() =>
-          [...(globalThis as any).document.querySelectorAll(".chart canvas")].every((c) => c.getBoundingClientRect().width <= 370)))
-        assert.isAtMost(yield* Effect.promise(() => page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth)), 390)
-
-        const origin = new URL(url).origin
-        assert.deepStrictEqual(w.failed, [])
-        assert.deepStrictEqual(w.consoleErrors, [])
-        assert.deepStrictEqual(w.pageErrors, [])
-        for (const r of w.requested.filter((r) => !r.startsWith("data:"))) {
-          assert.isTrue(r.startsWith(`${url}/`), `left the origin or the prefix: ${r}`)
-          assert.notInclude(r, "demo-all", "the token is never in a URL")
-        }
-        assert.isTrue(w.requested.some((r) => r.startsWith(`${origin}/market/v2/gpu/hardware/prices/history?`)))
+        clean(w, url, "demo-all")
+        assert.isTrue(w.requested.some((r) => r.includes("/market/v2/gpu/hardware/prices/history?")))
         assert.strictEqual(yield* Effect.promise(() => page.evaluate(() => (globalThis as any).sessionStorage.getItem("gpu-market-token"))), "demo-all")
       }).pipe(Effect.scoped))
 
-    it.effect("demo-rental: what it may see is drawn (uPlot arriving after the data), what it may not is said in words", () =>
+    it.effect("demo-rental: what it may see is drawn (uPlot arriving after the data), what it may not is said without asking", () =>
       Effect.gen(function* () {
         const { url } = yield* Base
         const browser = yield* launch
-        const w = yield* watchedPage(browser, 1280)
+        const w = yield* watchedPage(browser, 1440)
         yield* signIn(w, url, "demo-rental", true)
         const { page } = w
-        for (const id of ["index-history", "rental"]) {
-          assert.strictEqual(yield* stateOf(page, id), "drawn", id)
-          assert.isAbove(yield* colouredPixels(page, id), 150, id)
-        }
+        yield* settledAs(page, {
+          grid: "drawn", trend: "drawn", spread: "drawn", rental: "drawn", "index-history": "drawn", reference: "denied",
+          hardware: "denied", llm: "denied", offers: "denied"
+        })
         const said = {
           reference: "This token does not hold the GPU reference price index",
           hardware: "This token may not see hardware resale prices (this token is not granted gpu_hardware_prices)",
-          llm: "This token may not see LLM token prices (this token is not granted llm_token_prices)"
+          llm: "This token may not see LLM token prices (this token is not granted llm_token_prices)",
+          offers: "This token may not see offers (this token is not granted the procurement service)"
         }
-        for (const [id, text] of Object.entries(said)) {
-          assert.strictEqual(yield* stateOf(page, id), "denied", id)
-          assert.include(yield* textOf(page, `#${id} .summary`), text)
-          assert.strictEqual(yield* countOf(page, `#${id} .chart canvas`), 0, `${id}: no empty chart`)
-        }
+        for (const [id, text] of Object.entries(said)) assert.include(yield* textOf(page, `#${id} .summary`), text)
         assert.include(yield* textOf(page, "#status"), "not visible to this token: Reference price")
-        // Its index history starts at its history floor, 60 days back.
-        const floor = (yield* api(url, "/v2/gpu/rental/indexes/metadata", "demo-rental")).history_starts_at
+        // Its history starts at its floor, 60 days back: the index's as-of date and the trend's "all".
+        const floor = (yield* api(url, "/v2/token", "demo-rental")).data.grants.gpu_rental_prices.history_starts_at
         assert.strictEqual(yield* Effect.promise(() => page.getAttribute("#index-history input[name=asof]", "min")), floor)
+        yield* Effect.promise(() => Promise.all([
+          page.waitForRequest((r) => r.url().includes("/summary/history?") && r.url().includes(`start=${floor}&`)),
+          page.check("#trend input[value=all]")
+        ]))
+        yield* drawnFor(page, "trend", "daily from")
+        assert.isTrue(yield* Effect.promise(() => page.$eval("#offers button[type=submit]", (b: any) => b.disabled as boolean)))
 
-        yield* Effect.promise(() => page.click("#offers button[type=submit]"))
-        yield* Effect.promise(() => page.waitForSelector("#offers[data-state=denied]"))
-        assert.include(yield* textOf(page, "#offers .summary"), "This token may not see offers (this token is not granted the procurement service)")
-
-        // The refusals are answers the page expected: the only errors are the browser's notes of the 403s.
-        assert.deepStrictEqual(w.pageErrors, [])
-        assert.isTrue(w.failed.every((f) => f.startsWith("403 ")), w.failed.join("\n"))
-        assert.isTrue(w.consoleErrors.every((e) => e.includes("status of 403")), w.consoleErrors.join("\n"))
+        yield* everyDownloadMatches(page)
+        yield* fitsBothWidths(page, "demo-rental")
+        clean(w, url, "demo-rental")
 
         // A token the server does not know: said so, forgotten, and no panel shown.
         yield* Effect.promise(() => page.fill("#token", "not-a-token"))
@@ -285,6 +473,58 @@ describe("/dashboard in headless Chromium", () => {
         yield* Effect.promise(() => page.waitForFunction(() => (globalThis as any).document.querySelector("#status")?.textContent?.includes("not accepted")))
         assert.isTrue(yield* Effect.promise(() => page.$eval("#panels", (m: any) => m.hidden as boolean)))
         assert.isNull(yield* Effect.promise(() => page.evaluate(() => (globalThis as any).sessionStorage.getItem("gpu-market-token"))))
+      }).pipe(Effect.scoped))
+
+    it.effect("demo-current: today's prices drawn (hardware too), history panels say why not, and nothing refused", () =>
+      Effect.gen(function* () {
+        const { url } = yield* Base
+        const browser = yield* launch
+        const w = yield* watchedPage(browser, 1440)
+        yield* signIn(w, url, "demo-current")
+        const { page } = w
+        yield* settledAs(page, {
+          grid: "drawn", trend: "denied", spread: "denied", rental: "drawn", "index-history": "denied", reference: "denied",
+          hardware: "drawn", llm: "drawn", offers: "denied"
+        })
+        assert.include(yield* textOf(page, "#trend .summary"), "This token reads current gpu_rental_prices only, not their history")
+        assert.include(yield* textOf(page, "#grid .summary"), "this token reads current prices only, so no change is shown")
+        assert.strictEqual(yield* countOf(page, "#grid td small"), 0)
+        assert.match(yield* textOf(page, "#spread .headline"), /^h100-sxm today: spot from \$/)
+        assert.match(yield* textOf(page, "#index-history .headline"), /^Latest: \$\d/)
+        assert.include(yield* textOf(page, "#hardware .summary"), "the latest price of")
+        yield* everyDownloadMatches(page)
+        yield* fitsBothWidths(page, "demo-current")
+        clean(w, url, "demo-current")
+        assert.isFalse(w.requested.some((r) => /\/(history|as-of)\?/.test(r)), "no history asked for")
+      }).pipe(Effect.scoped))
+  })
+
+  layer(realServerLayer, { timeout: "300 seconds", excludeTestServices: true })((it) => {
+    it.effect("a market imported from the real catalogs: every panel drawn or saying why, $0 prices kept off the log scale, CSVs, nothing clipped", () =>
+      Effect.gen(function* () {
+        const { url } = yield* Base
+        const browser = yield* launch
+        for (const [token, expected] of [
+          ["real-all", { grid: "drawn", trend: "drawn", spread: "drawn", rental: "drawn", "index-history": "drawn", reference: "drawn", hardware: "empty", llm: "drawn", offers: "denied" }],
+          ["real-current", { grid: "drawn", trend: "denied", spread: "denied", rental: "drawn", "index-history": "denied", reference: "denied", hardware: "empty", llm: "drawn", offers: "denied" }]
+        ] as const) {
+          const w = yield* watchedPage(browser, 1440)
+          yield* signIn(w, url, token)
+          const { page } = w
+          yield* settledAs(page, expected)
+          // A real catalog lists free models: a $0 price is named, not drawn on the log scale.
+          const free = (yield* api(url, "/v2/llm/token/prices/latest?max_price_usd_per_1m_tokens=0&page_size=1", token)).data[0]
+          assert.isDefined(free, "LiteLLM lists $0 prices")
+          yield* Effect.promise(() => page.selectOption("#llm select", free.model))
+          yield* Effect.promise(() => page.waitForFunction((m) => (globalThis as any).document.querySelector("#llm .summary")?.textContent?.startsWith(`${m}:`) &&
+            ["drawn", "empty"].includes((globalThis as any).document.querySelector("#llm")?.getAttribute("data-state")), free.model))
+          assert.include(yield* textOf(page, "#llm .summary"), "$0 has no place on a log scale")
+          assert.isAbove(yield* countOf(page, "#rental .cheapest tbody tr"), 0)
+          yield* everyDownloadMatches(page)
+          yield* fitsBothWidths(page, token)
+          clean(w, url, token)
+          yield* Effect.promise(() => page.close())
+        }
       }).pipe(Effect.scoped))
   })
 })

@@ -198,8 +198,8 @@ describe("OpenAPI 3.1 at /openapi.json", () => {
         yield* atNow
         const doc = yield* fetchDoc
         const documented = Object.keys(doc.paths)
-        // 20 data paths and the change feed.
-        assert.strictEqual(documented.length, 21 + OPERATIONS_PATHS.length + SUPPLY_PATHS.length)
+        // The spec's 20 data paths, the rental summaries' 2, the change feed and the caller's token.
+        assert.strictEqual(documented.length, 24 + OPERATIONS_PATHS.length + SUPPLY_PATHS.length)
         assert.deepStrictEqual(documented.filter((p) => p.startsWith("/supply/")), SUPPLY_PATHS)
         assert.deepStrictEqual(documented.filter((p) => !p.startsWith("/v") && !p.startsWith("/supply/")), OPERATIONS_PATHS)
         for (const path of OPERATIONS_PATHS) assert.deepStrictEqual((doc.paths[path]!.get as any).security, [], `${path} needs no token`)

@@ -6,5 +6,6 @@
 export { type ClientOptions, createClient } from "./client.js"
 export {
   type CallOptions, type EndpointName, type EventsOptions, type FeedMessage, type HardwarePriceQuery, type IndexQuery, type LlmTokenPriceQuery,
-  type MarketFeed, MarketProblemError, type MarketReads, type Problem, type RentalPriceQuery, type TransactionQuery
+  type MarketFeed, MarketProblemError, type MarketReads, type Problem, type RentalPriceQuery, type RentalPriceSummary,
+  type RentalPriceSummaryHistoryQuery, type RentalPriceSummaryPoint, type RentalPriceSummaryQuery, type TransactionQuery
 } from "@gpu-market/core/reads"

@@ -16,7 +16,8 @@ export {
 } from "./adapters/runtime.js"
 export { MarketProblemError, problemOf } from "./adapters/problem.js"
 export type {
-  CallOptions, EndpointName, HardwarePriceQuery, IndexQuery, LlmTokenPriceQuery, MarketReads, RentalPriceQuery, TransactionQuery
+  CallOptions, EndpointName, HardwarePriceQuery, IndexQuery, LlmTokenPriceQuery, MarketReads, RentalPriceQuery, RentalPriceSummaryHistoryQuery,
+  RentalPriceSummaryQuery, TransactionQuery
 } from "./adapters/reads.js"
 export type { EventsOptions, EventsQuery, MarketFeed } from "./adapters/feed.js"
 export { type PortableMarketStorage, type PortableStorage, portableStorage } from "./storage/stores.js"
@@ -25,6 +26,8 @@ export { type Storage, StorageError } from "./storage/contract.js"
 // The Effect API: services and layers
 export { layer as marketLayer, type MarketServices } from "./market/layer.js"
 export { RentalPrices } from "./market/rental-prices.js"
+export { MAX_SUMMARY_POINTS, SUMMARY_GROUPS, SUMMARY_INTERVALS, type SummaryGroup, type SummaryInterval } from "./market/rental-summaries.js"
+export { type OfferStatistics, quantile } from "./market/price-statistics.js"
 export { HardwarePrices } from "./market/hardware-prices.js"
 export { Transactions } from "./market/transactions.js"
 export { LlmTokenPrices } from "./market/llm-token-prices.js"
@@ -45,6 +48,7 @@ export {
   basePriceKey, isOutlierPrice, type LlmIngestSummary, LlmTokenPriceIngest, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO, outlierReference, priceKey
 } from "./ingest/llm-token-prices.js"
 export { IndexIngest, type IndexDefineSummary } from "./ingest/indexes.js"
+export { DEFAULT_INDEX_PREFIX, DefaultIndexes, type DefaultIndexSummary } from "./ingest/default-indexes.js"
 export {
   FormatImport, type FormatImportOptions, type FormatImportSummary, refusedRecords, type SkypilotImportOptions, type SkypilotStreamOptions
 } from "./ingest/formats/import.js"
@@ -77,6 +81,7 @@ export * from "./schema/problem.js"
 
 // Principals, grants and instants
 export * from "./auth/principal.js"
+export { describeToken, TOKEN_PATH, TokenBody, TokenGrantView, tokenView, TokenView } from "./auth/token-view.js"
 export {
   formatDate, formatInstant, MAX_INSTANT, MICROS_PER_DAY, MICROS_PER_MS, type Micros, MIN_INSTANT, parseDate, parseDateTime
 } from "./query/time.js"
@@ -85,6 +90,7 @@ export {
 export * from "./schema/envelope.js"
 export * from "./schema/market-event.js"
 export * from "./schema/rental-price.js"
+export * from "./schema/rental-summary.js"
 export * from "./schema/price-unit.js"
 export * from "./schema/fx-rate.js"
 export { StoredInstant } from "./schema/versioned.js"

@@ -10,7 +10,7 @@ export const setToken = (value) => sessionStorage.setItem(KEY, value)
 export const forgetToken = () => sessionStorage.removeItem(KEY)
 
 /** A path of the API under the base URL's path, with its query. */
-export const urlOf = (path, params = {}) => {
+const urlOf = (path, params = {}) => {
   const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== ""))
   const q = query.toString()
   return `${base}${path}${q === "" ? "" : `?${q}`}`
@@ -80,3 +80,9 @@ export const refusal = (answer, what) => {
     default: return `${what[0].toUpperCase()}${what.slice(1)} failed: ${answer.status} ${answer.code} ${answer.detail}`.trim()
   }
 }
+
+/** Why a panel shows nothing of a data type the token is not granted (`/v2/token` said so; nothing was asked). */
+export const notGranted = (what, type) => `This token may not see ${what} (this token is not granted ${type}).`
+
+/** Why a panel of history shows nothing for a token that reads current values only. */
+export const currentOnly = (what, type) => `This token reads current ${type} only, not their history, so ${what} cannot be shown.`

@@ -1,3 +1,5 @@
+import { dataTable, downloadButton } from "./format.js"
+
 // The charts (uPlot, a deferred classic script that defines the global `uPlot`) and the state each panel
 // is in: loading, drawn, denied (what the token may not see, in words), empty or failed.
 // Every chart sits beside a summary and a table: the chart is for the eye, the text for everyone.
@@ -35,7 +37,7 @@ const resizer = new ResizeObserver((entries) => {
 export const panel = (id) => {
   const section = document.getElementById(id)
   const part = (cls) => section.querySelector(`.${cls}`)
-  const p = { section, chart: part("chart"), summary: part("summary"), table: part("table"), headline: part("headline") }
+  const p = { section, chart: part("chart"), summary: part("summary"), table: part("table"), headline: part("headline"), actions: part("actions") }
   p.set = (state, text = "") => {
     section.dataset.state = state
     if (p.summary !== null) p.summary.textContent = text
@@ -49,6 +51,16 @@ export const panel = (id) => {
     if (p.chart !== null) p.chart.replaceChildren()
     if (p.table !== null) p.table.replaceChildren()
     if (p.headline !== null) p.headline.textContent = ""
+    if (p.actions !== null) p.actions.replaceChildren()
+  }
+  /**
+   * Shows the rows a chart draws as its table, with the "Download CSV" of exactly those rows
+   * (`file` names it), so what is on screen is what the reader takes away.
+   */
+  p.rows = (file, caption, columns, rows) => {
+    const { table, csv } = dataTable(caption, columns, rows)
+    p.table.replaceChildren(table)
+    p.actions.replaceChildren(downloadButton(file, csv))
   }
   return p
 }
@@ -57,7 +69,8 @@ const mount = async (p, options, data, summary) => {
   await plotting
   const width = Math.floor(p.chart.getBoundingClientRect().width) || 320
   const plot = new globalThis.uPlot({
-    width, height: heightOf(), ...options,
+    // The legend names the series; the values are in the table beside the chart, not "—" waiting for a cursor.
+    width, height: heightOf(), legend: { live: false }, ...options,
     hooks: { draw: [() => p.set("drawn", summary)] }
   }, data, p.chart)
   plots.set(p.chart, plot)
@@ -68,7 +81,6 @@ const mount = async (p, options, data, summary) => {
 const utc = (ts) => globalThis.uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC")
 // A log axis leaves some ticks unlabelled (null).
 const dollars = (_u, ticks) => ticks.map((t) => (t === null ? "" : `$${t}`))
-const price = (_u, v) => (v === null || v === undefined ? "—" : v.toFixed(v >= 100 ? 0 : 3))
 
 /**
  * Lines over time: `x` in seconds, one `{ label, values, color, width, dash }` per line, and
@@ -79,8 +91,8 @@ export const timeChart = (p, { x, lines, bands = [], summary }) =>
     tzDate: utc,
     scales: { x: { time: true } },
     axes: [{}, { values: dollars, size: 60 }],
-    series: [{ value: "{YYYY}-{MM}-{DD} {HH}:{mm}" }, ...lines.map((l) => ({
-      label: l.label, stroke: l.color, width: l.width ?? 2, dash: l.dash, value: price, spanGaps: false,
+    series: [{}, ...lines.map((l) => ({
+      label: l.label, stroke: l.color, width: l.width ?? 2, dash: l.dash, spanGaps: false,
       points: { show: l.points ?? false, size: 5, fill: l.color }
     }))],
     bands: bands.map(([upper, lower, fill]) => ({ series: [upper, lower], fill }))
@@ -116,8 +128,8 @@ export const stripChart = (p, { categories, axis, groups, log = false, summary }
       },
       { values: dollars, size: 60 }
     ],
-    series: [{ label: axis, value: (_u, v) => categories[Math.round(v)] ?? "" }, ...groups.map((g) => ({
-      label: g.label, stroke: g.color, fill: g.color, paths: () => null, value: price,
+    series: [{ label: axis }, ...groups.map((g) => ({
+      label: g.label, stroke: g.color, fill: g.color, paths: () => null,
       points: { show: true, size: g.size ?? 7, stroke: g.color, fill: g.color }
     }))]
   }, data, summary)

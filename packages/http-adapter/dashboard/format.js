@@ -44,11 +44,71 @@ export const el = (tag, attrs = {}, ...children) => {
   return node
 }
 
-/** A table with a caption, a header row and body rows (cells: text or nodes); numeric columns align right. */
-export const table = (caption, headers, body, numeric = []) => {
+/** `n` and the noun, singular for one: "1 provider", "3 providers". */
+export const plural = (n, one, many = `${one}s`) => `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`
+
+/** A signed percentage: "+3.2%", "−1.0%", "0.0%". */
+export const pct = (v) => (v === null || v === undefined ? "—" : `${v > 0 ? "+" : v < 0 ? "−" : ""}${formatter(1).format(Math.abs(v))}%`)
+
+/** How a column's values are written in a table (its CSV keeps the values themselves). */
+const SHOW = {
+  text: (v) => (v === null || v === undefined ? "—" : String(v)),
+  int: (v) => (v === null || v === undefined ? "—" : v.toLocaleString("en-US")),
+  usd: (v) => usd(v),
+  usd2: (v) => usd(v, 2),
+  pct,
+  time: (v) => (v === null || v === undefined ? "—" : when(v))
+}
+const NUMERIC = new Set(["int", "usd", "usd2", "pct"])
+
+/**
+ * A cell of a CSV line: numbers as they are, text quoted when it holds a comma, quote or line
+ * break, and text a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, tab, CR first)
+ * prefixed with `'`: a vendor's name in an imported catalog is not code to run on a desk.
+ */
+const csvCell = (v) => {
+  if (v === null || v === undefined) return ""
+  if (typeof v === "number") return String(v)
+  let text = String(v)
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text
+}
+
+/** CSV (RFC 4180, CRLF line ends) of a header and rows of values. */
+export const csvOf = (labels, rows) => [labels, ...rows].map((r) => r.map(csvCell).join(",")).join("\r\n") + "\r\n"
+
+/** A "Download CSV" button that saves `csv()` (called when pressed) as `file`. */
+export const downloadButton = (file, csv, label = "Download CSV") => {
+  const button = el("button", { type: "button", class: "download", "data-file": file }, label)
+  button.addEventListener("click", () => {
+    const url = URL.createObjectURL(new Blob([csv()], { type: "text/csv;charset=utf-8" }))
+    const a = el("a", { href: url, download: file })
+    document.body.append(a)
+    a.click()
+    a.remove()
+    setTimeout(() => URL.revokeObjectURL(url), 0)
+  })
+  return button
+}
+
+/** A file name of today's date and the words given: `gpu-market-h100-sxm-trend-2026-11-28.csv`. */
+export const fileName = (...words) =>
+  `gpu-market-${[...words, today()].join("-").toLowerCase().replace(/[^a-z0-9.-]+/g, "-").replace(/-+/g, "-")}.csv`
+
+/**
+ * A table of `rows` (arrays of values, one per column), each column `{ label, kind }` (`kind` of
+ * `SHOW`; numbers align right), and its CSV of the same rows and values. A cell given as
+ * `{ value, node }` shows `node` and writes `value`. Each cell carries its column's label, so a
+ * narrow screen lays a row out as a card.
+ */
+export const dataTable = (caption, columns, rows) => {
+  const valueOf = (c) => (c !== null && typeof c === "object" && "value" in c ? c.value : c)
   const t = el("table", {}, el("caption", {}, caption))
-  t.append(el("thead", {}, el("tr", {}, ...headers.map((h, i) => el("th", { scope: "col", ...(numeric.includes(i) ? { class: "num" } : {}) }, h)))))
-  t.append(el("tbody", {}, ...body.map((cells) =>
-    el("tr", {}, ...cells.map((c, i) => el("td", numeric.includes(i) ? { class: "num" } : {}, c ?? "—"))))))
-  return t
+  t.append(el("thead", {}, el("tr", {}, ...columns.map((c) => el("th", { scope: "col", ...(NUMERIC.has(c.kind) ? { class: "num" } : {}) }, c.label)))))
+  t.append(el("tbody", {}, ...rows.map((cells) => el("tr", {}, ...cells.map((c, i) => {
+    const col = columns[i]
+    const attrs = { "data-label": col.label, ...(NUMERIC.has(col.kind) ? { class: "num" } : {}) }
+    return el("td", attrs, c !== null && typeof c === "object" && "node" in c ? c.node : SHOW[col.kind ?? "text"](c))
+  })))))
+  return { table: t, csv: () => csvOf(columns.map((c) => c.label), rows.map((r) => r.map(valueOf))) }
 }

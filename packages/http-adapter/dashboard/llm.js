@@ -1,8 +1,8 @@
 // LLM token prices of one model across its serving providers, by price type, on a log scale;
 // prices the service flags as outliers are drawn apart and named.
-import { refusal, rows } from "./api.js"
+import { notGranted, refusal, rows } from "./api.js"
 import { COLORS, OUTLIER, panel, stripChart } from "./charts.js"
-import { el, median, table, usd } from "./format.js"
+import { el, fileName, median, plural, usd } from "./format.js"
 
 const p = panel("llm")
 const select = p.section.querySelector("select[name=model]")
@@ -20,8 +20,9 @@ const draw = async () => {
   const data = answer.rows
   if (data.length === 0) return p.set("empty", `No current price for ${model}.`)
   const types = [...new Set(data.map((r) => r.price_type))].sort((a, b) => (ORDER.indexOf(a) + 1 || 99) - (ORDER.indexOf(b) + 1 || 99))
-  // A free tier (price 0) has no place on a log scale; it stays in the table.
+  // A free price ($0) has no place on a log scale: it is left off the chart, said so, and kept in the table.
   const drawn = data.filter((r) => r.price_usd_per_1m_tokens > 0)
+  const free = data.filter((r) => !(r.price_usd_per_1m_tokens > 0))
   const point = (r) => ({ at: types.indexOf(r.price_type), y: r.price_usd_per_1m_tokens })
   const groups = [
     { label: "Price", color: COLORS[0], points: drawn.filter((r) => !r.is_price_outlier).map(point) },
@@ -33,23 +34,27 @@ const draw = async () => {
     const prices = data.filter((r) => r.price_type === t && !r.is_price_outlier).map((r) => r.price_usd_per_1m_tokens)
     return prices.length === 0 ? `${t}: only outliers` : `${t} median ${usd(median(prices))}`
   })
-  const summary = `${model}: ${data.length} current prices from ${providers.size} serving providers, USD per 1M tokens; ${byType.join(", ")}. ` +
+  const summary = `${model}: ${plural(data.length, "current price")} from ${plural(providers.size, "serving provider")}, USD per 1M tokens, on a log scale; ${byType.join(", ")}. ` +
     (outliers.length === 0 ? "No price is flagged as an outlier." :
-      `Outliers (marked): ${outliers.map((r) => `${r.serving_provider} ${r.price_type} ${usd(r.price_usd_per_1m_tokens)}`).join(", ")}.`)
-  p.table.append(table(`${model} prices per 1M tokens, cheapest first`, ["Serving provider", "Price type", "Source", "Region", "Price", "Outlier"],
-    data.map((r) => [r.serving_provider, r.price_type, r.source, r.region, usd(r.price_usd_per_1m_tokens),
-      r.is_price_outlier ? el("strong", { class: "outlier" }, "outlier") : "no"]), [4]))
+      `Outliers (marked): ${outliers.map((r) => `${r.serving_provider} ${r.price_type} ${usd(r.price_usd_per_1m_tokens)}`).join(", ")}.`) +
+    (free.length === 0 ? "" : ` Not drawn, as $0 has no place on a log scale: ${free.map((r) => `${r.serving_provider} ${r.price_type} $0`).join(", ")} (in the table).`)
+  p.rows(fileName(model, "token-prices"), `${model} prices per 1M tokens, cheapest first`,
+    [{ label: "Serving provider" }, { label: "Price type" }, { label: "Source" }, { label: "Region" }, { label: "Price", kind: "usd" }, { label: "Outlier" }],
+    data.map((r) => [r.serving_provider, r.price_type, r.source, r.region, r.price_usd_per_1m_tokens,
+      r.is_price_outlier ? { value: "yes", node: el("strong", { class: "outlier" }, "outlier") } : "no"]))
+  if (drawn.length === 0) return p.set("empty", summary)
   await stripChart(p, { axis: "Price type", categories: types, groups, log: true, summary })
 }
 
 /** Fills the model picker from the LLM metadata (a pending answer), then draws the chosen model. */
-export const show = async (metadata) => {
+export const show = async (_view, asked) => {
+  if (asked.llmMetadata === undefined) return p.set("denied", notGranted("LLM token prices", "llm_token_prices"))
   p.set("loading", "Loading LLM metadata…")
-  const meta = await metadata
+  const meta = await asked.llmMetadata
   if (!meta.ok) return p.set("denied", refusal(meta, "LLM token prices"))
   const models = meta.body.data.models.filter((m) => m.currently_listed)
   if (models.length === 0) return p.set("empty", "No model is priced today.")
-  select.replaceChildren(...models.map((m) => el("option", { value: m.model }, `${m.model} (${m.serving_providers.length} providers)`)))
+  select.replaceChildren(...models.map((m) => el("option", { value: m.model }, `${m.model} (${plural(m.serving_providers.length, "provider")})`)))
   // The most contested model first: where comparing providers says the most.
   select.value = [...models].sort((a, b) => b.serving_providers.length - a.serving_providers.length)[0].model
   select.addEventListener("change", draw)

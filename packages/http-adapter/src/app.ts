@@ -2,7 +2,7 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Auth, Feed, type MarketError, PageCacheBytes, type Principal, RateLimits } from "@gpu-market/core"
+import { Auth, describeToken, Feed, type MarketError, PageCacheBytes, type Principal, RateLimits, TOKEN_PATH } from "@gpu-market/core"
 import { admit, admitCounted, bodyBytes, charge, countStamped, judgeCount, makeReadCalls, type ReadCall, type ReadResult, replayOf } from "@gpu-market/core/adapters"
 import { StoreChangeStamp, StoreStampedCounts } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
@@ -28,6 +28,9 @@ import { makeReplay, type Replay } from "./replay.js"
 import { respond, withCompression } from "./transfer.js"
 
 /** Options of the HTTP app. */
+/** The body of `GET /v2/token`. */
+type TokenAnswer = Effect.Effect.Success<ReturnType<typeof describeToken>>
+
 export interface AppOptions {
   /**
    * Public base URL, e.g. `https://api.example.com/market`; `meta.next.url` starts with it. Absent,
@@ -102,7 +105,7 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
         return yield* answer(admission.right.principal, request, requestId, rateHeaders(admission.right.status))
       })
 
-    const data = (run: (principal: Principal, request: HttpServerRequest.HttpServerRequest) => Effect.Effect<ReadResult, MarketError>) =>
+    const data = (run: (principal: Principal, request: HttpServerRequest.HttpServerRequest) => Effect.Effect<ReadResult | TokenAnswer, MarketError>) =>
       admitted((principal, request, requestId, headers) => Effect.gen(function* () {
         const failed = replay.failureOf(request)
         const body = failed !== undefined ? Either.left(failed) : yield* Effect.either(run(principal, request))
@@ -145,7 +148,10 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
     ]
 
     const routes: ReadonlyArray<Route> = [
-      ...dataRoutes.map((route): Route => [route.path, page(readCall(route.entry))]), [EVENTS_PATH, events], ...docs
+      ...dataRoutes.map((route): Route => [route.path, page(readCall(route.entry))]), [EVENTS_PATH, events],
+      // The caller's own token: admitted and counted as a data request, so it says nothing to one without a token.
+      [TOKEN_PATH, data((principal, request) => describeToken(principal, queryOf(request.url)))],
+      ...docs
     ]
     const known = new Set<string>(routes.map(([path]) => path))
     const routed = yield* HttpRouter.toHttpApp(supply.reduce(

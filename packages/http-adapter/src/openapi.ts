@@ -1,4 +1,4 @@
-import { FeedQuery, Problem } from "@gpu-market/core"
+import { FeedQuery, Problem, TOKEN_PATH, TokenBody } from "@gpu-market/core"
 import { type EndpointParameter, optionalParameters, type ProblemError, problemKind } from "@gpu-market/core/adapters"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Option from "effect/Option"
@@ -356,6 +356,36 @@ const feedPath = (registry: ReturnType<typeof makeSchemaRegistry>): Record<strin
   }
 })
 
+/** The caller's own token, `GET /v2/token`: what it may read, for a client to ask only for that. */
+const tokenPath = (registry: ReturnType<typeof makeSchemaRegistry>): Record<string, Record<string, OpenApiObject>> => ({
+  [TOKEN_PATH]: {
+    get: {
+      operationId: "token",
+      tags: [TOKEN_TAG],
+      summary: "The caller's own token: what it may read",
+      description: [
+        "The principal behind the bearer token: its id and name (never any part of the secret), the data types it is granted with, for each, whether it reads history and from which date (`history_starts_at`, `null` when unrestricted or current only), the indices it holds, the legacy and procurement permissions, and its rate limit.",
+        "A client asks this first and then only what the token may see, so it is never refused. Takes no parameters; counts as one request against the rate limit."
+      ].join("\n\n"),
+      responses: {
+        "200": {
+          description: "TokenBody",
+          headers: { ...rateLimitHeaders, ...requestIdHeader },
+          content: { "application/json": { schema: registry.named({ name: "TokenBody", schema: TokenBody }) } }
+        },
+        "401": { $ref: "#/components/responses/401" },
+        "422": { $ref: "#/components/responses/422" },
+        "429": { $ref: "#/components/responses/429" },
+        "500": { $ref: "#/components/responses/500" },
+        "503": { $ref: "#/components/responses/503" }
+      }
+    }
+  }
+})
+
+/** The tag of the caller's token in the docs. */
+const TOKEN_TAG = "Token"
+
 /** What the change feed's parameters do, beyond what their schemas accept. */
 const FEED_NOTES: Readonly<Record<string, string>> = {
   data_type: "Data types to follow; default every granted one (one not granted is 403).",
@@ -378,6 +408,7 @@ const TAG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   "Procurement: discovery": "What the supply provider sells now: GPUs, vendors, regions, contracts and storage options.",
   "Procurement: offers and procurements": "Ask for offers (each valid 30 minutes), then provision one, at most once per `Idempotency-Key`.",
   "Procurement: resources": "The instances the caller's procurements provisioned: list, inspect and delete them.",
+  [TOKEN_TAG]: "The caller's own token: the data types, history and indices it may read.",
   [FEED_TAG]: "Every new row and published value as it commits, as Server-Sent Events, resumable with `Last-Event-ID`.",
   [OPERATIONS_TAG]: "Liveness, readiness and metrics for the platform running the server; no token needed."
 }
@@ -389,14 +420,14 @@ export const openApiDocument = (options: OpenApiOptions): OpenApiObject => {
   const routes = options.routes ?? dataRoutes
   const paths: Record<string, Record<string, OpenApiObject>> = {}
   for (const route of routes) paths[route.path] = { get: operationOf(registry, route) }
-  if (options.routes === undefined) Object.assign(paths, feedPath(registry))
+  if (options.routes === undefined) Object.assign(paths, feedPath(registry), tokenPath(registry))
   const supply = options.supplyPrefix === undefined ? [] : supplyEndpoints
   for (const endpoint of supply) {
     const path = `${options.supplyPrefix}${openApiPath(endpoint.path)}`
     paths[path] = { ...paths[path], [endpoint.method.toLowerCase()]: supplyOperationOf(registry, endpoint) }
   }
   Object.assign(paths, operationsPaths(registry, options.metrics === true))
-  const tags = [...new Set([...routes, ...supply].map((r) => r.tag)), ...(options.routes === undefined ? [FEED_TAG] : []), OPERATIONS_TAG]
+  const tags = [...new Set([...routes, ...supply].map((r) => r.tag)), ...(options.routes === undefined ? [FEED_TAG, TOKEN_TAG] : []), OPERATIONS_TAG]
     .map((name) => ({ name, description: TAG_DESCRIPTIONS[name] }))
   return {
     openapi: "3.1.0",

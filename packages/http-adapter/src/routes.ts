@@ -65,6 +65,32 @@ const LEGACY: Partial<Record<EndpointName, Pick<DataRoute, "operationId" | "summ
   }
 }
 
+/** The documented extensions of the API: a type's endpoints beyond the spec's paged ones. */
+const EXTENSIONS: Partial<Record<EndpointName, Pick<DataRoute, "operationId" | "tag" | "summary" | "description" | "badRequest">>> = {
+  "rental.prices.summary": {
+    operationId: "rental_summary",
+    tag: "GPU Rental Prices",
+    summary: "The rental market summarised per GPU (and vendor, region, contract type)",
+    description: [
+      "An extension of the spec. One row per GPU, or per GPU and each `group_by` key (`vendor`, `region`, `contract_type`), of the current rows matching the `/latest` filters (no anchor needed): offers, vendors, min, p10, median, p90 and max of `price_usd_per_gpu_hour` (percentiles interpolate linearly between closest ranks), the cheapest offer, the lowest spot and on-demand prices and the spot discount.",
+      "`as_of` summarises the market as `/as-of` answers it then (needs historical access; before the history floor is 403). With historical access each row carries `change`: `price_min` and `price_median` now minus 1, 7 and 30 days earlier (null when the group had no offers then, or then lies below the floor).",
+      "Sorted by `gpu_canonical_name`, then the group keys in the order vendor, region, contract_type. Pass `page_token` from `meta.next` alone (only `page_size` may accompany it) for the next page."
+    ].join("\n\n"),
+    badRequest: true
+  },
+  "rental.prices.summaryHistory": {
+    operationId: "rental_summary_history",
+    tag: "GPU Rental Prices",
+    summary: "The rental summary's statistics as a time series",
+    description: [
+      "An extension of the spec. The statistics of `/summary` (without the cheapest offer and change) at each instant on the `interval`'s boundaries (`1h`, `1d` = 00:00 UTC, `1w` = Monday 00:00 UTC; default `1d`) inside the window `[start, end)`: each point is the market as `/as-of?at=` answers it then. A group with no offers at an instant has no point there.",
+      "Window rules as `/history`: default span 30 days, needs historical access, a start below the history floor is clamped (`meta.window.clamped`). At most 1000 instants per window (else 422 naming `interval`).",
+      "Sorted by `gpu_canonical_name`, the group keys, then `at` ascending. Pass `page_token` from `meta.next` alone (only `page_size` may accompany it) for the next page."
+    ].join("\n\n"),
+    badRequest: true
+  }
+}
+
 /** A body under the name its schema carries (catalogue schemas are all named). */
 const namedOf = (schema: Schema.Schema.AnyNoContext): NamedSchema => ({
   name: Option.getOrThrowWith(SchemaAST.getIdentifierAnnotation(schema.ast), () => new Error("a catalogue body without an identifier")),
@@ -92,6 +118,8 @@ const routeOf = (entry: CatalogueEntry): DataRoute => {
   const common = { path: entry.path, parameters: entry.parameters, paged: entry.paged, response: namedOf(entry.response), entry }
   const legacy = LEGACY[entry.name]
   if (legacy !== undefined) return { ...common, ...legacy, tag: "Legacy v1", badRequest: false }
+  const extension = EXTENSIONS[entry.name]
+  if (extension !== undefined) return { ...common, ...extension }
   const { collection, endpoint } = entry
   if (collection === undefined) throw new Error(`${entry.name} is neither a data type's endpoint nor a documented legacy one`)
   const type = TYPES[entry.service]

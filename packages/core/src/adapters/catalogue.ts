@@ -20,6 +20,8 @@ import { HardwarePrices, hardwarePricesCollection, endpoints as hardwareEndpoint
 import { Indexes, indexesCollection, endpoints as indexEndpoints, LegacyCurrentParams } from "../market/indexes.js"
 import { LlmTokenPrices, llmTokenPricesCollection, endpoints as llmEndpoints } from "../market/llm-token-prices.js"
 import { RentalPrices, rentalPricesCollection, endpoints as rentalEndpoints } from "../market/rental-prices.js"
+import { summaryHistoryParameters, summaryParameters } from "../market/rental-summaries.js"
+import { RentalPriceSummaryPointRow, RentalPriceSummaryRow } from "../schema/rental-summary.js"
 import { Transactions, transactionsCollection, endpoints as transactionEndpoints } from "../market/transactions.js"
 
 /**
@@ -36,7 +38,7 @@ type Paged = "latest" | "asOf" | "history"
 export interface CatalogueEntry extends ReadEndpoint {
   /** Its namespace and method (the service method `makeReadCalls` reaches by its name). */
   readonly service: ServiceName
-  readonly method: Paged | "metadata" | "legacyCurrent" | "legacyAvailable"
+  readonly method: Paged | "metadata" | "summary" | "summaryHistory" | "legacyCurrent" | "legacyAvailable"
   /** The data type's collection; absent on the legacy endpoints. */
   readonly collection?: CollectionDef
   /** The paged endpoint's definition (sort, anchor, window); only on paged entries. */
@@ -75,6 +77,16 @@ export const catalogue: ReadonlyArray<CatalogueEntry> = [
   ...collectionEntries(rentalPricesCollection, rentalEndpoints, {
     row: ["RentalPriceRow", RentalPriceRow], metadata: ["RentalPriceMetadata", RentalPriceMetadata]
   }),
+  {
+    ...readEndpoint("rental.prices.summary"), service: "rental.prices", method: "summary",
+    parameters: summaryParameters(rentalPricesCollection),
+    response: named("RentalPriceSummaryPage", Envelope(named("RentalPriceSummaryRow", RentalPriceSummaryRow)))
+  },
+  {
+    ...readEndpoint("rental.prices.summaryHistory"), service: "rental.prices", method: "summaryHistory",
+    parameters: summaryHistoryParameters(rentalPricesCollection),
+    response: named("RentalPriceSummaryPointPage", Envelope(named("RentalPriceSummaryPointRow", RentalPriceSummaryPointRow)))
+  },
   ...collectionEntries(hardwarePricesCollection, hardwareEndpoints, {
     row: ["HardwarePriceRow", HardwarePriceRow], metadata: ["HardwarePriceMetadata", HardwarePriceMetadata]
   }),
@@ -116,6 +128,8 @@ export const makeReadCalls = Effect.gen(function* () {
     "rental.prices.asOf": rental.asOf,
     "rental.prices.history": rental.history,
     "rental.prices.metadata": rental.metadata,
+    "rental.prices.summary": rental.summary,
+    "rental.prices.summaryHistory": rental.summaryHistory,
     "hardware.prices.latest": hardware.latest,
     "hardware.prices.asOf": hardware.asOf,
     "hardware.prices.history": hardware.history,

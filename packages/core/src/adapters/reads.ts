@@ -13,6 +13,9 @@ import type { LlmTokenPriceMetadata } from "../schema/llm-metadata.js"
 import type { LlmTokenPrice } from "../schema/llm-token-price.js"
 import type { RentalPriceMetadata } from "../schema/rental-metadata.js"
 import type { RentalPrice } from "../schema/rental-price.js"
+import type { RentalPriceSummary, RentalPriceSummaryPoint } from "../schema/rental-summary.js"
+
+export type { RentalPriceSummary, RentalPriceSummaryPoint }
 import type { AggregatedTransaction, TransactionMetadata } from "../schema/transaction.js"
 
 /**
@@ -40,6 +43,8 @@ export const readEndpoints: ReadonlyArray<ReadEndpoint> = [
   { name: "rental.prices.asOf", path: "/v2/gpu/rental/prices/as-of", paged: true },
   { name: "rental.prices.history", path: "/v2/gpu/rental/prices/history", paged: true },
   { name: "rental.prices.metadata", path: "/v2/gpu/rental/prices/metadata", paged: false },
+  { name: "rental.prices.summary", path: "/v2/gpu/rental/prices/summary", paged: true },
+  { name: "rental.prices.summaryHistory", path: "/v2/gpu/rental/prices/summary/history", paged: true },
   { name: "hardware.prices.latest", path: "/v2/gpu/hardware/prices/latest", paged: true },
   { name: "hardware.prices.asOf", path: "/v2/gpu/hardware/prices/as-of", paged: true },
   { name: "hardware.prices.history", path: "/v2/gpu/hardware/prices/history", paged: true },
@@ -113,6 +118,22 @@ export type CollectionQuery<C> = C extends CollectionDef<infer P, infer Sort, st
 /** Query of the rental price endpoints. */
 export type RentalPriceQuery = CollectionQuery<typeof rentalPricesCollection>
 
+/** The grouping of a rental price summary: any of `vendor`, `region`, `contract_type` (the GPU always groups). */
+type SummaryGroupBy = "vendor" | "region" | "contract_type"
+
+/** Query of `rental.prices.summary`: the `/latest` filters, the grouping, and an optional instant (needs history access). */
+export type RentalPriceSummaryQuery = Types.Simplify<
+  Omit<RentalPriceQuery, "sort_by" | "sort_order"> & {
+    readonly group_by?: SummaryGroupBy | ReadonlyArray<SummaryGroupBy>
+    readonly as_of?: Instant
+  }
+>
+
+/** Query of `rental.prices.summaryHistory`: the summary's filters and grouping, an interval and a window. */
+export type RentalPriceSummaryHistoryQuery = Types.Simplify<
+  Omit<RentalPriceSummaryQuery, "as_of"> & Window & { readonly interval?: "1h" | "1d" | "1w" }
+>
+
 /** Query of the hardware price endpoints. */
 export type HardwarePriceQuery = CollectionQuery<typeof hardwarePricesCollection>
 
@@ -149,7 +170,14 @@ export interface Collection<Q, Row, Metadata> {
 
 /** The read API, shaped like the HTTP API's paths. */
 export interface MarketReads {
-  readonly rental: { readonly prices: Collection<RentalPriceQuery, RentalPrice, RentalPriceMetadata> }
+  readonly rental: {
+    readonly prices: Collection<RentalPriceQuery, RentalPrice, RentalPriceMetadata> & {
+      /** The market grouped by GPU (and optionally vendor, region, contract type): spread, cheapest offer, spot discount, change. */
+      readonly summary: PagedCall<RentalPriceSummaryQuery, RentalPriceSummary>
+      /** The summary's statistics at each instant of a window (1h, 1d or 1w apart). */
+      readonly summaryHistory: PagedCall<RentalPriceSummaryHistoryQuery, RentalPriceSummaryPoint>
+    }
+  }
   readonly hardware: { readonly prices: Collection<HardwarePriceQuery, HardwarePrice, HardwarePriceMetadata> }
   readonly transactions: {
     readonly history: PagedCall<TransactionQuery, AggregatedTransaction>

@@ -15,6 +15,7 @@ import { IndexComputation } from "../ingest/index-computation.js"
 import { IndexIngest } from "../ingest/indexes.js"
 import { Indexes } from "./indexes.js"
 import { FormatImport } from "../ingest/formats/import.js"
+import { DefaultIndexes } from "../ingest/default-indexes.js"
 import { ReferenceDataIngest } from "../ingest/reference-data.js"
 import { PageCache } from "./page-cache.js"
 import { Feed } from "../feed/feed.js"
@@ -25,7 +26,7 @@ export type MarketServices = RentalPrices | RentalPriceIngest | Auth | RateLimit
   | LlmTokenPrices | LlmTokenPriceIngest
   | Transactions | TransactionIngest
   | Indexes | IndexIngest | IndexComputation
-  | FormatImport
+  | FormatImport | DefaultIndexes
   | ReferenceDataIngest
   | PageCache
   | Feed
@@ -35,7 +36,7 @@ export type MarketServices = RentalPrices | RentalPriceIngest | Auth | RateLimit
  * imports over them), auth and rate limits, with page tokens signed by the secret kept in that
  * storage, and one page cache every read service shares (sized by `PageCacheBytes`).
  */
-export const layer: Layer.Layer<MarketServices, StorageError, Storage> = FormatImport.Default.pipe(Layer.provideMerge(Layer.mergeAll(
+export const layer: Layer.Layer<MarketServices, StorageError, Storage> = FormatImport.Default.pipe(Layer.provideMerge(DefaultIndexes.Default), Layer.provideMerge(Layer.mergeAll(
   RentalPrices.Default,
   RentalPriceIngest.Default,
   HardwarePrices.Default,

@@ -11,6 +11,7 @@ import { type GpuSpelling, RentalPriceStore } from "../storage/contract.js"
 import type { Predicate } from "../storage/plan.js"
 import { metadataBody, type MetadataRequest } from "./metadata.js"
 import { pagedEndpoints } from "./pages.js"
+import { rentalSummaries } from "./rental-summaries.js"
 import { unavailable } from "./storage.js"
 import { rentalPriceTable } from "../storage/tables.js"
 
@@ -60,7 +61,7 @@ export const gpusMatching = (spellings: ReadonlyArray<GpuSpelling>, terms: Reado
   return gpus
 }
 
-/** GPU rental prices: `/latest`, `/as-of`, `/history` and `/metadata`. */
+/** GPU rental prices: `/latest`, `/as-of`, `/history`, `/metadata`, `/summary` and `/summary/history`. */
 export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalPrices", {
   effect: Effect.gen(function* () {
     const store = yield* RentalPriceStore
@@ -92,6 +93,7 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
     const pageOf = pages<RentalPrice>({ tokens, resolve: resolveSearch, page: store.page, version: store.version, cache })
 
     return {
+      ...rentalSummaries({ collection: rentalPricesCollection, store, tokens, resolve: resolveSearch }),
       /** Current rows matching the filters; needs an anchor. */
       latest: Effect.fn("RentalPrices.latest")((request: MarketRequest) => pageOf("latest", request)),
       /** Rows in force at `at`; needs an anchor and historical access. */

@@ -136,13 +136,17 @@ export const optionalParameters = (
   fields: Readonly<Record<string, { readonly from: Schema.Schema.AnyNoContext }>>
 ): ReadonlyArray<EndpointParameter> => Object.entries(fields).map(([name, field]) => ({ name, schema: field.from, required: false }))
 
-/** The decoder of one endpoint's query: its parameters' schemas in one Struct, compiled once, here. */
-export const endpointDecoder = (collection: CollectionDef, endpoint: EndpointDef): ParamsDecoder => {
+/** The decoder of a query of `parameters`: their schemas in one Struct, compiled once, here. */
+export const parametersDecoder = (parameters: ReadonlyArray<EndpointParameter>): ParamsDecoder => {
   const fields: Record<string, Schema.Schema.AnyNoContext | Schema.optional<Schema.Schema.AnyNoContext>> = {}
-  for (const p of endpointParameters(collection, endpoint)) fields[p.name] = p.required ? p.schema : Schema.optional(p.schema)
+  for (const p of parameters) fields[p.name] = p.required ? p.schema : Schema.optional(p.schema)
   const schema = Schema.Struct(fields)
   return (raw) => decodeParams(schema, raw)
 }
+
+/** The decoder of one endpoint's query. */
+export const endpointDecoder = (collection: CollectionDef, endpoint: EndpointDef): ParamsDecoder =>
+  parametersDecoder(endpointParameters(collection, endpoint))
 
 /** Decodes one endpoint's collected query, refusing what its schema does not accept. */
 export type ParamsDecoder = (raw: Record<string, string>) => Either.Either<Params, ValidationFailed>
@@ -424,7 +428,7 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
  * A token's request checked against the caller's floor today: the floor may have moved since
  * page 1 (a rolling grant) or the grant may have changed, and a token never reads below it.
  */
-const reapplyFloor = (state: PageTokenState, floor: Micros | null) => {
+export const reapplyFloor = (state: PageTokenState, floor: Micros | null) => {
   if (floor === null) return Either.right(state)
   const floorText = formatInstant(floor)
   const scope = state.scope

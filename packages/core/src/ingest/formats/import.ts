@@ -22,6 +22,7 @@ import {
   describePlace, type FileFormat, importReport, type ImportReport, judged, notTheFormat, type Quarantined, type QuarantineRule, type Rejection,
   type SourcePlace, writeRejectionReason
 } from "./report.js"
+import { DefaultIndexes } from "../default-indexes.js"
 import { skypilotConverter, type SkypilotObservation } from "./skypilot.js"
 
 /**
@@ -203,6 +204,7 @@ const withinWithdrawalLimit = (missing: number, current: number, limit: number |
 export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatImport", {
   effect: Effect.gen(function* () {
     const rentalIngest = yield* RentalPriceIngest
+    const defaultIndexes = yield* DefaultIndexes
     const llmIngest = yield* LlmTokenPriceIngest
     const rentalStore = yield* RentalPriceStore
     const llmStore = yield* LlmTokenPriceStore
@@ -363,6 +365,8 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
         if (load !== undefined) yield* load.end
         // Only rows that started before the instant are withdrawn: refused only if another writer moved one since.
         const withdrawn = current === undefined ? null : yield* rentalIngest.withdraw(current.filter((base) => !listed.has(base)), at)
+        // A market of imported catalogs gets indices over its own offers, unless its operator defined some.
+        yield* defaultIndexes.ensure()
         const summary: FormatImportSummary = {
           ...importReport({
             stored: written.received - written.unchanged - written.duplicates, unchanged: written.unchanged, duplicate: written.duplicates,
