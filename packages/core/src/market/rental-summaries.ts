@@ -21,7 +21,7 @@ import { cmp } from "../storage/rules.js"
 import { OfferTally, type OfferStatistics, spotDiscountPct, statisticsOf } from "./price-statistics.js"
 import { eachRentalRow } from "./row-walk.js"
 import { nowMicros } from "./storage.js"
-import { readEndpoint } from "../adapters/reads.js"
+import { readEndpoint } from "../adapters/endpoints.js"
 
 /**
  * Rental price summaries: the market of a query (the `/latest` filters) grouped by GPU and

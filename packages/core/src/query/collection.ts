@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { readEndpoint, type ServiceName } from "../adapters/reads.js"
+import { readEndpoint, type ServiceName } from "../adapters/endpoints.js"
 import type { DataType, Principal } from "../auth/principal.js"
 import { reportedHistoryStart, requireGrant, requireHistory } from "../auth/entitlements.js"
 import { type MarketError, MissingAnchor, type ValidationFailed, validationFailed } from "../errors.js"
