@@ -6,7 +6,8 @@ import { ParseResult } from "effect"
 import { BroadcastChannel } from "node:worker_threads"
 import { createWorkerMarket, type WorkerMarket } from "@gpu-market/worker"
 import { ADAPTER_LAST_DAY, seedMarket, tempDb } from "./support/adapters"
-import { observations } from "./support/market"
+import { listingObservation } from "./support/hardware"
+import { dayIso, observations, TOKENS } from "./support/market"
 
 /** What a JavaScript caller might send: the types say it is incomplete, the write path must say so too. */
 const untypedRecord = JSON.parse('{ "vendor": "v-alpha" }') as RentalPriceObservationInput
@@ -101,6 +102,45 @@ describe("worker market (createWorkerMarket)", () => {
   })
 
   it("rate limits hold exactly across the pool's threads: they count in the file the threads share", () => limitedBurst(worker))
+})
+
+describe("worker market writes", () => {
+  it("each write answers through a worker what it answers in the process: tokens, summaries, import reports with their rejections and quarantined entries", async () => {
+    const direct = await createMarket({ storage: sqlite(tempDb("worker-writes-direct")) })
+    const worker = await createWorkerMarket({ storage: sqlite(tempDb("worker-writes-pool")) })
+    try {
+      // LiteLLM's table with a price out of bounds, once rejected and once expected by a rule: entries named by their key.
+      const litellm = JSON.stringify(Object.fromEntries(([["m-good", 1e-6], ["m-rejected", 50], ["m-quarantined", 50]] as const).map(([key, price]) =>
+        [key, { litellm_provider: "acme", mode: "chat", input_cost_per_token: price, output_cost_per_token: price }])), null, 2)
+      const quarantine = [{ match: { key: "m-quarantined" }, reason: "out_of_bounds" as const, why: "a known bad entry" }]
+      // A snapshot of one vendor with a price that is no price: a rejection at its line.
+      const skypilot = ["InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice",
+        "a,H100,8,208,1800,20.5,us-east-1,,", "b,H100,8,208,1800,free,us-east-1,,"].join("\n")
+      const withdrawn = observations(0)[0]!
+      const writes: ReadonlyArray<(m: Market) => Promise<unknown>> = [
+        (m) => m.tokens.create(TOKENS.all, "all"),
+        (m) => m.tokens.list(),
+        (m) => m.ingest.rental(observations(0)),
+        (m) => m.ingest.withdrawRental([baseProductKey({ vendor_sku: null, vendor_region: null, instance_type: null, instance_variant: null, os: null, contract_term: null, ...withdrawn })], dayIso(1)),
+        (m) => m.ingest.hardware([listingObservation(), listingObservation({ listing_ref: "feed/listing-2", price_usd: 24_000 })]),
+        (m) => m.ingest.litellm(litellm, { observedAt: "2026-07-24T18:23:43Z", quarantine }),
+        (m) => m.ingest.skypilot(skypilot, { vendor: "acme", observedAt: "2026-07-01T00:00:00Z", snapshot: true }),
+        (m) => m.ingest.fxRates([{ currency: "EUR", date: "2026-05-01", usd_per_unit: 1.08 }]),
+        (m) => m.tokens.revoke("t-all")
+      ]
+      const results: Array<unknown> = []
+      for (const write of writes) {
+        const result = await write(worker)
+        assert.deepStrictEqual(result, await write(direct))
+        results.push(result)
+      }
+      // The reports carry what a summary cannot: each refused entry, where and why.
+      console.log(JSON.stringify(results))
+    } finally {
+      await worker.close()
+      await direct.close()
+    }
+  }, 120_000)
 })
 
 /** `limited` may make 3 calls a minute: 12 at once over the pool get 3 answers and 9 429s. A burst that straddles two minutes is tried again. */

@@ -1,4 +1,4 @@
-import { type MarketSettings, Problem } from "@gpu-market/core"
+import { MarketSettings, Problem } from "@gpu-market/core"
 import { OperationError, type WriteArgs, type WriteName, writeNames } from "@gpu-market/core/adapters"
 import * as Schema from "effect/Schema"
 
@@ -6,9 +6,10 @@ import * as Schema from "effect/Schema"
  * The messages between a main thread and the market's worker threads, as Schemas: each side
  * encodes what it sends and decodes what it receives. Two calls cross, each a `TaggedRequest`: a
  * read by endpoint name and a write by operation name. A call's outcome comes back as its exit,
- * encoded by the call's own success and failure schemas: a result as the JSON text the direct call
- * serialises to (so a worker's envelope is the direct call's, byte for byte), a failure as its
- * problem with the `OperationError` it stands for (or a defect's text), so it arrives as the same
+ * encoded by the call's own success and failure schemas: a read's result as the JSON text the
+ * direct call serialises to (so a worker's envelope is the direct call's, byte for byte), a
+ * write's encoded by its write's own schema (`writeResults`), a failure as its problem with the
+ * `OperationError` it stands for (or a defect's text), so it arrives as the same
  * `MarketProblemError`. With `process` rate limits core's counting messages (`CountHit`,
  * `HitCounted`) cross the same channel: the main thread counts every worker's hits.
  */
@@ -17,20 +18,19 @@ import * as Schema from "effect/Schema"
  * Where a worker's market keeps its data: a module exporting `layer(options)` and those options
  * (a backend's `PortableStorage`), since each worker opens its own storage.
  */
-export interface WorkerStorage {
-  readonly module: string
-  readonly options: unknown
-}
+export const WorkerStorage = Schema.Struct({ module: Schema.String, options: Schema.Unknown })
+export type WorkerStorage = typeof WorkerStorage.Type
 
-/** What every worker is started with, as its `workerData`. */
-export interface WorkerConfig {
-  readonly storage: WorkerStorage
+/** What every worker is started with, as its `workerData`: encoded by the pool, decoded by the worker. */
+export const WorkerConfig = Schema.Struct({
+  storage: WorkerStorage,
   /**
-   * The market's settings, decoded in the main thread. With `rateLimits: "process"` the main
-   * thread counts every worker's rate-limit hits; with `shared` each worker's storage does.
+   * The market's settings, decoded in the main thread first. With `rateLimits: "process"` the
+   * main thread counts every worker's rate-limit hits; with `shared` each worker's storage does.
    */
-  readonly settings: MarketSettings
-}
+  settings: MarketSettings
+})
+export type WorkerConfig = typeof WorkerConfig.Type
 
 /** A defect (a bug, a record that does not decode) as it crosses: its text, logged in the worker. */
 export class Defect extends Schema.TaggedClass<Defect>()("Defect", { pretty: Schema.String }) {}
@@ -61,10 +61,16 @@ const WriteArguments = Schema.declare((input: unknown): input is WriteArgs<Write
   identifier: "WriteArguments"
 })
 
+/**
+ * A write's result as it crosses: encoded by its write's schema in `writeResults`, which the
+ * worker encodes with and the pool decodes with, by the write's name.
+ */
+const WriteResultEncoded = Schema.Unknown.annotations({ description: "a write's result, encoded by its schema in writeResults" })
+
 /** One write operation by name (`tokens.create`, `ingest.rental`, …) with its arguments. */
 export class Write extends Schema.TaggedRequest<Write>()("Write", {
   failure: CallFailure,
-  success: Json,
+  success: WriteResultEncoded,
   payload: { id: Schema.Number, name: Schema.Literal(...writeNames), args: WriteArguments }
 }) {}
 

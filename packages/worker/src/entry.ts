@@ -1,5 +1,7 @@
 import { marketRuntimeLayer, type Storage, type StorageError } from "@gpu-market/core"
-import { bodyJson, catalogue, makeOperations, OperationError, remoteCounters, requestOrigin, toProblemError } from "@gpu-market/core/adapters"
+import {
+  bodyJson, catalogue, makeOperations, OperationError, type Operations, remoteCounters, requestOrigin, toProblemError, type WriteArgs, type WriteName, writeResults
+} from "@gpu-market/core/adapters"
 import { RateLimitStore } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -10,7 +12,7 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Schema from "effect/Schema"
 import { parentPort, workerData } from "node:worker_threads"
 import {
-  Answer, type CallFailure, Defect, type Read, Ready, StartFailed, type WorkerConfig, WorkerReply, WorkerRequest, type WorkerStorage, type Write
+  Answer, type CallFailure, Defect, Ready, StartFailed, WorkerConfig, WorkerReply, WorkerRequest, type WorkerStorage
 } from "./contract.js"
 
 /**
@@ -26,7 +28,8 @@ const storageLayer = (storage: WorkerStorage): Layer.Layer<Storage, StorageError
   ))
 
 const port = parentPort!
-const config = workerData as WorkerConfig
+// The pool encodes the config with the same schema: one that does not decode ends the thread, which the pool reports.
+const config = Schema.decodeUnknownSync(WorkerConfig)(workerData)
 const decodeRequest = Schema.decodeUnknownEither(WorkerRequest)
 const encodeReply = Schema.encodeSync(WorkerReply)
 const send = (reply: WorkerReply) => port.postMessage(encodeReply(reply))
@@ -35,9 +38,9 @@ const isOperationError = Schema.is(OperationError)
 // A page whose rows were cached crosses the thread with their text spliced in, not serialised again.
 const json = (value: unknown) => (value === undefined ? "null" : bodyJson(value))
 
-/** A call's exit as it crosses: its result's JSON text, or its problem with the error behind it. */
-const outcome = (exit: Exit.Exit<unknown, unknown>): Exit.Exit<string, typeof CallFailure.Type> => {
-  if (Exit.isSuccess(exit)) return Exit.succeed(json(exit.value))
+/** A call's exit as it crosses: its result as the call sends it, or its problem with the error behind it. */
+const outcome = <A>(exit: Exit.Exit<A, unknown>): Exit.Exit<A, typeof CallFailure.Type> => {
+  if (Exit.isSuccess(exit)) return Exit.succeed(exit.value)
   const failure = toProblemError(exit.cause)
   return Exit.fail({
     problem: failure.problem,
@@ -45,9 +48,13 @@ const outcome = (exit: Exit.Exit<unknown, unknown>): Exit.Exit<string, typeof Ca
   })
 }
 
-/** Answers `request` with its exit, encoded by its own schemas. */
-const answer = (request: Read | Write) => (exit: Exit.Exit<unknown, unknown>) =>
-  send(new Answer({ id: request.id, exit: Effect.runSync(Schema.serializeExit(request, outcome(exit))) }))
+/** Answers `request` (a `Read` or a `Write`) with its exit, encoded by its own schemas. */
+const answer = <A, I>(request: { readonly id: number } & Schema.WithResult<A, I, typeof CallFailure.Type, typeof CallFailure.Encoded, never>) =>
+  (exit: Exit.Exit<A, unknown>) => send(new Answer({ id: request.id, exit: Effect.runSync(Schema.serializeExit(request, outcome(exit))) }))
+
+/** A write whose result is encoded by its write's schema to cross; one its schema refuses is a defect. */
+const encodedWrite = <N extends WriteName>(operations: Operations, name: N, args: WriteArgs<N>) =>
+  Effect.flatMap(operations.write(name, args), (result) => Effect.orDie(Schema.encode(writeResults[name])(result)))
 
 /**
  * With `process` rate limits the pool's main thread holds the counters, so every worker counts
@@ -72,10 +79,10 @@ runtime.runPromise(makeOperations).then(
         case "Read": {
           const entry = entries.get(request.endpoint)
           if (entry === undefined) return answer(request)(Exit.die(new Error(`unknown endpoint ${request.endpoint}`)))
-          return void runtime.runPromiseExit(operations.read(entry, request.query, request.token, origin)).then(answer(request))
+          return void runtime.runPromiseExit(Effect.map(operations.read(entry, request.query, request.token, origin), json)).then(answer(request))
         }
         case "Write":
-          return void runtime.runPromiseExit(operations.write(request.name, request.args)).then(answer(request))
+          return void runtime.runPromiseExit(encodedWrite(operations, request.name, request.args)).then(answer(request))
         case "Close":
           // Release the storage (a SQLite checkpoint, a Redis QUIT) before the thread ends.
           return void runtime.dispose().finally(() => port.close())

@@ -1,14 +1,15 @@
 import type { Market, MarketSettingsInput, PortableMarketStorage } from "@gpu-market/core"
 import { decodeMarketSettings, MarketProblemError } from "@gpu-market/core"
-import { buildMarket, counterHost, toProblemError, type WriteArgs, type WriteName, type WriteResult } from "@gpu-market/core/adapters"
+import { buildMarket, counterHost, toProblemError, type WriteArgs, type WriteName, type WriteResult, writeResults } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import type { ParseError } from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { Worker } from "node:worker_threads"
-import { type CallFailure, Close, Read, type WorkerConfig, WorkerReply, WorkerRequest, Write } from "./contract.js"
+import { type CallFailure, Close, Read, WorkerConfig, WorkerReply, WorkerRequest, Write } from "./contract.js"
 
 /**
  * The market in `worker_threads`: the same calls as `createMarket`, answered by a pool of workers.
@@ -42,16 +43,28 @@ const entry = new URL("./entry.js", import.meta.url)
 const CLOSE_GRACE_MILLIS = 5_000
 
 const encodeRequest = Schema.encodeSync(WorkerRequest)
+const encodeConfig = Schema.encodeSync(WorkerConfig)
 const decodeReply = Schema.decodeUnknownEither(WorkerReply)
 const defect = (message: string) => toProblemError(Cause.die(new Error(message)))
 
 /** A call waiting for its answer: the request, whose schemas decode the answer, and its promise. */
 type Pending = { readonly request: Read | Write; readonly resolve: (value: unknown) => void; readonly reject: (error: unknown) => void }
 
-/** What a call settles with: its result parsed from its JSON text, or the problem it failed with. */
-const settleWith = (pending: Pending, exit: Exit.Exit<string, typeof CallFailure.Type>) =>
+/** A call's exit as its worker sent it, decoded by its request's schemas: a read's result parsed from its JSON text. */
+const decodeExit = (request: Read | Write, exit: unknown): Effect.Effect<Exit.Exit<unknown, typeof CallFailure.Type>, ParseError> =>
+  request._tag === "Read"
+    ? Effect.map(Schema.deserializeExit(request, exit), Exit.map((json) => JSON.parse(json)))
+    : Schema.deserializeExit(request, exit)
+
+/** A write's result as its worker encoded it, decoded by its write's schema: what `createMarket` resolves with. */
+const decodeResult = <N extends WriteName>(name: N) => (encoded: unknown): WriteResult<N> =>
+  Either.getOrThrowWith(Schema.decodeUnknownEither(writeResults[name])(encoded), (error) =>
+    defect(`a market worker's ${name} result did not decode: ${error.message}`))
+
+/** What a call settles with: its result, or the problem it failed with. */
+const settleWith = (pending: Pending, exit: Exit.Exit<unknown, typeof CallFailure.Type>) =>
   Exit.match(exit, {
-    onSuccess: (json) => pending.resolve(JSON.parse(json)),
+    onSuccess: (result) => pending.resolve(result),
     onFailure: (cause) => Option.match(Cause.failureOption(cause), {
       onNone: () => pending.reject(defect(Cause.pretty(cause))),
       onSome: ({ problem, cause }) => pending.reject(new MarketProblemError(problem, {
@@ -71,7 +84,7 @@ class PoolWorker {
   closing = false
 
   constructor(config: WorkerConfig, counts: ReturnType<typeof counterHost>, onLost: (lost: PoolWorker) => void) {
-    this.worker = new Worker(entry, { workerData: config })
+    this.worker = new Worker(entry, { workerData: encodeConfig(config) })
     this.exited = new Promise((resolve) => this.worker.once("exit", () => resolve()))
     this.ready = new Promise((resolve, reject) => {
       this.worker.on("message", (message: unknown) => {
@@ -92,7 +105,7 @@ class PoolWorker {
           case "Answer": {
             const pending = this.settle(reply.id)
             if (pending === undefined) return
-            return Either.match(Effect.runSync(Effect.either(Schema.deserializeExit(pending.request, reply.exit))), {
+            return Either.match(Effect.runSync(Effect.either(decodeExit(pending.request, reply.exit))), {
               onLeft: (error) => pending.reject(defect(`a market worker's answer did not decode: ${error.message}`)),
               onRight: (exit) => settleWith(pending, exit)
             })
@@ -190,8 +203,7 @@ export const createWorkerMarket = async ({ storage: given, poolSize, ...input }:
   const market = buildMarket({
     call: (entry, query, { token }) => call((id) => new Read({ id, endpoint: entry.name, query, ...(token === undefined ? {} : { token }) })),
     next: (entry, next, { token }) => call((id) => new Read({ id, endpoint: entry.name, query: next.query_params, ...(token === undefined ? {} : { token }) })),
-    // The worker answers with the write's own result, as JSON (`Success`): what `createMarket` resolves with.
-    write: <N extends WriteName>(name: N, args: WriteArgs<N>) => call((id) => new Write({ id, name, args })) as Promise<WriteResult<N>>,
+    write: <N extends WriteName>(name: N, args: WriteArgs<N>) => call((id) => new Write({ id, name, args })).then(decodeResult(name)),
     close: async () => {
       if (closed) return
       closed = true

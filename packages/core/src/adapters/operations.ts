@@ -3,7 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { Auth } from "../auth/auth.js"
-import type { DataType, Principal, PrincipalInput } from "../auth/principal.js"
+import { type DataType, Principal, type PrincipalInput } from "../auth/principal.js"
 import { type RateLimitCount, RateLimits, type RateLimitStatus } from "../auth/rate-limits.js"
 import type { StampedCounts } from "../storage/stamped-count.js"
 import {
@@ -11,13 +11,14 @@ import {
   StorageUnavailable, Unauthenticated, ValidationFailed, EventIdExpired
 } from "../errors.js"
 import { Feed } from "../feed/feed.js"
-import { FormatImport, type FormatImportOptions, type SkypilotImportOptions } from "../ingest/formats/import.js"
-import { HardwarePriceIngest } from "../ingest/hardware-prices.js"
-import { IndexIngest } from "../ingest/indexes.js"
-import { LlmTokenPriceIngest } from "../ingest/llm-token-prices.js"
-import { type GpuCatalogRecordInput, ReferenceDataIngest } from "../ingest/reference-data.js"
+import { FormatImport, type FormatImportOptions, FormatImportSummary, type SkypilotImportOptions } from "../ingest/formats/import.js"
+import { HardwareIngestSummary, HardwarePriceIngest } from "../ingest/hardware-prices.js"
+import { IndexDefineSummary, IndexIngest } from "../ingest/indexes.js"
+import { LlmIngestSummary, LlmTokenPriceIngest } from "../ingest/llm-token-prices.js"
+import { type GpuCatalogRecordInput, ReferenceDataIngest, ReferenceIngestSummary } from "../ingest/reference-data.js"
 import { RentalPriceIngest } from "../ingest/rental-prices.js"
-import { TransactionIngest } from "../ingest/transactions.js"
+import { TransactionIngest, TransactionIngestSummary } from "../ingest/transactions.js"
+import { IngestSummary } from "../ingest/versions.js"
 import { unavailable } from "../market/storage.js"
 import { startedTogether } from "../market/together.js"
 import type { RequestOrigin } from "../query/collection.js"
@@ -184,6 +185,30 @@ type Writes = Effect.Effect.Success<typeof makeWrites>
 export type WriteArgs<N extends WriteName> = Parameters<Writes[N]>
 /** What one write answers. */
 export type WriteResult<N extends WriteName> = Effect.Effect.Success<ReturnType<Writes[N]>>
+
+/**
+ * What each write answers, as a Schema: a result that crosses a thread is encoded and decoded
+ * with its write's. The compiler holds each to what its write returns. A principal crosses as it
+ * is (its type's schema), as it does in the process.
+ */
+export const writeResults: { readonly [N in WriteName]: Schema.Schema<WriteResult<N>> } = {
+  "tokens.create": Schema.String,
+  "tokens.list": Schema.mutable(Schema.Array(Schema.typeSchema(Principal))),
+  "tokens.revoke": Schema.Boolean,
+  "ingest.rental": IngestSummary,
+  "ingest.withdrawRental": Schema.Number,
+  "ingest.hardware": HardwareIngestSummary,
+  "ingest.llm": LlmIngestSummary,
+  "ingest.withdrawLlm": Schema.Number,
+  "ingest.transactions": TransactionIngestSummary,
+  "ingest.indexDefinitions": IndexDefineSummary,
+  "ingest.fleetWeights": Schema.Number,
+  "ingest.indexValues": Schema.Number,
+  "ingest.skypilot": FormatImportSummary(IngestSummary),
+  "ingest.litellm": FormatImportSummary(LlmIngestSummary),
+  "ingest.fxRates": ReferenceIngestSummary,
+  "ingest.gpus": ReferenceIngestSummary
+}
 
 /** Builds the operations over the market's services. */
 export const makeOperations = Effect.gen(function* () {

@@ -76,18 +76,20 @@ export const listingKeyOf = (secret: string) => (listingRef: string): string =>
   createHmac("sha256", secret).update(listingRef, "utf8").digest("hex").slice(0, 32)
 
 /** Pieces of the descriptive fields' text that were no term of the field's vocabulary, per field. */
-export type DroppedTerms = { readonly [F in HardwareTermField]: number }
+export const DroppedTerms = Schema.Record({ key: Schema.Literal(...hardwareTermFields), value: Schema.Number })
+export type DroppedTerms = typeof DroppedTerms.Type
 
 /** What one ingest did. */
-export interface HardwareIngestSummary {
-  readonly received: number
+export const HardwareIngestSummary = Schema.Struct({
+  received: Schema.Number,
   /** Listing-days stored for the first time. */
-  readonly inserted: number
+  inserted: Schema.Number,
   /** Listing-days whose stored row was replaced. */
-  readonly replaced: number
+  replaced: Schema.Number,
   /** Pieces of text in the descriptive fields (`payment_terms`, ...) that were no vocabulary term: not stored. */
-  readonly droppedTerms: DroppedTerms
-}
+  droppedTerms: DroppedTerms
+})
+export type HardwareIngestSummary = typeof HardwareIngestSummary.Type
 
 /** The observations, each descriptive field as the terms of its vocabulary it names, and what was dropped per field. */
 export interface DecodedHardware {

@@ -1,5 +1,6 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { type ValidationFailed, validationFailed } from "../errors.js"
 import { unavailableComputation } from "../market/storage.js"
 import { formatInstant, isBareDate, MICROS_PER_MS, type Micros, parseDate, parseDateTime } from "../query/time.js"
@@ -15,14 +16,15 @@ import {
 } from "./index-method.js"
 
 /** What one computation did. */
-export interface IndexComputationSummary {
+export const IndexComputationSummary = Schema.Struct({
   /** Computed indices whose range was not empty. */
-  readonly indices: number
+  indices: Schema.Number,
   /** Intervals computed, published or not. */
-  readonly intervals: number
+  intervals: Schema.Number,
   /** Values stored (intervals with enough vendors, or with a weighted component). */
-  readonly values: number
-}
+  values: Schema.Number
+})
+export type IndexComputationSummary = typeof IndexComputationSummary.Type
 
 type Range = { readonly from: Micros; readonly to: Micros }
 

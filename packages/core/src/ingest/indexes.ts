@@ -7,7 +7,7 @@ import { AdministeredValue, FleetWeight, IndexDefinition, type IndexValue } from
 import { IndexStore } from "../storage/indexes.js"
 import { type MarkedWrite, withMark } from "../storage/marks.js"
 import { chunksOf, countedIngest, decodeRecords, INDEX_VALUES_PER_WRITE, invalidRecords, markedChunks, markReader } from "./batch.js"
-import { IndexComputation, type IndexComputationSummary } from "./index-computation.js"
+import { IndexComputation, IndexComputationSummary } from "./index-computation.js"
 import { intervalMicros } from "./index-method.js"
 
 /** Decodes every record of a batch with `schema`, refusing unknown fields; issues carry the record's index. */
@@ -21,10 +21,8 @@ const decodeAll = <A, I>(schema: Schema.Schema<A, I>, input: ReadonlyArray<unkno
 }
 
 /** What `define` did. */
-export interface IndexDefineSummary {
-  readonly defined: number
-  readonly computed: IndexComputationSummary
-}
+export const IndexDefineSummary = Schema.Struct({ defined: Schema.Number, computed: IndexComputationSummary })
+export type IndexDefineSummary = typeof IndexDefineSummary.Type
 
 /**
  * The write path of indexes: definitions, fleet weights and administered values. Every batch

@@ -9,7 +9,7 @@ import type { VersionChanges, VersionView } from "../storage/versions.js"
 import { llmTokenPriceKeys } from "../storage/tables.js"
 import { countedIngest, decodeTimed, markReader, refuseIf, type Timed } from "./batch.js"
 import { boundIssues, IngestBounds } from "./bounds.js"
-import { conflictingPrices, type IngestSummary, type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
+import { conflictingPrices, IngestSummary, type VersionRules, withdrawVersions, writeVersions } from "./versions.js"
 import { hash32 } from "./key-hash.js"
 
 /** Fields that identify one published price across price changes (`base_price_key`). */
@@ -137,10 +137,8 @@ export const judgeOutliers = (changes: VersionChanges<LlmTokenPrice>, view: Vers
  * the market they are judged against (rows of the same model, price type and metric that
  * started at or after that price's instant).
  */
-export interface LlmIngestSummary extends IngestSummary {
-  readonly flagged: number
-  readonly reflagged: number
-}
+export const LlmIngestSummary = Schema.Struct({ ...IngestSummary.fields, flagged: Schema.Number, reflagged: Schema.Number })
+export type LlmIngestSummary = typeof LlmIngestSummary.Type
 
 /** `flagged` and `reflagged` of a write, from the rows it opened and restated, in write order. */
 const flagCounts = (opened: ReadonlyArray<LlmTokenPrice>, restated: ReadonlyArray<LlmTokenPrice>) => {

@@ -9,7 +9,7 @@ import { omittableNulls } from "../schema/fields.js"
 import { FxRate } from "../schema/fx-rate.js"
 import type { MarkedWrite, ProgressMark } from "../storage/marks.js"
 import type { StorageError } from "../storage/errors.js"
-import { ReferenceDataStore, type ReferencePutSummary } from "../storage/reference.js"
+import { ReferenceDataStore, ReferencePutSummary } from "../storage/reference.js"
 import { chunksOf, countedIngest, decodeRecords, invalidRecords, markedChunks, markReader } from "./batch.js"
 import { fxTable, type UsdPerUnit } from "./fx.js"
 
@@ -25,9 +25,8 @@ export const GpuCatalogRecord = Schema.Struct(omittableNulls(GpuCatalogEntry.fie
 export type GpuCatalogRecordInput = Schema.Schema.Encoded<typeof GpuCatalogRecord>
 
 /** What one import of reference data did. */
-export interface ReferenceIngestSummary extends ReferencePutSummary {
-  readonly received: number
-}
+export const ReferenceIngestSummary = Schema.Struct({ ...ReferencePutSummary.fields, received: Schema.Number })
+export type ReferenceIngestSummary = typeof ReferenceIngestSummary.Type
 
 const decodeFx = Schema.decodeUnknownEither(FxRateRecord, { errors: "all", onExcessProperty: "error" })
 const decodeGpu = Schema.decodeUnknownEither(GpuCatalogRecord, { errors: "all", onExcessProperty: "error" })

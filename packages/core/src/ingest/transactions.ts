@@ -294,20 +294,21 @@ const changesOf = (
 }
 
 /** What one `record` or `publish` did. */
-export interface TransactionIngestSummary {
+export const TransactionIngestSummary = Schema.Struct({
   /** Deals in the batch. */
-  readonly received: number
+  received: Schema.Number,
   /** Deals stored by this call. */
-  readonly recorded: number
+  recorded: Schema.Number,
   /** Deals already stored with the same terms, skipped. */
-  readonly duplicates: number
+  duplicates: Schema.Number,
   /** Deals blended into new cohorts. */
-  readonly blended: number
+  blended: Schema.Number,
   /** Rows published. */
-  readonly published: number
+  published: Schema.Number,
   /** Deals left waiting for a partner in the pools this call touched. */
-  readonly pending: number
-}
+  pending: Schema.Number
+})
+export type TransactionIngestSummary = typeof TransactionIngestSummary.Type
 
 /** The write path of aggregated transactions. */
 export class TransactionIngest extends Effect.Service<TransactionIngest>()("Market/TransactionIngest", {

@@ -1,5 +1,6 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import { InvalidRecords, type RecordIssue, type StorageUnavailable } from "../errors.js"
 import { formatInstant, parseDateTime } from "../query/time.js"
 import { MAX_ROWS_PER_WRITE } from "../storage/contract.js"
@@ -20,18 +21,19 @@ export interface VersionRules<O, Row> extends VersionKeys<Row> {
 }
 
 /** What one ingest of versioned prices did. */
-export interface IngestSummary {
-  readonly received: number
-  readonly opened: number
-  readonly closed: number
+export const IngestSummary = Schema.Struct({
+  received: Schema.Number,
+  opened: Schema.Number,
+  closed: Schema.Number,
   /** Observations of a price already in force: nothing to write. */
-  readonly unchanged: number
+  unchanged: Schema.Number,
   /**
    * Observations of a priced thing at an instant already observed, with the same price: a
    * repeat in the batch, or of a stored row (a batch sent again). Nothing to write.
    */
-  readonly duplicates: number
-}
+  duplicates: Schema.Number
+})
+export type IngestSummary = typeof IngestSummary.Type
 
 /** A plan: the change to write, and what it does. */
 export interface VersionPlan<Row> {

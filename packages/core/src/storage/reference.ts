@@ -1,17 +1,19 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import type { GpuCatalogEntryInput } from "../catalog/gpu-catalog.js"
 import type { FxRateInput } from "../schema/fx-rate.js"
 import type { StorageError } from "./errors.js"
 import type { ProgressMark, ReadMark } from "./marks.js"
 
 /** What one write of reference data did. */
-export interface ReferencePutSummary {
+export const ReferencePutSummary = Schema.Struct({
   /** Records whose key (a currency and date; a GPU slug) was not stored before. */
-  readonly inserted: number
+  inserted: Schema.Number,
   /** Records that replaced the stored record of their key. */
-  readonly replaced: number
-}
+  replaced: Schema.Number
+})
+export type ReferencePutSummary = typeof ReferencePutSummary.Type
 
 /**
  * Reference data the write paths normalise with, extended by import and shared by every process

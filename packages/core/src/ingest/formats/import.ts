@@ -19,7 +19,7 @@ import { csvReader, type CsvRecord, CsvSyntaxError } from "./csv.js"
 import { productListings } from "./listings.js"
 import { fromLitellm, LITELLM_SOURCE } from "./litellm.js"
 import {
-  describePlace, type FileFormat, importReport, type ImportReport, judged, notTheFormat, type Quarantined, type QuarantineRule, type Rejection,
+  describePlace, type FileFormat, importReport, ImportReport, judged, notTheFormat, type Quarantined, type QuarantineRule, type Rejection,
   type SourcePlace, writeRejectionReason
 } from "./report.js"
 import { DefaultIndexes } from "../default-indexes.js"
@@ -74,14 +74,16 @@ export interface SkypilotStreamOptions extends SkypilotImportOptions {
  * What a format import did: what became of every entry of the file (`ImportReport`, the same
  * counts the CLI prints), the write's own summary, and a snapshot's withdrawals.
  */
-export interface FormatImportSummary<S extends IngestSummary = IngestSummary> extends ImportReport {
+export const FormatImportSummary = <S extends Schema.Schema.AnyNoContext>(written: S) => Schema.Struct({
+  ...ImportReport.fields,
   /** The instant of the import, as stored. */
-  readonly observedAt: string
+  observedAt: Schema.String,
   /** What the write of the observations that were not refused did. */
-  readonly written: S
+  written,
   /** Rows a snapshot withdrew; null when the import was not a snapshot. */
-  readonly withdrawn: number | null
-}
+  withdrawn: Schema.NullOr(Schema.Number)
+})
+export type FormatImportSummary<S extends IngestSummary = IngestSummary> = Schema.Schema.Type<ReturnType<typeof FormatImportSummary<Schema.Schema<S>>>>
 
 const isVendorSlug = Schema.is(VendorSlug)
 

@@ -11,12 +11,13 @@ import { parse as parseYaml } from "yaml"
  */
 
 /** Where in the source a converted observation or an issue comes from. */
-export interface SourcePlace {
+export const SourcePlace = Schema.Struct({
   /** The 1-based line of the file (of a LiteLLM entry: the line of its key). */
-  readonly line: number
+  line: Schema.Number,
   /** The LiteLLM key of the entry; absent for a CSV row. */
-  readonly key?: string
-}
+  key: Schema.optionalWith(Schema.String, { exact: true })
+})
+export type SourcePlace = typeof SourcePlace.Type
 
 /** A place as a report names it: `line 12`, or `line 22301 (gpt-4o)`. */
 export const describePlace = (p: SourcePlace): string => `line ${p.line}${p.key === undefined ? "" : ` (${p.key})`}`
@@ -44,17 +45,23 @@ export const REJECTION_REASONS = {
 /** A reason of `REJECTION_REASONS`. */
 export type RejectionReason = keyof typeof REJECTION_REASONS
 
+/** A reason name of `REJECTION_REASONS`. */
+const Reason = Schema.Literal(...(Object.keys(REJECTION_REASONS) as Array<RejectionReason>))
+
 /** An entry of the file that was not stored, why, and where it is. */
-export interface Rejection extends SourcePlace {
-  readonly reason: RejectionReason
-  readonly message: string
-}
+export const Rejection = Schema.Struct({ ...SourcePlace.fields, reason: Reason, message: Schema.String })
+export type Rejection = typeof Rejection.Type
 
 /** A rejection a quarantine rule expected: recorded, not stored, and not a failure of the import. */
-export interface Quarantined extends Rejection {
+export const Quarantined = Schema.Struct({
+  ...Rejection.fields,
   /** The rule's `why`. */
-  readonly rule: string
-}
+  rule: Schema.String
+})
+export type Quarantined = typeof Quarantined.Type
+
+/** Entries by rejection reason; a reason none had is absent. */
+const ByReason = Schema.partialWith(Schema.Record({ key: Reason, value: Schema.Number }), { exact: true })
 
 /**
  * What became of every entry an import read. An entry is a row of a row import; of a SkyPilot
@@ -62,30 +69,32 @@ export interface Quarantined extends Rejection {
  * unreadable row); of LiteLLM's table, each price field of an entry and each top-level value left
  * out whole. `read` is the sum of all the others.
  */
-export interface ImportCounts {
-  readonly read: number
+export const ImportCounts = Schema.Struct({
+  read: Schema.Number,
   /** Stored as a new price: a product or price not seen before, or a price that changed. */
-  readonly stored: number
+  stored: Schema.Number,
   /** The price already in force: nothing written. */
-  readonly unchanged: number
+  unchanged: Schema.Number,
   /** A repeat of another entry of the file or of a stored observation at the same instant and price. */
-  readonly duplicate: number
+  duplicate: Schema.Number,
   /** Left out on purpose, by reason (`no_spot`, `cpu_only`, `non_token_price`, `alias`, …): nothing lost. */
-  readonly skipped: Readonly<Record<string, number>>
+  skipped: Schema.Record({ key: Schema.String, value: Schema.Number }),
   /** Rejected but expected by a quarantine rule, by rejection reason. */
-  readonly quarantined: Readonly<Partial<Record<RejectionReason, number>>>
+  quarantined: ByReason,
   /** Rejected, by reason: the import failed for these. */
-  readonly rejected: Readonly<Partial<Record<RejectionReason, number>>>
-}
+  rejected: ByReason
+})
+export type ImportCounts = typeof ImportCounts.Type
 
 /** The part of every import's result that says what became of the file. */
-export interface ImportReport {
-  readonly counts: ImportCounts
+export const ImportReport = Schema.Struct({
+  counts: ImportCounts,
   /** Each rejected entry, in file order. */
-  readonly rejections: ReadonlyArray<Rejection>
+  rejections: Schema.Array(Rejection),
   /** Each quarantined entry, in file order. */
-  readonly quarantined: ReadonlyArray<Quarantined>
-}
+  quarantined: Schema.Array(Quarantined)
+})
+export type ImportReport = typeof ImportReport.Type
 
 const tally = <K extends string>(items: ReadonlyArray<{ readonly reason: K }>): Partial<Record<K, number>> => {
   const out: Partial<Record<K, number>> = {}
@@ -130,9 +139,6 @@ const breakdown = (counts: Readonly<Record<string, number | undefined>>) => {
 export const describeCounts = (c: ImportCounts): string =>
   `read ${c.read}: stored ${c.stored}, unchanged ${c.unchanged}, duplicate ${c.duplicate}, skipped ${breakdown(c.skipped)}, ` +
   `quarantined ${breakdown(c.quarantined)}, rejected ${breakdown(c.rejected)}`
-
-/** A reason name of `REJECTION_REASONS`. */
-const Reason = Schema.Literal(...(Object.keys(REJECTION_REASONS) as Array<RejectionReason>))
 
 /**
  * A quarantine rule: rejections of `reason` whose entry has every field of `match` are expected.
