@@ -6,10 +6,9 @@
  */
 export * from "./adapters/catalogue.js"
 export type { EventsOptions, EventsQuery, MarketFeed } from "./adapters/feed.js"
-export { admit, type Admission, admitCounted, charge, countStamped, judgeCount, makeOperations, OperationError, type Operations, type StampedCount, type WriteName, writeNames } from "./adapters/operations.js"
+export { admit, type Admission, makeOperations, OperationError, type Operations, type WriteName, writeNames } from "./adapters/operations.js"
 export { buildMarket, hardwareVocabularyLayer, type MarketTransport, runOperation, toProblemError } from "./adapters/direct.js"
-export { bodyBytes, bodyDigest, bodyJson, boundedCache, pageCacheLayer, type Replayable, replayOf } from "./market/page-cache.js"
-export { runAsFarAsItGoes, startedTogether } from "./market/together.js"
+export { bodyBytes, bodyDigest, bodyJson, boundedCache, pageCacheLayer } from "./market/page-cache.js"
 export { labelsOf, LATENCY_BUCKETS_SECONDS } from "./metrics.js"
 export * from "./adapters/problem.js"
 export * from "./query/collection.js"

@@ -2,28 +2,24 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Auth, Feed, type MarketError, PageCacheBytes, type Principal, RateLimits } from "@gpu-market/core"
-import { admit, admitCounted, bodyBytes, charge, countStamped, judgeCount, makeReadCalls, type ReadCall, replayOf, requestOrigin } from "@gpu-market/core/adapters"
-import { StoreChangeStamp, StoreStampedCounts } from "@gpu-market/core/storage"
+import { Auth, Feed, RateLimits } from "@gpu-market/core"
+import { admit, bodyBytes, makeReadCalls, type ReadCall, requestOrigin } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as FiberRef from "effect/FiberRef"
 import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
 import { type CorsOptions, corsOptionsProblem, withCors } from "./cors.js"
 import { makeDashboardRoutes } from "./dashboard.js"
-import { makeDirect } from "./direct.js"
 import { docsPage, makeAssetRoutes } from "./docs.js"
 import { DEFAULT_HEARTBEAT_MS, EVENTS_PATH, heartbeatProblem, sseResponse } from "./events.js"
 import { makeHealthRoutes } from "./health.js"
 import { withNosniff } from "./nosniff.js"
-import { CLIENT_CLOSED_REQUEST, currentPrincipal, routedAs } from "./observe.js"
+import { Caller, CLIENT_CLOSED_REQUEST, notePrincipal, routedAs } from "./observe.js"
 import { problemResponse } from "./problem.js"
 import { queryOf, rateHeaders } from "./request.js"
 import { makeSupplyRoutes } from "./procurement.js"
 import { dataRoutes } from "./routes.js"
-import { makeReplay, type Replay } from "./replay.js"
 import { respond, withCompression } from "./transfer.js"
 
 /** Options of the HTTP app. */
@@ -46,10 +42,16 @@ export interface AppOptions {
 }
 
 /**
- * The app, its replay and its direct lane; the replay keeps answers and the lane takes requests
- * only when `replaying` (a Node server in front).
+ * Builds the HTTP app over the market's services: the one path every request takes, whichever
+ * host runs it (the standalone server, the Node and fetch handlers). Every data request is
+ * admitted (bearer auth, the caller's rate limit), its `Caller` provided to the read, then
+ * answered with JSON or a problem, with the rate-limit headers on whatever the caller gets once
+ * it is known who they are. A page carries a strong `ETag` (a 304 when `If-None-Match` names it);
+ * answers are compressed when the client asks. `/healthz` and `/readyz` answer probes, and
+ * `/metrics` scrapes when asked for; all three public. Options that cannot work (an origin no
+ * browser sends) are a defect of the embedding app.
  */
-const buildApp = (options: AppOptions, replaying: boolean) =>
+export const makeApp = (options: AppOptions) =>
   Effect.gen(function* () {
     const corsProblem = options.cors === undefined ? undefined : corsOptionsProblem(options.cors)
     if (corsProblem !== undefined) return yield* Effect.die(new TypeError(corsProblem))
@@ -60,66 +62,52 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
     const limits = yield* RateLimits
     const readCall = yield* makeReadCalls
     const origin = requestOrigin(options.baseUrl)
-    const admitNow = (authorization: string | undefined) => admit(auth, limits, authorization)
-    // The replay shares the page cache's budget setting; without a server to take requests, it keeps nothing.
-    const counts = yield* StoreStampedCounts
-    const replay: Replay = makeReplay(replaying ? yield* PageCacheBytes : 0, {
-      admit: admitNow,
-      charge: (principal) => charge(limits, principal),
-      changeStamp: yield* StoreChangeStamp,
-      stamped: counts === undefined ? undefined : {
-        counts,
-        count: (principal, type) => countStamped(limits, counts, principal, type),
-        judge: (principal, counted) => judgeCount(limits, principal, counted),
-        admitCounted: (authorization, guess, counted) => admitCounted(auth, limits, authorization, guess, counted)
-      }
-    }, yield* Effect.runtime<never>())
 
     /**
-     * A data request's one path: admitted (401, 429 as problems, with the rate-limit headers once
-     * the caller is known), its principal recorded, then `answer` with the headers it sends.
+     * Admission, the one door of data requests: 401 and 429 as problems (with the rate-limit
+     * headers once the caller is known), else `answer` with the caller provided as `Caller` and
+     * the headers it sends.
      */
     const admitted = (
-      answer: (
-        principal: Principal, request: HttpServerRequest.HttpServerRequest, requestId: string, headers: Record<string, string>
-      ) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+      answer: (request: HttpServerRequest.HttpServerRequest, requestId: string, headers: Record<string, string>) =>
+        Effect.Effect<HttpServerResponse.HttpServerResponse, never, Caller>
     ) =>
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const requestId = randomUUID()
-        const admission = replay.admissionOf(request) ?? (yield* Effect.either(admitNow(request.headers.authorization)))
+        const admission = yield* Effect.either(admit(auth, limits, request.headers.authorization))
         if (Either.isLeft(admission)) {
           const e = admission.left
           return problemResponse(e, requestId, e._tag === "RateLimited"
             ? rateHeaders({ limit: e.limit, remaining: 0, resetSeconds: e.retry_after_seconds })
             : {})
         }
-        yield* FiberRef.set(currentPrincipal, admission.right.principal.id)
-        return yield* answer(admission.right.principal, request, requestId, rateHeaders(admission.right.status))
+        const { principal, status } = admission.right
+        yield* notePrincipal(principal)
+        return yield* Effect.provideService(answer(request, requestId, rateHeaders(status)), Caller, principal)
       })
 
-    const data = (run: (principal: Principal, request: HttpServerRequest.HttpServerRequest) => Effect.Effect<unknown, MarketError>) =>
-      admitted((principal, request, requestId, headers) => Effect.gen(function* () {
-        const failed = replay.failureOf(request)
-        const body = failed !== undefined ? Either.left(failed) : yield* Effect.either(run(principal, request))
+    /** A data route: the caller's read of its query, answered as JSON with its validator, or as the read's problem. */
+    const page = (call: ReadCall) =>
+      admitted((request, requestId, headers) => Effect.gen(function* () {
+        const caller = yield* Caller
+        const body = yield* Effect.either(call({ principal: caller, query: queryOf(request.url), origin }))
         if (Either.isLeft(body)) return problemResponse(body.left, requestId, headers)
         headers["x-request-id"] = requestId
-        const replayable = replayOf(body.right)
-        if (replayable !== undefined) replay.mark(request, replayable, principal)
-        return respond(request, { body: bodyBytes(body.right), contentType: "application/json", headers, caller: principal })
+        return respond(request, { body: bodyBytes(body.right), contentType: "application/json", headers, caller })
       }))
 
     // The change feed: admitted as a data request (one count against the rate limit per
     // connection), refused with a problem before the stream starts, then Server-Sent Events.
     const feed = yield* Feed
-    const events = admitted((principal, request, requestId, headers) =>
-      Effect.map(Effect.either(feed.subscribe(principal, queryOf(request.url), request.headers["last-event-id"], auth.stillHolds(request.headers.authorization))), (items) =>
-        Either.isLeft(items)
-          ? problemResponse(items.left, requestId, headers)
-          : sseResponse(items.right, heartbeatMs, { ...headers, "x-request-id": requestId })))
-
-    const page = (endpoint: ReadCall) =>
-      data((principal, request) => endpoint({ principal, query: queryOf(request.url), origin }))
+    const events = admitted((request, requestId, headers) => Effect.gen(function* () {
+      const caller = yield* Caller
+      const stillHolds = auth.stillHolds(request.headers.authorization)
+      const items = yield* Effect.either(feed.subscribe(caller, queryOf(request.url), request.headers["last-event-id"], stillHolds))
+      return Either.isLeft(items)
+        ? problemResponse(items.left, requestId, headers)
+        : sseResponse(items.right, heartbeatMs, { ...headers, "x-request-id": requestId })
+    }))
 
     type Route = readonly [HttpRouter.PathInput, Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>]
     const supplyPrefix = options.supplyPrefix ?? "/supply"
@@ -178,37 +166,7 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
       )
     )
     // CORS around every answer, so a preflight is answered before anything else runs; `nosniff`
-    // on all of them, preflights too; the recording outermost, so a replay gives the answer
-    // exactly as it was sent.
-    const app: HttpApp.Default<never, Scope.Scope> = replay.recording(withNosniff(withCors(options.cors)(withCompression(answered))))
-    const direct = makeDirect({
-      routes: replaying ? dataRoutes.map((route) => ({ path: route.path, call: readCall(route.entry) })) : [],
-      prefix,
-      origin,
-      admit: admitNow,
-      replay,
-      varyOrigin: options.cors !== undefined && options.cors.origins.length > 0,
-      runtime: yield* Effect.runtime<never>()
-    })
-    return { app, replay, direct }
+    // on all of them, preflights too.
+    const app: HttpApp.Default<never, Scope.Scope> = withNosniff(withCors(options.cors)(withCompression(answered)))
+    return app
   })
-
-/**
- * Builds the HTTP app over the market's services. Every data request takes one path: bearer
- * auth, the caller's rate limit, the core call, then JSON or a problem, with the rate-limit
- * headers on whatever the caller gets once it is known who they are. A page carries a strong
- * `ETag` (a 304 when `If-None-Match` names it); answers are compressed when the client asks.
- * `/healthz` and `/readyz` answer probes, and `/metrics` scrapes when asked for; all three public.
- * Options that cannot work (an origin no browser sends) are a defect of the embedding app.
- */
-export const makeApp = (options: AppOptions) => Effect.map(makeAppParts(options), ({ app }) => app)
-
-/**
- * The app with its `Replay` and `Direct` lane, which a Node server puts in front of it: answers
- * the app marks as replayable are kept, and the same request again is answered from them (see
- * replay.ts); plain data pages are read and written without the platform (see direct.ts).
- */
-export const makeAppWithReplay = (options: AppOptions) => buildApp(options, true)
-
-/** The app and a replay that keeps nothing: for hosts that cannot put the replay in front (a `fetch` handler). */
-export const makeAppParts = (options: AppOptions) => buildApp(options, false)

@@ -10,10 +10,9 @@ import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import type * as Scope from "effect/Scope"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { makeAppParts, makeAppWithReplay } from "./app.js"
+import { makeApp } from "./app.js"
 import { atTheDoor } from "./connections.js"
 import { type CorsOptions, corsOptionsProblem } from "./cors.js"
-import { type Lanes, nodeLanes } from "./direct.js"
 import { heartbeatProblem } from "./events.js"
 
 /**
@@ -48,8 +47,7 @@ export interface HandlerOptions {
  */
 const open = async <A>(
   options: HandlerOptions,
-  replaying: boolean,
-  toHandler: (app: HttpApp.Default<never, Scope.Scope>, lanes: Lanes) => Effect.Effect<A, never, MarketServices>
+  toHandler: (app: HttpApp.Default<never, Scope.Scope>) => Effect.Effect<A, never, MarketServices>
 ) => {
   const corsProblem = options.cors === undefined ? undefined : corsOptionsProblem(options.cors)
   if (corsProblem !== undefined) throw new TypeError(corsProblem)
@@ -62,12 +60,11 @@ const open = async <A>(
   ))
   // No tracer reports these spans: as in the standalone server, tracing stays off.
   const built = await runtime.runPromiseExit(
-    Effect.flatMap((replaying ? makeAppWithReplay : makeAppParts)({
+    Effect.flatMap(makeApp({
       baseUrl: options.baseUrl,
       ...(options.cors === undefined ? {} : { cors: options.cors }),
       ...(options.feedHeartbeatMs === undefined ? {} : { feedHeartbeatMs: options.feedHeartbeatMs })
-    }), ({ app, ...lanes }) =>
-      toHandler(app.pipe(Effect.withTracerEnabled(false)), lanes))
+    }), (app) => toHandler(app.pipe(Effect.withTracerEnabled(false))))
   )
   if (Exit.isFailure(built)) {
     await runtime.dispose()
@@ -81,11 +78,10 @@ export const nodeHandler = async (options: HandlerOptions): Promise<{
   readonly handle: (req: IncomingMessage, res: ServerResponse) => void
   readonly close: () => Promise<void>
 }> => {
-  const { runtime, handler } = await open(options, true, (app, lanes) =>
+  const { runtime, handler } = await open(options, (app) =>
     // The refusals of the standalone server's door first (no `Host`, an `Expect` it cannot
-    // meet: they reach the handler where the host server lets them), replayed answers next (see
-    // replay.ts), then plain data pages (see direct.ts); the rest, and whatever those hand on, to the app.
-    Effect.map(NodeHttpServer.makeHandler(app), (handle) => atTheDoor(nodeLanes(lanes, handle))))
+    // meet: they reach the handler where the host server lets them), then the app.
+    Effect.map(NodeHttpServer.makeHandler(app), atTheDoor))
   return { handle: handler, close: () => runtime.dispose() }
 }
 
@@ -94,6 +90,6 @@ export const fetchHandler = async (options: HandlerOptions): Promise<{
   readonly fetch: (request: Request) => Promise<Response>
   readonly close: () => Promise<void>
 }> => {
-  const { runtime, handler } = await open(options, false, (app) => Effect.map(Effect.runtime<never>(), (rt) => HttpApp.toWebHandlerRuntime(rt)(app)))
+  const { runtime, handler } = await open(options, (app) => Effect.map(Effect.runtime<never>(), (rt) => HttpApp.toWebHandlerRuntime(rt)(app)))
   return { fetch: (request) => handler(request), close: () => runtime.dispose() }
 }

@@ -65,7 +65,7 @@ export interface SqliteClient {
   /** The first corruption a statement of this connection met (`SQLITE_CORRUPT`, `SQLITE_NOTADB`), if any: its operation and SQLite's words. */
   readonly corruption: () => string | undefined
   /**
-   * A reading that moves whenever the file may have changed (`StoreChangeStamp`): the header of
+   * A reading that moves whenever the file may have changed (the change feed polls it): the header of
    * its WAL index, which every commit of any connection rewrites, read with one `pread`
    * (`walIndexStamp`); where it cannot be read, the rows this connection has changed
    * (`total_changes()`) and SQLite's `data_version`, which moves with every other connection's

@@ -4,9 +4,7 @@ import * as Layer from "effect/Layer"
 import { createHash } from "node:crypto"
 import { sha256Hex } from "../ingest/key-hash.js"
 import { countNow, pageCacheLookups } from "../metrics.js"
-import type { DataType } from "../auth/principal.js"
 import type { Page } from "../schema/envelope.js"
-import type { StorageError } from "../storage/contract.js"
 import type { Position } from "../storage/plan.js"
 
 /**
@@ -80,8 +78,7 @@ const digestOf = (key: string): string => sha256Hex(key).slice(0, 32)
  * was held before at another version: queries that never come back (a crawler, a scan of
  * history, every request different) pass through without evicting the pages asked again and
  * again, and without the garbage of keeping what is never read. A value of another version than
- * the one asked is dropped when found. The page cache keeps rows in one; the HTTP adapter keeps
- * whole answers in another.
+ * the one asked is dropped when found. The page cache keeps its rows in one.
  */
 export const boundedCache = <V extends Versioned>(budget: number, cost: (key: string, value: V) => number) => {
   // Map order is recency order: a hit moves its entry to the end, eviction takes from the front.
@@ -195,24 +192,10 @@ export const underVersion = <A, E>(read: Effect.Effect<A, E>) => {
       })
 }
 
-/**
- * What lets an answer built from a page be given again without building it: the data version the
- * page was read at, and how to read the version now. A page is replayable when everything in it
- * follows from the request, the caller and the rows (a `/latest` page: no window or floor that
- * moves with the clock), so while the version holds, the same request by the same caller gets the
- * same bytes.
- */
-export interface Replayable extends Versioned {
-  readonly current: Effect.Effect<string, StorageError>
-  /** The type of the page's rows, whose writes move `current` (and the storage's stamp of it). */
-  readonly dataType: DataType
-}
-
-/** What a page carries besides its rows: their JSON, and whether the answer may be replayed. */
+/** What a page carries besides its rows: their JSON. */
 interface Serialised {
   /** Absent: the page's own rows, serialised only if its bytes are asked for (`bodyBytes`). */
   readonly data: RowsBytes | undefined
-  readonly replay: Replayable | undefined
 }
 
 const serialised = new WeakMap<object, Serialised>()
@@ -299,7 +282,7 @@ const utf8 = new TextDecoder()
  * A page whose `data` is `data` already serialised (`rowsBytes`): the adapters splice the bytes
  * (`bodyBytes`), and a caller that reads `data` gets the rows parsed from them, once.
  */
-export const pageFromBytes = <Row>(data: RowsBytes, meta: Page<Row>["meta"], replay?: Replayable): Page<Row> => {
+export const pageFromBytes = <Row>(data: RowsBytes, meta: Page<Row>["meta"]): Page<Row> => {
   let rows: ReadonlyArray<Row> | undefined
   const page: Page<Row> = {
     get data() {
@@ -307,7 +290,7 @@ export const pageFromBytes = <Row>(data: RowsBytes, meta: Page<Row>["meta"], rep
     },
     meta
   }
-  serialised.set(page, { data, replay })
+  serialised.set(page, { data })
   return page
 }
 
@@ -315,14 +298,10 @@ export const pageFromBytes = <Row>(data: RowsBytes, meta: Page<Row>["meta"], rep
  * `page`, recorded as having `data` for its rows (which it must be `rowsBytes` of), or, without
  * `data`, as a page whose body is spliced from its rows like any other (serialised then).
  */
-export const withSerialisedData = <Row>(page: Page<Row>, data?: RowsBytes, replay?: Replayable): Page<Row> => {
-  serialised.set(page, { data, replay })
+export const withSerialisedData = <Row>(page: Page<Row>, data?: RowsBytes): Page<Row> => {
+  serialised.set(page, { data })
   return page
 }
-
-/** Whether an answer built from `body` may be replayed, and under which version (`Replayable`). */
-export const replayOf = (body: unknown): Replayable | undefined =>
-  typeof body === "object" && body !== null ? serialised.get(body)?.replay : undefined
 
 const OPEN_PAGE = Buffer.from(`{"data":`)
 const META = Buffer.from(`,"meta":`)

@@ -309,14 +309,12 @@ const readPage = <Row extends Readonly<Record<string, unknown>>>(
       return { returned: data.length, last, page: (meta) => withSerialisedData({ data, meta }) }
     }
     const key = `${endpointPath}\n${run.entitled?.(plan) ?? ""}\n${JSON.stringify(plan)}`
-    // Only a page of current rows has nothing in it that moves with the clock (a window, a floor).
-    const replay = plan.scope._tag === "latest" ? { version, current: run.version, dataType: run.collection.dataType } : undefined
     const hit = run.cache.get(key, version)
-    if (hit !== undefined) return { returned: hit.returned, last: hit.last, page: (meta) => pageFromBytes<Row>(hit.data, meta, replay) }
+    if (hit !== undefined) return { returned: hit.returned, last: hit.last, page: (meta) => pageFromBytes<Row>(hit.data, meta) }
     const { data, last } = cut(yield* Effect.mapError(run.page(plan), unavailable))
     const bytes = rowsBytes(data)
     run.cache.set(key, { version, data: bytes, returned: data.length, last })
-    return { returned: data.length, last, page: (meta) => withSerialisedData({ data, meta }, bytes, replay) }
+    return { returned: data.length, last, page: (meta) => withSerialisedData({ data, meta }, bytes) }
   })
 
 /** Runs one page request end to end: validation, entitlements, plan, storage, envelope. */
