@@ -3,7 +3,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Auth, Feed, RateLimits } from "@gpu-market/core"
-import { admit, bodyBytes, makeReadCalls, type ReadCall, requestOrigin } from "@gpu-market/core/adapters"
+import { admit, makeReadCalls, type ReadCall, requestOrigin, responseBody } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -94,7 +94,8 @@ export const makeApp = (options: AppOptions) =>
         const body = yield* Effect.either(call({ principal: caller, query: queryOf(request.url), origin }))
         if (Either.isLeft(body)) return problemResponse(body.left, requestId, headers)
         headers["x-request-id"] = requestId
-        return respond(request, { body: bodyBytes(body.right), contentType: "application/json", headers, caller })
+        const { bytes, digest } = responseBody(body.right)
+        return respond(request, { body: bytes, digest, contentType: "application/json", headers, caller })
       }))
 
     // The change feed: admitted as a data request (one count against the rate limit per

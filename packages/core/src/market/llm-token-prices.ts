@@ -4,7 +4,7 @@ import { searchTooBroad, validationFailed } from "../errors.js"
 import { OUTLIER_GROUP, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO } from "../ingest/llm-token-prices.js"
 import type { CollectionDef, EndpointDef, MarketRequest, Params } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
-import { PageCache, underVersion } from "./page-cache.js"
+import { PageCache } from "./page-cache.js"
 import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
 import { CommaList, MAX_LIST_VALUES, normaliseName, Token, withMessage } from "../query/params.js"
 import type { LlmTokenPriceMetadata, LlmOutlierRule } from "../schema/llm-metadata.js"
@@ -88,7 +88,7 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
      * its slug or of any name a provider ever wrote for it, ignoring case, spaces and punctuation.
      */
     // Read once per data version: every write that names a model writes LLM rows.
-    const modelsAt = underVersion(store.models)
+    const modelsAt = cache.memo("llm.tokenPrices/models", store.models)
 
     const resolve = (params: Params, version: string | undefined) => {
       const terms = params.model_search as ReadonlyArray<string> | undefined

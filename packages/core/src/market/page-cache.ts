@@ -8,13 +8,21 @@ import type { Page } from "../schema/envelope.js"
 import type { Position } from "../storage/plan.js"
 
 /**
- * Hot pages from memory. One page's rows, serialised once, are kept under what decides them: the
- * endpoint, the page plan the request resolved to (filters, scope, sort, position and size, after
- * the caller's entitlements shaped it) and whatever else of the caller's entitlements the type's
- * `page` reads. An entry answers only while the data version of its type, which every write of
- * that type changes in the same atomic step as its rows, is the one read before its rows were.
- * The per-caller parts of a page (`meta`, with the next-page token signed for the caller) are
- * rebuilt on every request around the cached bytes.
+ * The response cache: the one cache of answers on the read path (the other is each backend's row
+ * cache). Its key, written down:
+ *
+ * - the endpoint (`/v2/gpu/rental/prices/latest`);
+ * - the canonical query: the page plan the request resolved to (filters, scope, sort, position
+ *   and size), which the caller's entitlements have already shaped (grants, history floor);
+ * - the rest of the caller's entitlement scope the type's `page` reads (an index's holdings);
+ * - the data version of the type, which every write of that type changes in the same atomic step
+ *   as its rows, read before the rows were: an entry answers only while it is still the version.
+ *
+ * An entry holds the page's rows serialised once (`RowsBytes`) with the SHA-256 its entity tag is
+ * made from. The per-caller parts of a page (`meta`, with the next-page token signed for the
+ * caller) are rebuilt on every request around the cached bytes. What a type reads to resolve a
+ * query (the GPU spellings a search matches) is kept in the same cache, under the same version
+ * (`memo`). Bounded by `PageCacheBytes`, least recently used out first.
  */
 
 /** Default budget of the page cache: 64 MiB of serialised rows and keys. */
@@ -127,15 +135,15 @@ export const boundedCache = <V extends Versioned>(budget: number, cost: (key: st
       remember(digestOf(key))
     },
     /**
-     * Offers `value` under `key`: kept if the key was offered before (see above), evicting the
-     * least recently used entries past the budget.
+     * Offers `value` under `key`: kept if the key was offered before (see above), or `atOnce`,
+     * evicting the least recently used entries past the budget.
      */
-    set: (key: string, value: V): void => {
+    set: (key: string, value: V, atOnce = false): void => {
       const size = costOf(key, value)
       if (size > budget) return
       const old = entries.get(key)
       if (old !== undefined) drop(key, old)
-      else if (!offeredBefore(key)) return
+      else if (!atOnce && !offeredBefore(key)) return
       entries.set(key, value)
       bytes += size
       for (const [k, v] of entries) {
@@ -148,6 +156,17 @@ export const boundedCache = <V extends Versioned>(budget: number, cost: (key: st
   } as const
 }
 
+/** What a type read to resolve queries at a version (`PageCache.memo`), with what it counts for in the budget. */
+interface CachedValue {
+  readonly version: string
+  readonly value: unknown
+  readonly size: number
+}
+
+type CachedEntry = CachedRows | CachedValue
+
+const costOf = (key: string, entry: CachedEntry) => key.length + ("data" in entry ? entry.data.length : entry.size)
+
 const HIT = { result: "hit" } as const
 const MISS = { result: "miss" } as const
 
@@ -158,39 +177,40 @@ const MISS = { result: "miss" } as const
 export class PageCache extends Effect.Service<PageCache>()("Market/PageCache", {
   effect: Effect.gen(function* () {
     const budget = yield* PageCacheBytes
-    const cache = boundedCache<CachedRows>(budget, (key, rows) => key.length + rows.data.length)
+    const cache = boundedCache<CachedEntry>(budget, costOf)
     return {
       /** Whether the cache holds anything at all (a budget of 0 turns it off). */
       enabled: budget > 0,
-      /** The entry under `key` if it was read at `version`; an entry of another version is dropped. */
+      /** The page under `key` if it was read at `version`; an entry of another version is dropped. */
       get: (key: string, version: string): CachedRows | undefined => {
         const hit = cache.get(key, version)
-        countNow(pageCacheLookups, hit === undefined ? MISS : HIT)
-        return hit
+        const rows = hit !== undefined && "data" in hit ? hit : undefined
+        countNow(pageCacheLookups, rows === undefined ? MISS : HIT)
+        return rows
       },
       /** Offers `rows` under `key`: kept from the key's second offer on (see `boundedCache`). */
-      set: cache.set,
+      set: (key: string, rows: CachedRows): void => cache.set(key, rows),
+      /**
+       * `read` kept under `key` and the data version a request read before it: requests at that
+       * version share one answer (a search's spellings, say), and a request at another reads
+       * again. Without a version (the cache is off) every request reads. What is read after the
+       * version is no older than it, so a value is never kept under a version it predates.
+       * It counts in the budget as its JSON's characters.
+       */
+      memo: <A, E>(key: string, read: Effect.Effect<A, E>) => (version: string | undefined): Effect.Effect<A, E> => {
+        const hit = version === undefined ? undefined : cache.get(key, version)
+        // Only this `memo`, under this key, puts a value there: an `A`.
+        if (hit !== undefined && "value" in hit) return Effect.succeed(hit.value as A)
+        return Effect.tap(read, (value) => {
+          // Kept at once: every query of the type that resolves reads it, so it is asked again.
+          if (version !== undefined) cache.set(key, { version, value, size: JSON.stringify(value).length }, true)
+        })
+      },
       /** Entries held and their counted bytes, for tests and operators. */
       stats: cache.stats
     } as const
   })
 }) {}
-
-/**
- * `read` kept under the data version a request read before it: requests at that version share
- * one answer (a search's spellings, say), and a request at another reads again. Without a
- * version (the page cache is off) every request reads. What is read after the version is no
- * older than it, so a value is never kept under a version it predates.
- */
-export const underVersion = <A, E>(read: Effect.Effect<A, E>) => {
-  let kept: { readonly version: string; readonly value: A } | undefined
-  return (version: string | undefined): Effect.Effect<A, E> =>
-    version !== undefined && kept?.version === version
-      ? Effect.succeed(kept.value)
-      : Effect.tap(read, (value) => {
-        if (version !== undefined) kept = { version, value }
-      })
-}
 
 /** What a page carries besides its rows: their JSON. */
 interface Serialised {
@@ -220,12 +240,6 @@ export interface RowsBytes {
    */
   readonly digest: Uint8Array
 }
-
-/**
- * What each response body `bodyBytes` spliced from a page's rows is fingerprinted by: their digest
- * and the page's `meta` bytes, hashed only when an entity tag is asked for (`bodyDigest`).
- */
-const bodyDigests = new WeakMap<Uint8Array, { readonly rows: Uint8Array; readonly meta: Uint8Array } | Uint8Array>()
 
 const OPEN_ARRAY = Buffer.from("[")
 const COMMA = Buffer.from(",")
@@ -307,31 +321,39 @@ const OPEN_PAGE = Buffer.from(`{"data":`)
 const META = Buffer.from(`,"meta":`)
 const CLOSE_PAGE = Buffer.from("}")
 
+/** A response body's bytes, and what its entity tag may be made from instead of them. */
+export interface ResponseBody {
+  /** Its JSON in UTF-8, as `JSON.stringify` gives it. */
+  readonly bytes: Uint8Array
+  /**
+   * For a page spliced from its rows' bytes (`rowsBytes`): SHA-256 over the rows' digest and the
+   * page's `meta` bytes, as strong a fingerprint as a hash of the whole body, at 32 bytes a row
+   * (the response cache keeps the rows' digest with their bytes). Undefined for any other body.
+   */
+  readonly digest: Uint8Array | undefined
+}
+
+/** A page's body spliced from its rows' bytes and its `meta`, or undefined for a body that is not a page. */
+const spliced = (body: unknown) => {
+  const page = typeof body === "object" && body !== null ? serialised.get(body) : undefined
+  if (page === undefined) return undefined
+  const data = page.data ?? rowsBytes((body as Page<object>).data)
+  const meta = Buffer.from(JSON.stringify((body as Page<unknown>).meta))
+  const bytes = Buffer.concat([OPEN_PAGE, ...data.parts, META, meta, CLOSE_PAGE], OPEN_PAGE.length + data.length + META.length + meta.length + CLOSE_PAGE.length)
+  return { bytes, data, meta }
+}
+
 /**
  * A response body's JSON in UTF-8, as `JSON.stringify` gives it: a page whose rows were serialised
  * when read has their bytes spliced in, so rows are serialised once however often served.
  */
-export const bodyBytes = (body: unknown): Uint8Array => {
-  const page = typeof body === "object" && body !== null ? serialised.get(body) : undefined
-  if (page === undefined) return Buffer.from(JSON.stringify(body))
-  const data = page.data ?? rowsBytes((body as Page<object>).data)
-  const meta = Buffer.from(JSON.stringify((body as Page<unknown>).meta))
-  const bytes = Buffer.concat([OPEN_PAGE, ...data.parts, META, meta, CLOSE_PAGE], OPEN_PAGE.length + data.length + META.length + meta.length + CLOSE_PAGE.length)
-  bodyDigests.set(bytes, { rows: data.digest, meta })
-  return bytes
-}
+export const bodyBytes = (body: unknown): Uint8Array => spliced(body)?.bytes ?? Buffer.from(JSON.stringify(body))
 
-/**
- * A fingerprint of `body` as strong as SHA-256 of its bytes, when `bodyBytes` spliced it from a
- * page's rows (`rowsBytes`): an entity tag taken from it costs 32 bytes a row to hash instead of
- * the page, and the same on every backend for the same bytes. Undefined for any other body.
- */
-export const bodyDigest = (body: Uint8Array): Uint8Array | undefined => {
-  const kept = bodyDigests.get(body)
-  if (kept === undefined || kept instanceof Uint8Array) return kept
-  const digest = createHash("sha256").update(kept.rows).update(kept.meta).digest()
-  bodyDigests.set(body, digest)
-  return digest
+/** `bodyBytes` with the digest its entity tag is made from (`ResponseBody`). */
+export const responseBody = (body: unknown): ResponseBody => {
+  const page = spliced(body)
+  if (page === undefined) return { bytes: Buffer.from(JSON.stringify(body)), digest: undefined }
+  return { bytes: page.bytes, digest: createHash("sha256").update(page.data.digest).update(page.meta).digest() }
 }
 
 /** `bodyBytes` as text, for an adapter that sends strings (the worker). */

@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import { searchTooBroad, validationFailed } from "../errors.js"
 import type { CollectionDef, EndpointDef, MarketRequest, Params } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
-import { PageCache, underVersion } from "./page-cache.js"
+import { PageCache } from "./page-cache.js"
 import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
 import { CommaList, MAX_LIST_VALUES, normaliseName, Token } from "../query/params.js"
 import type { RentalPrice } from "../schema/rental-price.js"
@@ -72,7 +72,7 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
      * any spelling the GPU ever had, ignoring case, spaces and punctuation.
      */
     // Read once per data version: every write that adds a spelling writes rental rows.
-    const spellingsAt = underVersion(store.spellings)
+    const spellingsAt = cache.memo("rental.prices/spellings", store.spellings)
 
     const resolveSearch = (params: Params, version: string | undefined) => {
       const terms = params.gpu_search as ReadonlyArray<string> | undefined
