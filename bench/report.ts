@@ -10,7 +10,7 @@ import { IMPORT_TARGET, importFigure, importMarkdown, type ImportBenchResults, S
 import { type IndexBenchResults, indexMarkdown } from "./indexes"
 import type { MarketInfo } from "./market"
 import { LONGEST_COMMAND_TARGET_MS, REDIS_TARGET, type RedisBenchResults, redisMarkdown } from "./redis"
-import { servingLines, servingMarkdown, type ServingResults } from "./serving"
+import { servingLines, servingMarkdown, type ServingResults, smallPagesLines, smallPagesMarkdown, type SmallPagesResults } from "./serving"
 import { apiCostOf, type TopologyBenchResults, topologyLines, topologyMarkdown } from "./topologies"
 import { STARTUP_TARGET_SECONDS, type StartupResults, startupMarkdown } from "./startup"
 
@@ -22,6 +22,7 @@ export interface RunResults {
   readonly core: CoreResults
   readonly http: HttpResults
   readonly serving: ServingResults
+  readonly smallPages: SmallPagesResults
   readonly hardware: HardwareResults
   readonly indexes: IndexBenchResults
   readonly redis: RedisBenchResults
@@ -89,6 +90,7 @@ export const lines = (r: RunResults): ReadonlyArray<Line> => {
     { name: `(b) page ${thousands(deep.page)} vs page 1 (page_size ${deep.pageSize}), core`, figure: us(deep.deep.medianUs), baseline: us(deep.first.medianUs), ratio: b, target: "≤ 1.20×", pass: b <= 1.2 },
     { name: "(c) HTTP req/s, adapter vs node:http baseline", figure: rps(r.http.adapterMedian), baseline: rps(r.http.baselineMedian), ratio: c, target: "≥ 0.80×", pass: c >= 0.8 },
     ...servingLines(r.serving),
+    ...smallPagesLines(r.smallPages),
     { name: "(d) hardware /history rows/s, core paging vs bare scan", figure: `${r.hardware.coreMedian.toFixed(0)} rows/s`, baseline: `${r.hardware.bareMedian.toFixed(0)} rows/s`, ratio: r.hardware.ratio, target: `≥ ${HARDWARE_TARGET.toFixed(2)}×`, pass: r.hardware.ratio >= HARDWARE_TARGET },
     { name: "(f) rental /latest page of 100, Redis vs SQLite", figure: us(r.redis.rental.redis.medianUs), baseline: us(r.redis.rental.sqlite.medianUs), ratio: r.redis.rental.ratio, target: `≤ ${REDIS_TARGET.toFixed(2)}×`, pass: r.redis.rental.ratio <= REDIS_TARGET },
     { name: "(g) hardware /history scan, SQLite rows/s over Redis rows/s", figure: `${r.redis.hardware.redisMedian.toFixed(0)} rows/s`, baseline: `${r.redis.hardware.sqliteMedian.toFixed(0)} rows/s`, ratio: r.redis.hardware.ratio, target: `≤ ${REDIS_TARGET.toFixed(2)}×`, pass: r.redis.hardware.ratio <= REDIS_TARGET },
@@ -200,6 +202,8 @@ ${http.adapterCpuUsMedian === undefined || http.baselineCpuUsMedian === undefine
 Server CPU time per request (user + system, from /proc), median run: adapter ${us(http.adapterCpuUsMedian)}, baseline ${us(http.baselineCpuUsMedian)} (${times(http.baselineCpuUsMedian / http.adapterCpuUsMedian)}). Unlike req/s it hardly moves when a neighbour takes the core, so it is the steadier view of the same gap.
 `}
 ${servingMarkdown(r.serving)}
+
+${smallPagesMarkdown(r.smallPages)}
 ${hardwareMarkdown(r.hardware)}
 ${indexMarkdown(r.indexes)}
 ${redisMarkdown(r.redis)}

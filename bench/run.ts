@@ -11,7 +11,7 @@ import { feedLines, feedMarkdown, runFeedBench } from "./feed"
 import { runIndexBench } from "./indexes"
 import { runHttpBench } from "./http-bench"
 import { runRedisBench } from "./redis"
-import { runServingBench, servingLines, servingMarkdown } from "./serving"
+import { runServingBench, runSmallPagesBench, servingLines, servingMarkdown, smallPagesLines, smallPagesMarkdown } from "./serving"
 import { runStartupBench } from "./startup"
 import { runSyncBench, syncLines, syncMarkdown } from "./sync"
 import { runTopologyBench, topologyLines, topologyMarkdown } from "./topologies"
@@ -22,7 +22,7 @@ import { consoleTable, importLine, type Line, lines, machine, markdown, skypilot
  * `npm run bench`: builds or reuses the market, runs the three benchmarks, prints the table and
  * rewrites BENCHMARKS.md. `BENCH_QUICK=1` is a smoke run on a small market whose report goes to
  * bench/.data instead, so it never replaces real figures. `BENCH_STRICT=1` exits 1 when a
- * target is missed. `BENCH_ONLY=k` (or `l`, `m`, `n`, `o`, `p`) runs that section alone and writes it to bench/.data, leaving
+ * target is missed. `BENCH_ONLY=k` (or `l`, `m`, `n`, `o`, `p`, `q`) runs that section alone and writes it to bench/.data, leaving
  * BENCHMARKS.md alone; the other sections run alone as `npx tsx bench/<section>.ts`.
  */
 
@@ -88,7 +88,8 @@ const main = async () => {
     if (only === "n") return sectionOnly("n", q, runFeedBench(q, log), feedLines, feedMarkdown)
     if (only === "o") return sectionOnly("o", q, runTopologyBench(q, log), topologyLines, (r) => topologyMarkdown(r), true)
     if (only === "p") return sectionOnly("p", q, runSyncBench(log), syncLines, syncMarkdown)
-    throw new Error(`BENCH_ONLY supports k, l, m, n, o and p; run another section alone with npx tsx bench/<section>.ts`)
+    if (only === "q") return sectionOnly("q", q, runSmallPagesBench(log), smallPagesLines, smallPagesMarkdown)
+    throw new Error(`BENCH_ONLY supports k, l, m, n, o, p and q; run another section alone with npx tsx bench/<section>.ts`)
   }
 
   const loadBefore = os.loadavg()[0]!
@@ -114,6 +115,8 @@ const main = async () => {
   const http = await runHttpBench(config, market.file, core.pageTokenLength, log)
   log("(l): serving speed, hot and cold pages ...")
   const serving = await runServingBench(config.quick, log)
+  log("(q): small pages, hot and cold ...")
+  const smallPages = await runSmallPagesBench(log)
   log("(d): hardware /history paging ...")
   const hardware = await runHardwareBench(hardwareConfig(config.quick), log)
   log("(e): index computation from scratch ...")
@@ -134,7 +137,7 @@ const main = async () => {
   const sync = await runSyncBench(log)
 
   const results = {
-    config, market, core, http, serving, hardware, indexes, redis, topologies, startup, import: importResults, dashboard, feed, sync,
+    config, market, core, http, serving, smallPages, hardware, indexes, redis, topologies, startup, import: importResults, dashboard, feed, sync,
     date: new Date(),
     wallSeconds: (performance.now() - started) / 1000,
     load: { start: loadBefore, beforeHttp: loadBeforeHttp },

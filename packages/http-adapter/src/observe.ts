@@ -69,7 +69,7 @@ const durations = Metric.histogram(
 )
 
 /** One answered request, as its log line and metrics see it. */
-export interface Answered {
+interface Answered {
   readonly method: string
   readonly route: string
   readonly status: number
@@ -79,7 +79,7 @@ export interface Answered {
 }
 
 /** Logs and counts one answered request. */
-export const recordAnswered = (answered: Answered) => {
+const recordAnswered = (answered: Answered) => {
   const { method, route, status, seconds } = answered
   durations.unsafeUpdate(seconds, labelsOf({ method, route }))
   requests.unsafeUpdate(1, labelsOf({ method, route, status: String(status) }))
