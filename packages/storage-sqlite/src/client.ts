@@ -221,8 +221,9 @@ export const fromDatabase = (db: Database.Database, filename: string, eventReten
       if (header === null) header = walIndexStamp(db, filename)
       const read = header?.()
       if (read !== undefined) return read
-      // Read in the task's shared transaction when one is open, else on its own: a replay reads
-      // nothing else, and opening a transaction to share would cost it two statements more.
+      // Read in the task's shared transaction when one is open, else on its own: a feed poll
+      // reads nothing else when it is unchanged, and opening a transaction to share would cost
+      // it two statements more.
       stamp ??= db.prepare<Array<unknown>, unknown>("SELECT total_changes(), data_version FROM pragma_data_version").raw(true)
       const [changed, version] = stamp.get() as [number, number]
       return `${changed}:${version}`

@@ -161,7 +161,7 @@ export interface PageRun<Row> {
   /**
    * Extra predicates from parameters the type resolves itself. `version` is the type's data
    * version when the page cache is on, read before: what the type reads to resolve may be kept
-   * under it (`underVersion`).
+   * under it in the page cache (`PageCache.memo`).
    */
   readonly resolve: (params: Params, version: string | undefined) => Effect.Effect<ReadonlyArray<Predicate>, MarketError>
   readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<Row>, StorageError>
