@@ -1,5 +1,5 @@
 import { BaseSequencer, type TestSpecification } from "vitest/node"
-import { defineConfig } from "vitest/config"
+import { configDefaults, defineConfig } from "vitest/config"
 
 /**
  * The files that take 20 s or more, longest first (as measured in a whole run). With two workers
@@ -9,8 +9,9 @@ import { defineConfig } from "vitest/config"
  * checkout, CI's, does not have.
  */
 const SLOWEST = [
-  "test/crash-resume.test.ts", "test/cli.test.ts", "test/package-install.test.ts", "test/backends-differential.test.ts",
-  "test/redis-cluster.test.ts", "test/start.test.ts", "test/adapter-examples.test.ts", "test/readme.test.ts", "test/observability.test.ts"
+  "test/crash-resume.e2e.test.ts", "test/cli.e2e.test.ts", "test/package-install.e2e.test.ts", "test/workers.e2e.test.ts",
+  "test/backends-differential.test.ts", "test/redis-cluster.e2e.test.ts", "test/typedoc.e2e.test.ts", "test/start.e2e.test.ts",
+  "test/adapter-examples.e2e.test.ts", "test/readme.e2e.test.ts", "test/observability.e2e.test.ts"
 ]
 
 class SlowestFirst extends BaseSequencer {
@@ -23,9 +24,20 @@ class SlowestFirst extends BaseSequencer {
   }
 }
 
+/** Tests that run other processes (our bin, servers, npm, Chromium): `*.e2e.test.ts`. */
+const E2E = ["packages/*/test/**/*.e2e.test.ts", "test/**/*.e2e.test.ts"]
+
 export default defineConfig({
   test: {
-    include: ["packages/*/test/**/*.test.ts", "test/**/*.test.ts"],
+    // Two projects, so the inner loop runs the in-process one alone (`npm run test:fast`);
+    // `npm test` runs both in one pool. test/test-projects.test.ts keeps each file in its own.
+    projects: [
+      {
+        extends: true,
+        test: { name: "in-process", include: ["packages/*/test/**/*.test.ts", "test/**/*.test.ts"], exclude: [...configDefaults.exclude, ...E2E] }
+      },
+      { extends: true, test: { name: "e2e", include: E2E } }
+    ],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // The first lets a worker's event loop turn during long in-process computations, so it reads

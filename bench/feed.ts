@@ -79,7 +79,7 @@ const serve = async (role: string) => {
       id: "feed-bench", name: "feed bench", grants: { gpu_rental_prices: { history: { _tag: "unrestricted" } } }, indices: "all",
       legacy_custom_index: false, procurement: false, rate_limit_per_minute: 1_000_000
     }, "feed-bench-token")
-    const handler = await nodeHandler({ storage: sqlite(file), baseUrl: "http://127.0.0.1" })
+    const handler = await nodeHandler(market, { baseUrl: "http://127.0.0.1" })
     const server = createServer(handler.handle)
     let n = 0
     write = async () => {
@@ -94,7 +94,6 @@ const serve = async (role: string) => {
     closeAll = async () => {
       server.closeAllConnections()
       server.close()
-      await handler.close()
       await market.close()
       fs.rmSync(dir, { recursive: true, force: true })
     }

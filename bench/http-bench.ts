@@ -77,20 +77,26 @@ export const startServer = async (name: string, script: string, env: Record<stri
   startProcess(name, (port) => ({ args: ["--import", "tsx", path.join(BENCH_DIR, script)], env: { ...env, BENCH_PORT: String(port) } }), pathAndQuery)
 
 /**
- * A server process on a free port, once it answers `pathAndQuery`. Its stdout is the bench's;
- * its stderr is kept, the last few KiB of it, for the error if it never answers (a server's
- * request log would flood the bench's output, and writing it is part of what is measured).
+ * A server process on a free port, once it answers `pathAndQuery` (and, for `gpu-market serve
+ * --workers N`, once it logged `listening` N times). Its stdout is the bench's; its stderr is
+ * kept, the last few KiB of it, for the error if it never answers (a server's request log would
+ * flood the bench's output, and writing it is part of what is measured).
  */
 export const startProcess = async (
   name: string,
   spec: (port: number) => { readonly args: ReadonlyArray<string>; readonly env: Record<string, string> },
-  pathAndQuery = PATH
+  pathAndQuery = PATH,
+  listening = 0
 ): Promise<Server> => {
   const port = await freePort()
   const { args, env } = spec(port)
   const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "pipe"] })
   let stderr = ""
+  let listened = 0
   child.stderr!.on("data", (d: Buffer) => {
+    // Counted on whole lines: a chunk may end inside one.
+    const text = stderr.slice(stderr.lastIndexOf("\n") + 1) + d.toString()
+    listened += text.slice(0, text.lastIndexOf("\n") + 1).split(`"msg":"listening"`).length - 1
     stderr = (stderr + d.toString()).slice(-4096)
   })
   const server: Server = {
@@ -105,7 +111,8 @@ export const startProcess = async (
     if (child.exitCode !== null) throw new Error(`${name} server exited with code ${child.exitCode} before it answered:\n${stderr}`)
     try {
       await get(server.url)
-      return server
+      if (listened >= listening) return server
+      throw new Error(`${listened} of ${listening} listening`)
     } catch (e) {
       if (Date.now() > deadline) {
         await server.stop()

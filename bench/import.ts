@@ -15,7 +15,7 @@ import { mulberry32, pick, weighted } from "./market"
 
 /**
  * (k) Import throughput through the CLI on SQLite: `gpu-market import <file> --type rental` run
- * as a user runs it (`node packages/cli/dist/main.js`, its own process) on generated JSON Lines
+ * as a user runs it (`node packages/cli/bin/gpu-market.js`, its own process) on generated JSON Lines
  * files of rental price observations, each into a SQLite file:
  *
  * - a file of new products (one observation each) into a fresh file: the figure;
@@ -54,7 +54,7 @@ export const SKYPILOT_RSS_TARGET = 512 * 2 ** 20
 const SNAPSHOTS = ["2026-01-05T06:00:00Z", "2026-01-06T06:00:00Z"] as const
 /** The baseline's checkpoints, as the CLI's imports configured their connection before bulk loads (`SqliteOptions.checkpointPages`). */
 const BULK_CHECKPOINT_PAGES = 20_000
-const CLI = path.join(REPO_ROOT, "packages/cli/dist/main.js")
+const CLI = path.join(REPO_ROOT, "packages/cli/bin/gpu-market.js")
 const PROGRESS = /^importing (?:rental|skypilot): ([\d,]+)\/([\d,]+) rows/
 
 export interface ImportConfig {
@@ -445,7 +445,7 @@ export const importMarkdown = (r: ImportBenchResults): string => {
   const row = (name: string, run: CliRun) => `| ${name} | ${n(run.rows)} | ${run.seconds.toFixed(1)} s | ${n(run.rows / run.seconds)} | ${n(run.rate)} | ${mib(run.peakRssBytes)} | ${run.writers.longestMs.toFixed(0)} ms (${n(run.writers.over50)} of ${n(run.writers.writes)} over 50 ms) |`
   return `## (k) CLI import throughput on SQLite
 
-\`gpu-market import <file> --type rental --db <file>\` run as its own process (\`node packages/cli/dist/main.js\`), on generated JSON Lines rental observations (${mib(r.fileBytes)} for ${n(r.config.rows)} rows; products drawn over 40 vendors and 30 GPUs, interleaved). Rows per second after start-up are timed from the import's 10% progress line to its exit (the last checkpoint included); peak RSS is the process's VmHWM. Meanwhile another connection starts a write every 50 ms, as a server counting rate limits does: the last column is the longest it waited for the file, the longest one write of the import held it. Target: ≥ ${n(IMPORT_TARGET)} rows/s for the new products after start-up.
+\`gpu-market import <file> --type rental --db <file>\` run as its own process (\`node packages/cli/bin/gpu-market.js\`), on generated JSON Lines rental observations (${mib(r.fileBytes)} for ${n(r.config.rows)} rows; products drawn over 40 vendors and 30 GPUs, interleaved). Rows per second after start-up are timed from the import's 10% progress line to its exit (the last checkpoint included); peak RSS is the process's VmHWM. Meanwhile another connection starts a write every 50 ms, as a server counting rate limits does: the last column is the longest it waited for the file, the longest one write of the import held it. Target: ≥ ${n(IMPORT_TARGET)} rows/s for the new products after start-up.
 
 | run | rows | spawn to exit | rows/s overall | rows/s after start-up | peak RSS | longest wait of another writer |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: |

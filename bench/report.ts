@@ -13,6 +13,7 @@ import { LONGEST_COMMAND_TARGET_MS, REDIS_TARGET, type RedisBenchResults, redisM
 import { servingLines, servingMarkdown, type ServingResults, smallPagesLines, smallPagesMarkdown, type SmallPagesResults } from "./serving"
 import { apiCostOf, type TopologyBenchResults, topologyLines, topologyMarkdown } from "./topologies"
 import { STARTUP_TARGET_SECONDS, type StartupResults, startupMarkdown } from "./startup"
+import { workersLines, workersMarkdown, type WorkersResults } from "./workers"
 
 /** The run's figures as a console table and as the whole of BENCHMARKS.md. */
 
@@ -22,6 +23,7 @@ export interface RunResults {
   readonly core: CoreResults
   readonly http: HttpResults
   readonly serving: ServingResults
+  readonly workers: WorkersResults
   readonly smallPages: SmallPagesResults
   readonly hardware: HardwareResults
   readonly indexes: IndexBenchResults
@@ -90,6 +92,7 @@ export const lines = (r: RunResults): ReadonlyArray<Line> => {
     { name: `(b) page ${thousands(deep.page)} vs page 1 (page_size ${deep.pageSize}), core`, figure: us(deep.deep.medianUs), baseline: us(deep.first.medianUs), ratio: b, target: "≤ 1.20×", pass: b <= 1.2 },
     { name: "(c) HTTP req/s, adapter vs node:http baseline", figure: rps(r.http.adapterMedian), baseline: rps(r.http.baselineMedian), ratio: c, target: "≥ 0.80×", pass: c >= 0.8 },
     ...servingLines(r.serving),
+    ...workersLines(r.workers),
     ...smallPagesLines(r.smallPages),
     { name: "(d) hardware /history rows/s, core paging vs bare scan", figure: `${r.hardware.coreMedian.toFixed(0)} rows/s`, baseline: `${r.hardware.bareMedian.toFixed(0)} rows/s`, ratio: r.hardware.ratio, target: `≥ ${HARDWARE_TARGET.toFixed(2)}×`, pass: r.hardware.ratio >= HARDWARE_TARGET },
     { name: "(f) rental /latest page of 100, Redis vs SQLite", figure: us(r.redis.rental.redis.medianUs), baseline: us(r.redis.rental.sqlite.medianUs), ratio: r.redis.rental.ratio, target: `≤ ${REDIS_TARGET.toFixed(2)}×`, pass: r.redis.rental.ratio <= REDIS_TARGET },
@@ -202,7 +205,7 @@ ${http.adapterCpuUsMedian === undefined || http.baselineCpuUsMedian === undefine
 Server CPU time per request (user + system, from /proc), median run: adapter ${us(http.adapterCpuUsMedian)}, baseline ${us(http.baselineCpuUsMedian)} (${times(http.baselineCpuUsMedian / http.adapterCpuUsMedian)}). Unlike req/s it hardly moves when a neighbour takes the core, so it is the steadier view of the same gap.
 `}
 ${servingMarkdown(r.serving)}
-
+${workersMarkdown(r.workers)}
 ${smallPagesMarkdown(r.smallPages)}
 ${hardwareMarkdown(r.hardware)}
 ${indexMarkdown(r.indexes)}

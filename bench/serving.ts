@@ -82,14 +82,14 @@ const side = (name: string, runs: ReadonlyArray<LoadRun>): Side => {
   }
 }
 
-interface LoadPlan {
+export interface LoadPlan {
   readonly warmupSeconds: number
   readonly seconds: number
   readonly runs: number
 }
 
 /** Warms both up, then alternates who goes first run by run, so slow drifts fall on both. */
-const compare = async (subject: Server, reference: Server, vary: boolean, plan: LoadPlan, label: string, log: (line: string) => void): Promise<Pair> => {
+export const compare = async (subject: Server, reference: Server, vary: boolean, plan: LoadPlan, label: string, log: (line: string) => void): Promise<Pair> => {
   for (const s of [subject, reference]) await load(s, plan.warmupSeconds, CONNECTIONS, vary)
   const runs: Array<LoadRun> = []
   for (let i = 0; i < plan.runs; i++) {
@@ -222,7 +222,7 @@ export const runServingBench = async (quick: boolean, log: (line: string) => voi
 /** Page sizes of (q): the small pages most requests ask for. */
 export const SMALL_PAGE_SIZES = [10, 50] as const
 
-/** What (q) measured: per page size, hot and cold on SQLite. */
+/** What (r) measured: per page size, hot and cold on SQLite. */
 export interface SmallPagesResults {
   readonly market: MarketInfo
   readonly pages: ReadonlyArray<{ readonly size: number; readonly bodyBytes: number; readonly hot: Pair; readonly cold: Pair }>
@@ -231,7 +231,7 @@ export interface SmallPagesResults {
 }
 
 /**
- * (q) Small pages: the quick market's (the demo market's size: about 2,000 current `h100-sxm`
+ * (r) Small pages: the quick market's (the demo market's size: about 2,000 current `h100-sxm`
  * rows) `/latest` sorted by price in pages of 10 and 50, hot against the bare server and cold
  * against the hand-written one, as (l) measures pages of 100. `BENCH_ONLY=q npm run bench`.
  */
@@ -271,17 +271,17 @@ export const HOT_CPU_TARGET = 2.5
 export const smallPagesLines = (r: SmallPagesResults) => r.pages.flatMap(({ size, hot, cold }) => {
   const hotCpu = cpuRatio(hot)
   return [
-    { name: `(q) hot /latest page of ${size}, server vs bare node:http`, figure: `${n0(hot.subject.reqPerSec)} req/s`, baseline: `${n0(hot.reference.reqPerSec)} req/s`, ratio: hot.ratio, target: `≥ ${HOT_TARGET.toFixed(2)}×`, pass: hot.ratio >= HOT_TARGET },
-    { name: `(q) hot /latest page of ${size}, CPU per request vs bare node:http`, figure: cpu(hot.subject), baseline: cpu(hot.reference), ratio: hotCpu ?? Number.NaN, target: `≤ ${HOT_CPU_TARGET.toFixed(2)}×`, pass: hotCpu !== undefined && hotCpu <= HOT_CPU_TARGET },
-    { name: `(q) cold /latest pages of ${size}, server vs node:http + better-sqlite3`, figure: `${n0(cold.subject.reqPerSec)} req/s`, baseline: `${n0(cold.reference.reqPerSec)} req/s`, ratio: cold.ratio, target: `≥ ${COLD_TARGET.toFixed(2)}×`, pass: cold.ratio >= COLD_TARGET }
+    { name: `(r) hot /latest page of ${size}, server vs bare node:http`, figure: `${n0(hot.subject.reqPerSec)} req/s`, baseline: `${n0(hot.reference.reqPerSec)} req/s`, ratio: hot.ratio, target: `≥ ${HOT_TARGET.toFixed(2)}×`, pass: hot.ratio >= HOT_TARGET },
+    { name: `(r) hot /latest page of ${size}, CPU per request vs bare node:http`, figure: cpu(hot.subject), baseline: cpu(hot.reference), ratio: hotCpu ?? Number.NaN, target: `≤ ${HOT_CPU_TARGET.toFixed(2)}×`, pass: hotCpu !== undefined && hotCpu <= HOT_CPU_TARGET },
+    { name: `(r) cold /latest pages of ${size}, server vs node:http + better-sqlite3`, figure: `${n0(cold.subject.reqPerSec)} req/s`, baseline: `${n0(cold.reference.reqPerSec)} req/s`, ratio: cold.ratio, target: `≥ ${COLD_TARGET.toFixed(2)}×`, pass: cold.ratio >= COLD_TARGET }
   ]
 })
 
-/** The section of (q) in BENCHMARKS.md. */
+/** The section of (r) in BENCHMARKS.md. */
 export const smallPagesMarkdown = (r: SmallPagesResults): string => {
   const rows = (label: string, pair: Pair) => [pair.subject, pair.reference].map((s) =>
     md([label, s.name, n0(s.reqPerSec), cpu(s), `${s.p99Ms} ms`, s.runs.map((run) => n0(run.reqPerSec)).join(", ")]))
-  return `## (q) Small pages: hot and cold pages of 10 and 50 rows
+  return `## (r) Small pages: hot and cold pages of 10 and 50 rows
 
 As (l), on the quick market's SQLite file (${n0(r.market.rows)} rows; about 2,000 current rows of \`h100-sxm\`, the demo market's size): \`/v2/gpu/rental/prices/latest?gpu_canonical_name=h100-sxm&sort_by=price_usd_per_gpu_hour&page_size=<n>\`, ${r.plan.runs} × ${r.plan.seconds} s runs per server after ${r.plan.warmupSeconds} s of warm-up, alternating, medians. Hot against the bare \`node:http\` server answering the same bytes; cold (a new \`max_price_usd_per_gpu_hour\` each request) against the hand-written \`node:http\` + better-sqlite3 server. 1-minute load average ${r.loadAverage[0].toFixed(2)} before, ${r.loadAverage[1].toFixed(2)} after.
 

@@ -19,7 +19,7 @@ import type { Line } from "./report"
  * sources, the CLI's start-up and store opening with nothing fetched.
  */
 
-const CLI = path.join(REPO_ROOT, "packages/cli/dist/main.js")
+const CLI = path.join(REPO_ROOT, "packages/cli/bin/gpu-market.js")
 const FIXTURES = path.join(REPO_ROOT, "test/fixtures")
 /** The unchanged cycle may cost at most this many times the CLI's start-up and store opening. */
 export const UNCHANGED_TARGET_RATIO = 2
@@ -128,7 +128,7 @@ export const syncLines = (r: SyncBenchResults): ReadonlyArray<Line> => {
 
 export const syncMarkdown = (r: SyncBenchResults): string => `## (p) Sync of the public preset
 
-\`gpu-market sync --once\` of the sources of \`--preset public\` (${r.sources}: the SkyPilot v7 catalogs of the shipped clouds, LiteLLM's table, the ECB's daily rates), each served by a local HTTP server (127.0.0.1) from the files the tests ship (${mib(r.bytes)} in all: test/fixtures/real and the ECB sample), into a fresh SQLite file, run as its own process (\`node packages/cli/dist/main.js\`); peak RSS is its VmHWM, polled every 20 ms. Then the same again: every source answers 304, and no row of any table but the settings (where each source's sync state is kept) may be written. Baseline: \`sync status\` of the same sources, the CLI's start-up and opening the store with nothing fetched. Target: the unchanged cycle within ${UNCHANGED_TARGET_RATIO}× of it, 0 rows.
+\`gpu-market sync --once\` of the sources of \`--preset public\` (${r.sources}: the SkyPilot v7 catalogs of the shipped clouds, LiteLLM's table, the ECB's daily rates), each served by a local HTTP server (127.0.0.1) from the files the tests ship (${mib(r.bytes)} in all: test/fixtures/real and the ECB sample), into a fresh SQLite file, run as its own process (\`node packages/cli/bin/gpu-market.js\`); peak RSS is its VmHWM, polled every 20 ms. Then the same again: every source answers 304, and no row of any table but the settings (where each source's sync state is kept) may be written. Baseline: \`sync status\` of the same sources, the CLI's start-up and opening the store with nothing fetched. Target: the unchanged cycle within ${UNCHANGED_TARGET_RATIO}× of it, 0 rows.
 
 | run | spawn to exit | peak RSS | rows written |
 | --- | ---: | ---: | ---: |

@@ -9,18 +9,21 @@ import { createMarket, MarketProblemError, memory, type RentalPriceObservationIn
 const market = await createMarket({ storage: memory() })
 
 const secret = await market.tokens.create({
-  id: "acme-research",                       // [A-Za-z0-9._-]{1,64}, stable; never the secret
   name: "Acme research desk",
   grants: {                                  // data types it may read; a type left out is a 403
     gpu_rental_prices: { history: { _tag: "rolling", days: 90 } },
     gpu_rental_indexes: { history: { _tag: "since", date: "2026-01-01" } },
     llm_token_prices: { history: { _tag: "none" } }         // current values only
   },
-  indices: ["gpu-h100-sxm-na-daily"],        // index ids it holds, or "all"
-  legacy_custom_index: false,                // the /v1/custom-index/current permission
-  procurement: false,                        // the /supply service
-  rate_limit_per_minute: 600
+  // Optional, with their defaults when left out:
+  id: "acme-research",                       // [A-Za-z0-9._-]{1,64}, stable, never the secret; default tok-<12 random hex>
+  indices: ["gpu-h100-sxm-na-daily"],        // index ids it holds, or "all"; default [] (none)
+  legacy_custom_index: false,                // the /v1/custom-index/current permission; default false
+  procurement: false,                        // the /supply service; default false
+  rate_limit_per_minute: 600                 // data requests per minute; default 600
 })
+// A rental-only token needs no more than its name and grant:
+await market.tokens.create({ name: "Rental desk", grants: { gpu_rental_prices: { history: { _tag: "none" } } } })
 
 // What the vendor publishes: the GPU as it spells it, the instance's price in its unit. The write
 // path resolves the GPU (h100-sxm) through the catalog and stores 23.92 / 8 = 2.99 USD per GPU-hour.

@@ -6,7 +6,7 @@
  */
 import { createMarket, type PrincipalInput } from "@gpu-market/core"
 import { nodeHandler } from "@gpu-market/http-adapter"
-import { createClient } from "@gpu-market/http-adapter/client"
+import { createClient } from "@gpu-market/client"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:http"
@@ -27,8 +27,8 @@ const h100 = (vendor: string, price: number) => ({
   gpu_model: "H100", gpu_count: 8, gpu_memory_gb: 80, contract_type: "ondemand", price_usd_per_gpu_hour: price,
   raw_price: price * 8, raw_price_unit: "usd_per_instance_hour", extracted_at: new Date().toISOString()
 })
-// The HTTP API over the same file, as another process would serve it.
-const handler = await nodeHandler({ storage: sqlite(file), baseUrl: "http://127.0.0.1" })
+// The same market over HTTP.
+const handler = await nodeHandler(market)
 const server = createServer(handler.handle)
 await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
 const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
@@ -53,6 +53,5 @@ for await (const m of client.events({ gpu: "h100-sxm" }, { lastEventId })) {
 clearInterval(writes)
 server.closeAllConnections()
 server.close()
-await handler.close()
 await market.close()
 rmSync(dir, { recursive: true, force: true })

@@ -14,18 +14,17 @@ import { join } from "node:path"
 import { seedSample } from "./sample-market"
 
 const file = join(mkdtempSync(join(tmpdir(), "gpu-market-http-")), "market.db")
-const seeded = await createMarket({ storage: sqlite(file) })
-const token = await seedSample(seeded)
-await seeded.close()
+const market = await createMarket({ storage: sqlite(file) })
+const token = await seedSample(market)
 
 const server = createServer()
 await new Promise<void>((resolve) => server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", resolve))
 const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 
-const market = await nodeHandler({ storage: sqlite(file), baseUrl: `${origin}/market` })
+const api = await nodeHandler(market, { baseUrl: `${origin}/market` })
 server.on("request", (req, res) => {
   if (req.url === "/health") return res.end("ok\n")
-  if (req.url?.startsWith("/market/")) return market.handle(req, res)
+  if (req.url?.startsWith("/market/")) return api.handle(req, res)
   res.writeHead(404).end("not found\n")
 })
 

@@ -13,10 +13,7 @@ await market.ingest.rental([{
   vendor: "lambda", vendor_gpu_name: "H100 SXM5 80GB", region: "us-east", gpu_count: 8, contract_type: "ondemand",
   raw_price: 19.92, raw_price_unit: "usd_per_instance_hour", extracted_at: "2026-06-01T00:00:00Z"
 }])
-const token = await market.tokens.create({
-  id: "analyst", name: "Analyst", grants: { gpu_rental_prices: { history: { _tag: "unrestricted" } } },
-  indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 600
-})
+const token = await market.tokens.create({ name: "Analyst", grants: { gpu_rental_prices: { history: { _tag: "unrestricted" } } } })
 const page = await market.rental.prices.latest({ gpu_canonical_name: ["h100-sxm"] }, { token })
 console.log(`${page.data[0]?.vendor} ${page.data[0]?.price_usd_per_gpu_hour}`) // lambda 2.49
 try {

@@ -5,10 +5,10 @@
  *
  *   npx tsx examples/procurement.ts
  */
-import { Auth, marketLayer, type PrincipalInput, procurementLayer, RentalPriceIngest, simulatedProviderLayer } from "@gpu-market/core"
+import { Auth, marketRuntimeLayer, type PrincipalInput, RentalPriceIngest, simulatedProviderLayer } from "@gpu-market/core"
 import * as Server from "@gpu-market/http-adapter"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { createServer } from "node:net"
@@ -97,8 +97,8 @@ const main = async () => {
   const ServerLive = Server.layer({ port, host: "127.0.0.1" })
   await Effect.runPromise(program.pipe(
     Effect.provide(ServerLive),
-    Effect.provide(procurementLayer.pipe(Layer.provide(simulatedProviderLayer({ provisionMillis: 1000 })), Layer.provideMerge(marketLayer))),
-    Effect.provide(SqliteStorage.layer({ filename })),
+    // The market as every way of running it builds it, with procurement selling through the simulated provider.
+    Effect.provide(marketRuntimeLayer({}, { storage: SqliteStorage.layer({ filename }), supply: simulatedProviderLayer({ provisionMillis: 1000 }) })),
     Effect.scoped
   ))
 }

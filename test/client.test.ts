@@ -1,6 +1,6 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createMarket, type Market, MarketProblemError } from "@gpu-market/core"
-import { createClient } from "@gpu-market/http-adapter/client"
+import { createClient } from "@gpu-market/client"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { seedMarket, tempDb } from "./support/adapters"
 import { startHost } from "./support/host"

@@ -70,7 +70,7 @@ const summary = (m: FeedMessage) =>
 const overHttp = async (label: string, options: { readonly feedHeartbeatMs?: number }, run: (market: Market, url: string) => Promise<void>) => {
   const db = file(label)
   const market = await createMarket({ storage: SqliteStorage.sqlite(db) })
-  const handler = await nodeHandler({ storage: SqliteStorage.sqlite(db), baseUrl: "http://127.0.0.1", ...options })
+  const handler = await nodeHandler(market, { baseUrl: "http://127.0.0.1", ...options })
   const server = createServer(handler.handle)
   try {
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
@@ -78,7 +78,6 @@ const overHttp = async (label: string, options: { readonly feedHeartbeatMs?: num
   } finally {
     server.closeAllConnections()
     server.close()
-    await handler.close()
     await market.close()
   }
 }

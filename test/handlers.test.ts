@@ -47,8 +47,8 @@ describe("mounted handlers", () => {
   }
 
   it("fetch handler: Request in, Response out, with the Promise API's bytes and links back through the prefix", async () => {
-    const market = await fetchHandler({ storage: sqlite(db), baseUrl: "https://app.example/market" })
     const viaDirect = await createMarket({ storage: sqlite(db), baseUrl: "https://app.example/market" })
+    const market = await fetchHandler(viaDirect, { baseUrl: "https://app.example/market" })
     try {
       const response = await market.fetch(new Request("https://app.example/market/v2/gpu/rental/prices/history?start=2026-05-01&end=2026-05-04&page_size=4", {
         headers: { authorization: "Bearer all" }
@@ -64,7 +64,6 @@ describe("mounted handlers", () => {
       assert.strictEqual(missing.status, 404)
     } finally {
       await viaDirect.close()
-      await market.close()
     }
   })
 
@@ -95,9 +94,10 @@ describe("mounted handlers", () => {
     } finally {
       await host.close()
     }
-    const market = await fetchHandler({ storage: sqlite(db), baseUrl: "https://app.example/market" })
+    const market = await createMarket({ storage: sqlite(db) })
     try {
-      await assertNosniff((path, headers) => market.fetch(new Request(`https://app.example/market${path}`, { headers })))
+      const handler = await fetchHandler(market, { baseUrl: "https://app.example/market" })
+      await assertNosniff((path, headers) => handler.fetch(new Request(`https://app.example/market${path}`, { headers })))
     } finally {
       await market.close()
     }
@@ -108,9 +108,10 @@ describe("mounted handlers", () => {
     const server = createServer({ requireHostHeader: false })
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
     const port = (server.address() as AddressInfo).port
-    const market = await nodeHandler({ storage: sqlite(db), baseUrl: `http://127.0.0.1:${port}` })
-    server.on("request", market.handle)
-    server.on("checkExpectation", market.handle)
+    const market = await createMarket({ storage: sqlite(db) })
+    const handler = await nodeHandler(market, { baseUrl: `http://127.0.0.1:${port}` })
+    server.on("request", handler.handle)
+    server.on("checkExpectation", handler.handle)
     try {
       const noHost = await rawRequest(port, "GET /openapi.json HTTP/1.1", { closeWithinMs: 100 })
       const bogus = await rawRequest(port, "GET /openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 999-bogus", { closeWithinMs: 100 })

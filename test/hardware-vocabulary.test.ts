@@ -105,8 +105,8 @@ describe("hardware classification vocabulary", () => {
       assert.deepStrictEqual(e.errors, [{ index: 0, message: `channel: ${refusal("channel", [...defaultsOf("channel"), "lease_return"], "lease-return")}` }])
     }).pipe(Effect.provide(sqliteMarket({ channel: ["lease_return"], counterparty_class: ["university"] }))))
 
-  it("the README's tables of default values and default terms are the vocabulary's", () => {
-    const readme = readFileSync(join(import.meta.dirname, "..", "README.md"), "utf8").split("\n")
+  it("the HTTP API reference's tables of default values and default terms are the vocabulary's", () => {
+    const readme = readFileSync(join(import.meta.dirname, "..", "docs/reference/http-api.md"), "utf8").split("\n")
     /** The table after the comment line starting with `marker`, as field → values. */
     const table = (marker: string) => {
       const start = readme.findIndex((line) => line.startsWith(marker))

@@ -27,17 +27,22 @@ interface Raw {
 }
 
 /** The market's Node handler on a node:http server on a free port, and `close` for both. */
-const serveMarket = async (storage: PortableMarketStorage, options: Omit<HandlerOptions, "storage" | "baseUrl"> = {}) => {
+const serveMarket = async (storage: PortableMarketStorage, options: Omit<HandlerOptions, "baseUrl"> = {}) => {
   const server = createServer()
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   const closeServer = () => new Promise<void>((resolve) => server.close(() => resolve()))
+  const market = await createMarket({ storage }).catch(async (e: unknown) => {
+    await closeServer()
+    throw e
+  })
   try {
-    const market = await nodeHandler({ storage, baseUrl: origin, ...options })
-    server.on("request", market.handle)
+    const handler = await nodeHandler(market, { baseUrl: origin, ...options })
+    server.on("request", handler.handle)
     return { origin, close: async () => { await closeServer(); await market.close() } }
   } catch (e) {
     await closeServer()
+    await market.close()
     throw e
   }
 }
@@ -330,27 +335,29 @@ describe("compression and CORS", () => {
     assert.isUndefined(preflight.headers["access-control-allow-origin"])
   })
 
-  it("an origin no browser sends is refused before anything opens", async () => {
-    for (const origins of [["https://app.example/"], ["app.example"], ["https://app.example/path"], ["ftp://files.example"]]) {
-      try {
-        await nodeHandler({ storage: sqlite(db), baseUrl: "http://127.0.0.1", cors: { origins } })
-        assert.fail(`${origins[0]} was accepted`)
-      } catch (e) {
-        assert.instanceOf(e, TypeError)
-        assert.include((e as Error).message, "cors.origins")
+  it("an origin no browser sends is refused before anything is built", async () => {
+    const market = await createMarket({ storage: sqlite(db) })
+    try {
+      for (const origins of [["https://app.example/"], ["app.example"], ["https://app.example/path"], ["ftp://files.example"]]) {
+        const refused = await nodeHandler(market, { cors: { origins } }).then(() => undefined, (e: unknown) => e)
+        assert.instanceOf(refused, TypeError, `${origins[0]} was accepted`)
+        assert.include((refused as Error).message, "cors.origins")
       }
+    } finally {
+      await market.close()
     }
   })
 
-  it("a change-feed heartbeat that is not a whole number of ms above 0 is refused before anything opens", async () => {
-    for (const feedHeartbeatMs of [0, -1, 0.5, Number.NaN, Infinity]) {
-      try {
-        await nodeHandler({ storage: sqlite(db), baseUrl: "http://127.0.0.1", feedHeartbeatMs })
-        assert.fail(`${feedHeartbeatMs} was accepted`)
-      } catch (e) {
-        assert.instanceOf(e, RangeError)
-        assert.include((e as Error).message, "feedHeartbeatMs")
+  it("a change-feed heartbeat that is not a whole number of ms above 0 is refused before anything is built", async () => {
+    const market = await createMarket({ storage: sqlite(db) })
+    try {
+      for (const feedHeartbeatMs of [0, -1, 0.5, Number.NaN, Infinity]) {
+        const refused = await nodeHandler(market, { feedHeartbeatMs }).then(() => undefined, (e: unknown) => e)
+        assert.instanceOf(refused, RangeError, `${feedHeartbeatMs} was accepted`)
+        assert.include((refused as Error).message, "feedHeartbeatMs")
       }
+    } finally {
+      await market.close()
     }
   })
 })

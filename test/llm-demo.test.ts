@@ -58,7 +58,7 @@ describe("demo LLM market", () => {
         const models = yield* (yield* LlmTokenPriceStore).models
         assert.isFalse(models.find((m) => m.model === "mixtral-8x7b-instruct")!.currently_listed)
         assert.isTrue(models.find((m) => m.model === "gpt-4o")!.currently_listed)
-        // The demo tokens reach the type as the README says.
+        // The demo tokens reach the type as the server guide (docs/guides/http-server.md) says.
         const demoAll = Demo.DEMO_TOKENS.find((t) => t.secret === "demo-all")!.principal
         const page = yield* (yield* LlmTokenPrices).latest({ principal: demoAll, query: { exclude_outliers: "true", page_size: "1000" }, origin: { origin: "http://x", prefix: "" } })
         assert.strictEqual(page.data.length, current.length - 1)

@@ -3,7 +3,7 @@ import { type LlmTokenPrice, llmTokenPriceFields, type Storage } from "@gpu-mark
 import {
   llmTokenPriceKeys, LlmTokenPriceStore, type PagePlan, type Predicate, putVersions, StorageDefect, type VersionView
 } from "@gpu-market/core/storage"
-import { llmRow } from "@gpu-market/core/test"
+import { llmRow } from "@gpu-market/storage-testkit"
 import {
   compileLlmPage, layer, llmColumnsOf, llmRowFromColumns, makeClient, migrate, type SqliteClient
 } from "../packages/storage-sqlite/src/internal"

@@ -7,7 +7,7 @@ import { atMinute, getOffers, H100_REQUEST, procure, procurementFixture, PROVISI
 /**
  * The market's own counters, read from Effect's metric registry as `/metrics` reads them: rows
  * offered to a write path (accepted, or named by a refusal), procurements entering each status,
- * and rate-limit refusals. (`test/observability.test.ts` scrapes the HTTP, page-cache and
+ * and rate-limit refusals. (`test/observability.e2e.test.ts` scrapes the HTTP, page-cache and
  * storage ones from a running server.)
  */
 

@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { OFFER_REQUESTS_PER_MINUTE } from "@gpu-market/core"
+import { Auth, DataType, OFFER_REQUESTS_PER_MINUTE } from "@gpu-market/core"
 import {
-  hardwarePricesCollection, indexesCollection, llmTokenPricesCollection, rentalPricesCollection, transactionsCollection
+  type CollectionDef, hardwarePricesCollection, indexesCollection, llmTokenPricesCollection, rentalPricesCollection, transactionsCollection
 } from "@gpu-market/core/adapters"
 import { createConfig, lintFromString } from "@redocly/openapi-core"
 import { Validator } from "@seriousme/openapi-schema-validator"
@@ -249,6 +249,41 @@ describe("OpenAPI 3.1 at /openapi.json", () => {
         assert.deepStrictEqual(sortBy.enum, [...rentalPricesCollection.sortFields])
         const at = doc.paths["/v2/gpu/rental/prices/as-of"]!.get.parameters.find((p) => p.name === "at")!
         assert.isTrue(at.required)
+      }))
+
+    it.effect("every parameter a collection declares is documented on its paged endpoints and accepted by them", () =>
+      Effect.gen(function* () {
+        yield* atNow
+        const doc = yield* fetchDoc
+        // A token of every data type, so each request reaches its parameters' validation.
+        const unrestricted = { history: { _tag: "unrestricted" as const } }
+        yield* (yield* Auth).issue({
+          id: "t-every-type", name: "every type", indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 100_000,
+          grants: Object.fromEntries(DataType.literals.map((t) => [t, unrestricted]))
+        }, "every-type")
+        const collections: ReadonlyArray<CollectionDef> = [
+          rentalPricesCollection, hardwarePricesCollection, transactionsCollection, llmTokenPricesCollection, indexesCollection
+        ]
+        for (const collection of collections) {
+          const declared = Object.keys(collection.params)
+          const paged = ["latest", "as-of", "history"].map((name) => `${collection.basePath}/${name}`).filter((path) => doc.paths[path] !== undefined)
+          assert.isNotEmpty(paged, collection.basePath)
+          for (const path of paged) {
+            const documented = doc.paths[path]!.get.parameters.filter((p) => p.in === "query")
+            assert.includeMembers(documented.map((p) => p.name), declared, path)
+            for (const p of documented.filter((p) => declared.includes(p.name))) {
+              assert.strictEqual(p.required, collection.params[p.name]!.required, `${path} ${p.name}`)
+            }
+          }
+          // Sent together with one undeclared name, only that one is "unknown" to the type's first paged endpoint.
+          const query = new URLSearchParams(declared.map((n): [string, string] => [n, "~"]))
+          query.set("not_a_parameter", "1")
+          const r = yield* http(`/api${paged[0]}?${query}`, { token: "every-type" })
+          assert.strictEqual(r.status, 422, r.text)
+          const unknown = (r.body.errors as Array<{ parameter: string; message: string }>)
+            .filter((e) => e.message === "unknown parameter").map((e) => e.parameter)
+          assert.deepStrictEqual(unknown, ["not_a_parameter"], paged[0])
+        }
       }))
 
     it.effect("responses validate against the documented schemas: rows, envelope, metadata, problems", () =>

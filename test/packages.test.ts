@@ -106,6 +106,24 @@ describe("packages", () => {
     }
   })
 
+  it("core brings no test runner, and only the format libraries its main entry loads (msgpackr: page tokens; yaml: offer requests and import policies)", () => {
+    const core = packages.find((p) => p.manifest.name === "@gpu-market/core")!
+    assert.deepStrictEqual(Object.keys(core.manifest.dependencies ?? {}).sort(), ["effect", "msgpackr", "yaml"])
+    assert.deepStrictEqual(Object.keys(core.manifest.peerDependencies ?? {}), [])
+    const testkit = packages.find((p) => p.manifest.name === "@gpu-market/storage-testkit")!
+    assert.deepStrictEqual(Object.keys(testkit.manifest.peerDependencies ?? {}).sort(), ["@effect/vitest", "vitest"])
+  })
+
+  it("the client loads core's browser-safe reads entry only: no server, no storage, no Node module", () => {
+    const client = packages.find((p) => p.manifest.name === "@gpu-market/client")!
+    assert.deepStrictEqual(Object.keys(client.manifest.dependencies ?? {}), ["@gpu-market/core"])
+    for (const file of sources(join(client.dir, "src"))) {
+      const text = readFileSync(file, "utf8")
+      const values = [...text.matchAll(/^(?:import|export)\s+(?!type\b)[^"]*?from\s+"([^"]+)"/gm)].map((m) => m[1]!).filter((s) => !s.startsWith("."))
+      assert.deepStrictEqual(values.filter((s) => s !== "@gpu-market/core/reads"), [], `${relative(ROOT, file)} loads more than @gpu-market/core/reads`)
+    }
+  })
+
   it("the HTTP adapter depends on core alone among our packages", () => {
     const adapter = packages.find((p) => p.manifest.name === "@gpu-market/http-adapter")!
     const ours = Object.keys(adapter.manifest.dependencies ?? {}).filter((d) => d.startsWith("@gpu-market/"))

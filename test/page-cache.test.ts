@@ -3,7 +3,7 @@ import { Auth, createMarket, marketLayer, memory, PageCache, PageCacheBytes, typ
 import { MemoryStorage, RentalPriceStore, type Storage } from "@gpu-market/core/storage"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
-import { Context, Effect, FastCheck as fc, Layer, Runtime } from "effect"
+import { Context, Effect, FastCheck as fc, Layer, ParseResult, Runtime } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -100,11 +100,14 @@ const tempDir = Effect.acquireRelease(Effect.sync(() => mkdtempSync(join(tmpdir(
   Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
 
 describe("page cache", () => {
-  it("createMarket takes pageCacheMb, and refuses one that is not a number ≥ 0 before opening anything", async () => {
+  it("createMarket takes pageCacheMb, and refuses one that is not a number ≥ 0 with its ParseError before opening anything", async () => {
     for (const pageCacheMb of [-1, Number.NaN, Number.POSITIVE_INFINITY]) {
       await createMarket({ storage: memory(), pageCacheMb }).then(
         () => assert.fail(`${pageCacheMb} was taken`),
-        (e: unknown) => assert.instanceOf(e, RangeError)
+        (e: unknown) => {
+          assert.isTrue(ParseResult.isParseError(e), String(e))
+          assert.include(String(e), "pageCacheMb")
+        }
       )
     }
     for (const pageCacheMb of [0, 0.5, 64]) await (await createMarket({ storage: memory(), pageCacheMb })).close()

@@ -95,10 +95,11 @@ describe("process rate limits on SQLite: the read path writes nothing", () => {
   ] as const
 
   const serve = async (mode: RateLimitMode, handle: (fetch: (path: string, token: string) => Promise<number>) => Promise<void>) => {
-    const market = await fetchHandler({ storage: SqliteStorage.sqlite(db), baseUrl: "http://market.test", rateLimits: mode })
+    const market = await createMarket({ storage: SqliteStorage.sqlite(db), rateLimits: mode })
     try {
+      const handler = await fetchHandler(market, { baseUrl: "http://market.test" })
       await handle(async (path, token) => {
-        const res = await market.fetch(new Request(`http://market.test${path}`, { headers: { authorization: `Bearer ${token}` } }))
+        const res = await handler.fetch(new Request(`http://market.test${path}`, { headers: { authorization: `Bearer ${token}` } }))
         await res.arrayBuffer()
         return res.status
       })

@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Auth, marketLayer, RentalPriceIngest } from "@gpu-market/core"
 import { currentVersions, MemoryStorage, putVersions, rentalPriceKeys, RentalPriceStore } from "@gpu-market/core/storage"
-import { rentalRow } from "@gpu-market/core/test"
+import { rentalRow } from "@gpu-market/storage-testkit"
 import { Effect, Either, Fiber, Layer, Schedule } from "effect"
 import { http, LAST_DAY, observations, TOKENS } from "./support/market"
 import { redisStorageLayer, TestRedis, testRedisLayer } from "./support/redis"

@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import type { HardwarePrice } from "@gpu-market/core"
 import { makeMemoryHardwarePriceStore, type PagePlan, type Scope, sortValue } from "@gpu-market/core/storage"
-import { hardwareRow, hardwareDay, testListingKey } from "@gpu-market/core/test"
+import { hardwareRow, hardwareDay, testListingKey } from "@gpu-market/storage-testkit"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import { Effect, TestClock } from "effect"
 import fc from "fast-check"

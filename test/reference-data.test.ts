@@ -7,7 +7,7 @@ import {
 import { HardwarePriceStore, RentalPriceStore } from "@gpu-market/core/storage"
 import * as RedisStorage from "@gpu-market/storage-redis"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
-import { Effect, Exit, Layer } from "effect"
+import { Effect, Exit, Layer, ParseResult } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -239,8 +239,10 @@ describe("plausibility bounds", () => {
       await market.close()
     }
     const bad = await createMarket({ storage: memory(), bounds: { hardware: { min: 10, max: 1 } } }).catch((e: unknown) => e)
-    assert.instanceOf(bad, RangeError)
-    assert.include((bad as RangeError).message, "bounds.hardware")
+    assert.isTrue(ParseResult.isParseError(bad), String(bad))
+    assert.include(String(bad), "bounds")
+    assert.include(String(bad), "hardware")
+    assert.include(String(bad), "expected min ≤ max, got [10, 1]")
   })
 })
 

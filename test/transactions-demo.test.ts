@@ -18,7 +18,7 @@ describe("aggregated transactions in the demo market", () => {
       Effect.gen(function* () {
         yield* TestClock.setTime(NOW_MS)
         // seedDemo calls this with today, then issues the demo tokens; the other types' demos (most
-        // of a full seed's half minute) are left out. test/start.test.ts serves the deals npm start's
+        // of a full seed's half minute) are left out. test/start.e2e.test.ts serves the deals npm start's
         // seedDemo writes.
         yield* Demo.seedTransactionDemo(Math.floor(NOW_MS / DAY_MS))
         const auth = yield* Auth

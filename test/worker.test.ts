@@ -2,6 +2,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { baseProductKey, createMarket, type Market, MarketProblemError, memory, portableStorage, type RentalPriceObservationInput } from "@gpu-market/core"
 import { layer as sqliteLayer, sqlite } from "@gpu-market/storage-sqlite"
 import Database from "better-sqlite3"
+import { ParseResult } from "effect"
 import { BroadcastChannel } from "node:worker_threads"
 import { createWorkerMarket, type WorkerMarket } from "@gpu-market/worker"
 import { ADAPTER_LAST_DAY, seedMarket, tempDb } from "./support/adapters"
@@ -157,7 +158,8 @@ describe("worker market page caches", () => {
       await direct.close()
     }
     const refused = await createWorkerMarket({ storage: sqlite(db), pageCacheMb: -1 }).then(() => undefined, (e: unknown) => e)
-    assert.instanceOf(refused, RangeError)
+    assert.isTrue(ParseResult.isParseError(refused), String(refused))
+    assert.include(String(refused), "pageCacheMb")
   }, 120_000)
 })
 

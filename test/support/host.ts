@@ -1,3 +1,4 @@
+import { createMarket } from "@gpu-market/core"
 import { nodeHandler } from "@gpu-market/http-adapter"
 import { sqlite } from "@gpu-market/storage-sqlite"
 import { createServer, type Server } from "node:http"
@@ -11,12 +12,13 @@ export const startHost = async (db: string, options: { readonly stripPrefix?: bo
   const server: Server = createServer()
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  const market = await nodeHandler({ storage: sqlite(db), baseUrl: `${origin}/market` })
+  const market = await createMarket({ storage: sqlite(db) })
+  const handler = await nodeHandler(market, { baseUrl: `${origin}/market` })
   server.on("request", (req, res) => {
     if (req.url === "/health") return res.end("ok")
     if (req.url?.startsWith("/market/")) {
       if (options.stripPrefix === true) req.url = req.url.slice("/market".length)
-      return market.handle(req, res)
+      return handler.handle(req, res)
     }
     res.statusCode = 404
     res.end("host: not found")

@@ -1,9 +1,11 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { relative, resolve } from "node:path"
+import { markdownUnder } from "./links"
 
 /**
- * The code blocks of the READMEs (the root one and each package's), each with the HTML comment
- * on the line before it, which says how the suite runs the block (see test/readme.test.ts).
+ * The code blocks of the READMEs (the root one and each package's) and of the pages under docs/,
+ * each with the HTML comment on the line before it, which says how the suite runs the block (see
+ * test/readme.e2e.test.ts).
  */
 
 export const ROOT = resolve(import.meta.dirname, "../..")
@@ -16,6 +18,9 @@ export const PACKAGES: ReadonlyArray<string> = readdirSync(resolve(ROOT, "packag
 
 /** The README of a package: `packages/<dir>/README.md`, the one npm shows. */
 export const packageReadme = (dir: string): string => resolve(ROOT, "packages", dir, "README.md")
+
+/** The Markdown pages under docs/ (not docs/api/, which TypeDoc generates), sorted. */
+export const DOCS: ReadonlyArray<string> = markdownUnder(resolve(ROOT, "docs"), (path) => path.startsWith("api/"))
 
 /** A path as the test messages show it: relative to the repository root. */
 export const shown = (file: string): string => relative(ROOT, file)
@@ -44,5 +49,5 @@ export const readmeBlocks = (file: string = README): ReadonlyArray<Block> => {
   return out
 }
 
-/** The `sh` blocks that run against the demo server of `npm start` on 127.0.0.1:8787 (root README only). */
+/** The `sh` blocks that run against the demo server of `npm start` on 127.0.0.1:8787 (root README and docs/ only). */
 export const AGAINST_NPM_START = "run against npm start"

@@ -5,6 +5,7 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { storageOptions } from "./options.js"
+import { described } from "./help.js"
 import { UsageError } from "./output.js"
 import { sqliteFileOf } from "./storage.js"
 
@@ -32,4 +33,7 @@ export const checkCommand = Command.make("check", storageOptions, (o) =>
     const more = problems.length === SqliteStorage.INTEGRITY_PROBLEMS ? `the first ${problems.length} problems` : `${problems.length} problem(s)`
     return yield* new CorruptFile({ message: `${file} is corrupt (${more} listed above); restore it from a backup, or serve from a sound copy` })
   })
-).pipe(Command.withDescription("Check a SQLite file's integrity (PRAGMA quick_check, read-only; as long as the file is large): exit 0 when sound, 1 when corrupt, with its problems."))
+).pipe(Command.withDescription(described(
+  "Check a SQLite file's integrity (PRAGMA quick_check, read-only).\nIt reads the whole file. Exit 0 when sound, 1 when corrupt, with its problems.",
+  "gpu-market check --db ./data/market.db"
+)))

@@ -43,7 +43,7 @@ export const ecbFxRates = (text: string): Either.Either<ReadonlyArray<EcbFxRow>,
   return Either.gen(function* () {
     if (tags[0]?.startsWith("<?xml") === true) i++
     const envelope = yield* expect(/^<gesmes:Envelope\s[^>]*>$/, "the gesmes:Envelope")
-    if (!envelope[0]!.includes(`"${ENVELOPE_NS}"`) && !envelope[0]!.includes(`'${ENVELOPE_NS}'`)) {
+    if (!envelope[0].includes(`"${ENVELOPE_NS}"`) && !envelope[0].includes(`'${ENVELOPE_NS}'`)) {
       return yield* Either.left("not the ECB's eurofxref vocabulary")
     }
     for (const [want, what] of [

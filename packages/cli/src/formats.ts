@@ -16,6 +16,13 @@ export const LITELLM_MAX_BYTES = 64 * 1024 * 1024
 const CHUNK_BYTES = 1 << 20
 
 /**
+ * Observations of a SkyPilot catalog written at a time: half the bulk load's batch, as each is
+ * held three times over while its batch is written (converted, decoded, and as a row), on top of
+ * the state per product that tells repeats across batches apart (BENCHMARKS.md, (k)).
+ */
+const SKYPILOT_BATCH = 25_000
+
+/**
  * Streams a SkyPilot catalog into `FormatImport.skypilotStream` with a progress display of its
  * rows: a first pass counts them (CSV records after the header), as the row imports do. A bulk
  * load is prepared for two observations a row (on-demand and spot), the most a row yields.
@@ -32,7 +39,7 @@ const importSkypilot = (path: string, options: SkypilotImportOptions) =>
       (e) => e
     ))
     // Below the total until the end, should the first pass have counted a row the reader skips.
-    const summary = yield* formats.skypilotStream(text, { ...options, observations: 2 * total, onRows: (done) => progress.update(label, Math.min(done, Math.max(0, total - 1)), total) })
+    const summary = yield* formats.skypilotStream(text, { ...options, observations: 2 * total, batch: SKYPILOT_BATCH, onRows: (done) => progress.update(label, Math.min(done, Math.max(0, total - 1)), total) })
     yield* progress.update(label, total, total)
     yield* progress.finish
     return summary
@@ -67,15 +74,17 @@ export const isPublicFormat = (format: string): format is PublicFormat => (PUBLI
 /** The options of the public formats. */
 export const formatOptions = {
   vendor: Options.text("vendor").pipe(
-    Options.withDescription("with --format skypilot: the vendor slug of the rows, which also names the SkyPilot cloud whose conventions apply (lambda, runpod, vast, …)"),
+    Options.withPseudoName("slug"),
+    Options.withDescription("with --format skypilot: the vendor (lambda, runpod, vast, …)"),
     Options.optional
   ),
   observedAt: Options.text("observed-at").pipe(
-    Options.withDescription("with --format skypilot|litellm: the instant the file describes, ISO 8601; default now"),
+    Options.withPseudoName("instant"),
+    Options.withDescription("with skypilot or litellm: the file's instant, ISO 8601; default now"),
     Options.optional
   ),
   snapshot: Options.boolean("snapshot").pipe(
-    Options.withDescription("with --format skypilot|litellm: the file is the vendor's (litellm: the whole litellm source's) complete catalog at that instant; what it no longer lists is withdrawn then")
+    Options.withDescription("with skypilot or litellm: a whole catalog; what it lacks is withdrawn")
   )
 }
 

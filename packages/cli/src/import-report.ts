@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { readFile, writeFile } from "node:fs/promises"
+import { integerIn } from "./checked.js"
 import { UsageError } from "./output.js"
 
 /**
@@ -21,20 +22,24 @@ const DEFAULT_SHOWN = 10
 
 /** The options of every import's policy and report. */
 export const importReportOptions = {
-  showRejections: Options.integer("show-rejections").pipe(
-    Options.withDescription(`rejected (and quarantined) entries listed by line after the counts; default ${DEFAULT_SHOWN}; 0 lists none`),
+  showRejections: integerIn("show-rejections", 0).pipe(
+    Options.withPseudoName("n"),
+    Options.withDescription(`rejected and quarantined entries listed by line; default ${DEFAULT_SHOWN}`),
     Options.optional
   ),
   rejections: Options.text("rejections").pipe(
-    Options.withDescription("write every rejected and quarantined entry to this file, one JSON object a line (line, key, reason, message, rule)"),
+    Options.withPseudoName("file"),
+    Options.withDescription("write every rejected and quarantined entry to this JSON Lines file"),
     Options.optional
   ),
   bounds: Options.text("bounds").pipe(
-    Options.withDescription("plausibility bounds over the defaults, TYPE=MIN..MAX comma-separated (rental, hardware, llm, transactions), e.g. llm=0..20000; default $GPU_MARKET_IMPORT_BOUNDS, then the policy file"),
+    Options.withPseudoName("bounds"),
+    Options.withDescription("plausibility bounds, TYPE=MIN..MAX,…; $GPU_MARKET_IMPORT_BOUNDS"),
     Options.optional
   ),
   policy: Options.text("policy").pipe(
-    Options.withDescription("an import policy file, YAML or JSON: bounds and quarantine rules (rejections they expect are recorded, not stored, and do not fail the import); default $GPU_MARKET_IMPORT_POLICY"),
+    Options.withPseudoName("file"),
+    Options.withDescription("YAML or JSON of bounds and quarantine rules; $GPU_MARKET_IMPORT_POLICY"),
     Options.optional
   )
 }
@@ -118,7 +123,7 @@ const reportLines = (report: ImportReport, shown: number): Array<string> => {
  */
 export const finishImport = (report: ImportReport, o: ParsedReportOptions, extra: ReadonlyArray<string> = []) =>
   Effect.gen(function* () {
-    const shown = Math.max(0, Option.getOrElse(o.showRejections, () => DEFAULT_SHOWN))
+    const shown = Option.getOrElse(o.showRejections, () => DEFAULT_SHOWN)
     const [counts, ...rest] = reportLines(report, shown)
     yield* Console.log([counts, ...extra, ...rest].join("\n"))
     if (Option.isSome(o.rejections)) {

@@ -11,11 +11,14 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { open } from "node:fs/promises"
+import { setFlagsFromString } from "node:v8"
 import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type { ProgressMark } from "@gpu-market/core/storage"
 import { formatOptions, importFormat, isPublicFormat, PUBLIC_FORMATS } from "./formats.js"
 import { finishImport, importReportOptions, resolvePolicy } from "./import-report.js"
+import { oneOf } from "./checked.js"
+import { described } from "./help.js"
 import { UsageError } from "./output.js"
 import { makeProgress } from "./progress.js"
 import { csvRows, jsonLines, scanFile } from "./read.js"
@@ -236,15 +239,24 @@ const formatOf = (path: string, given: Option.Option<"jsonl" | "csv">) =>
 
 const isRowFormat = (format: string): format is "jsonl" | "csv" => !isPublicFormat(format)
 
+/**
+ * How far V8 lets the heap of an import's process grow past what stayed live at its last full
+ * collection, percent (V8's `--heap-growing-percent`; by default it picks up to 300). An import's
+ * batch lives across many young collections, so its garbage is promoted and waits for the next
+ * full collection: with V8's default, a streamed SkyPilot import's heap grew to four times what
+ * stayed live (BENCHMARKS.md, (k)).
+ */
+const IMPORT_HEAP_GROWING_PERCENT = 50
+
 /** `gpu-market import`. */
 export const importCommand = Command.make("import", {
-  file: Args.file({ name: "file", exists: "yes" }).pipe(Args.withDescription("the JSON Lines (.jsonl), CSV (.csv), SkyPilot vms.csv or LiteLLM price table file to import")),
-  type: Options.choice("type", ROW_TYPES).pipe(
-    Options.withDescription("data type of the rows: rental (price observations), hardware (listing observations), transactions (deals), llm (token price observations), indexes (administered index values), fx (FX rates: currency, date, usd_per_unit), gpus (GPU catalog entries); implied by --format skypilot (rental) and litellm (llm)"),
+  file: Args.file({ name: "file", exists: "yes" }).pipe(Args.withDescription("a .jsonl or .csv file of rows, a SkyPilot vms.csv or LiteLLM's table")),
+  type: oneOf("type", "type", ROW_TYPES).pipe(
+    Options.withDescription(`the rows' type: ${ROW_TYPES.join(", ")}`),
     Options.optional
   ),
-  format: Options.choice("format", ["jsonl", "csv", ...PUBLIC_FORMATS] as const).pipe(
-    Options.withDescription("file format; default from the extension (.csv is CSV, anything else JSON Lines); skypilot: a SkyPilot catalog vms.csv (needs --vendor); litellm: LiteLLM's model_prices_and_context_window.json"),
+  format: oneOf("format", "format", ["jsonl", "csv", ...PUBLIC_FORMATS] as const).pipe(
+    Options.withDescription(`${["jsonl", "csv", ...PUBLIC_FORMATS].join(", ")}; default by the file's extension`),
     Options.optional
   ),
   ...formatOptions,
@@ -252,6 +264,8 @@ export const importCommand = Command.make("import", {
   ...storageOptions
 }, (o) =>
   Effect.gen(function* () {
+    // Read by V8 at each full collection, so it applies from the next one on.
+    setFlagsFromString(`--heap-growing-percent=${IMPORT_HEAP_GROWING_PERCENT}`)
     const policy = yield* resolvePolicy(o)
     const format = Option.getOrUndefined(o.format)
     const run = Effect.gen(function* () {
@@ -275,4 +289,10 @@ export const importCommand = Command.make("import", {
     const { report, extra } = yield* Effect.provide(run, marketOn(o, { bulk: true }, policy.bounds))
     yield* finishImport(report, o, extra)
   })
-).pipe(Command.withDescription("Import rows of one data type through the write path, streamed, or a public-format file (SkyPilot, LiteLLM): what became of every entry, rejections by line; exit 0 when all were stored or accounted for, 1 when any was rejected, 2 for a command line it cannot take."))
+).pipe(Command.withDescription(described(
+  `Import a file of rows, streamed through the write path, or a SkyPilot or LiteLLM file.
+It prints what became of every entry, rejections by line. --format skypilot needs --vendor.
+Exit 0 when all were stored or accounted for, 1 when any was rejected, 2 for a bad command line.`,
+  "gpu-market import prices.csv --type rental --db ./data/market.db",
+  "gpu-market import vms.csv --format skypilot --vendor lambda --snapshot"
+)))

@@ -4,72 +4,88 @@ import { IndexComputation, RATE_LIMIT_MODES } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import { createRequire } from "node:module"
 import { checkCommand } from "./check.js"
+import { httpUrl, integerIn, nonNegative, oneOf } from "./checked.js"
+import { commandTree, described, helpFor, type HelpTree } from "./help.js"
 import { importCommand } from "./import.js"
 import { ServerLogging, takeLogLevel, withLogging } from "./logging.js"
 import { type CommandTree, runMain, standardConsole, UsageError } from "./output.js"
 import { makeProgress } from "./progress.js"
 import { storageOptions } from "./options.js"
-import { describeStorage, marketOn, rateLimitModeOf, storageOn } from "./storage.js"
-import { dashboardFromEnvironment, metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment, shutdownTimeoutMs } from "./serve.js"
+import { describeStorage, marketOn, settingsOn, storageOn } from "./storage.js"
+import { dashboardFromEnvironment, metricsFromEnvironment, serve, shutdownTimeoutFromEnvironment, shutdownTimeoutMs } from "./serve.js"
 import { serveSyncing, syncCommand } from "./sync.js"
 import { tokensCommand } from "./tokens.js"
+import { printsBanner, serveOnWorkers, workersOf } from "./workers.js"
 
 /** `gpu-market`: serve the API, seed the demo market, import data, manage tokens and indexes. */
 
 const serveCommand = Command.make("serve", {
-  port: Options.integer("port").pipe(Options.withDescription("port to listen on; default $PORT or 8787"), Options.optional),
+  port: integerIn("port", 1, 65535).pipe(Options.withDescription("port to listen on; default $PORT or 8787"), Options.optional),
   host: Options.text("host").pipe(Options.withDescription("address to listen on; default $HOST or 127.0.0.1"), Options.optional),
-  baseUrl: Options.text("base-url").pipe(
-    Options.withDescription("public base URL (meta.next.url starts with it; a path in it is served too); default http://<host>:<port>"),
+  baseUrl: httpUrl("base-url").pipe(
+    Options.withPseudoName("url"),
+    Options.withDescription("public URL, links start with it; default http://<host>:<port>"),
     Options.optional
   ),
   demo: Options.boolean("demo").pipe(
-    Options.withDescription("seed the demo market (extended to today) and accept the demo tokens; without it the demo tokens are revoked")
+    Options.withDescription("seed the demo market and accept its tokens (else they are revoked)")
   ),
   corsOrigin: Options.text("cors-origin").pipe(
-    Options.withDescription("a browser origin allowed to call the API (CORS), e.g. https://app.example; repeat it or give a comma list; default $GPU_MARKET_CORS_ORIGINS, else CORS is off"),
+    Options.withPseudoName("origin"),
+    Options.withDescription("browser origin(s) allowed by CORS; $GPU_MARKET_CORS_ORIGINS"),
     Options.repeated
   ),
-  rateLimits: Options.choice("rate-limits", RATE_LIMIT_MODES).pipe(
-    Options.withDescription("where rate limits are counted: process (this server's memory, no write per request; one server per SQLite file) or shared (in the storage, exact across every server on it); default $GPU_MARKET_RATE_LIMITS, else process on SQLite and shared on Redis"),
+  rateLimits: oneOf("rate-limits", "mode", RATE_LIMIT_MODES).pipe(
+    Options.withDescription("process (in memory; the primary's with --workers) or shared (storage)"),
     Options.optional
   ),
-  pageCacheMb: Options.integer("page-cache-mb").pipe(
-    Options.withDescription("memory for hot pages in MB, 0 to turn the page cache off; default $GPU_MARKET_PAGE_CACHE_MB or 64"),
+  pageCacheMb: integerIn("page-cache-mb", 0).pipe(
+    Options.withPseudoName("mb"),
+    Options.withDescription("memory for hot pages, 0 for none; $GPU_MARKET_PAGE_CACHE_MB or 64"),
     Options.optional
   ),
   metrics: Options.boolean("metrics").pipe(
-    Options.withDescription("serve GET /metrics (Prometheus text, no token); default $GPU_MARKET_METRICS=1, else off")
+    Options.withDescription("serve /metrics (Prometheus, no token); $GPU_MARKET_METRICS=1")
   ),
   noDashboard: Options.boolean("no-dashboard").pipe(
-    Options.withDescription("leave out the /dashboard page (its charts read the API with the visitor's token); default $GPU_MARKET_DASHBOARD=0, else served")
+    Options.withDescription("leave out the /dashboard page; $GPU_MARKET_DASHBOARD=0")
   ),
-  shutdownTimeout: Options.float("shutdown-timeout").pipe(
-    Options.withDescription("seconds a shutdown (SIGTERM, SIGINT) waits for requests in flight before cutting them; default $GPU_MARKET_SHUTDOWN_TIMEOUT or 10"),
+  shutdownTimeout: nonNegative("shutdown-timeout").pipe(
+    Options.withPseudoName("seconds"),
+    Options.withDescription("wait for requests in flight on SIGTERM; default 10"),
     Options.optional
   ),
-  headersTimeoutMs: Options.integer("headers-timeout-ms").pipe(
-    Options.withDescription("milliseconds a client may take to send a request's head (line and headers) before it gets a 408; default $GPU_MARKET_HEADERS_TIMEOUT_MS or 10000"),
+  headersTimeoutMs: integerIn("headers-timeout-ms", 1).pipe(
+    Options.withPseudoName("ms"),
+    Options.withDescription("time to send a request's head, else 408; default 10000"),
     Options.optional
   ),
-  requestTimeoutMs: Options.integer("request-timeout-ms").pipe(
-    Options.withDescription("milliseconds a client may take to send a whole request, body included, before it gets a 408; default $GPU_MARKET_REQUEST_TIMEOUT_MS or 30000"),
+  requestTimeoutMs: integerIn("request-timeout-ms", 1).pipe(
+    Options.withPseudoName("ms"),
+    Options.withDescription("time to send a whole request, else 408; default 30000"),
     Options.optional
   ),
-  keepAliveTimeoutMs: Options.integer("keep-alive-timeout-ms").pipe(
-    Options.withDescription("milliseconds an idle keep-alive connection stays open (behind a proxy, above its idle timeout); default $GPU_MARKET_KEEP_ALIVE_TIMEOUT_MS or 5000"),
+  keepAliveTimeoutMs: integerIn("keep-alive-timeout-ms", 1).pipe(
+    Options.withPseudoName("ms"),
+    Options.withDescription("how long an idle connection stays open; default 5000"),
     Options.optional
   ),
-  feedHeartbeatMs: Options.integer("feed-heartbeat-ms").pipe(
-    Options.withDescription("milliseconds of silence after which a change-feed stream (/v2/events) gets a heartbeat comment, at least 1000 (under your proxies' idle timeout); default $GPU_MARKET_FEED_HEARTBEAT_MS or 15000"),
+  feedHeartbeatMs: integerIn("feed-heartbeat-ms", 1000).pipe(
+    Options.withPseudoName("ms"),
+    Options.withDescription("silence before a /v2/events heartbeat, ≥ 1000; default 15000"),
+    Options.optional
+  ),
+  workers: Options.text("workers").pipe(
+    Options.withPseudoName("n|auto"),
+    Options.withDescription("processes on the port (auto: one per core); $GPU_MARKET_WORKERS or 1"),
     Options.optional
   ),
   sync: Options.text("sync").pipe(
-    Options.withDescription("a sources file (see gpu-market sync) to sync beside serving: of the servers and syncs on one market, one syncs at a time; default $GPU_MARKET_SYNC, else no sync"),
+    Options.withPseudoName("file"),
+    Options.withDescription("a sources file to sync beside serving; default $GPU_MARKET_SYNC"),
     Options.optional
   ),
   ...storageOptions
@@ -79,9 +95,9 @@ const serveCommand = Command.make("serve", {
   const host = Option.getOrElse(o.host, () => process.env.HOST ?? "127.0.0.1")
   const baseUrl = Option.getOrElse(o.baseUrl, () => process.env.GPU_MARKET_BASE_URL ?? `http://${host}:${port}`)
   const corsOrigins = o.corsOrigin.length > 0 ? o.corsOrigin : [process.env.GPU_MARKET_CORS_ORIGINS ?? ""]
+  const workers = yield* workersOf(o.workers)
   const name = yield* describeStorage(o)
-  const rateLimits = yield* rateLimitModeOf(o, o.rateLimits)
-  const pageCacheMb = yield* Option.match(o.pageCacheMb, { onNone: () => pageCacheMbFromEnvironment, onSome: Effect.succeed })
+  const settings = yield* settingsOn(o, { rateLimits: o.rateLimits, pageCacheMb: o.pageCacheMb })
   const metrics = o.metrics || (yield* metricsFromEnvironment)
   const dashboard = !o.noDashboard && (yield* dashboardFromEnvironment)
   const shutdownTimeout = yield* Option.match(o.shutdownTimeout, {
@@ -94,12 +110,15 @@ const serveCommand = Command.make("serve", {
     keepAliveMs: Option.getOrUndefined(o.keepAliveTimeoutMs)
   }
   const served = serve({
-    storage: { layer: storageOn(o, { serve: true }), name }, port, host, baseUrl, demo: o.demo, corsOrigins, rateLimits, pageCacheMb, metrics, dashboard,
-    shutdownTimeoutMs: shutdownTimeout, timeouts, feedHeartbeatMs: Option.getOrUndefined(o.feedHeartbeatMs)
+    storage: { layer: storageOn(o, { serve: true }), name }, port, host, baseUrl, demo: o.demo, corsOrigins, settings, metrics, dashboard,
+    shutdownTimeoutMs: shutdownTimeout, timeouts, feedHeartbeatMs: Option.getOrUndefined(o.feedHeartbeatMs), banner: printsBanner()
   })
-  return yield* (sync === "" ? served : serveSyncing(served, sync, o)).pipe(Effect.provide(yield* ServerLogging))
+  return yield* serveOnWorkers(workers, shutdownTimeout, sync === "" ? served : serveSyncing(served, sync, o)).pipe(Effect.provide(yield* ServerLogging))
 })
-).pipe(Command.withDescription("Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis, as npm start does."))
+).pipe(Command.withDescription(described(
+  "Serve the HTTP API (the market, /supply, /docs, /openapi.json) from SQLite or Redis.",
+  "gpu-market serve --db ./data/market.db --port 8787 --metrics"
+)))
 
 /** Demo market sizes: history days, vendors and GPUs of the rental catalog (undefined: all). */
 const SIZES = {
@@ -109,13 +128,19 @@ const SIZES = {
 } as const
 
 const seed = Command.make("seed", {
-  size: Options.choice("size", ["small", "medium", "large"] as const).pipe(
-    Options.withDescription(`demo market size: small (${SIZES.small.days} days, ${SIZES.small.vendors} vendors, ${SIZES.small.gpus} GPUs), medium (${SIZES.medium.days}, ${SIZES.medium.vendors}, ${SIZES.medium.gpus}), large (the full demo of npm start)`),
+  size: oneOf("size", "size", ["small", "medium", "large"] as const).pipe(
+    Options.withDescription(`small (${SIZES.small.days} days), medium (${SIZES.medium.days}) or large (npm start's); default large`),
     Options.withDefault("large")
   ),
-  days: Options.integer("days").pipe(Options.withDescription("days of history before today (overrides --size)"), Options.optional),
-  vendors: Options.integer("vendors").pipe(Options.withDescription(`rental vendors, 1 to ${Demo.DEMO_VENDOR_COUNT} (${Demo.DEMO_VENDORS.join(", ")}; overrides --size)`), Options.optional),
-  gpus: Options.integer("gpus").pipe(Options.withDescription("rental GPUs: the first N of the demo catalog, the indices' GPUs first (overrides --size)"), Options.optional),
+  days: integerIn("days", 0).pipe(Options.withDescription("days of history before today (overrides --size)"), Options.optional),
+  vendors: integerIn("vendors", 1, Demo.DEMO_VENDOR_COUNT).pipe(
+    Options.withDescription(`rental vendors, 1 to ${Demo.DEMO_VENDOR_COUNT} (overrides --size)`),
+    Options.optional
+  ),
+  gpus: integerIn("gpus", 1, Demo.demoGpus().length).pipe(
+    Options.withDescription(`rental GPUs, 1 to ${Demo.demoGpus().length}, the indices' first (overrides --size)`),
+    Options.optional
+  ),
   ...storageOptions
 }, (o) =>
   Effect.gen(function* () {
@@ -134,11 +159,14 @@ const seed = Command.make("seed", {
       : `Demo market in ${where} is current through ${report.lastDay}.`)
     yield* Console.log(`Demo tokens: ${Demo.DEMO_TOKENS.map((t) => t.secret).join(", ")}`)
   }).pipe(Effect.provide(marketOn(o)))
-).pipe(Command.withDescription("Seed the deterministic demo market (every type, through today) with a progress bar."))
+).pipe(Command.withDescription(described(
+  "Seed the deterministic demo market (every type, through today) with a progress bar.",
+  "gpu-market seed --size small --db ./data/market.db"
+)))
 
 const compute = Command.make("compute", {
-  from: Options.text("from").pipe(Options.withDescription("recompute from this instant or YYYY-MM-DD (with --to)"), Options.optional),
-  to: Options.text("to").pipe(Options.withDescription("recompute up to this instant or YYYY-MM-DD, exclusive (with --from)"), Options.optional),
+  from: Options.text("from").pipe(Options.withPseudoName("date"), Options.withDescription("recompute from this instant or YYYY-MM-DD (with --to)"), Options.optional),
+  to: Options.text("to").pipe(Options.withPseudoName("date"), Options.withDescription("recompute up to this instant or YYYY-MM-DD, exclusive"), Options.optional),
   ...storageOptions
 }, (o) =>
   Effect.gen(function* () {
@@ -155,31 +183,45 @@ const compute = Command.make("compute", {
         : yield* new UsageError({ message: "give both --from and --to, or neither (everything due now)" })
     yield* Console.log(`computed ${summary.values} values over ${summary.intervals} intervals of ${summary.indices} indices`)
   }).pipe(Effect.provide(marketOn(o)))
-).pipe(Command.withDescription("Compute index values: everything due now, or a range again with --from/--to."))
+).pipe(Command.withDescription(described(
+  "Compute index values: everything due now, or a range again with --from/--to.",
+  "gpu-market indexes compute --from 2026-01-01 --to 2026-02-01"
+)))
 
 const indexes = Command.make("indexes").pipe(
-  Command.withDescription("Index computation."),
+  Command.withDescription(described("Index computation.", "gpu-market indexes compute")),
   Command.withSubcommands([compute])
 )
 
 const root = Command.make("gpu-market").pipe(
-  Command.withDescription(`The GPU market data API and its data: serve, seed, import, sync, tokens, indexes, check. An error is one line on stderr (exit 2 for a command line that cannot work, 1 otherwise); add --verbose anywhere to see its cause.`),
+  Command.withDescription(described(
+    "the GPU market data API and its data.",
+    "gpu-market seed --size small && gpu-market serve",
+    "gpu-market tokens create --help"
+  )),
   Command.withSubcommands([serveCommand, seed, importCommand, syncCommand, tokensCommand, indexes, checkCommand]),
   // @effect/cli itself writes through a console of its own (./output.js); the commands write through the process's.
   (command) => Command.transformHandler(command, (effect) => Effect.withConsole(effect, standardConsole))
 )
 
-/** The commands by name, for errors and usage lines to name the command run. */
-const namesOf = (subcommands: HashMap.HashMap<string, unknown>) => [...HashMap.keys(subcommands)]
-const groups: Record<string, ReadonlyArray<string>> = {
-  tokens: namesOf(Command.getSubcommands(tokensCommand)), indexes: namesOf(Command.getSubcommands(indexes)), sync: namesOf(Command.getSubcommands(syncCommand))
-}
-const tree: CommandTree = Object.fromEntries(namesOf(Command.getSubcommands(root)).map((name) => [name, Object.fromEntries((groups[name] ?? []).map((sub) => [sub, {}]))]))
+/** Every command, for help, and for errors and usage lines to name the command run. */
+export const commands = commandTree(root, [syncCommand, tokensCommand, indexes])
+const namesOf = (node: HelpTree): CommandTree => Object.fromEntries([...node.subcommands].map(([name, sub]) => [name, namesOf(sub)]))
 
 // The version the package was installed at: package.json sits one folder above dist/.
 const { version } = createRequire(import.meta.url)("../package.json") as { readonly version: string }
-const cli = Command.run(root, { name: "gpu-market", version })
 
-const { argv, level } = takeLogLevel(process.argv)
-withLogging(level, (logging) =>
-  runMain((args) => cli(args).pipe(Effect.provideService(ServerLogging, logging.server), Effect.provide(logging.level)), argv, tree))
+/** `gpu-market` run on `argv` (`process.argv`): help, or the command it names, to its end. */
+export const main = (argv: ReadonlyArray<string>): void => {
+  const cli = Command.run(root, { name: "gpu-market", version })
+  const { argv: args, level } = takeLogLevel(argv)
+  withLogging(level, (logging) => runMain((line) => {
+    const help = helpFor(commands, line.slice(2), version)
+    return help === undefined
+      ? cli(line).pipe(Effect.provideService(ServerLogging, logging.server), Effect.provide(logging.level))
+      : Effect.sync(() => process.stdout.write(`${help}\n`))
+  }, args, namesOf(commands)))
+}
+
+/** The help of the command `words` name (`["tokens", "create"]`), as `--help` prints it. */
+export const helpOf = (words: ReadonlyArray<string>): string => helpFor(commands, [...words, "--help"], version)!

@@ -12,9 +12,7 @@ import * as Option from "effect/Option"
  * How `gpu-market` speaks to the person who ran it. An error is one line on stderr, naming the
  * command and saying what is wrong, never a stack or a dump of the error's fields; `--verbose`
  * (anywhere on the line) adds the full cause below it. A usage error exits 2 and points to the
- * command's `--help`; any other error exits 1. Help has colour only on a terminal and without
- * `NO_COLOR`, and its usage line names the whole command (`gpu-market tokens create …`), where
- * @effect/cli 0.77 prints the subcommand alone (`$ create …`).
+ * command's `--help`; any other error exits 1. (`--help` is `gpu-market`'s own: ./help.js.)
  */
 
 /** The command's own name, as the usage lines and errors give it. */
@@ -29,9 +27,6 @@ const VERBOSE = "--verbose"
 /** An ANSI colour or style sequence (ESC, `[`, parameters, `m`); the escape is built, as lint refuses one written in a pattern. */
 const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[\\d;]*m`, "g")
 
-/** Whether text for stdout may be coloured: a terminal, and `NO_COLOR` unset or empty (no-color.org). */
-const colour = () => process.stdout.isTTY === true && (process.env.NO_COLOR ?? "") === ""
-
 /** Text as one line of plain words. */
 const oneLine = (text: string) => text.replace(ANSI, "").replace(/\s+/g, " ").trim()
 
@@ -40,32 +35,23 @@ export interface CommandTree {
   readonly [name: string]: CommandTree
 }
 
-/** The words of `args` that name a command and then its subcommands, down to the one named `last`: `["tokens", "create"]`. */
-const commandPath = (args: ReadonlyArray<string>, tree: CommandTree, last?: string): ReadonlyArray<string> => {
+/** The words of `args` that name a command and then its subcommands: `["tokens", "create"]`. */
+const commandPath = (args: ReadonlyArray<string>, tree: CommandTree): ReadonlyArray<string> => {
   const path: Array<string> = []
   let level = tree
   for (const arg of args) {
-    if (last !== undefined && path.at(-1) === last) break
     if (!Object.hasOwn(level, arg)) continue
     path.push(arg)
     level = level[arg]!
   }
-  return last === undefined || path.includes(last) ? path : []
+  return path
 }
 
 /**
- * The console @effect/cli writes through: its help and version, without colour where there
- * should be none and with usage lines in full, and none of its own error printing, which the
- * one-line report replaces. Commands run with the standard console (`standardConsole`).
+ * The console @effect/cli writes through (its version, a completion script) without its own error
+ * printing, which the one-line report replaces. Commands run with the standard console (`standardConsole`).
  */
-const cliConsole = (args: ReadonlyArray<string>, tree: CommandTree): Console.Console => {
-  const shown = (text: unknown) => {
-    if (typeof text !== "string") return text
-    const full = text.replace(/^\$ (\S+)/gm, (_, leaf: string) => [COMMAND, ...commandPath(args, tree, leaf)].join(" "))
-    return colour() ? full : full.replace(ANSI, "")
-  }
-  return { ...standardConsole, log: (...texts) => standardConsole.log(...texts.map(shown)), error: () => Effect.void }
-}
+const cliConsole = (): Console.Console => ({ ...standardConsole, error: () => Effect.void })
 
 /** The console commands write through: the process's own. */
 export const standardConsole: Console.Console = Effect.runSync(Effect.console)
@@ -113,7 +99,7 @@ export const runMain = (
   const args = argv.filter((a, i) => a !== VERBOSE || (dashes >= 0 && i > dashes))
   const where = [COMMAND, ...commandPath(args.slice(2), tree)].join(" ")
   program(args).pipe(
-    Effect.withConsole(cliConsole(args.slice(2), tree)),
+    Effect.withConsole(cliConsole()),
     Effect.catchAllCause((cause) => {
       if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
       const report = reportOf(cause, where)

@@ -1,39 +1,31 @@
-import { procurementLayer, type RateLimitMode, simulatedProviderLayer, type StorageUnavailable, withRateLimits } from "@gpu-market/core"
-import { pageCacheLayer } from "@gpu-market/core/adapters"
-import { guardStorage } from "@gpu-market/core/storage"
+import { marketRuntimeLayer, type MarketSettings, type RateLimitMode, simulatedProviderLayer, type Storage, type StorageUnavailable } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
 import type * as Server from "@gpu-market/http-adapter"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import { countedInCluster } from "./cluster-rate-limits.js"
 import { wholeNumberFromEnvironment } from "./environment.js"
-import { configuredMarket } from "./storage.js"
 
 /**
  * The standalone server as `npm start` and `gpu-market serve` run it: the market and the
  * procurement service (selling the market's current rental products through the simulated
- * provider) over a storage behind a circuit breaker, with the demo market seeded or its tokens
- * revoked, one banner on stdout, and its start, requests and stop logged. Interrupted (SIGTERM,
- * SIGINT), it stops accepting, answers what is in flight within the shutdown timeout, closes
- * storage and returns.
+ * provider) over a storage behind a circuit breaker, assembled by `marketRuntimeLayer` as every
+ * market is, with the demo market seeded or its tokens revoked, one banner on stdout, and its
+ * start, requests and stop logged. Interrupted (SIGTERM, SIGINT), it stops accepting, answers
+ * what is in flight within the shutdown timeout, closes storage and returns.
  */
 
 /**
  * The HTTP adapter, loaded when a server starts: the other commands (`import`, `tokens`, `seed`,
- * …) never need it, and loading it took about half a second of every CLI start.
+ * …) never need it, and loading it is a noticeable part of every CLI start (BENCHMARKS.md).
  */
 const httpAdapter = Effect.promise(() => import("@gpu-market/http-adapter"))
-
-// Procurement sells the market's current rental products through the simulated provider.
-const services = procurementLayer.pipe(Layer.provide(simulatedProviderLayer()), Layer.provideMerge(configuredMarket))
-
-/** What the served services need from a storage backend (SQLite's and Redis's `layer` provide it). */
-export type ServeStorage = Layer.Layer.Context<typeof services>
 
 /** What to serve, from where, and how. */
 export interface ServeOptions<E> {
   /** The storage backend, and how the banner names it (a file, or a Redis URL without credentials). */
-  readonly storage: { readonly layer: Layer.Layer<ServeStorage, E>; readonly name: string }
+  readonly storage: { readonly layer: Layer.Layer<Storage, E>; readonly name: string }
   readonly port: number
   readonly host: string
   /** Public base URL; paths below it are served too. */
@@ -45,10 +37,8 @@ export interface ServeOptions<E> {
   readonly demo: boolean
   /** Browser origins allowed to call the API (CORS), each value one origin or a comma list; none: CORS off. */
   readonly corsOrigins: ReadonlyArray<string>
-  /** Where rate limits are counted: this process's memory, or the storage every server on it shares. */
-  readonly rateLimits: RateLimitMode
-  /** Memory for hot pages in MiB (0: off); absent: the core's default. */
-  readonly pageCacheMb: number | undefined
+  /** The market's settings (`settingsOn`), with where rate limits are counted: this process's memory (of several workers, the primary's), or the storage every server on it shares. */
+  readonly settings: MarketSettings & { readonly rateLimits: RateLimitMode }
   /** Serve `/metrics` (Prometheus text, no token). */
   readonly metrics: boolean
   /** Serve the `/dashboard` page (its data still needs a token). */
@@ -59,6 +49,8 @@ export interface ServeOptions<E> {
   readonly timeouts?: GivenTimeouts
   /** How often a quiet change-feed stream gets a heartbeat, in ms, given on the command line; else the environment, else the server's default. */
   readonly feedHeartbeatMs?: number | undefined
+  /** Print the banner and the demo seed's line on stdout; default true (of several workers, the first prints them). */
+  readonly banner?: boolean
 }
 
 
@@ -101,7 +93,7 @@ export const shutdownTimeoutFromEnvironment: Effect.Effect<number | undefined, E
  * both, and npm passes its own on) must not kill it: the first one started the shutdown, which the
  * timeout bounds. The runtime's own handler, which starts it, leaves after the first signal.
  */
-const holdSignals = Effect.acquireRelease(
+export const holdSignals = Effect.acquireRelease(
   Effect.sync(() => {
     const ignore = () => {}
     process.on("SIGINT", ignore)
@@ -116,9 +108,6 @@ const holdSignals = Effect.acquireRelease(
 
 /** `$GPU_MARKET_FEED_HEARTBEAT_MS`, how often a quiet change-feed stream gets a `: ping`: unset is the server's default (15 s). */
 const feedHeartbeatFromEnvironment = wholeNumberFromEnvironment("GPU_MARKET_FEED_HEARTBEAT_MS", "a whole number of milliseconds, at least 1000")
-
-/** `$GPU_MARKET_PAGE_CACHE_MB`, the page cache size `serve` and `npm start` default to: unset is the core's default. */
-export const pageCacheMbFromEnvironment = wholeNumberFromEnvironment("GPU_MARKET_PAGE_CACHE_MB", "a whole number of MB (0 turns the page cache off)")
 
 /** Client timeouts as flags give them: any may be absent. */
 export type GivenTimeouts = { readonly [K in keyof Server.ServerTimeouts]?: number | undefined }
@@ -145,6 +134,7 @@ const timeoutsOf = (Server: typeof import("@gpu-market/http-adapter"), given: Gi
 /** Serves until interrupted; prints one banner once listening. Fails, before opening anything, on an origin no browser sends. */
 export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter, (Server) => {
   const { baseUrl, demo } = options
+  const counted = countedInCluster(options.settings, options.storage.layer)
   const cors = Either.mapLeft(Server.parseCorsOrigins(options.corsOrigins), (problem) => `CORS: ${problem}`)
   return Effect.flatMap(cors, (origins) => Effect.gen(function* () {
     const timeouts = yield* timeoutsOf(Server, options.timeouts ?? {})
@@ -157,7 +147,7 @@ export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter
       // Extending the demo to today can wait for room: a full disk leaves the market as it was.
       const report = yield* Effect.catchIf(Demo.seedDemo(), (e): e is StorageUnavailable => e._tag === "StorageUnavailable" && e.fault === "disk_full", (e) =>
         Effect.as(Effect.logWarning(`the demo market was not extended to today: ${e.detail}`), undefined))
-      if (report !== undefined) {
+      if (report !== undefined && options.banner !== false) {
         yield* Effect.sync(() => console.log(report.days > 0
           ? `Seeded the demo market from ${report.firstDay} to ${report.lastDay} (${report.days} days).`
           : `Demo market is current through ${report.lastDay}.`))
@@ -172,10 +162,10 @@ export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter
     })
     return yield* Layer.launch(server.pipe(
       Layer.tap(() => Effect.logInfo("listening").pipe(Effect.annotateLogs({
-        url: baseUrl, storage: options.storage.name, rate_limits: options.rateLimits, metrics: options.metrics, pid: process.pid
+        url: baseUrl, storage: options.storage.name, rate_limits: options.settings.rateLimits, metrics: options.metrics, pid: process.pid
       }))),
-      Layer.tap(() => Effect.sync(() => {
-        const lines = [`gpu-market listening on ${baseUrl} (storage: ${options.storage.name}; rate limits: ${options.rateLimits})`]
+      Layer.tap(() => options.banner === false ? Effect.void : Effect.sync(() => {
+        const lines = [`gpu-market listening on ${baseUrl} (storage: ${options.storage.name}; rate limits: ${options.settings.rateLimits})`]
         if (origins.length > 0) lines.push(`CORS allowed for: ${origins.join(", ")}`)
         if (demo) {
           lines.push("Demo tokens (send as Authorization: Bearer <token>):")
@@ -187,8 +177,8 @@ export const serve = <E>(options: ServeOptions<E>) => Effect.flatMap(httpAdapter
       }))
     ))
   }).pipe(
-    Effect.provide(services.pipe(Layer.provide(pageCacheLayer(options.pageCacheMb)))),
-    Effect.provide(withRateLimits(guardStorage(options.storage.layer), options.rateLimits)),
+    // Procurement sells the market's current rental products through the simulated provider.
+    Effect.provide(marketRuntimeLayer(counted.settings, { storage: counted.storage, supply: simulatedProviderLayer() })),
     // After the server and the storage have closed.
     Effect.onInterrupt(() => Effect.logInfo("stopped")),
     (served) => Effect.zipRight(holdSignals, served),

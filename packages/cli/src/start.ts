@@ -2,9 +2,10 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { withLogging } from "./logging.js"
 import { runMain } from "./output.js"
-import { dashboardFromEnvironment, metricsFromEnvironment, pageCacheMbFromEnvironment, serve, shutdownTimeoutFromEnvironment } from "./serve.js"
-import { describeStorage, fromEnvironment, rateLimitModeOf, storageOn } from "./storage.js"
+import { dashboardFromEnvironment, metricsFromEnvironment, serve, shutdownTimeoutFromEnvironment } from "./serve.js"
+import { describeStorage, fromEnvironment, settingsOn, storageOn } from "./storage.js"
 import { serveSyncing } from "./sync.js"
+import { printsBanner, serveOnWorkers, workersOf } from "./workers.js"
 
 /**
  * `npm start`: the HTTP API on 127.0.0.1:$PORT (8787) from the SQLite file $GPU_MARKET_DB
@@ -16,7 +17,8 @@ import { serveSyncing } from "./sync.js"
  * $GPU_MARKET_DASHBOARD=0 leaves out /dashboard;
  * $GPU_MARKET_SHUTDOWN_TIMEOUT is the seconds a SIGTERM or SIGINT waits for requests in flight;
  * $GPU_MARKET_LOG_LEVEL and $GPU_MARKET_LOG_FORMAT say what is logged on stderr, and how;
- * $GPU_MARKET_SYNC names a sources file synced beside serving (one syncer per market).
+ * $GPU_MARKET_SYNC names a sources file synced beside serving (one syncer per market);
+ * $GPU_MARKET_WORKERS (a number, or auto for one per core) runs that many server processes on the port.
  */
 const port = Number(process.env.PORT ?? 8787)
 const host = process.env.HOST ?? "127.0.0.1"
@@ -27,15 +29,16 @@ const corsOrigins = [process.env.GPU_MARKET_CORS_ORIGINS ?? ""]
 // (keys under GPU_MARKET_REDIS_PREFIX); SQLite otherwise.
 // GPU_MARKET_PAGE_CACHE_MB sizes the page cache (0 turns it off).
 withLogging(undefined, (logging) => runMain(() => Effect.gen(function* () {
+  const workers = yield* workersOf(Option.none())
   const name = yield* describeStorage(fromEnvironment)
-  const rateLimits = yield* rateLimitModeOf(fromEnvironment, Option.none())
-  const pageCacheMb = yield* pageCacheMbFromEnvironment
+  const settings = yield* settingsOn(fromEnvironment)
   const metrics = yield* metricsFromEnvironment
   const dashboard = yield* dashboardFromEnvironment
   const shutdownTimeoutMs = yield* shutdownTimeoutFromEnvironment
   const served = serve({
-    storage: { layer: storageOn(fromEnvironment, { serve: true }), name }, port, host, baseUrl, demo, corsOrigins, rateLimits, pageCacheMb, metrics, dashboard, shutdownTimeoutMs
+    storage: { layer: storageOn(fromEnvironment, { serve: true }), name }, port, host, baseUrl, demo, corsOrigins, settings, metrics, dashboard, shutdownTimeoutMs,
+    banner: printsBanner()
   })
   const sync = (process.env.GPU_MARKET_SYNC ?? "").trim()
-  return yield* (sync === "" ? served : serveSyncing(served, sync, fromEnvironment)).pipe(Effect.provide(logging.server))
+  return yield* serveOnWorkers(workers, shutdownTimeoutMs, sync === "" ? served : serveSyncing(served, sync, fromEnvironment)).pipe(Effect.provide(logging.server))
 }).pipe(Effect.provide(logging.level)), process.argv))

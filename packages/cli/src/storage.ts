@@ -1,8 +1,11 @@
-import { HardwareVocabulary, type HardwareVocabularyExtension, IngestBounds, type IngestBoundsConfig, marketLayer, RATE_LIMIT_MODES, type RateLimitMode } from "@gpu-market/core"
+import {
+  decodeMarketSettings, type IngestBoundsConfig, marketRuntimeLayer, type MarketSettings, marketSettingsConfig, marketSettingsProblem, type RateLimitMode
+} from "@gpu-market/core"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
 import { wholeNumberFromEnvironment } from "./environment.js"
 
 /**
@@ -78,25 +81,43 @@ export interface StorageUse {
 /**
  * WAL pages a bulk load's SQLite connection writes between checkpoints (`SqliteOptions.checkpointPages`):
  * about 1 GiB, so a page its writes change again and again is copied into the file once in a while
- * rather than after every write: an import's writes of 100,000 rows each add more than 150 MiB.
+ * rather than after every write, which an import's large writes would otherwise cost each time (BENCHMARKS.md).
  */
 const BULK_CHECKPOINT_PAGES = 250_000
 
-/**
- * Where `serve` counts rate limits: `given` (`--rate-limits`), else `$GPU_MARKET_RATE_LIMITS`, else
- * by backend: `process` on SQLite, where one server per file is the deployment `npm start` makes
- * (several servers on one file pass `shared`), and `shared` on Redis, which is there to be shared.
- */
-export const rateLimitModeOf = (choice: StorageChoice, given: Option.Option<RateLimitMode>): Effect.Effect<RateLimitMode, Error> => {
-  if (Option.isSome(given)) return Effect.succeed(given.value)
-  const env = process.env.GPU_MARKET_RATE_LIMITS
-  if (env === undefined || env === "") return Effect.succeed(resolve(choice)._tag === "sqlite" ? "process" : "shared")
-  return (RATE_LIMIT_MODES as ReadonlyArray<string>).includes(env)
-    ? Effect.succeed(env as RateLimitMode)
-    : Effect.fail(new Error(`GPU_MARKET_RATE_LIMITS is ${JSON.stringify(env)}; expected ${RATE_LIMIT_MODES.join(" or ")}`))
+/** What the command line gives of the market's settings; each wins over its variable. */
+export interface GivenSettings {
+  /** `--rate-limits`. */
+  readonly rateLimits?: Option.Option<RateLimitMode>
+  /** `--page-cache-mb`. */
+  readonly pageCacheMb?: Option.Option<number>
+  /** An import's or a sync's bounds (`--bounds`, its policy). */
+  readonly bounds?: IngestBoundsConfig
 }
 
-/** `$GPU_MARKET_ROW_CACHE_ROWS`: rows of each data type a process keeps for its pages (README, "Row cache"); unset is the backend's default. */
+/**
+ * The market's settings of a command: the command line's over the environment's
+ * (`marketSettingsConfig`: `$GPU_MARKET_RATE_LIMITS`, `$GPU_MARKET_PAGE_CACHE_MB`,
+ * `$GPU_MARKET_HARDWARE_VOCABULARY`, …), decoded as `createMarket` decodes its options. Rate
+ * limits default by backend: `process` on SQLite, where one server per file is the deployment
+ * `npm start` makes (several servers on one file pass `shared`), and `shared` on Redis, which is
+ * there to be shared; the workers of one `serve --workers N` count in their primary. Settings that cannot work fail before anything opens, naming the variable.
+ */
+export const settingsOn = (choice: StorageChoice, given: GivenSettings = {}): Effect.Effect<MarketSettings & { readonly rateLimits: RateLimitMode }, Error> =>
+  Effect.gen(function* () {
+    const environment = yield* Effect.mapError(marketSettingsConfig, (e) => new Error(marketSettingsProblem(e)))
+    const rateLimits = Option.getOrElse(given.rateLimits ?? Option.none(), () => environment.rateLimits ?? (resolve(choice)._tag === "sqlite" ? "process" : "shared"))
+    const pageCacheMb = Option.getOrElse(given.pageCacheMb ?? Option.none(), () => environment.pageCacheMb)
+    const settings = yield* Effect.try({
+      try: () => decodeMarketSettings({
+        ...environment, rateLimits, ...(pageCacheMb === undefined ? {} : { pageCacheMb }), ...(given.bounds === undefined ? {} : { bounds: given.bounds })
+      }),
+      catch: (e) => new Error(ParseResult.isParseError(e) ? marketSettingsProblem(e) : String(e))
+    })
+    return { ...settings, rateLimits }
+  })
+
+/** `$GPU_MARKET_ROW_CACHE_ROWS`: rows of each data type a process keeps for its pages (docs/guides/caching.md, "Row cache"); unset is the backend's default. */
 const rowCacheRowsFromEnvironment = wholeNumberFromEnvironment("GPU_MARKET_ROW_CACHE_ROWS", "a whole number of rows (0 turns the row cache off)")
 
 /** The chosen storage backend. */
@@ -115,21 +136,10 @@ export const storageOn = (choice: StorageChoice, use: StorageUse = {}) => {
 }
 
 /**
- * The market's services with the hardware vocabulary extended by `$GPU_MARKET_HARDWARE_VOCABULARY`
- * (JSON: `{"channel":["lease_return"]}`), read when a command opens the market, so `serve` and
- * `import` accept the same values.
+ * The market over the chosen storage, assembled as every other way of running it is
+ * (`marketRuntimeLayer`), with the settings of `settingsOn`; an import's write paths check
+ * `bounds` when given.
  */
-export const configuredMarket = marketLayer.pipe(Layer.provide(Layer.unwrapEffect(Effect.gen(function* () {
-  const text = process.env.GPU_MARKET_HARDWARE_VOCABULARY
-  if (text === undefined || text.trim() === "") return Layer.empty
-  const extension = yield* Effect.try({
-    try: () => JSON.parse(text) as HardwareVocabularyExtension,
-    catch: () => new Error(`GPU_MARKET_HARDWARE_VOCABULARY is not JSON; expected an object such as {"channel":["lease_return"]}`)
-  })
-  // The layer checks the parsed value as it checks any extension.
-  return HardwareVocabulary.layer(extension)
-}))))
-
-/** The market's services over the chosen storage; an import's write paths check `bounds` when given. */
 export const marketOn = (choice: StorageChoice, use: StorageUse = {}, bounds?: IngestBoundsConfig) =>
-  (bounds === undefined ? configuredMarket : configuredMarket.pipe(Layer.provide(IngestBounds.layer(bounds)))).pipe(Layer.provideMerge(storageOn(choice, use)))
+  Layer.unwrapEffect(Effect.map(settingsOn(choice, bounds === undefined ? {} : { bounds }), (settings) =>
+    marketRuntimeLayer(settings, { storage: storageOn(choice, use) })))

@@ -21,6 +21,8 @@ import { fetchSource, type Validators } from "./fetch-source.js"
 import { importFile, type TypeName } from "./import.js"
 import { ServerLogging } from "./logging.js"
 import { storageOptions } from "./options.js"
+import { integerIn } from "./checked.js"
+import { described } from "./help.js"
 import { UsageError } from "./output.js"
 import { marketOn, type StorageChoice } from "./storage.js"
 import { holdsRows, readSources, type SyncSource } from "./sync-sources.js"
@@ -209,9 +211,9 @@ const syncOne = (source: SyncSource) =>
   })
 
 const sourcesOptions = {
-  sources: Options.text("sources").pipe(Options.withDescription("the sources file (YAML): each source's name, url, format, vendor, snapshot, interval, policy; default $GPU_MARKET_SYNC"), Options.optional),
+  sources: Options.text("sources").pipe(Options.withPseudoName("file"), Options.withDescription("the sources file (YAML); default $GPU_MARKET_SYNC"), Options.optional),
   preset: Options.choice("preset", ["public"] as const).pipe(
-    Options.withDescription("a shipped sources file instead: public (SkyPilot's v7 catalogs of the shipped clouds and LiteLLM's price table, at their public locations)"),
+    Options.withDescription("public: the shipped sources (SkyPilot catalogs, LiteLLM, ECB rates)"),
     Options.optional
   )
 }
@@ -297,9 +299,10 @@ export const serveSyncing = <A, E, R>(served: Effect.Effect<A, E, R>, path: stri
   ))
 
 const run = Command.make("sync", {
-  once: Options.boolean("once").pipe(Options.withDescription("sync every source once and exit (0: all imported or unchanged, 1: any refused, held back or with rejected entries)")),
-  leaseMs: Options.integer("lease-ms").pipe(
-    Options.withDescription(`without --once: milliseconds of the sync lease, which one process of those on the market holds to run the loop; a dead holder is replaced within it; default ${DEFAULT_LEASE_MS}`),
+  once: Options.boolean("once").pipe(Options.withDescription("sync every source once and exit")),
+  leaseMs: integerIn("lease-ms", 300).pipe(
+    Options.withPseudoName("ms"),
+    Options.withDescription(`the loop's lease, ≥ 300 (a dead holder's successor waits it); ${DEFAULT_LEASE_MS}`),
     Options.optional
   ),
   ...sourcesOptions,
@@ -307,7 +310,6 @@ const run = Command.make("sync", {
 }, (o) => Effect.gen(function* () {
   const sources = yield* readSources(yield* sourcesPath(o))
   const leaseMs = Option.getOrElse(o.leaseMs, () => DEFAULT_LEASE_MS)
-  if (leaseMs < 300) return yield* new UsageError({ message: "--lease-ms must be at least 300" })
   const logging = yield* ServerLogging
   if (o.once) return yield* syncOnce(sources, o).pipe(Effect.provide(logging))
   return yield* syncLoop(sources, o, leaseMs).pipe(Effect.provide(marketOn(o)), Effect.provide(logging))
@@ -328,10 +330,18 @@ const status = Command.make("status", { ...sourcesOptions, ...storageOptions }, 
     })))
     yield* Console.log(lines.join("\n"))
   }).pipe(Effect.provide(marketOn(o)))
-).pipe(Command.withDescription("Each source's last attempt, last success, outcome, counts and next run, as the store remembers them."))
+).pipe(Command.withDescription(described(
+  "Each source's last attempt and success, outcome, counts and next run.",
+  "gpu-market sync status --sources sources.yaml"
+)))
 
 /** `gpu-market sync --once` and `gpu-market sync status`. */
 export const syncCommand = run.pipe(
-  Command.withDescription("Pull the sources of a sources file (or --preset public) and import each, safely: once (--once), or on each source's interval in one process of those on the market; see `sync status`."),
+  Command.withDescription(described(
+    `Pull each source of a sources file (or --preset public) and import it, safely.
+With --once, every source once: exit 0 when all were imported or unchanged, 1 otherwise.
+Without, a loop on each source's interval, in one process of those on the market.`,
+    "gpu-market sync --once --preset public --db ./data/market.db"
+  )),
   Command.withSubcommands([status])
 )

@@ -5,9 +5,10 @@
  * request vocabulary (collections, parameters, windows) the HTTP routes and OpenAPI are made of.
  */
 export * from "./adapters/catalogue.js"
+export * from "./adapters/reads.js"
 export type { EventsOptions, EventsQuery, MarketFeed } from "./adapters/feed.js"
-export { admit, type Admission, makeOperations, OperationError, type Operations, type WriteName, writeNames } from "./adapters/operations.js"
-export { buildMarket, hardwareVocabularyLayer, type MarketTransport, runOperation, toProblemError } from "./adapters/direct.js"
+export { admit, type Admission, makeOperations, OperationError, type Operations, type WriteArgs, type WriteName, writeNames, type WriteResult } from "./adapters/operations.js"
+export { buildMarket, type MarketTransport, runOperation, toProblemError } from "./adapters/direct.js"
 export { bodyJson, boundedCache, pageCacheLayer, type ResponseBody, responseBody } from "./market/page-cache.js"
 export { labelsOf, LATENCY_BUCKETS_SECONDS } from "./metrics.js"
 export * from "./adapters/problem.js"

@@ -4,17 +4,20 @@
  * errors and their RFC 9457 problems, principals and grants, and the procurement service.
  *
  * Backend authors: `@gpu-market/core/storage`. Adapter authors: `@gpu-market/core/adapters`.
- * The conformance suite every backend runs: `@gpu-market/core/test`.
+ * The conformance suite every backend runs: `@gpu-market/storage-testkit`.
  */
 
 // The Promise API
 export {
-  createMarket, memory, type Market, type MarketOptions, type MarketWrites
+  createMarket, type LocalMarket, memory, type Market, type MarketOptions, type MarketWrites
 } from "./adapters/direct.js"
+export {
+  decodeMarketSettings, type MarketParts, type MarketRuntime, marketRuntimeLayer, MarketSettings, marketSettingsConfig, type MarketSettingsInput, marketSettingsProblem
+} from "./adapters/runtime.js"
 export { MarketProblemError, problemOf } from "./adapters/problem.js"
 export type {
   CallOptions, EndpointName, HardwarePriceQuery, IndexQuery, LlmTokenPriceQuery, MarketReads, RentalPriceQuery, TransactionQuery
-} from "./adapters/catalogue.js"
+} from "./adapters/reads.js"
 export type { EventsOptions, EventsQuery, MarketFeed } from "./adapters/feed.js"
 export { type PortableMarketStorage, type PortableStorage, portableStorage } from "./storage/stores.js"
 export { type Storage, StorageError } from "./storage/contract.js"

@@ -2,7 +2,7 @@
  * @gpu-market/core/storage: the storage contract a backend implements, and what helps it do so.
  * One `Context.Tag` per store (each method one atomic step), the page plans stores execute, the
  * in-memory reference store whose answers every backend must equal (the conformance suite in
- * `@gpu-market/core/test` checks that), and `storageContext` to provide a backend's stores.
+ * `@gpu-market/storage-testkit` checks that), and `storageContext` to provide a backend's stores.
  */
 export * from "./storage/contract.js"
 export * from "./storage/plan.js"
@@ -28,6 +28,7 @@ export { type PortableMarketStorage, type PortableStorage, portableStorage, type
 export { type BreakerOptions, guardStorage } from "./storage/breaker.js"
 export { hashToken, sameHash } from "./auth/token-hash.js"
 export * as MemoryStorage from "./storage/memory.js"
+export { evaluateRentalPlan } from "./storage/memory.js"
 export { evaluateLlmTokenPricePlan, summariseLlmModels } from "./storage/memory-llm-token-prices.js"
 export { evaluateHardwarePlan, inHardwareScope, makeMemoryHardwarePriceStore, summariseHardware } from "./storage/memory-hardware.js"
 export { evaluateTransactionPlan, summariseTransactions } from "./storage/memory-transactions.js"

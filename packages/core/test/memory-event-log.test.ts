@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { EventLogTrimmed, makeMemoryEventLog } from "@gpu-market/core/storage"
-import { rentalRow } from "@gpu-market/core/test"
+import { rentalRow } from "@gpu-market/storage-testkit"
 import { Effect, Either } from "effect"
 import fc from "fast-check"
 

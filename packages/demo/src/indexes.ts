@@ -54,7 +54,7 @@ const common = (type: IndexRowType) => ({
   contract_type: "ondemand"
 })
 
-/** Days of intraday history the demo computes: 48 values a day per index add up (see the README). */
+/** Days of intraday history the demo computes: 48 values a day per index add up (see docs/reference/http-api.md). */
 export const DEMO_INTRADAY_DAYS = 60
 
 /**

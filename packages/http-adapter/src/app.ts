@@ -3,7 +3,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Auth, Feed, RateLimits } from "@gpu-market/core"
-import { admit, makeReadCalls, type ReadCall, requestOrigin, responseBody } from "@gpu-market/core/adapters"
+import { admit, makeReadCalls, type ReadCall, responseBody } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -20,12 +20,16 @@ import { problemResponse } from "./problem.js"
 import { queryOf, rateHeaders } from "./request.js"
 import { makeSupplyRoutes } from "./procurement.js"
 import { dataRoutes } from "./routes.js"
+import { makeOrigins } from "./origin.js"
 import { respond, withCompression } from "./transfer.js"
 
 /** Options of the HTTP app. */
 export interface AppOptions {
-  /** Public base URL, e.g. `https://api.example.com/market`; `meta.next.url` starts with it. */
-  readonly baseUrl: string
+  /**
+   * Public base URL, e.g. `https://api.example.com/market`; `meta.next.url` starts with it. Absent,
+   * links start with the origin each request came to (`origin.ts`), and routes have no prefix.
+   */
+  readonly baseUrl?: string
   /** Path of the procurement service below the base URL; default `/supply`. Mounted when its services are provided. */
   readonly supplyPrefix?: `/${string}`
   /** Browser origins allowed to call the API (CORS); off when absent. */
@@ -61,7 +65,7 @@ export const makeApp = (options: AppOptions) =>
     const auth = yield* Auth
     const limits = yield* RateLimits
     const readCall = yield* makeReadCalls
-    const origin = requestOrigin(options.baseUrl)
+    const origins = makeOrigins(options.baseUrl)
 
     /**
      * Admission, the one door of data requests: 401 and 429 as problems (with the rate-limit
@@ -91,7 +95,7 @@ export const makeApp = (options: AppOptions) =>
     const page = (call: ReadCall) =>
       admitted((request, requestId, headers) => Effect.gen(function* () {
         const caller = yield* Caller
-        const body = yield* Effect.either(call({ principal: caller, query: queryOf(request.url), origin }))
+        const body = yield* Effect.either(call({ principal: caller, query: queryOf(request.url), origin: origins.of(request) }))
         if (Either.isLeft(body)) return problemResponse(body.left, requestId, headers)
         headers["x-request-id"] = requestId
         const { bytes, digest } = responseBody(body.right)
@@ -112,20 +116,20 @@ export const makeApp = (options: AppOptions) =>
 
     type Route = readonly [HttpRouter.PathInput, Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>]
     const supplyPrefix = options.supplyPrefix ?? "/supply"
-    const supply = yield* makeSupplyRoutes({ prefix: supplyPrefix, origin })
+    const supply = yield* makeSupplyRoutes({ prefix: supplyPrefix, originOf: origins.of })
     // The API's own description is public (no token), like the docs page that renders it; it
     // documents procurement exactly when it is mounted. Built, and its module loaded, on first
     // request: an app is made per embedding and per test, most never serve it, and the JSON
     // Schema machinery would add to every start.
     const metrics = options.metrics === true
     const openApi = yield* Effect.cached(Effect.map(Effect.promise(() => import("./openapi.js")), ({ openApiDocument }) =>
-      Buffer.from(JSON.stringify(openApiDocument({ baseUrl: options.baseUrl, ...(supply.length > 0 ? { supplyPrefix } : {}), metrics })))))
+      Buffer.from(JSON.stringify(openApiDocument({ baseUrl: options.baseUrl ?? "/", ...(supply.length > 0 ? { supplyPrefix } : {}), metrics })))))
     const docs: ReadonlyArray<Route> = [
       ["/openapi.json", Effect.zipWith(HttpServerRequest.HttpServerRequest, openApi, (request, doc) =>
         respond(request, { body: doc, contentType: "application/json" }))],
-      ["/docs", Effect.succeed(docsPage(origin.prefix))],
+      ["/docs", Effect.succeed(docsPage(origins.prefix))],
       ...yield* makeAssetRoutes,
-      ...(options.dashboard === false ? [] : yield* makeDashboardRoutes(origin.prefix)),
+      ...(options.dashboard === false ? [] : yield* makeDashboardRoutes(origins.prefix)),
       ...yield* makeHealthRoutes({ metrics })
     ]
 
@@ -140,7 +144,7 @@ export const makeApp = (options: AppOptions) =>
 
     const unrouted = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
       const full = request.url.split("?", 1)[0]!
-      const path = origin.prefix !== "" && full.startsWith(`${origin.prefix}/`) ? full.slice(origin.prefix.length) : full
+      const path = origins.prefix !== "" && full.startsWith(`${origins.prefix}/`) ? full.slice(origins.prefix.length) : full
       return known.has(path)
         ? problemResponse({ _tag: "MethodNotAllowed", method: request.method, allow: "GET" }, randomUUID())
         : problemResponse({ _tag: "RouteNotFound", path: full }, randomUUID())
@@ -148,7 +152,7 @@ export const makeApp = (options: AppOptions) =>
 
     // Served under the base URL's path (a standalone server at https://host/market), and without
     // it too (a proxy or host app that strips the prefix before handing the request on).
-    const prefix = origin.prefix
+    const prefix = origins.prefix
     const unprefixed = prefix === "" ? routed : Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
       request.url.startsWith(`${prefix}/`)
         ? Effect.provideService(routed, HttpServerRequest.HttpServerRequest, request.modify({ url: request.url.slice(prefix.length) }))

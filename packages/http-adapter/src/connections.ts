@@ -63,7 +63,8 @@ class BodyAwareResponse<Request extends IncomingMessage = IncomingMessage> exten
       // Marks the body as being read, so Node does not dump it (read it all and drop it) once the
       // answer is sent. `read(0)` set the same mark only while the stream's buffer had room: a
       // body that filled it before a slower answer (a Redis read under load) was dumped, 100 MB.
-      ;(this.req as unknown as { _consuming: boolean })._consuming = true
+      // (`_consuming` is Node's own field, which its types do not name.)
+      Reflect.set(this.req, "_consuming", true)
       this.req.socket.pause()
     }
     // Node takes `(status, headers)` and `(status, message, headers)`: the arguments go on as they came.

@@ -70,7 +70,7 @@ const load = Effect.promise(async (): Promise<Loaded> => {
     version: hash.digest("base64url").slice(0, 12),
     files: new Map(assets.map((a, i) => [a.name, { bytes: bytes[i]!, contentType: a.contentType }])),
     modules: own.filter((name) => name.endsWith(".js") && name !== "main.js"),
-    template: template!
+    template: template
   }
 })
 

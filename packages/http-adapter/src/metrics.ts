@@ -1,13 +1,13 @@
 import * as Metric from "effect/Metric"
 import * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
-import { collectDefaultMetrics, type Metric as PromMetric, Registry } from "prom-client"
+import { collectDefaultMetrics, Registry } from "prom-client"
 
 /**
- * `/metrics`: Prometheus's text format, written by prom-client. The market counts in Effect
- * metrics (`effect/Metric`, see `@gpu-market/core`'s and this package's); each scrape reads
- * Effect's registry and hands every counter, gauge and histogram to prom-client as it stands,
- * beside prom-client's own metrics of the process (CPU, memory, event loop delay, GC).
+ * `/metrics`: Prometheus's text format. The market counts in Effect metrics (`effect/Metric`,
+ * see `@gpu-market/core`'s and this package's); each scrape reads Effect's registry and writes
+ * every counter, gauge and histogram as it stands, after prom-client's own metrics of the
+ * process (CPU, memory, event loop delay, GC).
  * Loaded on the first scrape, so a server without metrics never loads prom-client.
  */
 
@@ -64,16 +64,32 @@ const effectFamilies = (): Array<Family> => {
   return [...families.values()]
 }
 
+/** Text escaped as Prometheus's text format escapes a help text (and, with quotes, a label value). */
+const escaped = (text: string) => text.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")
+const sampleValue = (value: number) =>
+  Number.isFinite(value) ? String(value) : value === Number.POSITIVE_INFINITY ? "+Inf" : value === Number.NEGATIVE_INFINITY ? "-Inf" : "Nan"
+
+/**
+ * A family in Prometheus's text format, written as prom-client writes its own metrics. Written
+ * here rather than through a prom-client metric: its metrics only count what they observe
+ * themselves, and a histogram cannot be handed its buckets.
+ */
+const familyText = (family: Family): string => [
+  `# HELP ${escaped(family.name)} ${escaped(family.help)}`,
+  `# TYPE ${escaped(family.name)} ${family.type}`,
+  ...family.values.map((sample) => {
+    const labels = Object.entries(sample.labels).map(([name, value]) => `${name}="${escaped(value).replace(/"/g, '\\"')}"`)
+    return `${sample.metricName ?? family.name}${labels.length > 0 ? `{${labels.join(",")}}` : ""} ${sampleValue(sample.value)}`
+  })
+].join("\n")
+
 /** Every metric of the process, as Prometheus text. */
 export const exposition = async (): Promise<string> => {
   if (processRegistry === undefined) {
     processRegistry = new Registry()
     collectDefaultMetrics({ register: processRegistry })
   }
-  const market = new Registry()
-  for (const family of effectFamilies()) {
-    // prom-client writes any object that reads like one of its metrics; these are read once, as they stand.
-    market.registerMetric({ ...family, aggregator: "sum", get: () => Promise.resolve(family) } as unknown as PromMetric)
-  }
-  return Registry.merge([processRegistry, market]).metrics()
+  // Each metric's text, separated by a blank line and ended by a newline, as a registry writes them.
+  const market = effectFamilies().map(familyText)
+  return market.length === 0 ? processRegistry.metrics() : `${await processRegistry.metrics()}\n${market.join("\n\n")}\n`
 }

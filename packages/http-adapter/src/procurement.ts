@@ -65,7 +65,11 @@ const requireMediaType = <const T extends string>(
  * The procurement routes under `prefix`, or none when the app's context lacks the procurement
  * services: an app built without a supply provider serves the market alone.
  */
-export const makeSupplyRoutes = (options: { readonly prefix: `/${string}`; readonly origin: RequestOrigin }) =>
+export const makeSupplyRoutes = (options: {
+  readonly prefix: `/${string}`
+  /** Where a request's links lead (`origin.ts`). */
+  readonly originOf: (request: HttpServerRequest.HttpServerRequest) => RequestOrigin
+}) =>
   Effect.gen(function* () {
     const services = Option.all({
       auth: yield* Effect.serviceOption(Auth),
@@ -76,7 +80,10 @@ export const makeSupplyRoutes = (options: { readonly prefix: `/${string}`; reado
     })
     if (Option.isNone(services)) return [] as ReadonlyArray<SupplyRoute>
     const { auth, discovery, offers, procurements, resources } = services.value
-    const listOrigin: RequestOrigin = { origin: options.origin.origin, prefix: options.origin.prefix + options.prefix }
+    const listOrigin = (request: HttpServerRequest.HttpServerRequest): RequestOrigin => {
+      const origin = options.originOf(request)
+      return { origin: origin.origin, prefix: origin.prefix + options.prefix }
+    }
 
     /**
      * Authenticates, checks the grant, runs the endpoint and answers JSON or a problem. `headers`
@@ -142,7 +149,7 @@ export const makeSupplyRoutes = (options: { readonly prefix: `/${string}`; reado
         const result = yield* procurements.create({ principal, body, idempotencyKey: request.headers["idempotency-key"] })
         const id = result.procurement.procurement_id
         return result.created
-          ? { status: 201, body: result.procurement, headers: { location: `${listOrigin.prefix}/procurements/${id}` } }
+          ? { status: 201, body: result.procurement, headers: { location: `${listOrigin(request).prefix}/procurements/${id}` } }
           : ok(result.procurement)
       }))
 
@@ -162,7 +169,7 @@ export const makeSupplyRoutes = (options: { readonly prefix: `/${string}`; reado
       supply_create_procurement: createProcurement,
       supply_procurement: plain((principal, params) => procurements.get({ principal, procurementId: params.procurement_id ?? "" })),
       supply_list_resources: serve((principal, request) =>
-        Effect.map(resources.list({ principal, query: queryOf(request.url), origin: listOrigin }), ok)),
+        Effect.map(resources.list({ principal, query: queryOf(request.url), origin: listOrigin(request) }), ok)),
       supply_resource: plain((principal, params) => resources.get({ principal, resourceId: params.resource_id ?? "" })),
       supply_delete_resource: serve((principal, request, params) =>
         Effect.zipRight(

@@ -112,7 +112,8 @@ const routeOf = (entry: CatalogueEntry): DataRoute => {
     tag: type.tag,
     summary: summaries[method](type.rows),
     description: describe(collection.anchors, endpoint),
-    badRequest: endpoint.needsAnchor || Object.keys(collection.extraParams).length > 0
+    // A 400 is a missing anchor or a search that matched too much (a parameter the type resolves).
+    badRequest: endpoint.needsAnchor || Object.values(collection.params).some((p) => p.filter === undefined && !p.required)
   }
 }
 

@@ -14,7 +14,7 @@ import { observed } from "./observe.js"
 export interface ServerOptions {
   readonly port: number
   readonly host: string
-  /** Public base URL; defaults to `http://<host>:<port>`. */
+  /** Public base URL; absent, links start with the origin each request came to (its `Host`). */
   readonly baseUrl?: string
   /** Browser origins allowed to call the API (CORS); off when absent. */
   readonly cors?: CorsOptions
@@ -113,7 +113,7 @@ export const layer = (options: ServerOptions) => {
   if (problem !== undefined) return Layer.die(new TypeError(problem))
   return Layer.scopedDiscard(Effect.gen(function* () {
     const app = yield* makeApp({
-      baseUrl: options.baseUrl ?? `http://${options.host}:${options.port}`,
+      ...(options.baseUrl === undefined ? {} : { baseUrl: options.baseUrl }),
       ...(options.cors === undefined ? {} : { cors: options.cors }),
       metrics: options.metrics ?? false,
       ...(options.dashboard === undefined ? {} : { dashboard: options.dashboard }),

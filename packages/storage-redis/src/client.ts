@@ -52,7 +52,7 @@ export interface RedisOptions {
   /**
    * Rows of rental and LLM token prices a process keeps in memory per data type for its pages
    * (default 10,000; 0 reads every row of every page). A page then reads its index members and
-   * the type's version, and only rows not held: see README, "Row cache".
+   * the type's version, and only rows not held: see docs/guides/caching.md, "Row cache".
    */
   readonly rowCacheRows?: number
 }
@@ -166,7 +166,7 @@ const connectNodesEagerly = (cluster: Cluster) => {
     if (node.status === "wait") node.connect().catch(() => {})
   }
   cluster.on("+node", connect)
-  return Promise.all(cluster.nodes("all").map((node) => node.status === "wait" ? node.connect().catch(() => {}) : undefined))
+  return Promise.all(cluster.nodes("all").flatMap((node) => node.status === "wait" ? [node.connect().catch(() => {})] : []))
 }
 
 /** `host:port` as ioredis takes it; an IPv6 host is written in brackets (`[::1]:7000`). */
@@ -257,7 +257,8 @@ interface Turn {
 
 const turnOf = (redis: Connection): Turn | undefined => {
   if (!(redis instanceof Redis)) return undefined
-  const socketOf = () => (redis as unknown as { readonly stream?: Writable }).stream
+  // Typed as always there, the socket is absent until the connection first opens.
+  const socketOf = (): Writable | undefined => redis.stream
   let scheduled = false
   let corked: Writable | undefined
   let flushes: Array<() => void> = []
@@ -336,10 +337,12 @@ export const fromRedis = (redis: Connection, prefix: string, settings: ClientSet
         redis.defineCommand(lua.name, { lua: lua.lua })
         names.add(lua.name)
       }
-      const command = (redis as unknown as Record<string, (args: Array<unknown>) => Promise<unknown>>)[lua.name]!
+      // `defineCommand` adds the script as a method of this name, which ioredis's types cannot name.
+      const command: unknown = Reflect.get(redis, lua.name)
+      if (typeof command !== "function") throw new Error(`ioredis defined no command ${lua.name}`)
       // One array argument (ioredis flattens it): a batch can hold more values than a call's
       // spread arguments may.
-      const result = await command.call(redis, [keys.length, ...keys, ...args])
+      const result: unknown = await command.call(redis, [keys.length, ...keys, ...args])
       if (lua.replicated && keys.length > 0) await acknowledged(keys[0]!)
       return result
     },

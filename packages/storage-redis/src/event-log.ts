@@ -233,7 +233,7 @@ export const makeEventLogStore = (client: RedisClient): Effect.Effect<EventLogSt
 
     /** Up to `limit` entries of each stream after its part of a position: one XREAD, or one per stream on a Cluster. */
     const readAfter = async (parts: ReadonlyArray<string>, limit: number): Promise<StreamReply> => {
-      if (!cluster) return await client.redis.xread("COUNT", limit, "STREAMS", ...keys, ...parts) as StreamReply
+      if (!cluster) return await client.redis.xread("COUNT", limit, "STREAMS", ...keys, ...parts)
       const replies = await Promise.all(keys.map((key, i) => client.redis.xread("COUNT", limit, "STREAMS", key, parts[i]!) as Promise<StreamReply>))
       return replies.flatMap((reply) => reply ?? [])
     }

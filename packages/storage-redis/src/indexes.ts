@@ -121,7 +121,7 @@ const storeOn = (client: RedisClient): IndexStore["Type"] => {
     for (const id of ids) pipeline.callBuffer("ZRANGE", keyOf(id), upto, "-", "BYLEX", "REV", "LIMIT", "0", "1")
     const fetches = (await replies(pipeline)).map((members, i) => {
       const member = (members as Array<Buffer>)[0]
-      return member === undefined ? [] : tableOf(ids[i]!).fetch([memberTie(member)])
+      return member === undefined ? Promise.resolve([]) : tableOf(ids[i]!).fetch([memberTie(member)])
     })
     return (await Promise.all(fetches)).flatMap((found) => found.flatMap((s) => (s === undefined ? [] : [s.row])))
   }

@@ -1,6 +1,6 @@
 import { type LlmTokenPrice, llmTokenPriceFields } from "@gpu-market/core"
 import {
-  type LlmModelSummary, llmTokenPriceKeys, type LlmTokenPriceStore, llmTokenPriceTable, cmp
+  llmTokenPriceEvents, type LlmModelSummary, llmTokenPriceKeys, type LlmTokenPriceStore, llmTokenPriceTable, cmp
 } from "@gpu-market/core/storage"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
@@ -53,18 +53,18 @@ export const makeLlmTokenPriceStore = (client: RedisClient, rowCache?: RowCacheO
     const [values, listed, version] = (await replies(redis.multi().smembersBuffer(keys.values).hgetall(keys.listed).get(keys.version))) as [
       Array<Buffer>, Record<string, string>, string | null
     ]
-    const byModel = new Map<string, Record<SummaryField, Array<string>>>()
+    const byModel = new Map<string, Partial<Record<SummaryField, Array<string>>>>()
     for (const bytes of values) {
       const [model, field, value] = decode<[string, SummaryField, string]>(bytes)
       let lists = byModel.get(model)
       if (lists === undefined) {
-        lists = Object.fromEntries(SUMMARY_FIELDS.map((f) => [f, []])) as unknown as Record<SummaryField, Array<string>>
+        lists = {}
         byModel.set(model, lists)
       }
-      lists[field].push(value)
+      ;(lists[field] ??= []).push(value)
     }
     const models = [...byModel.keys()].sort(cmp).map((model): LlmModelSummary => {
-      const of = (field: SummaryField) => byModel.get(model)![field].sort(cmp)
+      const of = (field: SummaryField) => (byModel.get(model)![field] ?? []).sort(cmp)
       return {
         model,
         // The first in sort order, whatever order rows arrived in.
@@ -96,7 +96,7 @@ export const makeLlmTokenPriceStore = (client: RedisClient, rowCache?: RowCacheO
       currentKey: keys.current,
       versionKey: keys.version,
       marksKey: keys.marks,
-      events: { row: "llm_token_price", withdrawal: "llm_token_price_withdrawal" },
+      events: llmTokenPriceEvents,
       closed: (batch, row) => batch.op("HINCRBY", keys.listed, row.model, "-1"),
       opened: (batch, r, once) => {
         if (r.valid_to === null) batch.op("HINCRBY", keys.listed, r.model, "1")

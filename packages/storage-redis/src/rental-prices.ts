@@ -1,6 +1,6 @@
 import { type RentalPrice, rentalPriceFields } from "@gpu-market/core"
 import {
-  type GpuSpelling, cmp, type RentalGpuSummary, rentalPriceKeys, type RentalPriceStore, rentalPriceTable
+  type GpuSpelling, cmp, type RentalGpuSummary, rentalPriceEvents, rentalPriceKeys, type RentalPriceStore, rentalPriceTable
 } from "@gpu-market/core/storage"
 import type { RedisClient } from "./client.js"
 import { decode, encode } from "./codec.js"
@@ -86,7 +86,7 @@ export const makeRentalPriceStore = (client: RedisClient, rowCache?: RowCacheOpt
       currentKey: keys.current,
       versionKey: keys.version,
       marksKey: keys.marks,
-      events: { row: "rental_price", withdrawal: "rental_price_withdrawal" },
+      events: rentalPriceEvents,
       closed: (batch, row) => batch.op("HINCRBY", keys.listed, row.gpu_canonical_name, "-1"),
       opened: (batch, r, once) => {
         const gpu = r.gpu_canonical_name

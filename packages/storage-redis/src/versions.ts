@@ -31,7 +31,7 @@ export interface VersionTable<Row, Stored extends Readonly<Record<string, unknow
   /** Summary writes for an opened row; `once(id)` is true the first time a write names `id`. */
   readonly opened: (batch: Batch, row: Row, once: (id: string) => boolean) => void
   /** The change-feed events of its new rows and withdrawals, logged in the stream of its hash tag. */
-  readonly events: EventTypes
+  readonly events: EventTypes<Row>
 }
 
 /** A window over every stored instant, for a priced thing's latest version whatever its dates. */

@@ -1,4 +1,4 @@
-import { suite } from "@gpu-market/core/test"
+import { suite } from "@gpu-market/storage-testkit"
 import { Layer } from "effect"
 import { redisStorageLayer, testRedisLayer } from "../../../test/support/redis"
 

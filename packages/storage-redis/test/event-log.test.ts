@@ -1,5 +1,5 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { hardwareDay, hardwareRow, testListingKey } from "@gpu-market/core/test"
+import { hardwareDay, hardwareRow, testListingKey } from "@gpu-market/storage-testkit"
 import { EventLogStore, HardwarePriceStore } from "@gpu-market/core/storage"
 import { Effect, Either, Layer } from "effect"
 import { redisStorageLayer, testRedisLayer } from "../../../test/support/redis"

@@ -3,7 +3,7 @@ import { StorageError } from "@gpu-market/core"
 import {
   cmp, MemoryStorage, type PagePlan, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore
 } from "@gpu-market/core/storage"
-import { rentalRow } from "@gpu-market/core/test"
+import { rentalRow } from "@gpu-market/storage-testkit"
 import { Cause, Context, Effect, Either, Exit, Layer, Option } from "effect"
 import fc from "fast-check"
 import { Redis } from "ioredis"

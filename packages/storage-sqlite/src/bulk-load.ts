@@ -77,7 +77,7 @@ const holdBack = (client: SqliteClient, rows: number): Effect.Effect<number, Sto
 /**
  * Between two index builds, ms: longer than the longest sleep of SQLite's busy handler (100 ms), so
  * a writer of another process that waited for one build gets the file before the next begins,
- * rather than polling through all of them (it waited 22 s in benchmark (k) without this pause).
+ * rather than polling through all of them (BENCHMARKS.md (k): how long it waited without this pause).
  */
 const PAUSE_BETWEEN_BUILDS_MS = 120
 
@@ -102,8 +102,7 @@ const pauseBetweenBuilds = (client: SqliteClient): Effect.Effect<void, StorageEr
  * Sorter memory of an index build, KiB: the page cache the connection has while it builds (SQLite
  * sizes the sorter's runs by it). A build sorts a million keys in runs of this size, each sorted in
  * memory and written to a temporary file, then merges them. Runs that fit in the CPU's cache sort
- * fastest: a build of a million keys took about 1.4 s with runs of 512 KiB, 1.5 s with 1 MiB and
- * 1.8 s with 8 MiB, and one list sorted all in memory far longer (BENCHMARKS.md (k)).
+ * fastest, and one list sorted all in memory far slower (BENCHMARKS.md (k)).
  */
 const SORT_RUN_KIB = 512
 

@@ -20,8 +20,9 @@ export interface SqliteOptions {
   readonly checkpointPages?: number
   /**
    * The connection of a bulk load (an import): rental writes of `BULK_ROWS_PER_WRITE` rows, and a
-   * page cache of `BULK_CACHE_MIB`, which holds the indexes such writes touch at random (their
-   * keys are hashes) across a million rows, so each page is read from the file once.
+   * page cache of `BULK_CACHE_MIB`, which holds most of the indexes such writes touch at random
+   * (their keys are hashes) across a million rows; a page it drops is read back from the
+   * operating system's file cache. Larger, it held them all, and an import's memory grew by it.
    */
   readonly bulk?: boolean
   /**
@@ -35,7 +36,7 @@ export interface SqliteOptions {
    * Rows of rental and LLM token prices a connection keeps in memory per data type for its pages
    * (default 10,000, about 2 KB each with their JSON text; 0 reads every page whole). Pages then
    * read only the keys of their rows from the index they walk, and rows held are served as they
-   * are: see README, "Row cache".
+   * are: see docs/guides/caching.md, "Row cache".
    */
   readonly rowCacheRows?: number
   /**
@@ -162,7 +163,7 @@ export const storageError = (operation: string, cause: unknown): StorageError =>
 }
 
 /** Page cache of a bulk load's connection (`SqliteOptions.bulk`), MiB. */
-export const BULK_CACHE_MIB = 256
+export const BULK_CACHE_MIB = 128
 
 const open = ({ filename, checkpointPages, bulk }: SqliteOptions): Database.Database => {
   if (filename !== ":memory:" && filename !== "") fs.mkdirSync(path.dirname(path.resolve(filename)), { recursive: true })

@@ -75,8 +75,8 @@ ALTER TABLE events ADD COLUMN row_valid_to TEXT;
 /**
  * A table whose rows the log names by key instead of copying: once written, a row changes only
  * in `valid_to`, and is never deleted, so an event's row is the stored row with the `valid_to`
- * it had when the event was logged. A rental import logs an event per row it writes: copied, each
- * was about 800 bytes of JSON, and the log wrote more than the rows themselves (BENCHMARKS.md (k)).
+ * it had when the event was logged. A rental import logs an event per row it writes: copied as
+ * JSON, the log wrote more than the rows themselves (BENCHMARKS.md (k)).
  */
 export interface KeyedRows<Row extends { readonly valid_to: string | null }> {
   readonly table: string
@@ -85,6 +85,8 @@ export interface KeyedRows<Row extends { readonly valid_to: string | null }> {
   /** Every column, in the order `fromColumns` reads them. */
   readonly columns: ReadonlyArray<string>
   readonly fromColumns: (columns: ReadonlyArray<unknown>) => Row
+  /** The event a logged type names with its row, or undefined for a type the table does not log. */
+  readonly event: (type: string, row: Row) => MarketEvent | undefined
 }
 
 const INSERT = "INSERT INTO events (event) VALUES (?)"
@@ -139,7 +141,10 @@ export const makeEventLogStore = <Row extends { readonly valid_to: string | null
   const eventOf = ([id, event, key, validTo, ...columns]: Array<unknown>): LoggedEvent => {
     if (key === null) return { id: String(id), event: JSON.parse(event as string) as MarketEvent }
     if (columns[keyColumn] === null) throw new Error(`event ${id} names ${keyed.table} row ${key}, which is not stored`)
-    return { id: String(id), event: { type: event, row: { ...keyed.fromColumns(columns), valid_to: validTo } } as unknown as MarketEvent }
+    const row = { ...keyed.fromColumns(columns), valid_to: typeof validTo === "string" ? validTo : null }
+    const logged = keyed.event(String(event), row)
+    if (logged === undefined) throw new Error(`event ${id} is a ${event}, which ${keyed.table} does not log`)
+    return { id: String(id), event: logged }
   }
   const readSync = (position: string, limit: number): ReadonlyArray<LoggedEvent> | EventLogTrimmed => {
     const after = Number(position)

@@ -1,5 +1,5 @@
 import { type LlmTokenPrice, llmTokenPriceFields } from "@gpu-market/core"
-import { DEFAULT_ROW_CACHE_ROWS, type LlmModelSummary, llmTokenPriceKeys, type LlmTokenPriceStore, llmTokenPriceTable } from "@gpu-market/core/storage"
+import { DEFAULT_ROW_CACHE_ROWS, llmTokenPriceEvents, type LlmModelSummary, llmTokenPriceKeys, type LlmTokenPriceStore, llmTokenPriceTable } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 import type { Migration } from "./migration.js"
 import { cmp, placeholders } from "./page-sql.js"
@@ -179,14 +179,14 @@ export const makeLlmTokenPriceStore = (client: SqliteClient, rowCacheRows = DEFA
          EXISTS (SELECT 1 FROM llm_token_prices p WHERE p.model = m.model AND p.valid_to IS NULL) AS listed
        FROM llm_models m`
     ).all() as Array<ModelRow>
-    const values = new Map<string, Record<Kind, Array<string>>>()
+    const values = new Map<string, Partial<Record<Kind, Array<string>>>>()
     for (const v of prepare("SELECT model, kind, value FROM llm_model_values").all() as Array<ValueRow>) {
       let lists = values.get(v.model)
       if (lists === undefined) {
-        lists = Object.fromEntries(KINDS.map((k) => [k, []])) as unknown as Record<Kind, Array<string>>
+        lists = {}
         values.set(v.model, lists)
       }
-      lists[v.kind].push(v.value)
+      ;(lists[v.kind] ??= []).push(v.value)
     }
     // Sorted here with JS `<`, as the reference sorts, rather than by SQLite's byte order.
     const of = (model: string, kind: Kind) => [...(values.get(model)?.[kind] ?? [])].sort(cmp)
@@ -215,7 +215,7 @@ export const makeLlmTokenPriceStore = (client: SqliteClient, rowCacheRows = DEFA
       fromColumns: llmRowFromColumns,
       insert: INSERT,
       columnsOf: llmColumnsOf,
-      events: { row: "llm_token_price", withdrawal: "llm_token_price_withdrawal" },
+      events: llmTokenPriceEvents,
       opened: (r, once) => {
         if (once(`m\u0000${r.model}\u0000${r.model_family}\u0000${r.model_creator}`)) prepare(UPSERT_MODEL).run(r.model, r.model_family, r.model_creator)
         for (const kind of KINDS) {

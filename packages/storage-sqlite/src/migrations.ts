@@ -182,7 +182,7 @@ export const LATEST_VERSION = migrations[migrations.length - 1]!.version
 /**
  * How long an open waits for the write lock when the file needs migrating, ms: another process
  * opening the file at the same time may be running a migration that rewrites rows (migration 10
- * took 11 s on an 800 MiB file), and failing after the usual 5 s would refuse the open, or, in a
+ * takes seconds on a large file), and failing after the usual 5 s would refuse the open, or, in a
  * worker pool, stop the worker doing the migration and leave it undone every time.
  */
 const MIGRATION_WAIT_MS = 10 * 60_000

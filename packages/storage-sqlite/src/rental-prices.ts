@@ -1,5 +1,5 @@
 import { type RentalPrice, rentalPriceFields } from "@gpu-market/core"
-import { type GpuSpelling, type RentalGpuSummary, rentalPriceKeys, type RentalPriceStore, rentalPriceTable, rowCacheRowsOf } from "@gpu-market/core/storage"
+import { type GpuSpelling, type RentalGpuSummary, rentalPriceEvents, rentalPriceKeys, type RentalPriceStore, rentalPriceTable, rowCacheRowsOf } from "@gpu-market/core/storage"
 import type { SqliteClient } from "./client.js"
 import { cmp, placeholders } from "./page-sql.js"
 import { rowCachedPages } from "./row-cache.js"
@@ -16,8 +16,8 @@ const SELECT = `SELECT ${rentalPriceFields.join(", ")} FROM rental_prices`
 /**
  * Builds a row from the raw column array of `SELECT` (columns in spec order). better-sqlite3
  * makes an object row by setting 29 properties one at a time from C++, which costs more than
- * reading the columns; a literal with a fixed shape costs next to nothing, so a 100-row page runs
- * in about 55% of the time of object mode, and the rows get one stable hidden class. A test
+ * reading the columns; a literal with a fixed shape costs next to nothing, so a page runs in about
+ * half the time of object mode (BENCHMARKS.md), and the rows get one stable hidden class. A test
  * checks the positions against `rentalPriceFields`.
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- raw SQLite values, typed by the row they fill
@@ -48,7 +48,8 @@ export const rentalEventRows: KeyedRows<RentalPrice> = {
   table: "rental_prices",
   key: "product_key",
   columns: rentalPriceFields,
-  fromColumns: rowFromColumns
+  fromColumns: rowFromColumns,
+  event: (type, row) => (type === "rental_price" || type === "rental_price_withdrawal" ? { type, row } : undefined)
 }
 
 /** Turns a page plan into one statement (`versionPageCompiler`). */
@@ -82,7 +83,7 @@ interface Summary {
  * A commit writes every page it changed, and a row changes a page in each of the table's 20
  * indexes, so writes of `MAX_ROWS_PER_WRITE` spent an import's time writing the same pages again.
  * Readers never wait for a writer (WAL); another writer polls SQLite's busy handler, and waited
- * no longer behind these writes than behind small ones (README, "SQLite rental writes").
+ * no longer behind these writes than behind small ones (docs/design/writing.md, "SQLite rental writes of 1,000 rows").
  */
 export const ROWS_PER_WRITE = 1_000
 
@@ -186,7 +187,7 @@ export const makeRentalPriceStore = (
       insert: INSERT,
       columnsOf,
       opened,
-      events: { row: "rental_price", withdrawal: "rental_price_withdrawal", keyed: rentalEventRows }
+      events: { ...rentalPriceEvents, keyed: rentalEventRows }
     }, () => {
       version.bump()
     }),

@@ -9,8 +9,7 @@ import * as path from "node:path"
  * have run (`process.nextTick` queued from them runs after those jobs). Each read transaction of
  * its own locks and unlocks a slot of the WAL index with two `fcntl` calls (and, while the WAL is
  * empty, sizes the file with `fstat`): in a server whose memory the request's other work has
- * just swept through, that cost 30 to 55 µs a read, against about 4 µs for a read in a
- * transaction already open.
+ * just swept through, that costs many times a read in a transaction already open (BENCHMARKS.md (l)).
  *
  * Fresh as before: a transaction never outlives the task that opened it, so a request that
  * arrives later (after a write it has seen acknowledged, in this process or another) reads in a

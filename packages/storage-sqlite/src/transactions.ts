@@ -186,7 +186,7 @@ export const makeTransactionStore = (client: SqliteClient): TransactionStore["Ty
       }),
 
     summary: client.read("transactions.summary", () => {
-      const distinct = (col: string) => prepare(`SELECT DISTINCT ${col} FROM transaction_rows`).pluck().all() as Array<unknown>
+      const distinct = (col: string) => prepare(`SELECT DISTINCT ${col} FROM transaction_rows`).pluck().all()
       const gpus = prepare(
         `SELECT gpu_canonical_name, gpu_model, MIN(transaction_date) AS first_transaction_date,
            MAX(transaction_date) AS last_transaction_date, COUNT(*) AS rows

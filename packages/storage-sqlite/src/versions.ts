@@ -29,7 +29,7 @@ export interface VersionTable<Row extends Versioned> {
   /** Summary writes for an opened row; `once(id)` is true the first time a write names `id`. */
   readonly opened: (row: Row, once: (id: string) => boolean) => void
   /** The change-feed events of its new rows and withdrawals, and how the log names their rows when not by copy. */
-  readonly events: EventTypes & { readonly keyed?: KeyedRows<Row> }
+  readonly events: EventTypes<Row> & { readonly keyed?: KeyedRows<Row> }
 }
 
 /**
@@ -100,7 +100,7 @@ export const sqliteTransact = <Row extends Versioned>(
     const insert = prepare(table.insert)
     // Inserted in base key order (a stable sort: one priced thing's rows keep theirs): the indexes
     // a write reads through lead with it, so each insert lands next to the one before instead of on
-    // a page at random, which took about a third less time per row for a bulk load's writes.
+    // a page at random, which makes a bulk load's writes cheaper per row (BENCHMARKS.md).
     const byBase = changes.open.length > 1 ? [...changes.open].sort((a, b) => cmp(table.keys.base(a), table.keys.base(b))) : changes.open
     for (const r of byBase) insert.run(table.columnsOf(r))
     // Summary rows in the change's order: the first row seen for a GPU names its manufacturer.
@@ -126,7 +126,7 @@ export const sqliteTransact = <Row extends Versioned>(
         write(changes)
         const events = versionEvents(table.events, table.keys, view, changes)
         if (table.events.keyed === undefined) appendEvents(client, events)
-        else appendKeyedEvents(client, table.events.keyed, events as unknown as ReadonlyArray<{ readonly type: string; readonly row: Row }>)
+        else appendKeyedEvents(client, table.events.keyed, events)
         afterWrite()
       }
       if (changes.mark !== undefined) writeMark(client, changes.mark)

@@ -1,7 +1,7 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import type { RentalPrice } from "@gpu-market/core"
 import type { PagePlan } from "@gpu-market/core/storage"
-import { rentalRow } from "@gpu-market/core/test"
+import { rentalRow } from "@gpu-market/storage-testkit"
 import { Effect, Either, Exit, Scope } from "effect"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"

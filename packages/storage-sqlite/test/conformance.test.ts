@@ -1,5 +1,5 @@
 import { afterAll } from "@effect/vitest"
-import { suite } from "@gpu-market/core/test"
+import { suite } from "@gpu-market/storage-testkit"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"

@@ -1,6 +1,6 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import type { MarketEvent, RentalPrice } from "@gpu-market/core"
-import { rentalRow } from "@gpu-market/core/test"
+import { rentalRow } from "@gpu-market/storage-testkit"
 import { Effect, Either } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"

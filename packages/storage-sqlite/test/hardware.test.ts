@@ -1,7 +1,7 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { type HardwarePrice, hardwarePriceFields } from "@gpu-market/core"
 import { hardwarePriceTable, makeMemoryHardwarePriceStore, type PagePlan, type Predicate, type Scope } from "@gpu-market/core/storage"
-import { hardwareDay, hardwareRow, testListingKey } from "@gpu-market/core/test"
+import { hardwareDay, hardwareRow, testListingKey } from "@gpu-market/storage-testkit"
 import { Effect } from "effect"
 import fc from "fast-check"
 import * as fs from "node:fs"

@@ -1,5 +1,5 @@
-import type { HardwareVocabularyExtension, IngestBoundsConfig, Problem, RateLimitMode } from "@gpu-market/core"
-import type { WriteName } from "@gpu-market/core/adapters"
+import type { MarketSettings, Problem } from "@gpu-market/core"
+import type { WriteArgs, WriteName } from "@gpu-market/core/adapters"
 
 /**
  * The messages between a main thread and the market's worker threads. Two calls cross: a read by
@@ -21,14 +21,11 @@ export interface WorkerStorage {
 /** What every worker is started with, as its `workerData`. */
 export interface WorkerConfig {
   readonly storage: WorkerStorage
-  readonly baseUrl: string
-  readonly hardwareVocabulary?: HardwareVocabularyExtension
-  /** The write paths' plausibility bounds, over the defaults. */
-  readonly bounds: Partial<IngestBoundsConfig>
-  /** `process`: the main thread counts every worker's rate-limit hits; `shared`: each worker's storage does. */
-  readonly rateLimits: RateLimitMode
-  /** Each worker's page cache, in MiB; absent: the core's default. */
-  readonly pageCacheMb?: number
+  /**
+   * The market's settings, decoded in the main thread. With `rateLimits: "process"` the main
+   * thread counts every worker's rate-limit hits; with `shared` each worker's storage does.
+   */
+  readonly settings: MarketSettings
 }
 
 /** A call from the main thread. `close` asks the worker to release its storage and exit. */
@@ -40,7 +37,7 @@ export type WorkerRequest =
     readonly query: Readonly<Record<string, string>>
     readonly token: string | undefined
   }
-  | { readonly _tag: "Write"; readonly id: number; readonly name: WriteName; readonly args: ReadonlyArray<unknown> }
+  | { readonly _tag: "Write"; readonly id: number; readonly name: WriteName; readonly args: WriteArgs<WriteName> }
   | { readonly _tag: "Close" }
   /** The main thread's count of a worker's rate-limit `Hit`. */
   | { readonly _tag: "Counted"; readonly hit: number; readonly count: number; readonly resetInMicros: number }

@@ -1,5 +1,5 @@
-import { IngestBounds, marketLayer, type Storage, type StorageError } from "@gpu-market/core"
-import { bodyJson, catalogue, hardwareVocabularyLayer, makeOperations, OperationError, pageCacheLayer, requestOrigin, toProblemError } from "@gpu-market/core/adapters"
+import { marketRuntimeLayer, type Storage, type StorageError } from "@gpu-market/core"
+import { bodyJson, catalogue, makeOperations, OperationError, requestOrigin, toProblemError } from "@gpu-market/core/adapters"
 import { type RateLimitHit, RateLimitStore } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -56,15 +56,13 @@ const mainThreadRateLimits: RateLimitStore["Type"] = {
   })
 }
 
-const runtime = ManagedRuntime.make(marketLayer.pipe(
-  Layer.provide(hardwareVocabularyLayer(config.hardwareVocabulary)),
-  Layer.provide(pageCacheLayer(config.pageCacheMb)),
-  Layer.provide(IngestBounds.layer(config.bounds)),
-  Layer.provideMerge(config.rateLimits === "process"
-    ? Layer.merge(storageLayer(config.storage), Layer.succeed(RateLimitStore, mainThreadRateLimits))
-    : storageLayer(config.storage))
-))
-const origin = requestOrigin(config.baseUrl)
+// The market as `createMarket` builds it; with `process` rate limits the storage's counters are
+// the main thread's, so the market counts into them as it would into a storage's own.
+const { settings } = config
+const runtime = ManagedRuntime.make(settings.rateLimits === "process"
+  ? marketRuntimeLayer({ ...settings, rateLimits: "shared" }, { storage: Layer.merge(storageLayer(config.storage), Layer.succeed(RateLimitStore, mainThreadRateLimits)) })
+  : marketRuntimeLayer(settings, { storage: storageLayer(config.storage) }))
+const origin = requestOrigin(settings.baseUrl ?? "http://localhost")
 
 runtime.runPromise(makeOperations).then(
   (operations) => {

@@ -1,6 +1,6 @@
-import type { HardwareVocabularyExtension, IngestBoundsConfig, Market, PortableMarketStorage, RateLimitMode } from "@gpu-market/core"
-import { ingestBounds, MarketProblemError } from "@gpu-market/core"
-import { buildMarket, hardwareVocabularyLayer, OperationError, pageCacheLayer, toProblemError } from "@gpu-market/core/adapters"
+import type { Market, MarketSettingsInput, PortableMarketStorage } from "@gpu-market/core"
+import { decodeMarketSettings, MarketProblemError } from "@gpu-market/core"
+import { buildMarket, OperationError, toProblemError, type WriteArgs, type WriteName, type WriteResult } from "@gpu-market/core/adapters"
 import { makeMemoryRateLimitStore, type RateLimitStore } from "@gpu-market/core/storage"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -14,29 +14,18 @@ import type { WorkerConfig, WorkerReply, WorkerRequest } from "./contract.js"
  * `sqlite(file)` or `redis(url)` says which module and options rebuild it in a thread.
  */
 
-/** Options of `createWorkerMarket`. */
-export interface WorkerMarketOptions {
+/**
+ * Options of `createWorkerMarket`: `createMarket`'s settings (`MarketSettings`, decoded before any
+ * thread starts: one that cannot work rejects with the `ParseError` naming it), with these
+ * differences: `rateLimits: "process"` counts in this thread for the whole pool (exact for this
+ * process, with no storage write per call), and every thread keeps its own page cache of
+ * `pageCacheMb` and its own storage breaker.
+ */
+export interface WorkerMarketOptions extends MarketSettingsInput {
   /** A portable storage: `sqlite("market.db")`, `redis(url)`, or any `portableStorage(layer, { module, options })`. */
   readonly storage: PortableMarketStorage
   /** Worker threads in the pool (default 1); calls are spread over them. */
   readonly poolSize?: number
-  /** Base URL `meta.next.url` starts with (default `http://localhost`), as in `createMarket`. */
-  readonly baseUrl?: string
-  /** Values added to the hardware vocabulary, as in `createMarket`. */
-  readonly hardwareVocabulary?: HardwareVocabularyExtension
-  /** Plausibility bounds of the write paths over `DEFAULT_INGEST_BOUNDS`, as in `createMarket`. */
-  readonly bounds?: Partial<IngestBoundsConfig>
-  /**
-   * Where rate limits are counted (default `shared`): `shared` in the storage, exact across every
-   * process on it; `process` in this thread for the whole pool, exact for this process, with no
-   * storage write per call.
-   */
-  readonly rateLimits?: RateLimitMode
-  /**
-   * Memory for hot pages in MiB, as in `createMarket`, for each worker: every thread keeps its
-   * own page cache (default 64; 0 turns it off).
-   */
-  readonly pageCacheMb?: number
 }
 
 /** A market answered by worker threads. */
@@ -137,20 +126,14 @@ class PoolWorker {
  * const page = await market.rental.prices.latest({ gpu_canonical_name: ["h100-sxm"] }, { token })
  * await market.close()
  */
-export const createWorkerMarket = async (options: WorkerMarketOptions): Promise<WorkerMarket> => {
+export const createWorkerMarket = async ({ storage: given, poolSize, ...input }: WorkerMarketOptions): Promise<WorkerMarket> => {
   // JavaScript callers can still pass a storage that is not portable.
-  const storage = (options.storage as Partial<PortableMarketStorage>).portable
+  const storage = (given as Partial<PortableMarketStorage>).portable
   if (storage === undefined) {
     throw new TypeError("createWorkerMarket needs a portable storage (sqlite(file), redis(url), or portableStorage(layer, { module, options })): each worker opens it itself")
   }
-  // Checked here, so a bad vocabulary or page cache size rejects before any thread starts.
-  hardwareVocabularyLayer(options.hardwareVocabulary)
-  pageCacheLayer(options.pageCacheMb)
-  const config: WorkerConfig = {
-    storage, baseUrl: options.baseUrl ?? "http://localhost", bounds: ingestBounds(options.bounds), rateLimits: options.rateLimits ?? "shared",
-    ...(options.hardwareVocabulary === undefined ? {} : { hardwareVocabulary: options.hardwareVocabulary }),
-    ...(options.pageCacheMb === undefined ? {} : { pageCacheMb: options.pageCacheMb })
-  }
+  // Decoded here, so settings that cannot work reject before any thread starts.
+  const config: WorkerConfig = { storage, settings: decodeMarketSettings(input) }
   let closed = false
   // A worker that dies after it was up is replaced; its unanswered calls were rejected.
   const replace = (lost: PoolWorker) => {
@@ -164,7 +147,7 @@ export const createWorkerMarket = async (options: WorkerMarketOptions): Promise<
     worker.ready.catch(() => {}) // a replacement's failed start shows in its calls
     return worker
   }
-  const workers = Array.from({ length: Math.max(1, options.poolSize ?? 1) }, spawn)
+  const workers = Array.from({ length: Math.max(1, poolSize ?? 1) }, spawn)
   try {
     await Promise.all(workers.map((w) => w.ready))
   } catch (error) {
@@ -184,7 +167,8 @@ export const createWorkerMarket = async (options: WorkerMarketOptions): Promise<
   const market = buildMarket({
     call: (entry, query, { token }) => call((id) => ({ _tag: "Read", id, endpoint: entry.name, query, token })),
     next: (entry, next, { token }) => call((id) => ({ _tag: "Read", id, endpoint: entry.name, query: next.query_params, token })),
-    write: (name, args) => call((id) => ({ _tag: "Write", id, name, args })),
+    // The worker answers with the write's own result, as JSON (`Success`): what `createMarket` resolves with.
+    write: <N extends WriteName>(name: N, args: WriteArgs<N>) => call((id) => ({ _tag: "Write", id, name, args })) as Promise<WriteResult<N>>,
     close: async () => {
       if (closed) return
       closed = true

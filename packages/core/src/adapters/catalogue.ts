@@ -1,20 +1,21 @@
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { MarketError } from "../errors.js"
-import { Envelope, type Page } from "../schema/envelope.js"
+import { Envelope } from "../schema/envelope.js"
 import { HardwarePriceMetadata } from "../schema/hardware-metadata.js"
-import { type HardwarePrice, HardwarePriceRow } from "../schema/hardware-price.js"
+import { HardwarePriceRow } from "../schema/hardware-price.js"
 import {
-  IndexMetadata, type IndexValue, IndexValueRow, LegacyAvailableIndexBody, LegacyCurrentIndexBody
+  IndexMetadata, IndexValueRow, LegacyAvailableIndexBody, LegacyCurrentIndexBody
 } from "../schema/indexes.js"
 import { LlmTokenPriceMetadata } from "../schema/llm-metadata.js"
-import { type LlmTokenPrice, LlmTokenPriceRow } from "../schema/llm-token-price.js"
+import { LlmTokenPriceRow } from "../schema/llm-token-price.js"
 import { RentalPriceMetadata } from "../schema/rental-metadata.js"
-import { type RentalPrice, RentalPriceRow } from "../schema/rental-price.js"
-import { type AggregatedTransaction, TransactionMetadata, TransactionRow } from "../schema/transaction.js"
+import { RentalPriceRow } from "../schema/rental-price.js"
+import { TransactionMetadata, TransactionRow } from "../schema/transaction.js"
 import {
   type CollectionDef, type EndpointDef, type EndpointParameter, endpointParameters, type MarketRequest, optionalParameters
 } from "../query/collection.js"
+import type { ReadEndpoint } from "./reads.js"
 import { HardwarePrices, hardwarePricesCollection, endpoints as hardwareEndpoints } from "../market/hardware-prices.js"
 import { Indexes, indexesCollection, endpoints as indexEndpoints, LegacyCurrentParams } from "../market/indexes.js"
 import { LlmTokenPrices, llmTokenPricesCollection, endpoints as llmEndpoints } from "../market/llm-token-prices.js"
@@ -22,19 +23,16 @@ import { RentalPrices, rentalPricesCollection, endpoints as rentalEndpoints } fr
 import { Transactions, transactionsCollection, endpoints as transactionEndpoints } from "../market/transactions.js"
 
 /**
- * The read endpoints every adapter offers, by dotted name (`rental.prices.latest`), and the typed
- * namespaces built from them. The Promise API, the worker and the HTTP client all build their
- * `market.rental.prices.latest(...)` surface here, so the list is written once.
+ * The read endpoints every adapter offers, by dotted name (`rental.prices.latest`), with what each
+ * takes and answers and the service behind it. The Promise API and the worker build their
+ * `market.rental.prices.latest(...)` surface over it with `buildReads` (reads.ts, whose endpoint
+ * list the HTTP client uses without loading the services; a test holds the two lists equal).
  */
 
 type Paged = "latest" | "asOf" | "history"
 
 /** One read endpoint: its dotted name, HTTP path, what it takes and answers, and the service method behind it. */
-export interface CatalogueEntry {
-  readonly name: EndpointName
-  readonly path: `/${string}`
-  /** Answers with the paged envelope (and takes `page_token`). */
-  readonly paged: boolean
+export interface CatalogueEntry extends ReadEndpoint {
   /** The service (by namespace) and method behind it. */
   readonly service: ServiceName
   readonly method: Paged | "metadata" | "legacyCurrent" | "legacyAvailable"
@@ -119,180 +117,3 @@ export const makeReadCalls = Effect.gen(function* () {
   return (entry: CatalogueEntry): ReadCall =>
     services[entry.service][entry.method] ?? (() => Effect.dieMessage(`${entry.service} has no ${entry.method}`))
 })
-
-/** How a call authenticates: the token's secret, exactly as an HTTP caller sends it after `Bearer`. */
-export interface CallOptions {
-  readonly token?: string
-}
-
-/** A comma list: one value, or several. */
-type List = string | ReadonlyArray<string>
-/** A number parameter: a number, or its decimal text. */
-type Num = number | string
-/** An instant: a `Date`, or the text the HTTP API takes (a date or an ISO 8601 datetime). */
-type Instant = string | Date
-
-interface Paging<Sort extends string> {
-  readonly page_size?: number
-  readonly sort_by?: Sort
-  readonly sort_order?: "asc" | "desc"
-  /** From `meta.next.query_params`; only `page_size` may be given beside it. */
-  readonly page_token?: string
-}
-interface Window { readonly start?: Instant; readonly end?: Instant }
-interface At { readonly at: Instant }
-
-/** Query of the rental price endpoints. */
-export interface RentalPriceQuery extends Paging<"gpu_canonical_name" | "gpu_count" | "gpu_memory_gb" | "price_usd_per_gpu_hour" | "region" | "valid_from" | "vendor"> {
-  readonly vendor?: List
-  readonly gpu_canonical_name?: List
-  readonly region?: List
-  readonly contract_type?: List
-  readonly gpu_search?: List
-  readonly base_product_key?: string
-  readonly product_key?: string
-  readonly availability?: string
-  readonly min_price_usd_per_gpu_hour?: Num
-  readonly max_price_usd_per_gpu_hour?: Num
-  readonly min_gpu_count?: Num
-  readonly max_gpu_count?: Num
-  readonly min_gpu_memory_gb?: Num
-  readonly max_gpu_memory_gb?: Num
-}
-
-/** Query of the hardware price endpoints. */
-export interface HardwarePriceQuery extends Paging<"condition" | "gpu_canonical_name" | "observed_date" | "price_usd"> {
-  readonly gpu_canonical_name?: List
-  readonly listing_key?: string
-  readonly condition?: List
-  readonly market?: List
-  readonly channel?: List
-  readonly transaction_level?: List
-  readonly stock_status?: List
-  readonly country?: List
-  readonly country_group?: List
-  readonly min_price_usd?: Num
-  readonly max_price_usd?: Num
-}
-
-/** Query of the aggregated transaction endpoints. */
-export interface TransactionQuery extends Paging<"contract_type" | "gpu_model" | "price_usd_per_gpu_hour" | "region_group" | "tenor_days" | "total_gpu_count" | "transaction_date">, Window {
-  readonly gpu_canonical_name?: List
-  readonly region_group?: List
-  readonly contract_type?: List
-  readonly min_total_gpu_count?: Num
-  readonly max_total_gpu_count?: Num
-}
-
-/** Query of the LLM token price endpoints. */
-export interface LlmTokenPriceQuery extends Paging<"model" | "serving_provider" | "price_type" | "price_usd_per_1m_tokens" | "source" | "valid_from"> {
-  readonly model?: List
-  readonly serving_provider?: List
-  readonly source?: List
-  readonly price_type?: List
-  readonly region?: List
-  readonly model_search?: List
-  readonly base_price_key?: string
-  readonly price_key?: string
-  readonly exclude_outliers?: boolean
-  readonly min_price_usd_per_1m_tokens?: Num
-  readonly max_price_usd_per_1m_tokens?: Num
-}
-
-/** Query of the index endpoints: one index per request. */
-export interface IndexQuery extends Paging<"timestamp" | "value"> {
-  readonly id: string
-}
-
-/* eslint-disable @typescript-eslint/no-empty-object-type -- here `{}` is the query with no parameters,
-   and `{} extends Q` asks whether every parameter of Q is optional. */
-
-/** A call answered by one body. */
-export type Call<Q, A> = {} extends Q
-  ? (query?: Q, options?: CallOptions) => Promise<A>
-  : (query: Q, options?: CallOptions) => Promise<A>
-
-/** A paged call: one page, or every page (`pages`) or row (`rows`) by following `meta.next`. */
-export type PagedCall<Q, Row> = Call<Q, Page<Row>> & {
-  readonly pages: (query: Q, options?: CallOptions) => AsyncIterable<Page<Row>>
-  readonly rows: (query: Q, options?: CallOptions) => AsyncIterable<Row>
-}
-
-/** `latest`, `asOf`, `history` and `metadata` of one data type. */
-export interface Collection<Q, Row, Metadata> {
-  readonly latest: PagedCall<Q, Row>
-  readonly asOf: PagedCall<Q & At, Row>
-  readonly history: PagedCall<Q & Window, Row>
-  readonly metadata: Call<{}, Metadata>
-}
-
-/** The read API, shaped like the HTTP API's paths. */
-export interface MarketReads {
-  readonly rental: { readonly prices: Collection<RentalPriceQuery, RentalPrice, RentalPriceMetadata> }
-  readonly hardware: { readonly prices: Collection<HardwarePriceQuery, HardwarePrice, HardwarePriceMetadata> }
-  readonly transactions: {
-    readonly history: PagedCall<TransactionQuery, AggregatedTransaction>
-    readonly metadata: Call<{}, TransactionMetadata>
-  }
-  readonly llm: { readonly tokenPrices: Collection<LlmTokenPriceQuery, LlmTokenPrice, LlmTokenPriceMetadata> }
-  readonly indices: Collection<IndexQuery, IndexValue, IndexMetadata> & {
-    readonly legacy: {
-      readonly current: Call<{ readonly index_id?: string }, LegacyCurrentIndexBody>
-      readonly available: Call<{}, LegacyAvailableIndexBody>
-    }
-  }
-}
-/* eslint-enable @typescript-eslint/no-empty-object-type */
-
-/** Dotted name of a read endpoint: `rental.prices.latest`, `indices.legacy.current`, … */
-export type EndpointName = Leaves<MarketReads>
-type Leaves<T, P extends string = ""> = {
-  [K in keyof T & string]: T[K] extends (...args: never) => unknown ? `${P}${K}` : Leaves<T[K], `${P}${K}.`>
-}[keyof T & string]
-
-/** A query as the HTTP layer gets it: lists joined with commas, numbers, flags and instants as text. */
-export const toQueryRecord = (query: object | undefined): Record<string, string> => {
-  const out: Record<string, string> = {}
-  for (const [k, v] of Object.entries(query ?? {})) {
-    if (v === undefined) continue
-    out[k] = Array.isArray(v) ? v.join(",") : v instanceof Date ? v.toISOString() : String(v)
-  }
-  return out
-}
-
-/** What an adapter provides to build the namespaces: one call, and how to fetch a next page. */
-export interface Transport {
-  readonly call: (entry: CatalogueEntry, query: Record<string, string>, options: CallOptions) => Promise<unknown>
-  /** Fetches the page `next` describes (by its page token, or its URL). */
-  readonly next: (entry: CatalogueEntry, next: NonNullable<Page<unknown>["meta"]["next"]>, options: CallOptions) => Promise<unknown>
-}
-
-/** Builds the typed read namespaces over a transport. */
-export const buildReads = (transport: Transport): MarketReads => {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a tree built from the dotted names; MarketReads types it at the return
-  const root: Record<string, any> = {}
-  for (const entry of catalogue) {
-    const call = (query?: object, options: CallOptions = {}) => transport.call(entry, toQueryRecord(query), options)
-    if (entry.paged) {
-      const pages = async function* (query: object, options: CallOptions = {}) {
-        let page = (await call(query, options)) as Page<unknown>
-        yield page
-        while (page.meta.next !== null) {
-          page = (await transport.next(entry, page.meta.next, options)) as Page<unknown>
-          yield page
-        }
-      }
-      Object.assign(call, {
-        pages,
-        rows: async function* (query: object, options?: CallOptions) {
-          for await (const page of pages(query, options)) yield* page.data
-        }
-      })
-    }
-    const path = entry.name.split(".")
-    let node = root
-    for (const key of path.slice(0, -1)) node = node[key] ??= {}
-    node[path[path.length - 1]!] = call
-  }
-  return root as MarketReads
-}

@@ -1,27 +1,24 @@
 import * as Cause from "effect/Cause"
 import type * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { randomUUID } from "node:crypto"
-import { type RateLimitMode, withRateLimits } from "../auth/rate-limits.js"
-import { layer as marketLayer } from "../market/layer.js"
-import { pageCacheLayer } from "../market/page-cache.js"
-import { HardwareVocabulary, type HardwareVocabularyExtension, hardwareVocabularyOf } from "../schema/hardware-vocabulary.js"
-import { IngestBounds, ingestBounds, type IngestBoundsConfig } from "../ingest/bounds.js"
+import type { SupplyProvider } from "../procurement/provider.js"
 import { requestOrigin } from "../query/collection.js"
 import { type Storage, StorageError } from "../storage/contract.js"
 import { unavailable } from "../market/storage.js"
 import { layer as memoryLayer } from "../storage/memory.js"
-import { buildReads, type MarketReads, toQueryRecord, type Transport } from "./catalogue.js"
+import { type CatalogueEntry, catalogue } from "./catalogue.js"
+import { buildReads, type MarketReads, toQueryRecord, type Transport } from "./reads.js"
 import type { EventsOptions, MarketFeed } from "./feed.js"
 import { type FeedMessage, feedMessage } from "../feed/feed.js"
 import * as Stream from "effect/Stream"
-import { makeOperations, type Operations, OperationError, type WriteName, writeNames } from "./operations.js"
+import { makeOperations, type Operations, OperationError, type WriteArgs, type WriteName, type WriteResult } from "./operations.js"
 import { MarketProblemError, problemOf } from "./problem.js"
+import { decodeMarketSettings, type MarketRuntime, marketRuntimeLayer, type MarketSettingsInput } from "./runtime.js"
 
 const isOperationError = Schema.is(OperationError)
 
@@ -48,8 +45,8 @@ export type Market = MarketReads & MarketFeed & MarketWrites & {
 }
 
 /** What an adapter provides to build a `Market`: reads, writes and shutdown. */
-export interface MarketTransport extends Transport {
-  readonly write: (name: WriteName, args: ReadonlyArray<unknown>) => Promise<unknown>
+export interface MarketTransport extends Transport<CatalogueEntry> {
+  readonly write: <N extends WriteName>(name: N, args: WriteArgs<N>) => Promise<WriteResult<N>>
   /** The change feed; a transport without one (the worker) rejects a subscription. */
   readonly events?: (query: Record<string, string>, options: EventsOptions) => AsyncIterable<FeedMessage>
   readonly close: () => Promise<void>
@@ -57,10 +54,16 @@ export interface MarketTransport extends Transport {
 
 /** Builds the Promise surface over a transport; the direct API and the worker share it. */
 export const buildMarket = (transport: MarketTransport): Market => {
-  const writes: Record<string, Record<string, unknown>> = {}
-  for (const name of writeNames) {
-    const [ns, method] = name.split(".") as [string, string]
-    ;(writes[ns] ??= {})[method] = (...args: ReadonlyArray<unknown>) => transport.write(name, args)
+  const write = <N extends WriteName>(name: N) => (...args: WriteArgs<N>) => transport.write(name, args)
+  const writes: MarketWrites = {
+    tokens: { create: write("tokens.create"), list: write("tokens.list"), revoke: write("tokens.revoke") },
+    ingest: {
+      rental: write("ingest.rental"), withdrawRental: write("ingest.withdrawRental"), hardware: write("ingest.hardware"),
+      llm: write("ingest.llm"), withdrawLlm: write("ingest.withdrawLlm"), transactions: write("ingest.transactions"),
+      indexDefinitions: write("ingest.indexDefinitions"), fleetWeights: write("ingest.fleetWeights"),
+      indexValues: write("ingest.indexValues"), skypilot: write("ingest.skypilot"), litellm: write("ingest.litellm"),
+      fxRates: write("ingest.fxRates"), gpus: write("ingest.gpus")
+    }
   }
   const feed: MarketFeed = {
     events: (query, options = {}) => transport.events === undefined
@@ -71,7 +74,7 @@ export const buildMarket = (transport: MarketTransport): Market => {
       }
       : transport.events(toQueryRecord(query), options)
   }
-  return Object.assign(buildReads(transport), feed, writes, { close: transport.close }) as unknown as Market
+  return Object.assign(buildReads(catalogue, transport), feed, writes, { close: transport.close })
 }
 
 /** The problem a failure ends with: a typed error's own, or a 500 for a defect. */
@@ -92,78 +95,50 @@ export const runOperation = <A, E, R>(
     throw toProblemError(exit.cause)
   })
 
-/** Options of `createMarket`. */
-export interface MarketOptions {
+/**
+ * Options of `createMarket`: the storage (and, for the procurement service over HTTP, a supply
+ * provider) beside the market's settings (`MarketSettings`), which are decoded before anything
+ * opens: one that cannot work rejects `createMarket` with the `ParseError` naming it.
+ */
+export interface MarketOptions extends MarketSettingsInput {
   /** The storage backend: `sqlite("market.db")`, `memory()`, `redis(url)`, or any `Layer<Storage>`. */
   readonly storage: Layer.Layer<Storage, StorageError>
   /**
-   * Base URL `meta.next.url` starts with (default `http://localhost`). Direct calls follow
-   * `meta.next.query_params`; set this when pages are handed to HTTP callers of a mounted API.
+   * The supply provider procurement sells through (`simulatedProviderLayer()`, or your own): with
+   * one, a handler mounting this market serves `/supply` as the standalone server does.
    */
-  readonly baseUrl?: string
-  /**
-   * Values added to the hardware vocabulary, per classification field:
-   * `{ channel: ["lease_return"] }`. Ingest accepts them, filters match them and `/metadata`
-   * lists them beside the defaults. A value that is not a lower-case slug, or a field without a
-   * vocabulary, rejects `createMarket` with its `ParseError`.
-   */
-  readonly hardwareVocabulary?: HardwareVocabularyExtension
-  /**
-   * Plausibility bounds of the write paths, per data type, over `DEFAULT_INGEST_BOUNDS`: a price
-   * outside its type's range is refused with the bound. A bound that is not `0 ≤ min ≤ max`
-   * rejects `createMarket` with a `RangeError`.
-   */
-  readonly bounds?: Partial<IngestBoundsConfig>
-  /**
-   * Where rate limits are counted (default `shared`): `shared` in the storage, exact across every
-   * process on it; `process` in this process's memory, with no storage write per call, exact only
-   * while this process is the one serving the store.
-   */
-  readonly rateLimits?: RateLimitMode
-  /**
-   * Memory for hot pages, in MiB (default 64; 0 turns the cache off): pages are kept serialised,
-   * under the data version every write of their type changes, so a read after a write never sees
-   * the rows before it. One that is not a number ≥ 0 rejects `createMarket` with a `RangeError`.
-   */
-  readonly pageCacheMb?: number
+  readonly supply?: Layer.Layer<SupplyProvider, never, Storage>
+}
+
+/** A market opened in this process: the Promise API, and the Effect runtime its calls run in, which `nodeHandler` and `fetchHandler` serve. */
+export type LocalMarket = Market & {
+  /** The market's services over its storage; `close()` disposes it. */
+  readonly runtime: MarketRuntime
 }
 
 /** The in-memory store: a fresh, empty market per `createMarket`; for tests and trials. */
 export const memory = (): Layer.Layer<Storage> => memoryLayer
 
 /**
- * The hardware vocabulary an adapter's options ask for, checked before anything opens: throws
- * the `ParseError` of a bad extension, so a misconfigured market never starts.
- */
-export const hardwareVocabularyLayer = (extension: HardwareVocabularyExtension | undefined): Layer.Layer<never> =>
-  extension === undefined
-    ? Layer.empty
-    : Layer.succeed(HardwareVocabulary, Either.getOrThrowWith(hardwareVocabularyOf(extension), (e) => e))
-
-/**
  * Opens a market in this process. Resolves once storage is open and migrated; rejects with the
- * storage's error otherwise.
+ * storage's error otherwise, and before opening anything with the `ParseError` of settings that
+ * cannot work.
  *
  * @example
  * const market = await createMarket({ storage: sqlite("market.db") })
  * const page = await market.rental.prices.latest({ gpu_canonical_name: ["h100-sxm"] }, { token })
  */
-export const createMarket = async (options: MarketOptions): Promise<Market> => {
-  const bounds = Layer.succeed(IngestBounds, ingestBounds(options.bounds))
-  const runtime = ManagedRuntime.make(marketLayer.pipe(
-    Layer.provide(hardwareVocabularyLayer(options.hardwareVocabulary)),
-    Layer.provide(bounds),
-    Layer.provide(pageCacheLayer(options.pageCacheMb)),
-    Layer.provideMerge(withRateLimits(options.storage, options.rateLimits ?? "shared"))
-  ))
-  const origin = requestOrigin(options.baseUrl ?? "http://localhost")
+export const createMarket = async ({ storage, supply, ...input }: MarketOptions): Promise<LocalMarket> => {
+  const settings = decodeMarketSettings(input)
+  const runtime: MarketRuntime = ManagedRuntime.make(marketRuntimeLayer(settings, supply === undefined ? { storage } : { storage, supply }))
+  const origin = requestOrigin(settings.baseUrl ?? "http://localhost")
   const opened = await runtime.runPromiseExit(makeOperations)
   if (Exit.isFailure(opened)) {
     await runtime.dispose()
     throw toProblemError(opened.cause)
   }
   const operations = opened.value
-  return buildMarket({
+  const market = buildMarket({
     call: (entry, query, { token }) => runOperation(runtime, operations.read(entry, query, token, origin)),
     next: (entry, next, { token }) => runOperation(runtime, operations.read(entry, next.query_params, token, origin)),
     write: (name, args) => runOperation(runtime, operations.write(name, args)),
@@ -174,4 +149,5 @@ export const createMarket = async (options: MarketOptions): Promise<Market> => {
     })(),
     close: () => runtime.dispose()
   })
+  return Object.assign(market, { runtime })
 }

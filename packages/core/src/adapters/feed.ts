@@ -1,5 +1,5 @@
 import type { FeedMessage } from "../feed/feed.js"
-import type { CallOptions } from "./catalogue.js"
+import type { CallOptions } from "./reads.js"
 
 /**
  * The change feed in the Promise API and the HTTP client: an async iterator of feed messages,

@@ -104,10 +104,9 @@ export const writeNames = [
 ] as const
 export type WriteName = (typeof writeNames)[number]
 
-/** Builds the operations over the market's services. */
-export const makeOperations = Effect.gen(function* () {
+/** The token admin and write paths over the market's services, by dotted name. */
+const makeWrites = Effect.gen(function* () {
   const auth = yield* Auth
-  const limits = yield* RateLimits
   const tokens = yield* TokenStore
   const rentalIngest = yield* RentalPriceIngest
   const hardwareIngest = yield* HardwarePriceIngest
@@ -116,10 +115,7 @@ export const makeOperations = Effect.gen(function* () {
   const indexIngest = yield* IndexIngest
   const formats = yield* FormatImport
   const referenceIngest = yield* ReferenceDataIngest
-  const readCall = yield* makeReadCalls
-  const feed = yield* Feed
-
-  const writes = {
+  return {
     "tokens.create": (principal: PrincipalInput, secret?: string) => auth.issue(principal, secret),
     "tokens.list": () => Effect.mapBoth(tokens.list, { onFailure: unavailable, onSuccess: (all) => all.map((t) => t.principal) }),
     "tokens.revoke": (principalId: string) => Effect.mapError(tokens.revoke(principalId), unavailable),
@@ -137,6 +133,23 @@ export const makeOperations = Effect.gen(function* () {
     "ingest.fxRates": (rates: ReadonlyArray<FxRateInput>) => referenceIngest.fxRates(rates),
     "ingest.gpus": (entries: ReadonlyArray<GpuCatalogRecordInput>) => referenceIngest.gpus(entries)
   } satisfies Record<WriteName, (...args: never) => Effect.Effect<unknown, OperationError>>
+})
+
+type Writes = Effect.Effect.Success<typeof makeWrites>
+/** The arguments of one write. */
+export type WriteArgs<N extends WriteName> = Parameters<Writes[N]>
+/** What one write answers. */
+export type WriteResult<N extends WriteName> = Effect.Effect.Success<ReturnType<Writes[N]>>
+
+/** Builds the operations over the market's services. */
+export const makeOperations = Effect.gen(function* () {
+  const auth = yield* Auth
+  const limits = yield* RateLimits
+  const readCall = yield* makeReadCalls
+  const feed = yield* Feed
+  const writes = yield* makeWrites
+  // Indexed by a name's own type, a write takes its own arguments and answers its own result.
+  const byName: { readonly [N in WriteName]: (...args: WriteArgs<N>) => Effect.Effect<WriteResult<N>, OperationError> } = writes
 
   return {
     /** One read, authenticated and rate-limited like an HTTP request with `Authorization: Bearer <token>`. */
@@ -148,8 +161,8 @@ export const makeOperations = Effect.gen(function* () {
       Effect.flatMap(admit(auth, limits, token === undefined ? undefined : `Bearer ${token}`), ({ principal }) =>
         feed.subscribe(principal, query, lastEventId, auth.stillHolds(`Bearer ${token}`))).pipe(Effect.tapErrorCause(logDefect)),
     /** One write operation; the token admin and write paths are for the embedding app, not its callers. */
-    write: (name: WriteName, args: ReadonlyArray<unknown>): Effect.Effect<unknown, OperationError> =>
-      Effect.tapErrorCause((writes[name] as (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, OperationError>)(...args), logDefect),
+    write: <N extends WriteName>(name: N, args: WriteArgs<N>): Effect.Effect<WriteResult<N>, OperationError> =>
+      Effect.tapErrorCause(byName[name](...args), logDefect),
     writes
   } as const
 })

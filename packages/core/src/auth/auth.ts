@@ -6,10 +6,10 @@ import * as Schema from "effect/Schema"
 import { type StorageUnavailable, Unauthenticated, validationFailed } from "../errors.js"
 import { unavailable } from "../market/storage.js"
 import { type StoredToken, TokenStore } from "../storage/contract.js"
-import { Principal, type PrincipalInput } from "./principal.js"
+import { NewPrincipal, type Principal, type PrincipalInput } from "./principal.js"
 import { hashToken, newTokenSecret, sameHash } from "./token-hash.js"
 
-const decodePrincipal = Schema.decodeUnknown(Principal, { errors: "all", onExcessProperty: "error" })
+const decodePrincipal = Schema.decodeUnknown(NewPrincipal, { errors: "all", onExcessProperty: "error" })
 
 const BEARER = /^Bearer[ \t]+([A-Za-z0-9._~+/=-]{1,512})[ \t]*$/i
 

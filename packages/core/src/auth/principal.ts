@@ -1,4 +1,5 @@
 import * as Schema from "effect/Schema"
+import { randomBytes } from "node:crypto"
 import { parseDate } from "../query/time.js"
 
 /** The data types a token can be granted. */
@@ -35,6 +36,12 @@ export type HistoryAccess = typeof HistoryAccess.Type
 export const Grant = Schema.Struct({ history: HistoryAccess })
 export type Grant = typeof Grant.Type
 
+/** Index ids held, or every index. */
+const Indices = Schema.Union(Schema.Literal("all"), Schema.Array(Schema.String))
+
+/** Data requests per minute a token gets when `tokens.create` is not told otherwise. */
+export const DEFAULT_RATE_LIMIT_PER_MINUTE = 600
+
 /** Who is calling and what they may read. */
 export const Principal = Schema.Struct({
   id: PrincipalId,
@@ -42,7 +49,7 @@ export const Principal = Schema.Struct({
   /** Data types this principal may read; a type not listed is a 403. */
   grants: Schema.partial(Schema.Record({ key: DataType, value: Grant })),
   /** Index ids held, or every index. */
-  indices: Schema.Union(Schema.Literal("all"), Schema.Array(Schema.String)),
+  indices: Indices,
   /** The legacy `/v1/custom-index/current` permission. */
   legacy_custom_index: Schema.Boolean,
   /** Access to the procurement service. */
@@ -52,8 +59,27 @@ export const Principal = Schema.Struct({
 })
 export type Principal = typeof Principal.Type
 
+/** A new principal id when none is given: `tok-` and 12 random hex digits, as `gpu-market tokens create` makes them. */
+const newPrincipalId = (): PrincipalId => PrincipalId.make(`tok-${randomBytes(6).toString("hex")}`)
+
+/**
+ * A principal as an app writes it (`tokens.create`, `Auth.issue`, `gpu-market tokens create`):
+ * `name` and `grants`, the rest optional with least-privilege defaults: a random `tok-…` id, no
+ * indices, no legacy endpoint, no procurement, {@link DEFAULT_RATE_LIMIT_PER_MINUTE} requests a
+ * minute. Decoding it (when the token is issued) fills the defaults and checks every field.
+ */
+export const NewPrincipal = Schema.Struct({
+  ...Principal.fields,
+  id: Schema.optionalWith(PrincipalId, { default: newPrincipalId }),
+  indices: Schema.optionalWith(Indices, { default: () => [] }),
+  legacy_custom_index: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  procurement: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  rate_limit_per_minute: Schema.optionalWith(Principal.fields.rate_limit_per_minute, { default: () => DEFAULT_RATE_LIMIT_PER_MINUTE })
+})
+
 /**
  * A principal as an app writes it (`tokens.create`, `Auth.issue`): plain strings, checked when
- * it is issued (a bad grant or id is a 422 naming the field).
+ * it is issued (a bad grant or id is a 422 naming the field); what it leaves out takes
+ * {@link NewPrincipal}'s defaults.
  */
-export type PrincipalInput = typeof Principal.Encoded
+export type PrincipalInput = typeof NewPrincipal.Encoded

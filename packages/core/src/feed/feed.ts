@@ -60,7 +60,7 @@ export const RECHECK_MS = 5000
 
 /** What a subscriber asks for: data types, GPUs and index ids (each list optional; none = all it may see). */
 export const FeedQuery = Schema.Struct({
-  data_type: Schema.optional(CommaList(DataType as unknown as Schema.Schema<string, string>, "data types (gpu_rental_prices, gpu_rental_indexes, gpu_rental_transactions, gpu_hardware_prices, llm_token_prices)", 5)),
+  data_type: Schema.optional(CommaList(Schema.compose(Schema.String, DataType), "data types (gpu_rental_prices, gpu_rental_indexes, gpu_rental_transactions, gpu_hardware_prices, llm_token_prices)", 5)),
   gpu: Schema.optional(CommaList(Slug, "GPU canonical names")),
   index_id: Schema.optional(CommaList(Slug, "index ids")),
   /** Where to resume, for clients that cannot send the `Last-Event-ID` header; the header wins. */
@@ -115,7 +115,7 @@ const IDLE: Chunk.Chunk<FeedItem> = Chunk.of({ _tag: "idle" })
 
 /** What a subscriber receives: the types it may read and asked for, GPUs, index ids. */
 interface Selection {
-  readonly types: ReadonlySet<string>
+  readonly types: ReadonlySet<DataType>
   readonly gpus: ReadonlySet<string> | undefined
   readonly indexIds: ReadonlySet<string> | undefined
 }
@@ -130,7 +130,7 @@ const selectionOf = (
   > => {
     const granted = DataType.literals.filter((t) => principal.grants[t] !== undefined)
     const asked = q.data_type ?? granted
-    const refused = asked.filter((t) => principal.grants[t as DataType] === undefined)
+    const refused = asked.filter((t) => principal.grants[t] === undefined)
     if (refused.length > 0) return Either.left(new InsufficientEntitlement({ detail: `this token is not granted ${refused.join(", ")}` }))
     if (asked.length === 0) return Either.left(new InsufficientEntitlement({ detail: "this token is granted no data type the feed carries" }))
     const notHeld = (q.index_id ?? []).filter((id) => !holdsIndex(principal, id))
@@ -152,7 +152,7 @@ const selectionOf = (
 const receives = (principal: Principal, selection: Selection, now: Micros) => {
   const floors = new Map<string, { readonly day: string; readonly instant: string } | null>()
   for (const type of selection.types) {
-    const grant = principal.grants[type as DataType]
+    const grant = principal.grants[type]
     if (grant === undefined) continue
     const floor = historyFloor(grant.history, now)
     const at = floor === null ? null : floor === undefined ? startOfDay(now) : floor
@@ -240,7 +240,7 @@ export class Feed extends Effect.Service<Feed>()("Market/Feed", {
     }
     /** Wakes every subscriber each tick, so a quiet one can yield `idle`. */
     const ticker = (ring: Ring): Effect.Effect<never> =>
-      Effect.forever(Effect.zipRight(Effect.sleep(IDLE_TICK_MS), Effect.suspend(() => wake(ring)))) as Effect.Effect<never>
+      Effect.forever(Effect.zipRight(Effect.sleep(IDLE_TICK_MS), Effect.suspend(() => wake(ring))))
 
     /** Ends every subscription of the process, now and to come: for a server that shuts down. */
     let closing = false

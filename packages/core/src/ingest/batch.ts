@@ -56,9 +56,7 @@ export const markReader = (read: ReadMark) => (name: string): Effect.Effect<Opti
 
 /** A write's storage trouble as its caller sees it: `StorageUnavailable`, saying what sending it again does. */
 export const writeFailure = <A, E, R>(write: Effect.Effect<A, E | StorageError, R>): Effect.Effect<A, Exclude<E, StorageError> | StorageUnavailable, R> =>
-  Effect.catchIf(write, (e): e is StorageError => e instanceof StorageError, (e) => Effect.fail(unavailableWrite(e))) as Effect.Effect<
-    A, Exclude<E, StorageError> | StorageUnavailable, R
-  >
+  Effect.catchIf(write, (e): e is StorageError => e instanceof StorageError, (e) => Effect.fail(unavailableWrite(e)))
 
 /**
  * Decodes each record of a batch, in order. Every decode problem is an issue with the record's

@@ -2,13 +2,14 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as Struct from "effect/Struct"
 import { createHmac, randomBytes } from "node:crypto"
 import type { InvalidRecords, RecordIssue } from "../errors.js"
 import { unavailableWrite } from "../market/storage.js"
 import { dateOf } from "../query/time.js"
 import { CompleteHardwarePriceObservation, type HardwarePrice, hardwarePriceFields, observationId } from "../schema/hardware-price.js"
 import { type HardwareTermField, hardwareTermFields, TERM_JOIN } from "../schema/hardware-terms.js"
-import { HardwareVocabulary, type HardwareVocabularySet } from "../schema/hardware-vocabulary.js"
+import { HardwareMarket, HardwareVocabulary, type HardwareVocabularySet } from "../schema/hardware-vocabulary.js"
 import { SettingsStore } from "../storage/contract.js"
 import { HardwarePriceStore } from "../storage/hardware.js"
 import { ReferenceDataStore } from "../storage/reference.js"
@@ -140,6 +141,8 @@ export const storedRowInTerms = <A extends TermFields>(row: A): A | undefined =>
   return hardwareTermFields.every((f) => JSON.stringify(kept[f]) === JSON.stringify(row[f])) ? undefined : kept
 }
 
+const isHardwareMarket = Schema.is(Schema.NullOr(HardwareMarket))
+
 const decodeObservation = Schema.decodeUnknownEither(CompleteHardwarePriceObservation, { errors: "all" })
 
 /**
@@ -189,9 +192,15 @@ export const decodeHardwareObservations = (
       issues.push({ index, message: price_usd.left })
       return
     }
+    // Checked against the vocabulary above; this narrows the text to the row's two markets.
+    if (!isHardwareMarket(o.market)) {
+      issues.push({ index, message: "market: expected primary or secondary" })
+      return
+    }
     const listing_key = listingKey(listing_ref)
-    const values: Record<string, unknown> = {
+    const values: HardwarePrice = {
       ...o,
+      market: o.market,
       price_usd: price_usd.right,
       observation_id: observationId(listing_key, observed_date),
       listing_key,
@@ -199,7 +208,7 @@ export const decodeHardwareObservations = (
       listing_last_updated_date: updated
     }
     // Built in the row's field order, so every row has one shape and serialises in spec order.
-    const row = Object.fromEntries(hardwarePriceFields.map((f) => [f, values[f]])) as unknown as HardwarePrice
+    const row: HardwarePrice = Struct.pick(values, ...hardwarePriceFields)
     rows.delete(row.observation_id)
     rows.set(row.observation_id, row)
   })

@@ -6,7 +6,7 @@ import { INTRADAY_MICROS } from "../storage/indexes.js"
 /**
  * The index methodology as pure functions: which rental rows feed an index, the vendor-weighted
  * median and its envelope, the sweep that computes a run of intervals, and the fleet-weighted
- * reference price. The README states the same rules in prose; tests check both on hand-computed
+ * reference price. docs/reference/http-api.md states the same rules in prose; tests check both on hand-computed
  * cases.
  */
 

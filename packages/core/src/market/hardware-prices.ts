@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { type ParameterIssue, validationFailed } from "../errors.js"
-import type { CollectionDef, EndpointDef, MarketRequest, Params } from "../query/collection.js"
+import { collection, type EndpointDef, type MarketRequest, type Params } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
 import { PageCache } from "./page-cache.js"
 import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
@@ -20,26 +20,25 @@ const Country = Schema.String.pipe(Schema.pattern(/^[A-Z]{2}$/))
 const ListingKeyParam = HexKey("expected a listing_key from a previous response: 32 lower-case hex characters")
 
 /** The hardware price type: its filters, sorts and tie-breaker. No filter names a seller. */
-export const hardwarePricesCollection: CollectionDef = {
+export const hardwarePricesCollection = collection({
   dataType: "gpu_hardware_prices",
   basePath: "/v2/gpu/hardware/prices",
-  filters: [
-    list("gpu_canonical_name", "GPU slugs", Slug),
-    single("listing_key", ListingKeyParam),
-    list("condition", "conditions of the vocabulary", ClassValue),
-    list("market", "markets (primary, secondary)", Market),
-    list("channel", "channels of the vocabulary", ClassValue),
-    list("transaction_level", "transaction levels of the vocabulary", ClassValue),
-    list("stock_status", "stock statuses of the vocabulary", ClassValue),
-    list("country", "upper-case ISO 3166 alpha-2 country codes", Country),
-    list("country_group", "country groups of the vocabulary", ClassValue),
+  params: {
+    gpu_canonical_name: list("GPU slugs", Slug),
+    listing_key: single(ListingKeyParam),
+    condition: list("conditions of the vocabulary", ClassValue),
+    market: list("markets (primary, secondary)", Market),
+    channel: list("channels of the vocabulary", ClassValue),
+    transaction_level: list("transaction levels of the vocabulary", ClassValue),
+    stock_status: list("stock statuses of the vocabulary", ClassValue),
+    country: list("upper-case ISO 3166 alpha-2 country codes", Country),
+    country_group: list("country groups of the vocabulary", ClassValue),
     ...bounds("price_usd")
-  ],
-  extraParams: {},
+  },
   sortFields: hardwarePriceTable.sortable,
   tieBreaker: hardwarePriceTable.tie,
   anchors: []
-}
+})
 
 /** The type's paged endpoints: name, default sort, anchor rule and default span. */
 export const endpoints = {

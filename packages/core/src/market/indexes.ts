@@ -6,8 +6,8 @@ import { historyFloor } from "../auth/history.js"
 import type { Principal } from "../auth/principal.js"
 import { InsufficientEntitlement, NotFound, validationFailed } from "../errors.js"
 import { IndexComputation } from "../ingest/index-computation.js"
-import { type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, runPage } from "../query/collection.js"
-import { Slug } from "../query/filters.js"
+import { collection, endpointDecoder, type EndpointDef, type MarketRequest, runPage } from "../query/collection.js"
+import { required, Slug } from "../query/filters.js"
 import { PageTokens } from "../query/page-token.js"
 import { PageCache } from "./page-cache.js"
 import {
@@ -29,16 +29,14 @@ import { indexValueTable } from "../storage/tables.js"
 const IndexIdParam = Slug.pipe(Schema.annotations(withMessage("expected one index id, as /metadata lists them")))
 
 /** The index type: one index per request, sorted by time or value; the timestamp is unique within one. */
-export const indexesCollection: CollectionDef = {
+export const indexesCollection = collection({
   dataType: "gpu_rental_indexes",
   basePath: "/v2/gpu/rental/indexes",
-  filters: [],
-  extraParams: {},
-  requiredParams: { id: IndexIdParam },
+  params: { id: required(IndexIdParam) },
   sortFields: indexValueTable.sortable,
   tieBreaker: indexValueTable.tie,
   anchors: []
-}
+})
 
 /** The type's paged endpoints: name, default sort, anchor rule and default span. */
 export const endpoints = {
@@ -47,10 +45,10 @@ export const endpoints = {
   history: { name: "history", defaultSort: { by: "timestamp", order: "asc" }, needsAnchor: false, defaultSpanDays: 30 }
 } as const satisfies Record<string, EndpointDef>
 
-const schemas = {
-  latest: endpointSchema(indexesCollection, endpoints.latest),
-  asOf: endpointSchema(indexesCollection, endpoints.asOf),
-  history: endpointSchema(indexesCollection, endpoints.history)
+const decoders = {
+  latest: endpointDecoder(indexesCollection, endpoints.latest),
+  asOf: endpointDecoder(indexesCollection, endpoints.asOf),
+  history: endpointDecoder(indexesCollection, endpoints.history)
 }
 /** Parameters of `/v1/custom-index/current`. */
 export const LegacyCurrentParams = Schema.Struct({ index_id: Schema.optional(IndexIdParam) })
@@ -122,7 +120,7 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
         return yield* runPage<IndexValue>({
           collection: indexesCollection,
           endpoint: endpoints[endpoint],
-          schema: schemas[endpoint],
+          decode: decoders[endpoint],
           request,
           tokens,
           now,

@@ -2,10 +2,10 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { searchTooBroad, validationFailed } from "../errors.js"
 import { OUTLIER_GROUP, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO } from "../ingest/llm-token-prices.js"
-import type { CollectionDef, EndpointDef, MarketRequest, Params } from "../query/collection.js"
+import { collection, type EndpointDef, type MarketRequest, type Params } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
 import { PageCache } from "./page-cache.js"
-import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
+import { bounds, HexKey, list, resolved, single, Slug } from "../query/filters.js"
 import { CommaList, MAX_LIST_VALUES, normaliseName, Token, withMessage } from "../query/params.js"
 import type { LlmTokenPriceMetadata, LlmOutlierRule } from "../schema/llm-metadata.js"
 import type { LlmTokenPrice } from "../schema/llm-token-price.js"
@@ -22,27 +22,28 @@ const Flag = Schema.compose(Schema.String, Schema.BooleanFromString).pipe(
   Schema.annotations(withMessage("expected true or false"))
 )
 
-const slugs = (param: string, what: string) => list(param, `${what} (lower-case slugs)`, Slug)
+const slugs = (what: string) => list(`${what} (lower-case slugs)`, Slug)
 
 /** The LLM token price type: its filters, sorts and tie-breaker. It needs no anchor. */
-export const llmTokenPricesCollection: CollectionDef = {
+export const llmTokenPricesCollection = collection({
   dataType: "llm_token_prices",
   basePath: "/v2/llm/token/prices",
-  filters: [
-    slugs("model", "models"),
-    slugs("serving_provider", "serving providers"),
-    slugs("source", "sources"),
-    slugs("price_type", "price types"),
-    slugs("region", "regions"),
-    single("base_price_key", Key),
-    single("price_key", Key),
-    ...bounds("price_usd_per_1m_tokens")
-  ],
-  extraParams: { model_search: CommaList(Token, "search terms"), exclude_outliers: Flag },
+  params: {
+    model: slugs("models"),
+    serving_provider: slugs("serving providers"),
+    source: slugs("sources"),
+    price_type: slugs("price types"),
+    region: slugs("regions"),
+    base_price_key: single(Key),
+    price_key: single(Key),
+    ...bounds("price_usd_per_1m_tokens"),
+    model_search: resolved(CommaList(Token, "search terms")),
+    exclude_outliers: resolved(Flag)
+  },
   sortFields: llmTokenPriceTable.sortable,
   tieBreaker: llmTokenPriceTable.tie,
   anchors: []
-}
+})
 
 /** The type's paged endpoints: name, default sort, anchor rule and default span. */
 export const endpoints = {

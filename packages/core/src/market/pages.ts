@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Record from "effect/Record"
 import {
-  type CollectionDef, endpointSchema, type EndpointDef, type MarketRequest, type PageRun, runPage
+  type CollectionDef, endpointDecoder, type EndpointDef, type MarketRequest, type PageRun, runPage
 } from "../query/collection.js"
 import { nowMicros } from "./storage.js"
 
@@ -12,14 +12,14 @@ import { nowMicros } from "./storage.js"
 export type PageSource<Row> = Pick<PageRun<Row>, "tokens" | "resolve" | "page" | "version" | "cache">
 
 /**
- * The paged endpoints of one type, each endpoint's parameter schema built once, here. Given where
+ * The paged endpoints of one type, each endpoint's parameter decoder built once, here. Given where
  * the pages come from, it reads one page of an endpoint at the clock's current time.
  */
 export const pagedEndpoints = <K extends string>(collection: CollectionDef, endpoints: Record.ReadonlyRecord<K, EndpointDef>) => {
-  const schemas = Record.map(endpoints, (endpoint) => endpointSchema(collection, endpoint))
+  const decoders = Record.map(endpoints, (endpoint) => endpointDecoder(collection, endpoint))
   return <Row extends Record.ReadonlyRecord<string, unknown>>(source: PageSource<Row>) =>
     (endpoint: K, request: MarketRequest) =>
       Effect.flatMap(nowMicros, (now) =>
-        runPage<Row>({ ...source, collection, endpoint: endpoints[endpoint], schema: schemas[endpoint], request, now })
+        runPage<Row>({ ...source, collection, endpoint: endpoints[endpoint], decode: decoders[endpoint], request, now })
       )
 }

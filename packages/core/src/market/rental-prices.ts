@@ -1,9 +1,9 @@
 import * as Effect from "effect/Effect"
 import { searchTooBroad, validationFailed } from "../errors.js"
-import type { CollectionDef, EndpointDef, MarketRequest, Params } from "../query/collection.js"
+import { collection, type EndpointDef, type MarketRequest, type Params } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
 import { PageCache } from "./page-cache.js"
-import { bounds, HexKey, list, single, Slug } from "../query/filters.js"
+import { bounds, HexKey, list, resolved, single, Slug } from "../query/filters.js"
 import { CommaList, MAX_LIST_VALUES, normaliseName, Token } from "../query/params.js"
 import type { RentalPrice } from "../schema/rental-price.js"
 import type { RentalPriceMetadata } from "../schema/rental-metadata.js"
@@ -16,27 +16,27 @@ import { rentalPriceTable } from "../storage/tables.js"
 
 const Key = HexKey()
 
-/** The rental price type: its filters, sorts, anchors and tie-breaker. */
-export const rentalPricesCollection: CollectionDef = {
+/** The rental price type: its parameters, sorts, anchors and tie-breaker. */
+export const rentalPricesCollection = collection({
   dataType: "gpu_rental_prices",
   basePath: "/v2/gpu/rental/prices",
-  filters: [
-    list("vendor", "vendor slugs", Slug),
-    list("gpu_canonical_name", "GPU slugs", Slug),
-    list("region", "regions"),
-    list("contract_type", "contract types"),
-    single("base_product_key", Key),
-    single("product_key", Key),
-    single("availability", Token),
+  params: {
+    vendor: list("vendor slugs", Slug),
+    gpu_canonical_name: list("GPU slugs", Slug),
+    region: list("regions"),
+    contract_type: list("contract types"),
+    base_product_key: single(Key),
+    product_key: single(Key),
+    availability: single(Token),
     ...bounds("price_usd_per_gpu_hour"),
     ...bounds("gpu_count"),
-    ...bounds("gpu_memory_gb")
-  ],
-  extraParams: { gpu_search: CommaList(Token, "search terms") },
+    ...bounds("gpu_memory_gb"),
+    gpu_search: resolved(CommaList(Token, "search terms"))
+  },
   sortFields: rentalPriceTable.sortable,
   tieBreaker: rentalPriceTable.tie,
   anchors: ["vendor", "gpu_canonical_name", "gpu_search", "base_product_key", "product_key"]
-}
+})
 
 /** The type's paged endpoints: name, default sort, anchor rule and default span. */
 export const endpoints = {

@@ -1,5 +1,5 @@
 import * as Effect from "effect/Effect"
-import type { CollectionDef, EndpointDef, MarketRequest } from "../query/collection.js"
+import { collection, type EndpointDef, type MarketRequest } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
 import { PageCache } from "./page-cache.js"
 import { bounds, list, Slug } from "../query/filters.js"
@@ -11,20 +11,19 @@ import { pagedEndpoints } from "./pages.js"
 import { transactionTable } from "../storage/tables.js"
 
 /** The aggregated transaction type: its filters, sorts and tie-breaker. It needs no anchor. */
-export const transactionsCollection: CollectionDef = {
+export const transactionsCollection = collection({
   dataType: "gpu_rental_transactions",
   basePath: "/v2/gpu/rental/transactions/aggregated",
-  filters: [
-    list("gpu_canonical_name", "GPU slugs", Slug),
-    list("region_group", "region groups", Slug),
-    list("contract_type", "contract types", Slug),
+  params: {
+    gpu_canonical_name: list("GPU slugs", Slug),
+    region_group: list("region groups", Slug),
+    contract_type: list("contract types", Slug),
     ...bounds("total_gpu_count")
-  ],
-  extraParams: {},
+  },
   sortFields: transactionTable.sortable,
   tieBreaker: transactionTable.tie,
   anchors: []
-}
+})
 
 /** Transactions are events: `/history` is their only paged endpoint. */
 const history = {

@@ -15,20 +15,20 @@ import { ownRecord, requireProcurement } from "./access.js"
 import { Lifecycle } from "./lifecycle.js"
 
 /** Filters of `GET /resources`: comma lists, as the market's endpoints take them. */
-export const resourceFilters = [
-  list("status", "statuses (running, deleting, deleted)", ResourceStatus as Schema.Schema<string, string>),
-  list("vendor", "vendor slugs", Slug),
-  list("gpu_canonical_name", "GPU slugs", Slug)
-] as const
+export const resourceFilters = {
+  status: list("statuses (running, deleting, deleted)", ResourceStatus as Schema.Schema<string, string>),
+  vendor: list("vendor slugs", Slug),
+  gpu_canonical_name: list("GPU slugs", Slug)
+}
 
 /** The query schema of `GET /resources`. */
 export const ResourceListParams = Schema.Struct({
   page_size: Schema.optional(PageSize),
   sort_by: Schema.optional(SortByParam(["created_at"])),
   sort_order: Schema.optional(SortOrderParam),
-  status: Schema.optional(resourceFilters[0].schema),
-  vendor: Schema.optional(resourceFilters[1].schema),
-  gpu_canonical_name: Schema.optional(resourceFilters[2].schema)
+  status: Schema.optional(resourceFilters.status.schema),
+  vendor: Schema.optional(resourceFilters.vendor.schema),
+  gpu_canonical_name: Schema.optional(resourceFilters.gpu_canonical_name.schema)
 })
 
 /** The path page tokens of the resource list are bound to (below the supply prefix). */
@@ -67,7 +67,7 @@ export class Resources extends Effect.Service<Resources>()("Procurement/Resource
               pageSize: params.page_size ?? DEFAULT_PAGE_SIZE,
               state: {
                 scope: { _tag: "latest" as const },
-                predicates: mergePredicates(predicatesOf({ filters: resourceFilters }, params)),
+                predicates: mergePredicates(predicatesOf(resourceFilters, params)),
                 sort: { by: params.sort_by ?? "created_at", order: params.sort_order ?? "desc" },
                 clamped: false,
                 after: undefined

@@ -18,36 +18,58 @@ import {
 import { formatInstant, type Micros } from "./time.js"
 import { beforeFloor, resolveAt, resolveWindow } from "./window.js"
 
-/** How one query parameter narrows rows. */
-export interface FilterDef {
-  readonly param: string
-  /** The row field it applies to. */
-  readonly field: string
+/** How a parameter narrows rows. */
+export interface FilterRule {
   /** `list`: field in any of the values; `single`: field equals; `min`/`max`: inclusive bound. */
   readonly kind: "list" | "single" | "min" | "max"
-  // Schema is invariant in its type, so only `any` admits every parameter's schema (the same for the records below).
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  readonly schema: Schema.Schema<any, string>
+  /** The row field it applies to; absent: the field of the parameter's name. */
+  readonly field?: string
 }
 
-/** A paged data type: its filters, sorts and tie-breaker. */
-export interface CollectionDef {
+/**
+ * One query parameter of a collection: its schema over the raw text (`A` once decoded), whether
+ * every request names it, and the filter it applies (absent: the type resolves it itself, as
+ * `gpu_search` or an index's `id`). `query/filters.ts` builds them.
+ */
+export interface ParamDef<A> {
+  readonly schema: Schema.Schema<A, string>
+  readonly required: boolean
+  readonly filter?: FilterRule
+}
+
+/** A collection's parameters by name, in the order they are documented and decoded. */
+// Schema is invariant in its type, so only `any` admits every parameter's schema.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ParamDefs = Readonly<Record<string, ParamDef<any>>>
+
+/**
+ * A paged data type, declared once: its parameters (filters and the ones it resolves itself),
+ * sorts, anchors and tie-breaker. Its routes, OpenAPI entries and the Promise API's query type
+ * (`CollectionQuery`) are all derived from this declaration.
+ */
+export interface CollectionDef<P extends ParamDefs = ParamDefs, Sort extends string = string, Anchor extends string = string> {
   readonly dataType: DataType
   /** Path of the type, e.g. `/v2/gpu/rental/prices`. */
   readonly basePath: `/${string}`
-  readonly filters: ReadonlyArray<FilterDef>
-  /** Parameters the type resolves itself (e.g. `gpu_search`), with their schemas. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Schema is invariant: see FilterDef.schema
-  readonly extraParams: Readonly<Record<string, Schema.Schema<any, string>>>
-  /** Parameters every paged endpoint of the type requires (an index's `id`), resolved by the type. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Schema is invariant: see FilterDef.schema
-  readonly requiredParams?: Readonly<Record<string, Schema.Schema<any, string>>>
-  readonly sortFields: ReadonlyArray<string>
+  /** Its own query parameters, besides paging, sorting and an endpoint's `at` or `start`/`end`. */
+  readonly params: P
+  readonly sortFields: ReadonlyArray<Sort>
   /** The unique row field that breaks ties in every sort. */
   readonly tieBreaker: string
   /** Parameters that anchor a query, where the type needs an anchor. */
-  readonly anchors: ReadonlyArray<string>
+  readonly anchors: ReadonlyArray<Anchor>
 }
+
+/** Declares a collection, keeping the names and types of its parameters and sorts; its anchors are among its parameters. */
+export const collection = <const P extends ParamDefs, const Sort extends string, const Anchor extends keyof P & string = never>(
+  def: CollectionDef<P, Sort, Anchor>
+): CollectionDef<P, Sort, Anchor> => def
+
+/** The decoded type of a parameter. */
+export type DecodedParam<D> = D extends ParamDef<infer A> ? A : never
+
+/** The names of the parameters every request of a collection must name. */
+export type RequiredParamNames<P extends ParamDefs> = { [K in keyof P]: P[K] extends { readonly required: true } ? K : never }[keyof P]
 
 /** One paged endpoint of a type. */
 export interface EndpointDef {
@@ -77,8 +99,15 @@ export interface MarketRequest {
   readonly origin: RequestOrigin
 }
 
-/** The decoded parameters of one endpoint. */
-export type Params = Readonly<Record<string, unknown>>
+/** The decoded parameters of one endpoint: the paging, sorting and window ones typed, the type's own by name. */
+export type Params = Readonly<Record<string, unknown>> & {
+  readonly page_size?: number
+  readonly sort_by?: string
+  readonly sort_order?: SortOrder
+  readonly at?: string
+  readonly start?: string
+  readonly end?: string
+}
 
 /** One query parameter of an endpoint: its name, its schema over the raw text, and whether it is required. */
 export interface EndpointParameter {
@@ -94,9 +123,7 @@ export const endpointParameters = (collection: CollectionDef, endpoint: Endpoint
     optional("page_size", PageSize),
     optional("sort_by", SortByParam(collection.sortFields)),
     optional("sort_order", SortOrderParam),
-    ...collection.filters.map((f) => optional(f.param, f.schema)),
-    ...Object.entries(collection.extraParams).map(([name, schema]) => optional(name, schema)),
-    ...Object.entries(collection.requiredParams ?? {}).map(([name, schema]) => ({ name, schema, required: true })),
+    ...Object.entries(collection.params).map(([name, p]) => ({ name, schema: p.schema, required: p.required })),
     ...(endpoint.name === "as-of" ? [{ name: "at", schema: InstantParam, required: true }] : []),
     ...(endpoint.name === "history" ? [optional("start", InstantParam), optional("end", InstantParam)] : [])
   ]
@@ -107,12 +134,16 @@ export const optionalParameters = (
   fields: Readonly<Record<string, { readonly from: Schema.Schema.AnyNoContext }>>
 ): ReadonlyArray<EndpointParameter> => Object.entries(fields).map(([name, field]) => ({ name, schema: field.from, required: false }))
 
-/** Builds the query schema of one endpoint of a collection. */
-export const endpointSchema = (collection: CollectionDef, endpoint: EndpointDef) => {
-  const fields: Record<string, Schema.Schema.All | Schema.PropertySignature.All> = {}
+/** The decoder of one endpoint's query: its parameters' schemas in one Struct, compiled once, here. */
+export const endpointDecoder = (collection: CollectionDef, endpoint: EndpointDef): ParamsDecoder => {
+  const fields: Record<string, Schema.Schema.AnyNoContext | Schema.optional<Schema.Schema.AnyNoContext>> = {}
   for (const p of endpointParameters(collection, endpoint)) fields[p.name] = p.required ? p.schema : Schema.optional(p.schema)
-  return Schema.Struct(fields) as unknown as Schema.Schema<Params, Record<string, string>>
+  const schema = Schema.Struct(fields)
+  return (raw) => decodeParams(schema, raw)
 }
+
+/** Decodes one endpoint's collected query, refusing what its schema does not accept. */
+export type ParamsDecoder = (raw: Record<string, string>) => Either.Either<Params, ValidationFailed>
 
 /** Merges predicates: two `in` lists on one field become their intersection. */
 export const mergePredicates = (predicates: ReadonlyArray<Predicate>): ReadonlyArray<Predicate> => {
@@ -128,17 +159,18 @@ export const mergePredicates = (predicates: ReadonlyArray<Predicate>): ReadonlyA
   return [...[...lists].map(([field, values]): Predicate => ({ op: "in", field, values })), ...rest]
 }
 
-/** The predicates of a collection's filters among decoded parameters. */
-export const predicatesOf = (collection: Pick<CollectionDef, "filters">, params: Params): Array<Predicate> => {
+/** The predicates of the filters among `params` (a collection's, or another list's) in decoded parameters. */
+export const predicatesOf = (params: ParamDefs, decoded: Readonly<Record<string, unknown>>): Array<Predicate> => {
   const out: Array<Predicate> = []
-  for (const f of collection.filters) {
-    const v = params[f.param]
-    if (v === undefined) continue
-    switch (f.kind) {
-      case "list": out.push({ op: "in", field: f.field, values: v as ReadonlyArray<string> }); break
-      case "single": out.push({ op: "eq", field: f.field, value: v as string }); break
-      case "min": out.push({ op: "gte", field: f.field, value: v as number }); break
-      case "max": out.push({ op: "lte", field: f.field, value: v as number }); break
+  for (const [name, { filter }] of Object.entries(params)) {
+    const v = decoded[name]
+    if (v === undefined || filter === undefined) continue
+    const field = filter.field ?? name
+    switch (filter.kind) {
+      case "list": out.push({ op: "in", field, values: v as ReadonlyArray<string> }); break
+      case "single": out.push({ op: "eq", field, value: v as string }); break
+      case "min": out.push({ op: "gte", field, value: v as number }); break
+      case "max": out.push({ op: "lte", field, value: v as number }); break
     }
   }
   return out
@@ -153,8 +185,8 @@ const PageSizeOnly = Schema.Struct({ page_size: Schema.optional(PageSize) })
 export interface PageRun<Row> {
   readonly collection: CollectionDef
   readonly endpoint: EndpointDef
-  /** Parameter schema of the endpoint, built once by `endpointSchema`. */
-  readonly schema: Schema.Schema<Params, Record<string, string>>
+  /** Parameter decoder of the endpoint, built once by `endpointDecoder`. */
+  readonly decode: ParamsDecoder
   readonly request: MarketRequest
   readonly tokens: PageTokens["Type"]
   readonly now: Micros
@@ -338,8 +370,8 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
       pageSize = continued.pageSize
       state = yield* fromEither(reapplyFloor(continued.state, floor))
     } else {
-      const params = yield* fromEither(decodeParams(run.schema, raw))
-      if (params.page_size !== undefined) pageSize = params.page_size as number
+      const params = yield* fromEither(run.decode(raw))
+      if (params.page_size !== undefined) pageSize = params.page_size
       if (endpoint.needsAnchor && !collection.anchors.some((a) => params[a] !== undefined)) {
         return yield* Effect.fail(new MissingAnchor({
           detail: `this query needs an anchor: at least one of ${collection.anchors.join(", ")}`,
@@ -347,15 +379,13 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
         }))
       }
       const extra = yield* run.resolve(params, version)
-      const predicates = mergePredicates([...predicatesOf(collection, params), ...extra])
+      const predicates = mergePredicates([...predicatesOf(collection.params, params), ...extra])
       let scope: Scope = { _tag: "latest" }
       let clamped = false
       if (endpoint.name === "as-of") {
-        scope = { _tag: "asOf", at: formatInstant(yield* fromEither(resolveAt(params.at as string, now, floor))) }
+        scope = { _tag: "asOf", at: formatInstant(yield* fromEither(resolveAt(params.at!, now, floor))) }
       } else if (endpoint.name === "history") {
-        const w = yield* fromEither(resolveWindow(
-          params as { start?: string; end?: string }, endpoint.defaultSpanDays ?? 30, now, floor
-        ))
+        const w = yield* fromEither(resolveWindow(params, endpoint.defaultSpanDays ?? 30, now, floor))
         scope = { _tag: "window", start: formatInstant(w.start), end: formatInstant(w.end) }
         clamped = w.clamped
       }
@@ -363,8 +393,8 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
         scope,
         predicates,
         sort: {
-          by: (params.sort_by as string | undefined) ?? endpoint.defaultSort.by,
-          order: (params.sort_order as SortOrder | undefined) ?? endpoint.defaultSort.order
+          by: params.sort_by ?? endpoint.defaultSort.by,
+          order: params.sort_order ?? endpoint.defaultSort.order
         },
         clamped,
         after: undefined

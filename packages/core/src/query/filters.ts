@@ -1,10 +1,11 @@
+import * as Record from "effect/Record"
 import * as Schema from "effect/Schema"
-import type { FilterDef } from "./collection.js"
+import type { ParamDef } from "./collection.js"
 import { Bound, CommaList, Token, withMessage } from "./params.js"
 
 /**
- * Building blocks of a data type's filter definitions, so every type spells its list, key and
- * bound parameters the same way.
+ * Building blocks of a data type's parameter declarations, so every type spells its list, key
+ * and bound parameters the same way.
  */
 
 /** A lower-case slug: a GPU, vendor, model or provider name as the catalogs write it. */
@@ -14,16 +15,23 @@ export const Slug = Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,99
 export const HexKey = (message = "expected a 32-character lower-case hex key") =>
   Schema.String.pipe(Schema.pattern(/^[0-9a-f]{32}$/), Schema.annotations(withMessage(message)))
 
-/** `param`: the row field of the same name in any of a comma-separated list of `what`. */
-export const list = (param: string, what: string, item: Schema.Schema<string, string> = Token) =>
-  ({ param, field: param, kind: "list", schema: CommaList(item, what) }) as const satisfies FilterDef
+/** The row field of the parameter's name in any of a comma-separated list of `what`. */
+export const list = (what: string, item: Schema.Schema<string, string> = Token): ParamDef<ReadonlyArray<string>> =>
+  ({ schema: CommaList(item, what), required: false, filter: { kind: "list" } })
 
-/** `param`: the row field of the same name equals the one value given. */
-export const single = (param: string, schema: Schema.Schema<string, string>) =>
-  ({ param, field: param, kind: "single", schema }) as const satisfies FilterDef
+/** The row field of the parameter's name equals the one value given. */
+export const single = (schema: Schema.Schema<string, string>): ParamDef<string> =>
+  ({ schema, required: false, filter: { kind: "single" } })
+
+/** An optional parameter the type resolves itself (a search, a flag): no filter of its own. */
+export const resolved = <A>(schema: Schema.Schema<A, string>): ParamDef<A> => ({ schema, required: false })
+
+/** A parameter every request must name, resolved by the type (an index's `id`). */
+export const required = <A>(schema: Schema.Schema<A, string>): ParamDef<A> & { readonly required: true } =>
+  ({ schema, required: true })
 
 /** `min_<field>` and `max_<field>`: inclusive bounds on a number field. */
-export const bounds = (field: string) => [
-  { param: `min_${field}`, field, kind: "min", schema: Bound },
-  { param: `max_${field}`, field, kind: "max", schema: Bound }
-] as const satisfies ReadonlyArray<FilterDef>
+export const bounds = <const F extends string>(field: F) => {
+  const bound = (kind: "min" | "max"): ParamDef<number> => ({ schema: Bound, required: false, filter: { kind, field } })
+  return { ...Record.singleton(`min_${field}` as const, bound("min")), ...Record.singleton(`max_${field}` as const, bound("max")) }
+}

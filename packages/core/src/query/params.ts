@@ -16,7 +16,7 @@ export const MAX_LIST_VALUES = 20
 export const withMessage = (message: string) => ({ message: () => ({ message, override: true }) })
 
 /** A comma-separated list of 1..`max` non-empty values; duplicates are dropped. */
-export const CommaList = (item: Schema.Schema<string, string>, what: string, max = MAX_LIST_VALUES) =>
+export const CommaList = <A extends string>(item: Schema.Schema<A, string>, what: string, max = MAX_LIST_VALUES) =>
   Schema.compose(Schema.split(","), Schema.Array(item).pipe(Schema.minItems(1), Schema.maxItems(max))).pipe(
     Schema.annotations(withMessage(`expected a comma-separated list of 1 to ${max} ${what}`))
   )

@@ -1,7 +1,9 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import type { LlmTokenPrice } from "../schema/llm-token-price.js"
 import type { MarketEvent } from "../schema/market-event.js"
+import type { RentalPrice } from "../schema/rental-price.js"
 import type { VersionChanges, VersionView } from "./versions.js"
 import type { StorageError } from "./errors.js"
 
@@ -63,10 +65,25 @@ export class EventLogStore extends Context.Tag("Market/Storage/EventLogStore")<
   }
 >() {}
 
-/** The kinds of event a versioned table logs: a new row, and a withdrawal. */
-export interface EventTypes {
-  readonly row: "rental_price" | "llm_token_price"
-  readonly withdrawal: "rental_price_withdrawal" | "llm_token_price_withdrawal"
+/** An event of a versioned table: a market event whose row is one of the table's. */
+export type VersionEvent<Row> = MarketEvent & { readonly row: Row }
+
+/** The kinds of event a versioned table logs, each made from its row: a new row, and a withdrawal. */
+export interface EventTypes<Row> {
+  readonly row: (row: Row) => VersionEvent<Row>
+  readonly withdrawal: (row: Row) => VersionEvent<Row>
+}
+
+/** The events of the rental price table. */
+export const rentalPriceEvents: EventTypes<RentalPrice> = {
+  row: (row) => ({ type: "rental_price", row }),
+  withdrawal: (row) => ({ type: "rental_price_withdrawal", row })
+}
+
+/** The events of the LLM token price table. */
+export const llmTokenPriceEvents: EventTypes<LlmTokenPrice> = {
+  row: (row) => ({ type: "llm_token_price", row }),
+  withdrawal: (row) => ({ type: "llm_token_price_withdrawal", row })
 }
 
 /**
@@ -75,22 +92,22 @@ export interface EventTypes {
  * stored after the write.
  */
 export const versionEvents = <Row extends { readonly valid_to: string | null }>(
-  types: EventTypes,
+  types: EventTypes<Row>,
   keys: { readonly key: (row: Row) => string; readonly base: (row: Row) => string },
   view: Pick<VersionView<Row>, "current">,
   changes: Pick<VersionChanges<Row>, "open" | "close" | "restate">
-): Array<MarketEvent> => {
-  const events: Array<MarketEvent> = []
+): Array<VersionEvent<Row>> => {
+  const events: Array<VersionEvent<Row>> = []
   const reopened = new Set(changes.open.map(keys.base))
   // A row the change restates is closed as restated.
   const current = new Map([...view.current, ...(changes.restate ?? [])].map((r) => [keys.key(r), r]))
   for (const c of changes.close) {
     const row = current.get(c.key)
     if (row !== undefined && !reopened.has(keys.base(row))) {
-      events.push({ type: types.withdrawal, row: { ...row, valid_to: c.valid_to } } as unknown as MarketEvent)
+      events.push(types.withdrawal({ ...row, valid_to: c.valid_to }))
     }
   }
-  for (const row of changes.open) events.push({ type: types.row, row } as unknown as MarketEvent)
+  for (const row of changes.open) events.push(types.row(row))
   return events
 }
 

@@ -1,4 +1,4 @@
-import type { EventSink } from "./event-log.js"
+import { type EventSink, llmTokenPriceEvents } from "./event-log.js"
 import * as Effect from "effect/Effect"
 import type { LlmTokenPrice } from "../schema/llm-token-price.js"
 import { memoryDataVersion, memoryTransact } from "./memory-versions.js"
@@ -48,7 +48,7 @@ export const makeMemoryLlmTokenPriceStore = (sink: EventSink = () => {}): LlmTok
   const version = memoryDataVersion()
   return {
     transact: memoryTransact("llm_token_prices.transact", rows, llmTokenPriceKeys, marks.marks, version, {
-      sink, types: { row: "llm_token_price", withdrawal: "llm_token_price_withdrawal" }
+      sink, types: llmTokenPriceEvents
     }),
     version: version.version,
     mark: marks.mark,

@@ -27,7 +27,7 @@ export const memoryTransact = <Row extends Versioned>(
   keys: VersionKeys<Row>,
   marks: Map<string, string>,
   version: { readonly bump: () => void },
-  log?: { readonly sink: EventSink; readonly types: EventTypes }
+  log?: { readonly sink: EventSink; readonly types: EventTypes<Row> }
 ): TransactVersions<Row> => {
   // Versions of each priced thing by row key, so a step reads a handful of rows, not the table.
   const byBase = new Map<string, Set<string>>()

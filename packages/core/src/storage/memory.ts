@@ -26,7 +26,7 @@ import { makeMemoryProcurementStore } from "./memory-procurement.js"
 import { ReferenceDataStore } from "./reference.js"
 import { makeMemoryReferenceDataStore } from "./memory-reference.js"
 import { makeMemoryRateLimitStore } from "./memory-rate-limits.js"
-import { EventLogStore } from "./event-log.js"
+import { EventLogStore, rentalPriceEvents } from "./event-log.js"
 import { makeMemoryEventLog } from "./memory-event-log.js"
 import { rentalPriceKeys, rentalPriceTable } from "./tables.js"
 import { sortedValues, summarise } from "./summary.js"
@@ -75,7 +75,7 @@ export const make = Effect.sync(() => {
 
   const rentalStore: RentalPriceStore["Type"] = {
     transact: memoryTransact("rental_prices.transact", rental, rentalPriceKeys, rentalMarks.marks, rentalVersion, {
-      sink: log.sink, types: { row: "rental_price", withdrawal: "rental_price_withdrawal" }
+      sink: log.sink, types: rentalPriceEvents
     }),
     version: rentalVersion.version,
     mark: rentalMarks.mark,

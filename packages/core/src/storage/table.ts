@@ -123,10 +123,14 @@ export const fieldsOf = (row: RowSchema): ReadonlyArray<FieldDef> =>
   })
 
 /** Defines a data type's table from its row schema. */
-export const defineTable = <const Tie extends string, const Scope extends TableScope, const Summary extends SummaryDef | null>(
+export const defineTable = <
+  const Tie extends string, const Sort extends string, const Scope extends TableScope, const Summary extends SummaryDef | null
+>(
   row: RowSchema,
-  definition: Omit<TableDef, "fields" | "tie" | "scope" | "summary"> & { readonly tie: Tie; readonly scope: Scope; readonly summary: Summary }
-): TableDef & { readonly tie: Tie; readonly scope: Scope; readonly summary: Summary } => {
+  definition: Omit<TableDef, "fields" | "tie" | "sortable" | "scope" | "summary"> & {
+    readonly tie: Tie; readonly sortable: ReadonlyArray<Sort>; readonly scope: Scope; readonly summary: Summary
+  }
+): TableDef & { readonly tie: Tie; readonly sortable: ReadonlyArray<Sort>; readonly scope: Scope; readonly summary: Summary } => {
   const fields = fieldsOf(row)
   const names = new Set(fields.map((f) => f.name))
   const summary = definition.summary

@@ -283,7 +283,7 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
         const converter = skypilotConverter({ vendor: options.vendor, observedAt: at })
         const reader = csvReader()
         const onRows = options.onRows ?? (() => Effect.void)
-        const listings = productListings()
+        const listings = productListings(options.observations)
         const rejections: Array<Rejection> = []
         const quarantined: Array<Quarantined> = []
         const skipped: Record<string, number> = {}
@@ -319,7 +319,9 @@ export class FormatImport extends Effect.Service<FormatImport>()("Market/FormatI
             if (conversion.unrecognised !== undefined) {
               return yield* Effect.fail(validationFailed([{ parameter: "format", message: notTheFormat("skypilot", conversion.unrecognised, head ?? "") }]))
             }
-            const batchSize = options.batch ?? (records.length === 0 ? Number.POSITIVE_INFINITY : (yield* started).batch)
+            // The bulk load starts with the first records after a catalog's header, whatever the batch.
+            const loaded = records.length === 0 ? undefined : yield* started
+            const batchSize = options.batch ?? loaded?.batch ?? Number.POSITIVE_INFINITY
             for (const [reason, n] of Object.entries(conversion.skipped)) skipped[reason] = (skipped[reason] ?? 0) + n
             // What the converter could not read is judged by the rules too.
             for (const issue of conversion.issues) judge(issue, {})
