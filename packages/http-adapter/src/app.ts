@@ -9,19 +9,21 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
-import { type CorsOptions, corsOptionsProblem, withCors } from "./cors.js"
+import { type CorsOptions, corsOptionsProblem, makeCors, withCors } from "./cors.js"
 import { makeDashboardRoutes } from "./dashboard.js"
 import { docsPage, makeAssetRoutes } from "./docs.js"
 import { DEFAULT_HEARTBEAT_MS, EVENTS_PATH, heartbeatProblem, sseResponse } from "./events.js"
 import { makeHealthRoutes } from "./health.js"
 import { withNosniff } from "./nosniff.js"
 import { Caller, CLIENT_CLOSED_REQUEST, notePrincipal, routedAs } from "./observe.js"
-import { problemResponse } from "./problem.js"
+import { problemAnswer, problemResponse } from "./problem.js"
 import { queryOf, rateHeaders } from "./request.js"
 import { makeSupplyRoutes } from "./procurement.js"
 import { dataRoutes } from "./routes.js"
 import { makeOrigins } from "./origin.js"
-import { respond, withCompression } from "./transfer.js"
+import { respond, validate, withCompression } from "./transfer.js"
+import { type Answer, type Exchange, finish, type LeanRoute, toResponse } from "./answer.js"
+import type { IncomingMessage } from "node:http"
 
 /** Options of the HTTP app. */
 export interface AppOptions {
@@ -46,16 +48,18 @@ export interface AppOptions {
 }
 
 /**
- * Builds the HTTP app over the market's services: the one path every request takes, whichever
- * host runs it (the standalone server, the Node and fetch handlers). Every data request is
- * admitted (bearer auth, the caller's rate limit), its `Caller` provided to the read, then
- * answered with JSON or a problem, with the rate-limit headers on whatever the caller gets once
- * it is known who they are. A page carries a strong `ETag` (a 304 when `If-None-Match` names it);
- * answers are compressed when the client asks. `/healthz` and `/readyz` answer probes, and
- * `/metrics` scrapes when asked for; all three public. Options that cannot work (an origin no
- * browser sends) are a defect of the embedding app.
+ * Builds the HTTP app over the market's services, and the lean path of its data routes: the one
+ * path every request takes, whichever host runs it (the standalone server, the Node and fetch
+ * handlers). Every data request is admitted (bearer auth, the caller's rate limit), read as its
+ * caller, then answered with JSON or a problem, with the rate-limit headers on whatever the
+ * caller gets once it is known who they are; one function (`page`, from an `Exchange` to an
+ * `Answer`) does it, which the Node listener runs and writes directly (`lean`) and the platform
+ * app converts. A page carries a strong `ETag` (a 304 when `If-None-Match` names it); answers
+ * are compressed when the client asks. `/healthz` and `/readyz` answer probes, and `/metrics`
+ * scrapes when asked for; all three public. Options that cannot work (an origin no browser
+ * sends) are a defect of the embedding app.
  */
-export const makeApp = (options: AppOptions) =>
+export const makeServing = (options: AppOptions) =>
   Effect.gen(function* () {
     const corsProblem = options.cors === undefined ? undefined : corsOptionsProblem(options.cors)
     if (corsProblem !== undefined) return yield* Effect.die(new TypeError(corsProblem))
@@ -68,39 +72,72 @@ export const makeApp = (options: AppOptions) =>
     const origins = makeOrigins(options.baseUrl)
 
     /**
-     * Admission, the one door of data requests: 401 and 429 as problems (with the rate-limit
-     * headers once the caller is known), else `answer` with the caller provided as `Caller` and
-     * the headers it sends.
+     * Admission, the one door of data requests: 401 and 429 as problem answers (with the
+     * rate-limit headers once the caller is known), else the caller and the headers their answer
+     * carries.
      */
+    const admission = (authorization: string | undefined, requestId: string) =>
+      Effect.map(Effect.either(admit(auth, limits, authorization)), Either.match({
+        onLeft: (e) => Either.left(problemAnswer(e, requestId, e._tag === "RateLimited"
+          ? rateHeaders({ limit: e.limit, remaining: 0, resetSeconds: e.retry_after_seconds })
+          : {})),
+        onRight: ({ principal, status }) => Either.right({ principal, headers: rateHeaders(status) })
+      }))
+
+    /**
+     * A data route: the caller admitted, their read of the query, answered as JSON with its
+     * validator (a 304 when `If-None-Match` names it), or as the refusal's or the read's problem.
+     * The one function both ends run: the Node server writes its answer, the platform app
+     * converts it.
+     */
+    const page = (call: ReadCall) => (exchange: Exchange): Effect.Effect<Answer> => {
+      const requestId = randomUUID()
+      return Effect.flatMap(admission(exchange.headers.authorization, requestId), (admitted) => {
+        if (Either.isLeft(admitted)) return Effect.succeed(admitted.left)
+        const { principal, headers } = admitted.right
+        return Effect.zipRight(notePrincipal(principal), Effect.map(
+          Effect.either(call({ principal, query: queryOf(exchange.url), origin: exchange.origin })),
+          (body): Answer => {
+            if (Either.isLeft(body)) return problemAnswer(body.left, requestId, headers)
+            headers["x-request-id"] = requestId
+            const { bytes, digest } = responseBody(body.right)
+            const { status, headers: validated } = validate(exchange.headers["if-none-match"], exchange.headers["accept-encoding"], {
+              body: bytes, digest, contentType: "application/json", headers, caller: principal
+            })
+            return { status, headers: validated, contentType: "application/json", body: status === 304 ? undefined : bytes }
+          }
+        ))
+      })
+    }
+
+    /** `answer` as a platform route: the request as an `Exchange`, the answer as a response. */
+    const platformRoute = (answer: (exchange: Exchange) => Effect.Effect<Answer>) =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+        Effect.map(answer({
+          method: request.method,
+          url: request.url,
+          headers: {
+            authorization: request.headers.authorization,
+            "if-none-match": request.headers["if-none-match"],
+            "accept-encoding": request.headers["accept-encoding"],
+            origin: request.headers.origin
+          },
+          origin: origins.of(request)
+        }), toResponse))
+
+    /** An admitted request's platform answer, or its refusal. */
     const admitted = (
       answer: (request: HttpServerRequest.HttpServerRequest, requestId: string, headers: Record<string, string>) =>
         Effect.Effect<HttpServerResponse.HttpServerResponse, never, Caller>
     ) =>
-      Effect.gen(function* () {
-        const request = yield* HttpServerRequest.HttpServerRequest
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
         const requestId = randomUUID()
-        const admission = yield* Effect.either(admit(auth, limits, request.headers.authorization))
-        if (Either.isLeft(admission)) {
-          const e = admission.left
-          return problemResponse(e, requestId, e._tag === "RateLimited"
-            ? rateHeaders({ limit: e.limit, remaining: 0, resetSeconds: e.retry_after_seconds })
-            : {})
-        }
-        const { principal, status } = admission.right
-        yield* notePrincipal(principal)
-        return yield* Effect.provideService(answer(request, requestId, rateHeaders(status)), Caller, principal)
+        return Effect.flatMap(admission(request.headers.authorization, requestId), (result) => {
+          if (Either.isLeft(result)) return Effect.succeed(toResponse(result.left))
+          const { principal, headers } = result.right
+          return Effect.zipRight(notePrincipal(principal), Effect.provideService(answer(request, requestId, headers), Caller, principal))
+        })
       })
-
-    /** A data route: the caller's read of its query, answered as JSON with its validator, or as the read's problem. */
-    const page = (call: ReadCall) =>
-      admitted((request, requestId, headers) => Effect.gen(function* () {
-        const caller = yield* Caller
-        const body = yield* Effect.either(call({ principal: caller, query: queryOf(request.url), origin: origins.of(request) }))
-        if (Either.isLeft(body)) return problemResponse(body.left, requestId, headers)
-        headers["x-request-id"] = requestId
-        const { bytes, digest } = responseBody(body.right)
-        return respond(request, { body: bytes, digest, contentType: "application/json", headers, caller })
-      }))
 
     // The change feed: admitted as a data request (one count against the rate limit per
     // connection), refused with a problem before the stream starts, then Server-Sent Events.
@@ -133,8 +170,10 @@ export const makeApp = (options: AppOptions) =>
       ...yield* makeHealthRoutes({ metrics })
     ]
 
+    // The data routes by path: the table the lean path looks a request up in, and the platform routes them by.
+    const data = new Map<string, (exchange: Exchange) => Effect.Effect<Answer>>(dataRoutes.map((route) => [route.path, page(readCall(route.entry))]))
     const routes: ReadonlyArray<Route> = [
-      ...dataRoutes.map((route): Route => [route.path, page(readCall(route.entry))]), [EVENTS_PATH, events], ...docs
+      ...dataRoutes.map((route): Route => [route.path, platformRoute(data.get(route.path)!)]), [EVENTS_PATH, events], ...docs
     ]
     const known = new Set<string>(routes.map(([path]) => path))
     const routed = yield* HttpRouter.toHttpApp(supply.reduce(
@@ -158,6 +197,13 @@ export const makeApp = (options: AppOptions) =>
         ? Effect.provideService(routed, HttpServerRequest.HttpServerRequest, request.modify({ url: request.url.slice(prefix.length) }))
         : routed)
 
+    // A lean answer that died is the 500 the app answers one with; an interrupted one (the client
+    // left) is answered to no one.
+    const rescued = (answer: Effect.Effect<Answer>): Effect.Effect<Answer> =>
+      Effect.catchAllCause(answer, (cause) => Cause.isInterruptedOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.as(Effect.logError("request failed", cause), problemAnswer({ _tag: "InternalError" }, randomUUID())))
+
     const answered = unprefixed.pipe(
       Effect.catchTag("RouteNotFound", () => unrouted),
       Effect.catchAllCause((cause) =>
@@ -173,5 +219,33 @@ export const makeApp = (options: AppOptions) =>
     // CORS around every answer, so a preflight is answered before anything else runs; `nosniff`
     // on all of them, preflights too.
     const app: HttpApp.Default<never, Scope.Scope> = withNosniff(withCors(options.cors)(withCompression(answered)))
-    return app
+    const cors = makeCors(options.cors)
+    return {
+      app,
+      /**
+       * The lean path's route, for a Node request: the answer of a data route's GET, finished as
+       * the app's middleware would finish it; undefined for anything else (the app answers it).
+       */
+      lean: (req: IncomingMessage): LeanRoute | undefined => {
+        if (req.method !== "GET") return undefined
+        const full = req.url ?? "/"
+        const url = prefix !== "" && full.startsWith(`${prefix}/`) ? full.slice(prefix.length) : full
+        const q = url.indexOf("?")
+        const path = q < 0 ? url : url.slice(0, q)
+        const answer = data.get(path)
+        if (answer === undefined) return undefined
+        const exchange: Exchange = { method: "GET", url, headers: req.headers, origin: origins.ofNode(req) }
+        // A preflight is an OPTIONS, so a GET is never one: CORS only adds its headers here.
+        return { path, answer: Effect.flatMap(rescued(answer(exchange)), (answered) => finish(exchange, answered, cors)) }
+      }
+    } as const
   })
+
+/**
+ * The HTTP app over the market's services (see `makeServing`): what the Node and fetch handlers
+ * and an embedding app mount.
+ */
+export const makeApp = (options: AppOptions) => Effect.map(makeServing(options), (serving) => serving.app)
+
+/** The app and the lean path of one market (`makeServing`). */
+export type Serving = Effect.Effect.Success<ReturnType<typeof makeServing>>

@@ -6,7 +6,8 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { makeApp } from "./app.js"
+import { makeServing, type Serving } from "./app.js"
+import { nodeListener } from "./answer.js"
 import { atTheDoor } from "./connections.js"
 import { type CorsOptions, corsOptionsProblem } from "./cors.js"
 import { heartbeatProblem } from "./events.js"
@@ -44,7 +45,7 @@ export interface HandlerOptions {
 const mount = async <A>(
   market: LocalMarket,
   options: HandlerOptions,
-  toHandler: (app: HttpApp.Default<never, Scope.Scope>) => Effect.Effect<A, never, MarketServices>
+  toHandler: (app: HttpApp.Default<never, Scope.Scope>, serving: Serving) => Effect.Effect<A, never, MarketServices>
 ): Promise<A> => {
   const corsProblem = options.cors === undefined ? undefined : corsOptionsProblem(options.cors)
   if (corsProblem !== undefined) throw new TypeError(corsProblem)
@@ -52,7 +53,7 @@ const mount = async <A>(
   if (heartbeat !== undefined) throw new RangeError(heartbeat)
   // No tracer reports these spans: as in the standalone server, tracing stays off.
   const built = await market.runtime.runPromiseExit(
-    Effect.flatMap(makeApp(options), (app) => toHandler(app.pipe(Effect.withTracerEnabled(false))))
+    Effect.flatMap(makeServing(options), (serving) => toHandler(serving.app.pipe(Effect.withTracerEnabled(false)), serving))
   )
   if (Exit.isFailure(built)) throw toProblemError(built.cause)
   return built.value
@@ -62,10 +63,12 @@ const mount = async <A>(
 export const nodeHandler = async (market: LocalMarket, options: HandlerOptions = {}): Promise<{
   readonly handle: (req: IncomingMessage, res: ServerResponse) => void
 }> => {
-  const handle = await mount(market, options, (app) =>
+  const handle = await mount(market, options, (app, serving) =>
     // The refusals of the standalone server's door first (no `Host`, an `Expect` it cannot
-    // meet: they reach the handler where the host server lets them), then the app.
-    Effect.map(NodeHttpServer.makeHandler(app), atTheDoor))
+    // meet: they reach the handler where the host server lets them), then the data routes' GETs
+    // on the lean path and the rest through the app, as on the standalone server.
+    Effect.zipWith(NodeHttpServer.makeHandler(app), Effect.runtime<never>().pipe(Effect.withTracerEnabled(false)), (platform, runtime) =>
+      atTheDoor(nodeListener(serving.lean, platform, runtime))))
   return { handle }
 }
 

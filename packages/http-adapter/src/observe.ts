@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
+import type { Answer } from "./answer.js"
 
 /**
  * What the standalone server records of each request: one log line (method, route template,
@@ -97,11 +98,9 @@ const recordAnswered = (answered: Answered) => {
 }
 
 /** Logs and counts one finished request of the app, with the route and principal it noted. */
-const record = (
-  request: HttpServerRequest.HttpServerRequest, notes: RequestNotes["Type"], status: number, requestId: string, started: number
-) =>
+const record = (method: string, notes: RequestNotes["Type"], status: number, requestId: string, started: number) =>
   recordAnswered({
-    method: request.method, route: notes.route ?? UNMATCHED, status, requestId, principalId: notes.principalId,
+    method, route: notes.route ?? UNMATCHED, status, requestId, principalId: notes.principalId,
     seconds: (performance.now() - started) / 1000
   })
 
@@ -119,11 +118,22 @@ export const observed = <R>(
       Effect.flatMap((response) => {
         const requestId = response.headers["x-request-id"] ?? randomUUID()
         return Effect.as(
-          record(request, notes, response.status, requestId, started),
+          record(request.method, notes, response.status, requestId, started),
           response.headers["x-request-id"] === undefined ? HttpServerResponse.setHeader(response, "x-request-id", requestId) : response
         )
       }),
-      Effect.onInterrupt(() => record(request, notes, CLIENT_CLOSED_REQUEST, randomUUID(), started)),
+      Effect.onInterrupt(() => record(request.method, notes, CLIENT_CLOSED_REQUEST, randomUUID(), started)),
       Effect.provideService(RequestNotes, notes)
     )
   })
+
+/** The lean path's `answer` to a request on `route`, logged and counted as `observed` does the app's. */
+export const observedAnswer = (method: string, route: string, answer: Effect.Effect<Answer>): Effect.Effect<Answer> => {
+  const started = performance.now()
+  const notes: RequestNotes["Type"] = { route, principalId: undefined }
+  return answer.pipe(
+    Effect.tap((answered) => record(method, notes, answered.status, answered.headers["x-request-id"] ?? randomUUID(), started)),
+    Effect.onInterrupt(() => record(method, notes, CLIENT_CLOSED_REQUEST, randomUUID(), started)),
+    Effect.provideService(RequestNotes, notes)
+  )
+}

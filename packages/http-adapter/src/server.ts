@@ -5,10 +5,11 @@ import { Feed } from "@gpu-market/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { IncomingMessage, Server, ServerResponse } from "node:http"
-import { makeApp } from "./app.js"
+import { makeServing } from "./app.js"
+import { nodeListener } from "./answer.js"
 import { createHttpServer, DEFAULT_TIMEOUTS, type ServerTimeouts, timeoutsProblem } from "./connections.js"
 import type { CorsOptions } from "./cors.js"
-import { observed } from "./observe.js"
+import { observed, observedAnswer } from "./observe.js"
 
 /** Where and how the standalone server listens. */
 export interface ServerOptions {
@@ -112,16 +113,18 @@ export const layer = (options: ServerOptions) => {
   const problem = timeoutsProblem(timeouts)
   if (problem !== undefined) return Layer.die(new TypeError(problem))
   return Layer.scopedDiscard(Effect.gen(function* () {
-    const app = yield* makeApp({
+    const serving = yield* makeServing({
       ...(options.baseUrl === undefined ? {} : { baseUrl: options.baseUrl }),
       ...(options.cors === undefined ? {} : { cors: options.cors }),
       metrics: options.metrics ?? false,
       ...(options.dashboard === undefined ? {} : { dashboard: options.dashboard }),
       ...(options.feedHeartbeatMs === undefined ? {} : { feedHeartbeatMs: options.feedHeartbeatMs })
     })
-    const handle = yield* NodeHttpServer.makeHandler(observed(app).pipe(Effect.withTracerEnabled(false))).pipe(
+    const platform = yield* NodeHttpServer.makeHandler(observed(serving.app).pipe(Effect.withTracerEnabled(false))).pipe(
       Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true)
     )
+    const runtime = yield* Effect.runtime<never>().pipe(Effect.withTracerEnabled(false))
+    const handle = nodeListener(serving.lean, platform, runtime, observedAnswer)
     yield* listen(handle, {
       port: options.port, host: options.host, timeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, timeouts
     })

@@ -177,7 +177,7 @@ export const respond = (
 }
 
 /** Media types worth compressing: text and JSON (problems included); images are compressed already. */
-const compressible = (contentType: string) => /^(?:text\/|application\/(?:[\w.-]+\+)?json\b)/i.test(contentType)
+export const compressible = (contentType: string) => /^(?:text\/|application\/(?:[\w.-]+\+)?json\b)/i.test(contentType)
 
 const gzipAsync = promisify(gzip)
 const brotliAsync = promisify(brotliCompress)

@@ -82,6 +82,16 @@ export interface SqliteClient {
    */
   readonly read: <A>(operation: string, body: () => A) => Effect.Effect<A, StorageError>
   /**
+   * `read` as `read` runs it, its value kept while the WAL index header (`walIndexStamp`) has not
+   * moved since: every commit of any connection to the file rewrites the header, so while it is
+   * the same, no row changed and the value is current. For a version row every request reads
+   * (a type's data version, the token store's), whose read cost more than the rest of a cached
+   * page. The header is read before a fresh read transaction is opened for the value, so a value
+   * is never kept under a header older than it; inside a transaction already open, whose snapshot
+   * may be older than the header, and where the header cannot be read, it is read every time.
+   */
+  readonly readStamped: <A>(operation: string, read: () => A) => Effect.Effect<A, StorageError>
+  /**
    * Runs `body` outside any explicit transaction, once the shared reads of every connection of
    * this process to the file have ended, so it may write and what it reads is the newest. What it
    * throws becomes a `StorageError` when it is storage trouble, and a `StorageDefect` the effect
@@ -231,6 +241,18 @@ export const fromDatabase = (db: Database.Database, filename: string, eventReten
     },
     prepare,
     read: (operation, body) => Effect.suspend(() => attempt(operation, () => (reads.join(), body()), failed)),
+    readStamped: <A>(operation: string, read: () => A) => {
+      let kept: { readonly at: string; readonly value: A } | undefined
+      return Effect.suspend(() => attempt(operation, () => {
+        if (header === null) header = walIndexStamp(db, filename)
+        const at = db.inTransaction ? undefined : header?.()
+        if (at !== undefined && kept?.at === at) return kept.value
+        reads.join()
+        const value = read()
+        if (at !== undefined) kept = { at, value }
+        return value
+      }, failed))
+    },
     run: (operation, body) => Effect.suspend(() => attempt(operation, () => (reads.end(), body()), failed)),
     transaction: <A, E = never>(operation: string, body: (abort: (error: E) => never) => A) =>
       Effect.suspend(() => attempt<A, E>(operation, () => (reads.end(), db.transaction(() => body(abort)).immediate()), failed)),

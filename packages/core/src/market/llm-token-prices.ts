@@ -52,7 +52,7 @@ export const endpoints = {
   history: { name: "history", defaultSort: { by: "valid_from", order: "desc" }, needsAnchor: false, defaultSpanDays: 90 }
 } as const satisfies Record<string, EndpointDef>
 
-const pages = pagedEndpoints(llmTokenPricesCollection, endpoints)
+const pages = pagedEndpoints(llmTokenPricesCollection, endpoints, "LlmTokenPrices")
 
 /** Most models one `model_search` may resolve to. */
 export const MAX_SEARCH_MODELS = MAX_LIST_VALUES
@@ -114,11 +114,11 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
 
     return {
       /** Prices in force now matching the filters. */
-      latest: Effect.fn("LlmTokenPrices.latest")((request: MarketRequest) => pageOf("latest", request)),
+      latest: (request: MarketRequest) => pageOf("latest", request),
       /** Prices in force at `at`; needs historical access. */
-      asOf: Effect.fn("LlmTokenPrices.asOf")((request: MarketRequest) => pageOf("asOf", request)),
+      asOf: (request: MarketRequest) => pageOf("asOf", request),
       /** Prices that changed inside `[start, end)`; needs historical access. */
-      history: Effect.fn("LlmTokenPrices.history")((request: MarketRequest) => pageOf("history", request)),
+      history: (request: MarketRequest) => pageOf("history", request),
       /** Models with their names, every accepted filter value, the outlier rule and the caller's history floor. */
       metadata: Effect.fn("LlmTokenPrices.metadata")((request: MetadataRequest) =>
         metadataBody(request, "llm_token_prices", store.models,

@@ -163,9 +163,34 @@ interface CachedValue {
   readonly size: number
 }
 
-type CachedEntry = CachedRows | CachedValue
+/**
+ * A whole page as one caller was answered (`PageCache.answer`): its rows' bytes with the `meta`
+ * made for that caller, and what it counts for in the budget.
+ */
+interface CachedPage {
+  readonly version: string
+  readonly rows: RowsBytes
+  readonly meta: Page<unknown>["meta"]
+  /** The page's body, made once (`responseBody`). */
+  readonly body: Serialised
+  readonly size: number
+}
+
+type CachedEntry = CachedRows | CachedValue | CachedPage
 
 const costOf = (key: string, entry: CachedEntry) => key.length + ("data" in entry ? entry.data.length : entry.size)
+
+/** `value` frozen all the way down (a page's `meta`: plain objects and arrays). */
+const frozen = <A>(value: A): A => {
+  if (typeof value === "object" && value !== null) {
+    for (const inner of Object.values(value)) frozen(inner)
+    Object.freeze(value)
+  }
+  return value
+}
+
+/** What a cached page's `meta` counts for in the budget beside its rows: a next-page link with its token. */
+const META_SIZE = 512
 
 const HIT = { result: "hit" } as const
 const MISS = { result: "miss" } as const
@@ -191,6 +216,26 @@ export class PageCache extends Effect.Service<PageCache>()("Market/PageCache", {
       /** Offers `rows` under `key`: kept from the key's second offer on (see `boundedCache`). */
       set: (key: string, rows: CachedRows): void => cache.set(key, rows),
       /**
+       * The whole page a request under `key` was answered with at `version` (`runPage`: the
+       * endpoint, the caller's entitlement scope, the origin of its links and its query as
+       * sent), so the same request again skips its decoding and plan; undefined if none.
+       */
+      answer: <Row>(key: string, version: string): Page<Row> | undefined => {
+        const hit = cache.get(key, version)
+        if (hit === undefined || !("rows" in hit)) return undefined
+        // A page of its own for each caller, sharing the bytes, the frozen `meta` and the body made
+        // once: what one caller does to the page it got reaches no other.
+        const page = pageFromBytes<Row>(hit.rows, hit.meta)
+        serialised.set(page, hit.body)
+        return page
+      },
+      /** Offers `page` as the answer under `key` at `version`: kept from the key's second offer on. */
+      keepAnswer: (key: string, version: string, page: Page<unknown>): void => {
+        const held = serialised.get(page)
+        if (held?.data === undefined) return
+        cache.set(key, { version, rows: held.data, meta: frozen(structuredClone(page.meta)), body: held, size: held.data.length + META_SIZE })
+      },
+      /**
        * `read` kept under `key` and the data version a request read before it: requests at that
        * version share one answer (a search's spellings, say), and a request at another reads
        * again. Without a version (the cache is off) every request reads. What is read after the
@@ -212,10 +257,12 @@ export class PageCache extends Effect.Service<PageCache>()("Market/PageCache", {
   })
 }) {}
 
-/** What a page carries besides its rows: their JSON. */
+/** What a page carries besides its rows: their JSON, and its whole body once made. */
 interface Serialised {
   /** Absent: the page's own rows, serialised only if its bytes are asked for (`bodyBytes`). */
   readonly data: RowsBytes | undefined
+  /** The page's body as `responseBody` made it: a page answered again from the cache is spliced once. */
+  body?: ResponseBody
 }
 
 const serialised = new WeakMap<object, Serialised>()
@@ -351,9 +398,13 @@ export const bodyBytes = (body: unknown): Uint8Array => spliced(body)?.bytes ?? 
 
 /** `bodyBytes` with the digest its entity tag is made from (`ResponseBody`). */
 export const responseBody = (body: unknown): ResponseBody => {
+  const held = typeof body === "object" && body !== null ? serialised.get(body) : undefined
+  if (held?.body !== undefined) return held.body
   const page = spliced(body)
   if (page === undefined) return { bytes: Buffer.from(JSON.stringify(body)), digest: undefined }
-  return { bytes: page.bytes, digest: createHash("sha256").update(page.data.digest).update(page.meta).digest() }
+  const made = { bytes: page.bytes, digest: createHash("sha256").update(page.data.digest).update(page.meta).digest() }
+  if (held !== undefined) held.body = made
+  return made
 }
 
 /** `bodyBytes` as text, for an adapter that sends strings (the worker). */

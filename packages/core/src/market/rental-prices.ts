@@ -45,7 +45,7 @@ export const endpoints = {
   history: { name: "history", defaultSort: { by: "valid_from", order: "desc" }, needsAnchor: false, defaultSpanDays: 30 }
 } as const satisfies Record<string, EndpointDef>
 
-const pages = pagedEndpoints(rentalPricesCollection, endpoints)
+const pages = pagedEndpoints(rentalPricesCollection, endpoints, "RentalPrices")
 
 /** Most GPUs one `gpu_search` may resolve to. */
 export const MAX_SEARCH_GPUS = MAX_LIST_VALUES
@@ -93,11 +93,11 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
 
     return {
       /** Current rows matching the filters; needs an anchor. */
-      latest: Effect.fn("RentalPrices.latest")((request: MarketRequest) => pageOf("latest", request)),
+      latest: (request: MarketRequest) => pageOf("latest", request),
       /** Rows in force at `at`; needs an anchor and historical access. */
-      asOf: Effect.fn("RentalPrices.asOf")((request: MarketRequest) => pageOf("asOf", request)),
+      asOf: (request: MarketRequest) => pageOf("asOf", request),
       /** Rows whose price changed inside `[start, end)`; needs historical access. */
-      history: Effect.fn("RentalPrices.history")((request: MarketRequest) => pageOf("history", request)),
+      history: (request: MarketRequest) => pageOf("history", request),
       /** Anchors, GPUs with their spellings and vendors, and the caller's history floor. */
       metadata: Effect.fn("RentalPrices.metadata")((request: MetadataRequest) =>
         metadataBody(request, "gpu_rental_prices", store.gpus,

@@ -362,6 +362,14 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
     const raw = yield* fromEither(collectQuery(request.query))
     // Read once, before anything the answer is made of (a search's resolution, the rows).
     const version = run.cache.enabled ? yield* Effect.mapError(run.version, unavailable) : undefined
+    // A `/latest` page moves with nothing but the data: the same request of a caller with the
+    // same entitlements, whose links lead to the same origin, is answered with the same page at
+    // one version, found before its query is decoded and planned.
+    const answer = version === undefined || endpoint.name !== "latest" ? undefined : { key: answerKeyOf(run, endpointPath, raw), version }
+    if (answer !== undefined) {
+      const hit = run.cache.answer<Row>(answer.key, answer.version)
+      if (hit !== undefined) return hit
+    }
 
     let state: Omit<PageTokenState, "after"> & { readonly after: PageTokenState["after"] | undefined }
     let pageSize = DEFAULT_PAGE_SIZE
@@ -413,8 +421,27 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
         history_starts_at: reportedHistoryStart(principal, collection.dataType, now)
       }
     } else if (state.scope._tag === "asOf") meta.as_of = state.scope.at
-    return read.page(meta)
+    const page = read.page(meta)
+    if (answer !== undefined) run.cache.keepAnswer(answer.key, answer.version, page)
+    return page
   })
+
+/**
+ * The key of a whole `/latest` page (`PageCache.answer`): the endpoint; the caller's entitlement
+ * scope the page follows from (who they are, which the next-page token is signed for, their grant
+ * of the type and the indices they hold); the origin and prefix of its links; the query as sent,
+ * its parameters in order of name.
+ */
+const answerKeyOf = <Row extends Readonly<Record<string, unknown>>>(
+  run: PageRun<Row>,
+  endpointPath: string,
+  raw: Readonly<Record<string, string>>
+): string => {
+  const { principal, origin } = run.request
+  const scope = JSON.stringify([principal.id, principal.grants[run.collection.dataType], principal.indices])
+  const query = JSON.stringify(Object.keys(raw).sort().map((k) => [k, raw[k]]))
+  return `answer\n${endpointPath}\n${scope}\n${origin.origin}${origin.prefix}\n${query}`
+}
 
 /**
  * A token's request checked against the caller's floor today: the floor may have moved since
