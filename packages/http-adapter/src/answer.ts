@@ -1,4 +1,5 @@
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type { Principal } from "@gpu-market/core"
 import type { RequestOrigin } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -38,6 +39,8 @@ export interface Answer {
   readonly headers: Record<string, string>
   readonly contentType: string
   readonly body: Uint8Array | undefined
+  /** Who it was made for, once admitted: the request log names them. */
+  readonly caller?: Principal
 }
 
 /** `answer` as the platform's response, for the app a host mounts. */

@@ -95,25 +95,22 @@ export const makeServing = (options: AppOptions) =>
       return Effect.flatMap(admission(exchange.headers.authorization, requestId), (admitted) => {
         if (Either.isLeft(admitted)) return Effect.succeed(admitted.left)
         const { principal, headers } = admitted.right
-        return Effect.zipRight(notePrincipal(principal), Effect.map(
-          Effect.either(call({ principal, query: queryOf(exchange.url), origin: exchange.origin })),
-          (body): Answer => {
-            if (Either.isLeft(body)) return problemAnswer(body.left, requestId, headers)
-            headers["x-request-id"] = requestId
-            const { bytes, digest } = responseBody(body.right)
-            const { status, headers: validated } = validate(exchange.headers["if-none-match"], exchange.headers["accept-encoding"], {
-              body: bytes, digest, contentType: "application/json", headers, caller: principal
-            })
-            return { status, headers: validated, contentType: "application/json", body: status === 304 ? undefined : bytes }
-          }
-        ))
+        return Effect.map(Effect.either(call({ principal, query: queryOf(exchange.url), origin: exchange.origin })), (body): Answer => {
+          if (Either.isLeft(body)) return { ...problemAnswer(body.left, requestId, headers), caller: principal }
+          headers["x-request-id"] = requestId
+          const { bytes, digest } = responseBody(body.right)
+          const { status, headers: validated } = validate(exchange.headers["if-none-match"], exchange.headers["accept-encoding"], {
+            body: bytes, digest, contentType: "application/json", headers, caller: principal
+          })
+          return { status, headers: validated, contentType: "application/json", body: status === 304 ? undefined : bytes, caller: principal }
+        })
       })
     }
 
     /** `answer` as a platform route: the request as an `Exchange`, the answer as a response. */
     const platformRoute = (answer: (exchange: Exchange) => Effect.Effect<Answer>) =>
       Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-        Effect.map(answer({
+        Effect.flatMap(answer({
           method: request.method,
           url: request.url,
           headers: {
@@ -123,7 +120,7 @@ export const makeServing = (options: AppOptions) =>
             origin: request.headers.origin
           },
           origin: origins.of(request)
-        }), toResponse))
+        }), (answered) => Effect.as(answered.caller === undefined ? Effect.void : notePrincipal(answered.caller), toResponse(answered))))
 
     /** An admitted request's platform answer, or its refusal. */
     const admitted = (

@@ -127,13 +127,14 @@ export const observed = <R>(
     )
   })
 
-/** The lean path's `answer` to a request on `route`, logged and counted as `observed` does the app's. */
+/**
+ * The lean path's `answer` to a request on `route`, logged and counted as `observed` does the
+ * app's, with the caller the answer names.
+ */
 export const observedAnswer = (method: string, route: string, answer: Effect.Effect<Answer>): Effect.Effect<Answer> => {
   const started = performance.now()
-  const notes: RequestNotes["Type"] = { route, principalId: undefined }
   return answer.pipe(
-    Effect.tap((answered) => record(method, notes, answered.status, answered.headers["x-request-id"] ?? randomUUID(), started)),
-    Effect.onInterrupt(() => record(method, notes, CLIENT_CLOSED_REQUEST, randomUUID(), started)),
-    Effect.provideService(RequestNotes, notes)
+    Effect.tap((answered) => record(method, { route, principalId: answered.caller?.id }, answered.status, answered.headers["x-request-id"] ?? randomUUID(), started)),
+    Effect.onInterrupt(() => record(method, { route, principalId: undefined }, CLIENT_CLOSED_REQUEST, randomUUID(), started))
   )
 }

@@ -21,6 +21,7 @@ import {
 import { IndexStore } from "../storage/indexes.js"
 import type { PagePlan, Predicate } from "../storage/plan.js"
 import { metadataBody, type MetadataRequest } from "./metadata.js"
+import { spanned } from "./pages.js"
 import { nowMicros, unavailable } from "./storage.js"
 import { indexValueTable } from "../storage/tables.js"
 
@@ -114,7 +115,7 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
     }
 
     const pageOf = (endpoint: keyof typeof endpoints, request: MarketRequest) =>
-      Effect.gen(function* () {
+      spanned(`Indexes.${endpoint}`, Effect.gen(function* () {
         yield* computation.ensureCurrent
         const now = yield* nowMicros
         return yield* runPage<IndexValue>({
@@ -139,7 +140,7 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
             ? "not held"
             : plan.scope._tag === "asOf" ? `floor ${floorKey(request.principal, now)}` : "held"
         })
-      }).pipe(Effect.withSpan(`Indexes.${endpoint}`, { captureStackTrace: false }))
+      }))
 
     /** The latest published value of an index, if any. */
     const latestValue = (id: string) =>
