@@ -29,7 +29,7 @@ import { median } from "./stats"
  */
 
 /** The command line's entry point: the server measured is `gpu-market serve` itself. */
-const CLI = path.join(REPO_ROOT, "packages", "cli", "dist", "main.js")
+const CLI = path.join(REPO_ROOT, "packages", "cli", "bin", "gpu-market.js")
 
 /**
  * `gpu-market serve` as a deployment runs it over `storage` (its `--db` or `--redis` options):

@@ -222,7 +222,9 @@ export class PageCache extends Effect.Service<PageCache>()("Market/PageCache", {
        */
       answer: <Row>(key: string, version: string): Page<Row> | undefined => {
         const hit = cache.get(key, version)
+        // A miss is counted where the request goes on to look its rows up (`get`): once a request.
         if (hit === undefined || !("rows" in hit)) return undefined
+        countNow(pageCacheLookups, HIT)
         // A page of its own for each caller, sharing the bytes, the frozen `meta` and the body made
         // once: what one caller does to the page it got reaches no other.
         const page = pageFromBytes<Row>(hit.rows, hit.meta)
