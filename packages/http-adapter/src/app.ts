@@ -98,9 +98,10 @@ export const makeServing = (options: AppOptions) =>
         return Effect.map(Effect.either(call({ principal, query: queryOf(exchange.url), origin: exchange.origin })), (body): Answer => {
           if (Either.isLeft(body)) return { ...problemAnswer(body.left, requestId, headers), caller: principal }
           headers["x-request-id"] = requestId
-          const { bytes, digest } = responseBody(body.right)
+          const kept = responseBody(body.right)
+          const { bytes } = kept
           const { status, headers: validated } = validate(exchange.headers["if-none-match"], exchange.headers["accept-encoding"], {
-            body: bytes, digest, contentType: "application/json", headers, caller: principal
+            body: bytes, digest: kept.digest, kept, contentType: "application/json", headers, caller: principal
           })
           return { status, headers: validated, contentType: "application/json", body: status === 304 ? undefined : bytes, caller: principal }
         })

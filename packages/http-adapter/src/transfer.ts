@@ -108,6 +108,19 @@ const opaqueTag = (audience: string, body: Uint8Array, digest: Uint8Array | unde
 }
 
 /**
+ * `opaqueTag`, kept with the body's digest when it has a place for it: the response cache's
+ * answer is served again and again to its one caller, and the hash would otherwise be made
+ * anew on each request. A tag is kept only with a digest: it is the digest it was made from.
+ */
+const keptTag = (audience: string, body: Uint8Array, digest: Uint8Array | undefined, kept: Representation["kept"]) => {
+  if (digest === undefined || kept === undefined) return opaqueTag(audience, body, digest)
+  if (kept.tag?.audience === audience) return kept.tag.opaque
+  const opaque = opaqueTag(audience, body, digest)
+  kept.tag = { audience, opaque }
+  return opaque
+}
+
+/**
  * The entity tag a 304 answers with when `If-None-Match` names a variant of the current body,
  * else undefined. Comparison is weak, as RFC 9110 §13.1.2 asks (`W/"x"` matches `"x"`). A tag of
  * any coded variant the client still accepts matches: its bytes decode to the current body, and
@@ -127,6 +140,8 @@ export interface Representation {
   readonly body: Uint8Array
   /** A fingerprint of `body` as strong as SHA-256 of it (a page's, `ResponseBody`), which the tag is then made from. */
   readonly digest?: Uint8Array | undefined
+  /** Where the tag made from `digest` is kept with it, for the audience it was made for (a page's `ResponseBody`). */
+  readonly kept?: { tag?: { readonly audience: string; readonly opaque: string } }
   readonly contentType: string
   /** Headers of the answer, 200 or 304 alike (the rate limit, the request id). */
   readonly headers?: Readonly<Record<string, string>>
@@ -147,8 +162,8 @@ export interface Validated {
  * coded answer gives it its coding's suffix (`encode`).
  */
 export const validate = (ifNoneMatch: string | undefined, acceptEncoding: string | undefined, representation: Representation): Validated => {
-  const { body, caller } = representation
-  const opaque = opaqueTag(caller === undefined ? "" : audienceOf(caller), body, representation.digest)
+  const { body, caller, kept } = representation
+  const opaque = keptTag(caller === undefined ? "" : audienceOf(caller), body, representation.digest, kept)
   const headers = {
     ...representation.headers,
     "cache-control": caller === undefined ? PUBLIC_CACHE_CONTROL : PRIVATE_CACHE_CONTROL,

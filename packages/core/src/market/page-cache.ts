@@ -380,6 +380,12 @@ export interface ResponseBody {
    * (the response cache keeps the rows' digest with their bytes). Undefined for any other body.
    */
   readonly digest: Uint8Array | undefined
+  /**
+   * The entity tag last made of `digest`, and the audience it was made for (the HTTP adapter's
+   * validator): a page the response cache answers again and again, mostly to one caller, is
+   * tagged once, not hashed again per request. Undefined until a tag is made.
+   */
+  tag?: { readonly audience: string; readonly opaque: string }
 }
 
 /** A page's body spliced from its rows' bytes and its `meta`, or undefined for a body that is not a page. */
