@@ -77,12 +77,12 @@ export const makeServing = (options: AppOptions) =>
      * carries.
      */
     const admission = (authorization: string | undefined, requestId: string) =>
-      Effect.map(Effect.either(admit(auth, limits, authorization)), Either.match({
-        onLeft: (e) => Either.left(problemAnswer(e, requestId, e._tag === "RateLimited"
+      Effect.match(admit(auth, limits, authorization), {
+        onFailure: (e) => Either.left(problemAnswer(e, requestId, e._tag === "RateLimited"
           ? rateHeaders({ limit: e.limit, remaining: 0, resetSeconds: e.retry_after_seconds })
           : {})),
-        onRight: ({ principal, status }) => Either.right({ principal, headers: rateHeaders(status) })
-      }))
+        onSuccess: ({ principal, status }) => Either.right({ principal, headers: rateHeaders(status) })
+      })
 
     /**
      * A data route: the caller admitted, their read of the query, answered as JSON with its
@@ -95,15 +95,17 @@ export const makeServing = (options: AppOptions) =>
       return Effect.flatMap(admission(exchange.headers.authorization, requestId), (admitted) => {
         if (Either.isLeft(admitted)) return Effect.succeed(admitted.left)
         const { principal, headers } = admitted.right
-        return Effect.map(Effect.either(call({ principal, query: queryOf(exchange.url), origin: exchange.origin })), (body): Answer => {
-          if (Either.isLeft(body)) return { ...problemAnswer(body.left, requestId, headers), caller: principal }
-          headers["x-request-id"] = requestId
-          const kept = responseBody(body.right)
-          const { bytes } = kept
-          const { status, headers: validated } = validate(exchange.headers["if-none-match"], exchange.headers["accept-encoding"], {
-            body: bytes, digest: kept.digest, kept, contentType: "application/json", headers, caller: principal
-          })
-          return { status, headers: validated, contentType: "application/json", body: status === 304 ? undefined : bytes, caller: principal }
+        return Effect.match(call({ principal, query: queryOf(exchange.url), origin: exchange.origin }), {
+          onFailure: (error): Answer => ({ ...problemAnswer(error, requestId, headers), caller: principal }),
+          onSuccess: (body): Answer => {
+            headers["x-request-id"] = requestId
+            const kept = responseBody(body)
+            const { bytes } = kept
+            const { status, headers: validated } = validate(exchange.headers["if-none-match"], exchange.headers["accept-encoding"], {
+              body: bytes, digest: kept.digest, kept, contentType: "application/json", headers, caller: principal
+            })
+            return { status, headers: validated, contentType: "application/json", body: status === 304 ? undefined : bytes, caller: principal }
+          }
         })
       })
     }

@@ -353,24 +353,46 @@ const readPage = <Row extends Readonly<Record<string, unknown>>>(
 export const runPage = <Row extends Readonly<Record<string, unknown>>>(
   run: PageRun<Row>
 ): Effect.Effect<Page<Row>, MarketError> =>
+  // The checks before the cache are plain functions and one read, run as flat steps: a `/latest`
+  // page the cache answers goes no further, and a generator here cost it more than the checks.
+  Effect.suspend(() => {
+    const { collection, endpoint, request, now } = run
+    const principal = request.principal
+    const granted = requireGrant(principal, collection.dataType)
+    if (Either.isLeft(granted)) return Effect.fail(granted.left)
+    const floor = endpoint.name === "latest" ? Either.right(null) : requireHistory(principal, collection.dataType, now)
+    if (Either.isLeft(floor)) return Effect.fail(floor.left)
+    const raw = collectQuery(request.query)
+    if (Either.isLeft(raw)) return Effect.fail(raw.left)
+    const endpointPath = `${collection.basePath}/${endpoint.name}`
+    if (!run.cache.enabled) return readAndAnswer(run, endpointPath, floor.right, raw.right, undefined, undefined)
+    // Read once, before anything the answer is made of (a search's resolution, the rows).
+    return Effect.flatMap(Effect.mapError(run.version, unavailable), (version) => {
+      // A `/latest` page moves with nothing but the data: the same request of a caller with the
+      // same entitlements, whose links lead to the same origin, is answered with the same page at
+      // one version, found before its query is decoded and planned.
+      if (endpoint.name !== "latest") return readAndAnswer(run, endpointPath, floor.right, raw.right, version, undefined)
+      const answer = { key: answerKeyOf(run, endpointPath, raw.right), version }
+      const hit = run.cache.answer<Row>(answer.key, answer.version)
+      return hit !== undefined ? Effect.succeed(hit) : readAndAnswer(run, endpointPath, floor.right, raw.right, version, answer)
+    })
+  })
+
+/**
+ * `runPage` past the checks and the cache: the query decoded (or continued from its token) and
+ * planned, the page read and its envelope made; a `/latest` page kept as the `answer` it was not.
+ */
+const readAndAnswer = <Row extends Readonly<Record<string, unknown>>>(
+  run: PageRun<Row>,
+  endpointPath: string,
+  floor: Micros | null,
+  raw: Readonly<Record<string, string>>,
+  version: string | undefined,
+  answer: { readonly key: string; readonly version: string } | undefined
+): Effect.Effect<Page<Row>, MarketError> =>
   Effect.gen(function* () {
     const { collection, endpoint, request, now } = run
     const principal = request.principal
-    const endpointPath = `${collection.basePath}/${endpoint.name}`
-    yield* fromEither(requireGrant(principal, collection.dataType))
-    const floor = endpoint.name === "latest" ? null : yield* fromEither(requireHistory(principal, collection.dataType, now))
-    const raw = yield* fromEither(collectQuery(request.query))
-    // Read once, before anything the answer is made of (a search's resolution, the rows).
-    const version = run.cache.enabled ? yield* Effect.mapError(run.version, unavailable) : undefined
-    // A `/latest` page moves with nothing but the data: the same request of a caller with the
-    // same entitlements, whose links lead to the same origin, is answered with the same page at
-    // one version, found before its query is decoded and planned.
-    const answer = version === undefined || endpoint.name !== "latest" ? undefined : { key: answerKeyOf(run, endpointPath, raw), version }
-    if (answer !== undefined) {
-      const hit = run.cache.answer<Row>(answer.key, answer.version)
-      if (hit !== undefined) return hit
-    }
-
     let state: Omit<PageTokenState, "after"> & { readonly after: PageTokenState["after"] | undefined }
     let pageSize = DEFAULT_PAGE_SIZE
     if (raw.page_token !== undefined) {
