@@ -3,7 +3,7 @@ import { BARE_SQL, BARE_SQL_MAX_PRICE, openBare, type Row } from "./bare"
 
 /**
  * Child process: the hand-written baseline. `node:http` and the bare statement on its own
- * connection, answering the `/latest` query (with or without `max_price_usd_per_gpu_hour`) with the same envelope the library sends: `data`
+ * connection, answering the `/latest` query (with or without `max_price_usd_per_gpu_hour`, in pages of 10, 50 or 100) with the same envelope the library sends: `data`
  * and a `meta` of the same fields and size. It authenticates nothing and signs nothing; its
  * next-page token is a stand-in of the real token's length.
  */
@@ -13,8 +13,9 @@ const tokenLength = Number(process.env.BENCH_TOKEN_LENGTH ?? "0")
 if (!Number.isInteger(port) || filename === undefined) throw new Error("BENCH_PORT and BENCH_DB are required")
 
 const db = openBare(filename)
-const statement = db.prepare(BARE_SQL)
-const underPrice = db.prepare(BARE_SQL_MAX_PRICE)
+// The bare statements read one row past a page of 100; here the page size is the request's.
+const statement = db.prepare(BARE_SQL.replace("LIMIT 101", "LIMIT ?"))
+const underPrice = db.prepare(BARE_SQL_MAX_PRICE.replace("LIMIT 101", "LIMIT ?"))
 const origin = `http://127.0.0.1:${port}`
 
 const standInToken = (last: Row): string =>
@@ -31,12 +32,12 @@ const server = createServer((req, res) => {
   const gpu = params.get("gpu_canonical_name")
   const pageSize = Number(params.get("page_size") ?? "100")
   const sortBy = params.get("sort_by") ?? "price_usd_per_gpu_hour"
-  if (gpu === null || pageSize !== 100) {
+  if (gpu === null || ![10, 50, 100].includes(pageSize)) {
     res.writeHead(400, { "content-type": "application/json" }).end('{"error":"only the benchmark query is served"}')
     return
   }
   const maxPrice = params.get("max_price_usd_per_gpu_hour")
-  const rows = (maxPrice === null ? statement.all(gpu) : underPrice.all(gpu, Number(maxPrice))) as Array<Row>
+  const rows = (maxPrice === null ? statement.all(gpu, pageSize + 1) : underPrice.all(gpu, Number(maxPrice), pageSize + 1)) as Array<Row>
   const hasMore = rows.length > pageSize
   const data = hasMore ? rows.slice(0, pageSize) : rows
   const size = String(pageSize)

@@ -10,7 +10,7 @@ import { IMPORT_TARGET, importFigure, importMarkdown, type ImportBenchResults, S
 import { type IndexBenchResults, indexMarkdown } from "./indexes"
 import type { MarketInfo } from "./market"
 import { LONGEST_COMMAND_TARGET_MS, REDIS_TARGET, type RedisBenchResults, redisMarkdown } from "./redis"
-import { servingLines, servingMarkdown, type ServingResults } from "./serving"
+import { servingLines, servingMarkdown, type ServingResults, smallPagesLines, smallPagesMarkdown, type SmallPagesResults } from "./serving"
 import { apiCostOf, type TopologyBenchResults, topologyLines, topologyMarkdown } from "./topologies"
 import { STARTUP_TARGET_SECONDS, type StartupResults, startupMarkdown } from "./startup"
 import { workersLines, workersMarkdown, type WorkersResults } from "./workers"
@@ -24,6 +24,7 @@ export interface RunResults {
   readonly http: HttpResults
   readonly serving: ServingResults
   readonly workers: WorkersResults
+  readonly smallPages: SmallPagesResults
   readonly hardware: HardwareResults
   readonly indexes: IndexBenchResults
   readonly redis: RedisBenchResults
@@ -92,6 +93,7 @@ export const lines = (r: RunResults): ReadonlyArray<Line> => {
     { name: "(c) HTTP req/s, adapter vs node:http baseline", figure: rps(r.http.adapterMedian), baseline: rps(r.http.baselineMedian), ratio: c, target: "≥ 0.80×", pass: c >= 0.8 },
     ...servingLines(r.serving),
     ...workersLines(r.workers),
+    ...smallPagesLines(r.smallPages),
     { name: "(d) hardware /history rows/s, core paging vs bare scan", figure: `${r.hardware.coreMedian.toFixed(0)} rows/s`, baseline: `${r.hardware.bareMedian.toFixed(0)} rows/s`, ratio: r.hardware.ratio, target: `≥ ${HARDWARE_TARGET.toFixed(2)}×`, pass: r.hardware.ratio >= HARDWARE_TARGET },
     { name: "(f) rental /latest page of 100, Redis vs SQLite", figure: us(r.redis.rental.redis.medianUs), baseline: us(r.redis.rental.sqlite.medianUs), ratio: r.redis.rental.ratio, target: `≤ ${REDIS_TARGET.toFixed(2)}×`, pass: r.redis.rental.ratio <= REDIS_TARGET },
     { name: "(g) hardware /history scan, SQLite rows/s over Redis rows/s", figure: `${r.redis.hardware.redisMedian.toFixed(0)} rows/s`, baseline: `${r.redis.hardware.sqliteMedian.toFixed(0)} rows/s`, ratio: r.redis.hardware.ratio, target: `≤ ${REDIS_TARGET.toFixed(2)}×`, pass: r.redis.hardware.ratio <= REDIS_TARGET },
@@ -204,6 +206,7 @@ Server CPU time per request (user + system, from /proc), median run: adapter ${u
 `}
 ${servingMarkdown(r.serving)}
 ${workersMarkdown(r.workers)}
+${smallPagesMarkdown(r.smallPages)}
 ${hardwareMarkdown(r.hardware)}
 ${indexMarkdown(r.indexes)}
 ${redisMarkdown(r.redis)}

@@ -11,7 +11,7 @@ import { feedLines, feedMarkdown, runFeedBench } from "./feed"
 import { runIndexBench } from "./indexes"
 import { runHttpBench } from "./http-bench"
 import { runRedisBench } from "./redis"
-import { runServingBench, servingLines, servingMarkdown } from "./serving"
+import { runServingBench, runSmallPagesBench, servingLines, servingMarkdown, smallPagesLines, smallPagesMarkdown } from "./serving"
 import { runStartupBench } from "./startup"
 import { runSyncBench, syncLines, syncMarkdown } from "./sync"
 import { runTopologyBench, topologyLines, topologyMarkdown } from "./topologies"
@@ -103,7 +103,8 @@ const main = async () => {
     if (only === "o") return sectionOnly("o", q, runTopologyBench(q, log), topologyLines, (r) => topologyMarkdown(r), true)
     if (only === "p") return sectionOnly("p", q, runSyncBench(log), syncLines, syncMarkdown)
     if (only === "q") return sectionOnly("q", q, runWorkersBench(q, log), workersLines, workersMarkdown, true)
-    throw new Error(`BENCH_ONLY supports k, l, m, n, o, p and q; run another section alone with npx tsx bench/<section>.ts`)
+    if (only === "r") return sectionOnly("r", q, runSmallPagesBench(log), smallPagesLines, smallPagesMarkdown)
+    throw new Error(`BENCH_ONLY supports k, l, m, n, o, p, q and r; run another section alone with npx tsx bench/<section>.ts`)
   }
 
   const loadBefore = os.loadavg()[0]!
@@ -131,6 +132,8 @@ const main = async () => {
   const serving = await runServingBench(config.quick, log)
   log("(q): serve --workers 2 vs one process, cold pages ...")
   const workers = await runWorkersBench(config.quick, log)
+  log("(r): small pages, hot and cold ...")
+  const smallPages = await runSmallPagesBench(log)
   log("(d): hardware /history paging ...")
   const hardware = await runHardwareBench(hardwareConfig(config.quick), log)
   log("(e): index computation from scratch ...")
@@ -151,7 +154,7 @@ const main = async () => {
   const sync = await runSyncBench(log)
 
   const results = {
-    config, market, core, http, serving, workers, hardware, indexes, redis, topologies, startup, import: importResults, dashboard, feed, sync,
+    config, market, core, http, serving, workers, smallPages, hardware, indexes, redis, topologies, startup, import: importResults, dashboard, feed, sync,
     date: new Date(),
     wallSeconds: (performance.now() - started) / 1000,
     load: { start: loadBefore, beforeHttp: loadBeforeHttp },

@@ -5,6 +5,7 @@ import * as RedisStorage from "@gpu-market/storage-redis"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { deepStrictEqual, ok } from "node:assert/strict"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { startRedis } from "../test/support/redis"
@@ -28,7 +29,7 @@ import { median } from "./stats"
  */
 
 /** The command line's entry point: the server measured is `gpu-market serve` itself. */
-const CLI = path.join(REPO_ROOT, "packages", "cli", "dist", "main.js")
+const CLI = path.join(REPO_ROOT, "packages", "cli", "bin", "gpu-market.js")
 
 /**
  * `gpu-market serve` as a deployment runs it over `storage` (its `--db` or `--redis` options):
@@ -107,32 +108,39 @@ export const compare = async (subject: Server, reference: Server, vary: boolean,
 type Body = { readonly data: ReadonlyArray<unknown>; readonly meta: Record<string, unknown> }
 
 /** The page both answer to the first cold query: the same rows, or the comparison means nothing. */
-const checkSameRows = async (subject: Server, baseline: Server) => {
+const checkSameRows = async (subject: Server, baseline: Server, rows: number) => {
   const cold = "&max_price_usd_per_gpu_hour=100000"
   const [a, b] = [await get(subject.url + cold), await get(baseline.url + cold)]
   ok(a.status === 200 && b.status === 200, `cold page answered ${a.status} and ${b.status}: ${a.text.slice(0, 300)} ${b.text.slice(0, 300)}`)
   const [pa, pb] = [JSON.parse(a.text) as Body, JSON.parse(b.text) as Body]
-  ok(pa.data.length === 100, `the cold page has ${pa.data.length} rows`)
+  ok(pa.data.length === rows, `the cold page has ${pa.data.length} rows`)
   deepStrictEqual(pa.data, pb.data, `${subject.name} and ${baseline.name} disagree on the cold page`)
 }
 
-/** Hot against the ceiling (serving the subject's own page bytes), cold against the baseline over `baselineDb`. */
+/** `server` asked for pages of `size` rows instead of its benchmark page's 100. */
+const withPageSize = (server: Server, size: number): Server => ({ ...server, url: server.url.replace(/page_size=\d+/, `page_size=${size}`) })
+
+/**
+ * Hot against the ceiling (serving the subject's own page bytes), cold against the baseline over
+ * `baselineDb`, both in pages of `size` rows.
+ */
 const hotAndCold = async (
-  subject: Server, baselineDb: string, label: string, plan: LoadPlan, log: (line: string) => void, servers: Array<Server>
+  server: Server, baselineDb: string, label: string, plan: LoadPlan, log: (line: string) => void, servers: Array<Server>, size = 100
 ) => {
+  const subject = withPageSize(server, size)
   const page = await get(subject.url)
   ok(page.status === 200, `${subject.name} answered ${page.status}: ${page.text.slice(0, 300)}`)
   const bodyFile = path.join(DATA_DIR, `serving-${label}.json`)
   fs.writeFileSync(bodyFile, page.text)
   const ceiling = await startServer("ceiling", "ceiling-server.ts", { BENCH_BODY_FILE: bodyFile })
   servers.push(ceiling)
-  const baseline = await startServer("baseline", "baseline-server.ts", { BENCH_DB: baselineDb, BENCH_TOKEN_LENGTH: "0" })
+  const baseline = withPageSize(await startServer("baseline", "baseline-server.ts", { BENCH_DB: baselineDb, BENCH_TOKEN_LENGTH: "0" }), size)
   servers.push(baseline)
-  await checkSameRows(subject, baseline)
+  await checkSameRows(subject, baseline, size)
   const hot = await compare(subject, ceiling, false, plan, `${label} hot `, log)
-  log(`  (l) ${label} hot page: ${hot.subject.reqPerSec.toFixed(0)} req/s vs ceiling ${hot.reference.reqPerSec.toFixed(0)} req/s, ${hot.ratio.toFixed(2)}×`)
+  log(`  ${label} hot page: ${hot.subject.reqPerSec.toFixed(0)} req/s vs ceiling ${hot.reference.reqPerSec.toFixed(0)} req/s, ${hot.ratio.toFixed(2)}×`)
   const cold = await compare(subject, baseline, true, plan, `${label} cold`, log)
-  log(`  (l) ${label} cold pages: ${cold.subject.reqPerSec.toFixed(0)} req/s vs baseline ${cold.reference.reqPerSec.toFixed(0)} req/s, ${cold.ratio.toFixed(2)}×`)
+  log(`  ${label} cold pages: ${cold.subject.reqPerSec.toFixed(0)} req/s vs baseline ${cold.reference.reqPerSec.toFixed(0)} req/s, ${cold.ratio.toFixed(2)}×`)
   return { hot, cold, bodyBytes: Buffer.byteLength(page.text) }
 }
 
@@ -211,6 +219,80 @@ export const runServingBench = async (quick: boolean, log: (line: string) => voi
   }
 }
 
+/** Page sizes of (q): the small pages most requests ask for. */
+export const SMALL_PAGE_SIZES = [10, 50] as const
+
+/** What (r) measured: per page size, hot and cold on SQLite. */
+export interface SmallPagesResults {
+  readonly market: MarketInfo
+  readonly pages: ReadonlyArray<{ readonly size: number; readonly bodyBytes: number; readonly hot: Pair; readonly cold: Pair }>
+  readonly plan: LoadPlan
+  readonly loadAverage: readonly [number, number]
+}
+
+/**
+ * (r) Small pages: the quick market's (the demo market's size: about 2,000 current `h100-sxm`
+ * rows) `/latest` sorted by price in pages of 10 and 50, hot against the bare server and cold
+ * against the hand-written one, as (l) measures pages of 100. `BENCH_ONLY=q npm run bench`.
+ */
+export const runSmallPagesBench = async (log: (line: string) => void): Promise<SmallPagesResults> => {
+  const market = ensureMarket(configFromEnv({ BENCH_QUICK: "1" }))
+  const plan: LoadPlan = { warmupSeconds: 2, seconds: 5, runs: 3 }
+  const tokens = openMarket(market.file)
+  try {
+    await issueBenchToken(tokens)
+  } finally {
+    await tokens.dispose()
+  }
+  const servers: Array<Server> = []
+  const before = os.loadavg()[0]!
+  try {
+    const adapter = await startServe(["--db", market.file])
+    servers.push(adapter)
+    const pages = []
+    for (const size of SMALL_PAGE_SIZES) {
+      const { hot, cold, bodyBytes } = await hotAndCold(adapter, market.file, `page-${size}`, plan, log, servers, size)
+      pages.push({ size, bodyBytes, hot, cold })
+    }
+    return { market, pages, plan, loadAverage: [before, os.loadavg()[0]!] }
+  } finally {
+    for (const s of servers.splice(0)) await s.stop()
+  }
+}
+
+/** The CPU per request of `pair`'s subject over its reference's. */
+const cpuRatio = (pair: Pair) =>
+  pair.subject.cpuUsPerRequest === undefined || pair.reference.cpuUsPerRequest === undefined ? undefined : pair.subject.cpuUsPerRequest / pair.reference.cpuUsPerRequest
+
+/** The hot CPU target of (q): at most this many times the bare server's CPU per request. */
+export const HOT_CPU_TARGET = 2.5
+
+/** The lines of (q): per page size, hot req/s, hot CPU and cold req/s. */
+export const smallPagesLines = (r: SmallPagesResults) => r.pages.flatMap(({ size, hot, cold }) => {
+  const hotCpu = cpuRatio(hot)
+  return [
+    { name: `(r) hot /latest page of ${size}, server vs bare node:http`, figure: `${n0(hot.subject.reqPerSec)} req/s`, baseline: `${n0(hot.reference.reqPerSec)} req/s`, ratio: hot.ratio, target: `≥ ${HOT_TARGET.toFixed(2)}×`, pass: hot.ratio >= HOT_TARGET },
+    { name: `(r) hot /latest page of ${size}, CPU per request vs bare node:http`, figure: cpu(hot.subject), baseline: cpu(hot.reference), ratio: hotCpu ?? Number.NaN, target: `≤ ${HOT_CPU_TARGET.toFixed(2)}×`, pass: hotCpu !== undefined && hotCpu <= HOT_CPU_TARGET },
+    { name: `(r) cold /latest pages of ${size}, server vs node:http + better-sqlite3`, figure: `${n0(cold.subject.reqPerSec)} req/s`, baseline: `${n0(cold.reference.reqPerSec)} req/s`, ratio: cold.ratio, target: `≥ ${COLD_TARGET.toFixed(2)}×`, pass: cold.ratio >= COLD_TARGET }
+  ]
+})
+
+/** The section of (r) in BENCHMARKS.md. */
+export const smallPagesMarkdown = (r: SmallPagesResults): string => {
+  const rows = (label: string, pair: Pair) => [pair.subject, pair.reference].map((s) =>
+    md([label, s.name, n0(s.reqPerSec), cpu(s), `${s.p99Ms} ms`, s.runs.map((run) => n0(run.reqPerSec)).join(", ")]))
+  return `## (r) Small pages: hot and cold pages of 10 and 50 rows
+
+As (l), on the quick market's SQLite file (${n0(r.market.rows)} rows; about 2,000 current rows of \`h100-sxm\`, the demo market's size): \`/v2/gpu/rental/prices/latest?gpu_canonical_name=h100-sxm&sort_by=price_usd_per_gpu_hour&page_size=<n>\`, ${r.plan.runs} × ${r.plan.seconds} s runs per server after ${r.plan.warmupSeconds} s of warm-up, alternating, medians. Hot against the bare \`node:http\` server answering the same bytes; cold (a new \`max_price_usd_per_gpu_hour\` each request) against the hand-written \`node:http\` + better-sqlite3 server. 1-minute load average ${r.loadAverage[0].toFixed(2)} before, ${r.loadAverage[1].toFixed(2)} after.
+
+${md(["pages", "server", "req/s", "CPU/request", "p99 latency", "runs (req/s)"])}
+${md(["---", "---", "---:", "---:", "---:", "---"])}
+${r.pages.flatMap(({ size, bodyBytes, hot, cold }) => [...rows(`${size} rows (${n0(bodyBytes)} B), hot`, hot), ...rows(`${size} rows, cold`, cold)]).join("\n")}
+
+${r.pages.map(({ size, hot, cold }) => `Pages of ${size}: hot ${hot.ratio.toFixed(2)}× the bare server's req/s (target ≥ ${HOT_TARGET.toFixed(2)}×) at ${(cpuRatio(hot) ?? Number.NaN).toFixed(2)}× its CPU per request (target ≤ ${HOT_CPU_TARGET.toFixed(2)}×); cold ${cold.ratio.toFixed(2)}× the hand-written server (target ≥ ${COLD_TARGET.toFixed(2)}×).`).join("\n")}
+`
+}
+
 const isMain = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href
 if (isMain) {
   runServingBench(process.env.BENCH_QUICK === "1", (line) => console.log(line)).then((r) => {
@@ -252,7 +334,7 @@ export const servingMarkdown = (r: ServingResults): string => {
 
 Each server in a child process of its own, loaded in turn by autocannon in a third (${r.connections} connections, no pipelining), ${r.runs} × ${r.seconds} s runs per server after a warm-up, alternating; figures are medians over runs. The served page is \`/v2/gpu/rental/prices/latest?gpu_canonical_name=h100-sxm&sort_by=price_usd_per_gpu_hour&page_size=100\` (${n0(r.bodyBytes)} bytes).
 
-- **Hot**: that page again and again, \`gpu-market serve\` itself (rate limits in the process on SQLite, shared on Redis; page cache and replayed answers on; its JSON request log at info, one line per request to a pipe), against a bare \`node:http\` server answering the same bytes from memory with no routing, auth or rate limit: the machine's ceiling.
+- **Hot**: that page again and again, \`gpu-market serve\` itself (rate limits in the process on SQLite, shared on Redis; the response cache on; its JSON request log at info, one line per request to a pipe), against a bare \`node:http\` server answering the same bytes from memory with no routing, auth or rate limit: the machine's ceiling.
 - **Cold**: every request a query no request asked before (\`max_price_usd_per_gpu_hour\` above every price, a new value each time: the same 100 rows, nothing any cache can answer), against the hand-written \`node:http\` + better-sqlite3 server running the same query with object rows and \`JSON.stringify\` (no auth, no rate limit, no signing). Both answer the first cold query with the same rows (checked).
 - **Redis**: the server over a redis-server started by the bench and loaded with the quick market (${n0(r.redis.market.rows)} rows, loaded in ${r.redis.loadSeconds.toFixed(0)} s; a million rows take too long to load), against the same ceiling and a baseline over the quick market's SQLite file (the same rows).
 

@@ -18,8 +18,8 @@ import { compare, CONNECTIONS, type LoadPlan, type Pair } from "./serving"
  * process. Runs inside `npm run bench`, or alone: `BENCH_ONLY=q npm run bench`.
  */
 
-const CLI = path.join(REPO_ROOT, "packages", "cli", "dist", "main.js")
 const BIN = path.join(REPO_ROOT, "packages", "cli", "bin", "gpu-market.js")
+const CLI = BIN
 const DEMO_DB = path.join(DATA_DIR, "demo-workers.db")
 /** Ten rows: a small page, where a request's own cost, not its rows, is what a core spends. */
 const PAGE = `/v2/gpu/rental/prices/latest?gpu_canonical_name=${POPULAR_GPU}&sort_by=${SORT_BY}&page_size=10`

@@ -175,6 +175,24 @@ for (const [name, open] of BACKENDS) {
       assert.strictEqual(crossed.status, 200)
     })
 
+    it("one caller's page, answered whole from the response cache, has another ETag when their grants of another type differ", async () => {
+      // One principal id, two entitlements: the cached /latest answer is the same for both (it
+      // follows the rental grant alone), the tag kept with it must not be.
+      const rentalOnly = await writer!.tokens.create({ ...TOKENS.all, id: "t-audience" })
+      const withHardware = await writer!.tokens.create({
+        ...TOKENS.all, id: "t-audience", grants: { ...TOKENS.all.grants, gpu_hardware_prices: { history: { _tag: "unrestricted" } } }
+      })
+      const replies = []
+      for (const token of [rentalOnly, withHardware, rentalOnly, withHardware]) replies.push(await raw(`${host!.origin}${ALPHA}`, { token }))
+      for (const r of replies) assert.strictEqual(r.status, 200, r.body.toString())
+      for (const r of replies) assert.deepStrictEqual(r.body, replies[0]!.body)
+      const tags = replies.map((r) => r.headers.etag)
+      assert.notStrictEqual(tags[0], tags[1])
+      assert.deepStrictEqual(tags.slice(2), tags.slice(0, 2))
+      const crossed = await raw(`${host!.origin}${ALPHA}`, { token: withHardware, headers: { "if-none-match": tags[0]! } })
+      assert.strictEqual(crossed.status, 200)
+    })
+
     it("a 304 is still counted: a token of 3 a minute revalidates twice, then gets 429 with Retry-After", async () => {
       const path = `${host!.origin}/v2/gpu/rental/prices/latest?vendor=v-alpha&page_size=1`
       // A window that turns mid-run restarts the count: then run again, with a fresh token.

@@ -60,15 +60,6 @@ describe("Sentinel: a primary, two replicas, three sentinels", () => {
     assert.include(group.replicas.map((r) => r.port), replica.port)
   })
 
-  it("replayed index pages are checked in full when index pages are read from a replica; the other types on their stamp", async () => {
-    const covered = (readFromReplicas: boolean) => Effect.runPromise(Effect.scoped(Effect.map(
-      make({ ...options(), readFromReplicas }),
-      (stores) => (["gpu_rental_indexes", "gpu_rental_prices"] as const).map((type) => stores.stampedCounts?.covers(type))
-    )))
-    assert.deepStrictEqual(await covered(true), [false, true])
-    assert.deepStrictEqual(await covered(false), [true, true])
-  })
-
   it("a write is acknowledged once the replicas asked for hold it, and fails (503) when fewer can", async () => {
     const set = (replicasToAck: number) => Effect.runPromise(Effect.scoped(Effect.flatMap(
       make({ ...options(), replicasToAck, replicaAckTimeoutMs: 300 }),

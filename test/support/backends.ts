@@ -37,7 +37,7 @@ export const sqliteStorage = Layer.unwrapScoped(Effect.map(
 ))
 
 /** Redis for every store it provides, under a fresh prefix on the suite's server; memory fills the rest. */
-const redisStorage = (label: string) => Layer.unwrapEffect(Effect.map(TestRedis, (server) =>
+export const redisStorage = (label: string) => Layer.unwrapEffect(Effect.map(TestRedis, (server) =>
   Layer.merge(MemoryStorage.layer, RedisStorage.layer({ url: server.url, prefix: uniquePrefix(label) }))))
 
 /** Builds the market seeded by `seed` on each backend, in the caller's scope: memory first, the reference. */

@@ -1,39 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { PrincipalId, StorageError } from "@gpu-market/core"
-import { guardStorage, MemoryStorage, type StampedCounts, StoreStampedCounts, TokenStore } from "@gpu-market/core/storage"
+import { guardStorage, MemoryStorage, TokenStore } from "@gpu-market/core/storage"
 import { Context, Effect, Layer, Logger, TestClock } from "effect"
-
-/** Stamped counts whose next calls fail or succeed as the test says, counting the calls that reach them. */
-const scripted = () => {
-  const outcomes: Array<boolean> = []
-  let reached = 0
-  const counts: StampedCounts = {
-    covers: () => true,
-    stamp: () => Promise.resolve("s"),
-    hit: () => {
-      reached++
-      return outcomes.shift() === false
-        ? Promise.reject(new StorageError({ operation: "hit", cause: "down" }))
-        : Promise.resolve({ count: 1, resetInMicros: 1, stamp: "s" })
-    }
-  }
-  return { counts, outcomes, reached: () => reached }
-}
-
-describe("circuit breaker over stamped counts", () => {
-  it.effect("a success between failures keeps it closed; three failures in a row open it, and it then refuses without reaching the storage", () =>
-    Effect.gen(function* () {
-      const inner = scripted()
-      const counts = yield* Effect.provide(StoreStampedCounts, guardStorage(Layer.merge(MemoryStorage.layer, Layer.succeed(StoreStampedCounts, inner.counts)), { probeIntervalMs: 60_000 }))
-      const hit = () => Effect.promise(() => counts!.hit("k", 60_000_000, 0, "gpu_rental_prices").then(() => "ok", (e: StorageError) => e.operation))
-      inner.outcomes.push(false, false, true, false, false, false)
-      const seen = []
-      for (let i = 0; i < 7; i++) seen.push(yield* hit())
-      assert.deepStrictEqual(seen.slice(0, 6), ["hit", "hit", "ok", "hit", "hit", "hit"])
-      assert.match(seen[6]!, /^not tried/)
-      assert.strictEqual(inner.reached(), 6)
-    }).pipe(Effect.scoped))
-})
 
 describe("circuit breaker and a named fault", () => {
   it.effect("writes failing on a full disk never open it (reads go on), and the fault is logged once a minute while it lasts", () =>

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { createHash } from "node:crypto"
-import { bodyBytes, bodyDigest, bodyJson } from "../src/adapters.js"
+import { bodyJson, responseBody } from "../src/adapters.js"
 import { pageFromBytes, rowsBytes, withSerialisedData } from "../src/market/page-cache.js"
 
 /** A row as stores return them: a flat record of JSON values, any text (multi-byte UTF-8 included). */
@@ -38,7 +38,7 @@ describe("serialised rows", () => {
       const read = withSerialisedData({ data: frozen, meta: pageMeta }, rowsBytes(frozen))
       const cached = pageFromBytes(rowsBytes(frozen), pageMeta)
       for (const page of [read, cached]) {
-        assert.strictEqual(Buffer.from(bodyBytes(page)).toString(), expected)
+        assert.strictEqual(Buffer.from(responseBody(page).bytes).toString(), expected)
         assert.strictEqual(bodyJson(page), expected)
       }
       assert.deepStrictEqual(cached.data, JSON.parse(JSON.stringify(frozen)))
@@ -47,8 +47,8 @@ describe("serialised rows", () => {
 
   it("a page's body has a digest that tells bodies apart exactly as their bytes do, frozen rows or not; other bodies have none", () => {
     const pageOf = (data: ReadonlyArray<object>, pageMeta: object) => {
-      const body = bodyBytes(withSerialisedData({ data, meta: pageMeta as never }, rowsBytes(data)))
-      return { text: Buffer.from(body).toString(), digest: bodyDigest(body) }
+      const body = responseBody(withSerialisedData({ data, meta: pageMeta as never }, rowsBytes(data)))
+      return { text: Buffer.from(body.bytes).toString(), digest: body.digest }
     }
     fc.assert(fc.property(rows, meta, rows, meta, (a, metaA, b, metaB) => {
       const frozenA = a.map((r) => Object.freeze({ ...r }))
@@ -63,20 +63,20 @@ describe("serialised rows", () => {
     }))
     // Rows not frozen (a store that keeps none) get the same digest as the same rows frozen; a
     // body that is not a page has none, and is hashed whole.
-    const loose = bodyBytes(withSerialisedData({ data: [{ a: 1 }], meta: {} as never }, rowsBytes([{ a: 1 }])))
-    const held = bodyBytes(withSerialisedData({ data: [Object.freeze({ a: 1 })], meta: {} as never }, rowsBytes([Object.freeze({ a: 1 })])))
-    assert.isTrue(Buffer.from(bodyDigest(loose)!).equals(Buffer.from(bodyDigest(held)!)))
-    assert.isUndefined(bodyDigest(bodyBytes({ a: 1 })))
+    const loose = responseBody(withSerialisedData({ data: [{ a: 1 }], meta: {} as never }, rowsBytes([{ a: 1 }])))
+    const held = responseBody(withSerialisedData({ data: [Object.freeze({ a: 1 })], meta: {} as never }, rowsBytes([Object.freeze({ a: 1 })])))
+    assert.isTrue(Buffer.from(loose.digest!).equals(Buffer.from(held.digest!)))
+    assert.isUndefined(responseBody({ a: 1 }).digest)
     // A page recorded without its bytes (read around the cache) is serialised when its body is
     // asked for: the same bytes and digest as one whose rows were serialised when read.
-    const later = bodyBytes(withSerialisedData({ data: [{ a: 1 }], meta: {} as never }))
-    assert.isTrue(Buffer.from(later).equals(Buffer.from(loose)))
-    assert.isTrue(Buffer.from(bodyDigest(later)!).equals(Buffer.from(bodyDigest(loose)!)))
+    const later = responseBody(withSerialisedData({ data: [{ a: 1 }], meta: {} as never }))
+    assert.isTrue(Buffer.from(later.bytes).equals(Buffer.from(loose.bytes)))
+    assert.isTrue(Buffer.from(later.digest!).equals(Buffer.from(loose.digest!)))
     // The digest of a page stands for its rows and meta: the same rows one by one, then the meta.
     const one = Object.freeze({ a: 1 }), two = Object.freeze({ b: "é" })
     const sha = (...parts: ReadonlyArray<Uint8Array | string>) => parts.reduce((h, p) => h.update(p), createHash("sha256")).digest()
     const rowsPart = sha(sha(JSON.stringify(one)), sha(JSON.stringify(two)))
-    const body = bodyBytes(withSerialisedData({ data: [one, two], meta: { page_size: 2 } as never }, rowsBytes([one, two])))
-    assert.isTrue(Buffer.from(bodyDigest(body)!).equals(sha(rowsPart, JSON.stringify({ page_size: 2 }))))
+    const body = responseBody(withSerialisedData({ data: [one, two], meta: { page_size: 2 } as never }, rowsBytes([one, two])))
+    assert.isTrue(Buffer.from(body.digest!).equals(sha(rowsPart, JSON.stringify({ page_size: 2 }))))
   })
 })

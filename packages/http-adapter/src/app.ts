@@ -2,35 +2,30 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Auth, describeToken, Feed, type MarketError, PageCacheBytes, type Principal, RateLimits, TOKEN_PATH } from "@gpu-market/core"
-import { admit, admitCounted, bodyBytes, charge, countStamped, judgeCount, makeReadCalls, type ReadCall, type ReadResult, replayOf } from "@gpu-market/core/adapters"
-import { StoreChangeStamp, StoreStampedCounts } from "@gpu-market/core/storage"
+import { Auth, describeToken, Feed, type MarketError, RateLimits, TOKEN_PATH, type TokenBody } from "@gpu-market/core"
+import { admit, makeReadCalls, type MarketRequest, type ReadResult, responseBody } from "@gpu-market/core/adapters"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as FiberRef from "effect/FiberRef"
 import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
-import { type CorsOptions, corsOptionsProblem, withCors } from "./cors.js"
+import { type CorsOptions, corsOptionsProblem, makeCors, withCors } from "./cors.js"
 import { makeDashboardRoutes } from "./dashboard.js"
-import { makeDirect } from "./direct.js"
 import { docsPage, makeAssetRoutes } from "./docs.js"
 import { DEFAULT_HEARTBEAT_MS, EVENTS_PATH, heartbeatProblem, sseResponse } from "./events.js"
 import { makeHealthRoutes } from "./health.js"
 import { withNosniff } from "./nosniff.js"
-import { CLIENT_CLOSED_REQUEST, currentPrincipal, routedAs } from "./observe.js"
-import { problemResponse } from "./problem.js"
+import { Caller, CLIENT_CLOSED_REQUEST, notePrincipal, routedAs } from "./observe.js"
+import { problemAnswer, problemResponse } from "./problem.js"
 import { queryOf, rateHeaders } from "./request.js"
 import { makeSupplyRoutes } from "./procurement.js"
 import { dataRoutes } from "./routes.js"
 import { makeOrigins } from "./origin.js"
-import { makeReplay, type Replay } from "./replay.js"
-import { respond, withCompression } from "./transfer.js"
+import { respond, validate, withCompression } from "./transfer.js"
+import { type Answer, type Exchange, finish, type LeanRoute, toResponse } from "./answer.js"
+import type { IncomingMessage } from "node:http"
 
 /** Options of the HTTP app. */
-/** The body of `GET /v2/token`. */
-type TokenAnswer = Effect.Effect.Success<ReturnType<typeof describeToken>>
-
 export interface AppOptions {
   /**
    * Public base URL, e.g. `https://api.example.com/market`; `meta.next.url` starts with it. Absent,
@@ -53,10 +48,18 @@ export interface AppOptions {
 }
 
 /**
- * The app, its replay and its direct lane; the replay keeps answers and the lane takes requests
- * only when `replaying` (a Node server in front).
+ * Builds the HTTP app over the market's services, and the lean path of its data routes: the one
+ * path every request takes, whichever host runs it (the standalone server, the Node and fetch
+ * handlers). Every data request is admitted (bearer auth, the caller's rate limit), read as its
+ * caller, then answered with JSON or a problem, with the rate-limit headers on whatever the
+ * caller gets once it is known who they are; one function (`page`, from an `Exchange` to an
+ * `Answer`) does it, which the Node listener runs and writes directly (`lean`) and the platform
+ * app converts. A page carries a strong `ETag` (a 304 when `If-None-Match` names it); answers
+ * are compressed when the client asks. `/healthz` and `/readyz` answer probes, and `/metrics`
+ * scrapes when asked for; all three public. Options that cannot work (an origin no browser
+ * sends) are a defect of the embedding app.
  */
-const buildApp = (options: AppOptions, replaying: boolean) =>
+export const makeServing = (options: AppOptions) =>
   Effect.gen(function* () {
     const corsProblem = options.cors === undefined ? undefined : corsOptionsProblem(options.cors)
     if (corsProblem !== undefined) return yield* Effect.die(new TypeError(corsProblem))
@@ -67,66 +70,86 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
     const limits = yield* RateLimits
     const readCall = yield* makeReadCalls
     const origins = makeOrigins(options.baseUrl)
-    const admitNow = (authorization: string | undefined) => admit(auth, limits, authorization)
-    // The replay shares the page cache's budget setting; without a server to take requests, it keeps nothing.
-    const counts = yield* StoreStampedCounts
-    const replay: Replay = makeReplay(replaying ? yield* PageCacheBytes : 0, {
-      admit: admitNow,
-      charge: (principal) => charge(limits, principal),
-      changeStamp: yield* StoreChangeStamp,
-      stamped: counts === undefined ? undefined : {
-        counts,
-        count: (principal, type) => countStamped(limits, counts, principal, type),
-        judge: (principal, counted) => judgeCount(limits, principal, counted),
-        admitCounted: (authorization, guess, counted) => admitCounted(auth, limits, authorization, guess, counted)
-      }
-    }, yield* Effect.runtime<never>())
 
     /**
-     * A data request's one path: admitted (401, 429 as problems, with the rate-limit headers once
-     * the caller is known), its principal recorded, then `answer` with the headers it sends.
+     * Admission, the one door of data requests: 401 and 429 as problem answers (with the
+     * rate-limit headers once the caller is known), else the caller and the headers their answer
+     * carries.
      */
-    const admitted = (
-      answer: (
-        principal: Principal, request: HttpServerRequest.HttpServerRequest, requestId: string, headers: Record<string, string>
-      ) => Effect.Effect<HttpServerResponse.HttpServerResponse>
-    ) =>
-      Effect.gen(function* () {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const requestId = randomUUID()
-        const admission = replay.admissionOf(request) ?? (yield* Effect.either(admitNow(request.headers.authorization)))
-        if (Either.isLeft(admission)) {
-          const e = admission.left
-          return problemResponse(e, requestId, e._tag === "RateLimited"
-            ? rateHeaders({ limit: e.limit, remaining: 0, resetSeconds: e.retry_after_seconds })
-            : {})
-        }
-        yield* FiberRef.set(currentPrincipal, admission.right.principal.id)
-        return yield* answer(admission.right.principal, request, requestId, rateHeaders(admission.right.status))
+    const admission = (authorization: string | undefined, requestId: string) =>
+      Effect.match(admit(auth, limits, authorization), {
+        onFailure: (e) => Either.left(problemAnswer(e, requestId, e._tag === "RateLimited"
+          ? rateHeaders({ limit: e.limit, remaining: 0, resetSeconds: e.retry_after_seconds })
+          : {})),
+        onSuccess: ({ principal, status }) => Either.right({ principal, headers: rateHeaders(status) })
       })
 
-    const data = (run: (principal: Principal, request: HttpServerRequest.HttpServerRequest) => Effect.Effect<ReadResult | TokenAnswer, MarketError>) =>
-      admitted((principal, request, requestId, headers) => Effect.gen(function* () {
-        const failed = replay.failureOf(request)
-        const body = failed !== undefined ? Either.left(failed) : yield* Effect.either(run(principal, request))
-        if (Either.isLeft(body)) return problemResponse(body.left, requestId, headers)
-        headers["x-request-id"] = requestId
-        const replayable = replayOf(body.right)
-        if (replayable !== undefined) replay.mark(request, replayable, principal)
-        return respond(request, { body: bodyBytes(body.right), contentType: "application/json", headers, caller: principal })
-      }))
+    /**
+     * A data route: the caller admitted, their read of the query, answered as JSON with its
+     * validator (a 304 when `If-None-Match` names it), or as the refusal's or the read's problem.
+     * The one function both ends run: the Node server writes its answer, the platform app
+     * converts it.
+     */
+    const page = (call: (request: MarketRequest) => Effect.Effect<ReadResult | TokenBody, MarketError>) => (exchange: Exchange): Effect.Effect<Answer> => {
+      const requestId = randomUUID()
+      return Effect.flatMap(admission(exchange.headers.authorization, requestId), (admitted) => {
+        if (Either.isLeft(admitted)) return Effect.succeed(admitted.left)
+        const { principal, headers } = admitted.right
+        return Effect.match(call({ principal, query: queryOf(exchange.url), origin: exchange.origin }), {
+          onFailure: (error): Answer => ({ ...problemAnswer(error, requestId, headers), caller: principal }),
+          onSuccess: (body): Answer => {
+            headers["x-request-id"] = requestId
+            const kept = responseBody(body)
+            const { bytes } = kept
+            const { status, headers: validated } = validate(exchange.headers["if-none-match"], exchange.headers["accept-encoding"], {
+              body: bytes, digest: kept.digest, kept, contentType: "application/json", headers, caller: principal
+            })
+            return { status, headers: validated, contentType: "application/json", body: status === 304 ? undefined : bytes, caller: principal }
+          }
+        })
+      })
+    }
+
+    /** `answer` as a platform route: the request as an `Exchange`, the answer as a response. */
+    const platformRoute = (answer: (exchange: Exchange) => Effect.Effect<Answer>) =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+        Effect.flatMap(answer({
+          method: request.method,
+          url: request.url,
+          headers: {
+            authorization: request.headers.authorization,
+            "if-none-match": request.headers["if-none-match"],
+            "accept-encoding": request.headers["accept-encoding"],
+            origin: request.headers.origin
+          },
+          origin: origins.of(request)
+        }), (answered) => Effect.as(answered.caller === undefined ? Effect.void : notePrincipal(answered.caller), toResponse(answered))))
+
+    /** An admitted request's platform answer, or its refusal. */
+    const admitted = (
+      answer: (request: HttpServerRequest.HttpServerRequest, requestId: string, headers: Record<string, string>) =>
+        Effect.Effect<HttpServerResponse.HttpServerResponse, never, Caller>
+    ) =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const requestId = randomUUID()
+        return Effect.flatMap(admission(request.headers.authorization, requestId), (result) => {
+          if (Either.isLeft(result)) return Effect.succeed(toResponse(result.left))
+          const { principal, headers } = result.right
+          return Effect.zipRight(notePrincipal(principal), Effect.provideService(answer(request, requestId, headers), Caller, principal))
+        })
+      })
 
     // The change feed: admitted as a data request (one count against the rate limit per
     // connection), refused with a problem before the stream starts, then Server-Sent Events.
     const feed = yield* Feed
-    const events = admitted((principal, request, requestId, headers) =>
-      Effect.map(Effect.either(feed.subscribe(principal, queryOf(request.url), request.headers["last-event-id"], auth.stillHolds(request.headers.authorization))), (items) =>
-        Either.isLeft(items)
-          ? problemResponse(items.left, requestId, headers)
-          : sseResponse(items.right, heartbeatMs, { ...headers, "x-request-id": requestId })))
-
-    const page = (endpoint: ReadCall) =>
-      data((principal, request) => endpoint({ principal, query: queryOf(request.url), origin: origins.of(request) }))
+    const events = admitted((request, requestId, headers) => Effect.gen(function* () {
+      const caller = yield* Caller
+      const stillHolds = auth.stillHolds(request.headers.authorization)
+      const items = yield* Effect.either(feed.subscribe(caller, queryOf(request.url), request.headers["last-event-id"], stillHolds))
+      return Either.isLeft(items)
+        ? problemResponse(items.left, requestId, headers)
+        : sseResponse(items.right, heartbeatMs, { ...headers, "x-request-id": requestId })
+    }))
 
     type Route = readonly [HttpRouter.PathInput, Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>]
     const supplyPrefix = options.supplyPrefix ?? "/supply"
@@ -147,11 +170,15 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
       ...yield* makeHealthRoutes({ metrics })
     ]
 
-    const routes: ReadonlyArray<Route> = [
-      ...dataRoutes.map((route): Route => [route.path, page(readCall(route.entry))]), [EVENTS_PATH, events],
+    // The data routes by path: the table the lean path looks a request up in, and the platform routes them by.
+    const dataAnswers: ReadonlyArray<readonly [`/${string}`, (exchange: Exchange) => Effect.Effect<Answer>]> = [
+      ...dataRoutes.map((route) => [route.path, page(readCall(route.entry))] as const),
       // The caller's own token: admitted and counted as a data request, so it says nothing to one without a token.
-      [TOKEN_PATH, data((principal, request) => describeToken(principal, queryOf(request.url)))],
-      ...docs
+      [TOKEN_PATH, page((request) => describeToken(request.principal, request.query))]
+    ]
+    const data = new Map<string, (exchange: Exchange) => Effect.Effect<Answer>>(dataAnswers)
+    const routes: ReadonlyArray<Route> = [
+      ...dataAnswers.map(([path, answer]): Route => [path, platformRoute(answer)]), [EVENTS_PATH, events], ...docs
     ]
     const known = new Set<string>(routes.map(([path]) => path))
     const routed = yield* HttpRouter.toHttpApp(supply.reduce(
@@ -175,6 +202,13 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
         ? Effect.provideService(routed, HttpServerRequest.HttpServerRequest, request.modify({ url: request.url.slice(prefix.length) }))
         : routed)
 
+    // A lean answer that died is the 500 the app answers one with; an interrupted one (the client
+    // left) is answered to no one.
+    const rescued = (answer: Effect.Effect<Answer>): Effect.Effect<Answer> =>
+      Effect.catchAllCause(answer, (cause) => Cause.isInterruptedOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.as(Effect.logError("request failed", cause), problemAnswer({ _tag: "InternalError" }, randomUUID())))
+
     const answered = unprefixed.pipe(
       Effect.catchTag("RouteNotFound", () => unrouted),
       Effect.catchAllCause((cause) =>
@@ -188,37 +222,35 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
       )
     )
     // CORS around every answer, so a preflight is answered before anything else runs; `nosniff`
-    // on all of them, preflights too; the recording outermost, so a replay gives the answer
-    // exactly as it was sent.
-    const app: HttpApp.Default<never, Scope.Scope> = replay.recording(withNosniff(withCors(options.cors)(withCompression(answered))))
-    const direct = makeDirect({
-      routes: replaying ? dataRoutes.map((route) => ({ path: route.path, call: readCall(route.entry) })) : [],
-      prefix,
-      originOf: origins.ofNode,
-      admit: admitNow,
-      replay,
-      varyOrigin: options.cors !== undefined && options.cors.origins.length > 0,
-      runtime: yield* Effect.runtime<never>()
-    })
-    return { app, replay, direct }
+    // on all of them, preflights too.
+    const app: HttpApp.Default<never, Scope.Scope> = withNosniff(withCors(options.cors)(withCompression(answered)))
+    const cors = makeCors(options.cors)
+    return {
+      app,
+      /**
+       * The lean path's route, for a Node request: the answer of a data route's GET, finished as
+       * the app's middleware would finish it; undefined for anything else (the app answers it).
+       */
+      lean: (req: IncomingMessage): LeanRoute | undefined => {
+        if (req.method !== "GET") return undefined
+        const full = req.url ?? "/"
+        const url = prefix !== "" && full.startsWith(`${prefix}/`) ? full.slice(prefix.length) : full
+        const q = url.indexOf("?")
+        const path = q < 0 ? url : url.slice(0, q)
+        const answer = data.get(path)
+        if (answer === undefined) return undefined
+        const exchange: Exchange = { method: "GET", url, headers: req.headers, origin: origins.ofNode(req) }
+        // A preflight is an OPTIONS, so a GET is never one: CORS only adds its headers here.
+        return { path, answer: Effect.flatMap(rescued(answer(exchange)), (answered) => finish(exchange, answered, cors)) }
+      }
+    } as const
   })
 
 /**
- * Builds the HTTP app over the market's services. Every data request takes one path: bearer
- * auth, the caller's rate limit, the core call, then JSON or a problem, with the rate-limit
- * headers on whatever the caller gets once it is known who they are. A page carries a strong
- * `ETag` (a 304 when `If-None-Match` names it); answers are compressed when the client asks.
- * `/healthz` and `/readyz` answer probes, and `/metrics` scrapes when asked for; all three public.
- * Options that cannot work (an origin no browser sends) are a defect of the embedding app.
+ * The HTTP app over the market's services (see `makeServing`): what the Node and fetch handlers
+ * and an embedding app mount.
  */
-export const makeApp = (options: AppOptions) => Effect.map(makeAppParts(options), ({ app }) => app)
+export const makeApp = (options: AppOptions) => Effect.map(makeServing(options), (serving) => serving.app)
 
-/**
- * The app with its `Replay` and `Direct` lane, which a Node server puts in front of it: answers
- * the app marks as replayable are kept, and the same request again is answered from them (see
- * replay.ts); plain data pages are read and written without the platform (see direct.ts).
- */
-export const makeAppWithReplay = (options: AppOptions) => buildApp(options, true)
-
-/** The app and a replay that keeps nothing: for hosts that cannot put the replay in front (a `fetch` handler). */
-export const makeAppParts = (options: AppOptions) => buildApp(options, false)
+/** The app and the lean path of one market (`makeServing`). */
+export type Serving = Effect.Effect.Success<ReturnType<typeof makeServing>>

@@ -52,7 +52,7 @@ const hasBody = (req: IncomingMessage): boolean =>
  * connection for the next request, or discard it as fast as it comes until the connection
  * closes. (Marked as being read, the body is not drained by Node; the connection, paused, takes
  * no more than its buffers hold.) A request framed without a body is
- * never cut short: an answer made within its `request` event (a replay, a page read from SQLite,
+ * never cut short: an answer made within its `request` event (a page read from SQLite,
  * which waits for nothing) comes before Node has marked even such a request complete.
  */
 class BodyAwareResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
@@ -152,7 +152,7 @@ const answerRefusal = (timeouts: ServerTimeouts) => (error: Error, socket: Duple
 const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
 
 /**
- * What the server refuses of a request Node parsed, before any lane or the app sees it, or
+ * What the server refuses of a request Node parsed, before the app sees it, or
  * undefined. HTTP/1.1 requires `Host` (RFC 9112 §3.2: 400 without it), and an expectation other
  * than `100-continue` cannot be met (RFC 9110 §10.1.1: 417); HTTP/1.0 has neither rule, and
  * ignores `Expect`.

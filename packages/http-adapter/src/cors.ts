@@ -3,7 +3,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { addVary } from "./transfer.js"
+import { varyWith } from "./transfer.js"
 
 /**
  * Cross-origin requests from browser apps (the Fetch standard's CORS protocol): off unless
@@ -60,6 +60,34 @@ export const corsOptionsProblem = (options: CorsOptions): string | undefined => 
   return problem === undefined ? undefined : `cors.origins: ${problem}`
 }
 
+/** The CORS protocol for the listed origins, as headers: what the app and the lean path both apply. */
+export interface Cors {
+  /** A preflight's 204 headers when `origin` is listed and the request is one (an `OPTIONS` naming a method), else undefined. */
+  readonly preflight: (method: string, origin: string | undefined, requestMethod: string | undefined) => Record<string, string> | undefined
+  /** The headers an answer to a request from `origin` gets, given the answer's own `vary`. */
+  readonly headers: (origin: string | undefined, vary: string | undefined) => Record<string, string>
+}
+
+/** CORS for `options`, or undefined when it is off (no origins listed). */
+export const makeCors = (options: CorsOptions | undefined): Cors | undefined => {
+  if (options === undefined || options.origins.length === 0) return undefined
+  const allowed = new Set(options.origins)
+  const maxAge = String(options.maxAgeSeconds ?? 600)
+  return {
+    preflight: (method, origin, requestMethod) =>
+      method !== "OPTIONS" || requestMethod === undefined || origin === undefined || !allowed.has(origin) ? undefined : {
+        "access-control-allow-origin": origin,
+        "access-control-allow-methods": ALLOW_METHODS,
+        "access-control-allow-headers": ALLOW_HEADERS,
+        "access-control-max-age": maxAge,
+        vary: "Origin"
+      },
+    headers: (origin, vary) => origin === undefined || !allowed.has(origin)
+      ? { vary: varyWith(vary, "Origin") }
+      : { vary: varyWith(vary, "Origin"), "access-control-allow-origin": origin, "access-control-expose-headers": EXPOSE_HEADERS }
+  }
+}
+
 /**
  * The app with CORS for the listed origins (unchanged when none are). A preflight from a listed
  * origin is answered here with 204, before routing and without a token (browsers send none);
@@ -67,28 +95,12 @@ export const corsOptionsProblem = (options: CorsOptions): string | undefined => 
  * varies by `Origin`.
  */
 export const withCors = (options: CorsOptions | undefined) => <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> => {
-  if (options === undefined || options.origins.length === 0) return app
-  const allowed = new Set(options.origins)
-  const maxAge = String(options.maxAgeSeconds ?? 600)
+  const cors = makeCors(options)
+  if (cors === undefined) return app
   return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const origin = request.headers["origin"]
-    if (origin === undefined || !allowed.has(origin)) return Effect.map(app, (response) => addVary(response, "Origin"))
-    if (request.method === "OPTIONS" && request.headers["access-control-request-method"] !== undefined) {
-      return Effect.succeed(HttpServerResponse.empty({
-        status: 204,
-        headers: {
-          "access-control-allow-origin": origin,
-          "access-control-allow-methods": ALLOW_METHODS,
-          "access-control-allow-headers": ALLOW_HEADERS,
-          "access-control-max-age": maxAge,
-          vary: "Origin"
-        }
-      }))
-    }
-    return Effect.map(app, (response) =>
-      HttpServerResponse.setHeaders(addVary(response, "Origin"), {
-        "access-control-allow-origin": origin,
-        "access-control-expose-headers": EXPOSE_HEADERS
-      }))
+    const preflight = cors.preflight(request.method, origin, request.headers["access-control-request-method"])
+    if (preflight !== undefined) return Effect.succeed(HttpServerResponse.empty({ status: 204, headers: preflight }))
+    return Effect.map(app, (response) => HttpServerResponse.setHeaders(response, cors.headers(origin, response.headers["vary"])))
   })
 }

@@ -6,10 +6,10 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { makeAppParts, makeAppWithReplay } from "./app.js"
+import { makeServing, type Serving } from "./app.js"
+import { nodeListener } from "./answer.js"
 import { atTheDoor } from "./connections.js"
 import { type CorsOptions, corsOptionsProblem } from "./cors.js"
-import { type Lanes, nodeLanes } from "./direct.js"
 import { heartbeatProblem } from "./events.js"
 
 /**
@@ -45,8 +45,7 @@ export interface HandlerOptions {
 const mount = async <A>(
   market: LocalMarket,
   options: HandlerOptions,
-  replaying: boolean,
-  toHandler: (app: HttpApp.Default<never, Scope.Scope>, lanes: Lanes) => Effect.Effect<A, never, MarketServices>
+  toHandler: (app: HttpApp.Default<never, Scope.Scope>, serving: Serving) => Effect.Effect<A, never, MarketServices>
 ): Promise<A> => {
   const corsProblem = options.cors === undefined ? undefined : corsOptionsProblem(options.cors)
   if (corsProblem !== undefined) throw new TypeError(corsProblem)
@@ -54,8 +53,7 @@ const mount = async <A>(
   if (heartbeat !== undefined) throw new RangeError(heartbeat)
   // No tracer reports these spans: as in the standalone server, tracing stays off.
   const built = await market.runtime.runPromiseExit(
-    Effect.flatMap((replaying ? makeAppWithReplay : makeAppParts)(options), ({ app, ...lanes }) =>
-      toHandler(app.pipe(Effect.withTracerEnabled(false)), lanes))
+    Effect.flatMap(makeServing(options), (serving) => toHandler(serving.app.pipe(Effect.withTracerEnabled(false)), serving))
   )
   if (Exit.isFailure(built)) throw toProblemError(built.cause)
   return built.value
@@ -65,11 +63,12 @@ const mount = async <A>(
 export const nodeHandler = async (market: LocalMarket, options: HandlerOptions = {}): Promise<{
   readonly handle: (req: IncomingMessage, res: ServerResponse) => void
 }> => {
-  const handle = await mount(market, options, true, (app, lanes) =>
+  const handle = await mount(market, options, (app, serving) =>
     // The refusals of the standalone server's door first (no `Host`, an `Expect` it cannot
-    // meet: they reach the handler where the host server lets them), replayed answers next (see
-    // replay.ts), then plain data pages (see direct.ts); the rest, and whatever those hand on, to the app.
-    Effect.map(NodeHttpServer.makeHandler(app), (handle) => atTheDoor(nodeLanes(lanes, handle))))
+    // meet: they reach the handler where the host server lets them), then the data routes' GETs
+    // on the lean path and the rest through the app, as on the standalone server.
+    Effect.zipWith(NodeHttpServer.makeHandler(app), Effect.runtime<never>().pipe(Effect.withTracerEnabled(false)), (platform, runtime) =>
+      atTheDoor(nodeListener(serving.lean, platform, runtime))))
   return { handle }
 }
 
@@ -77,6 +76,6 @@ export const nodeHandler = async (market: LocalMarket, options: HandlerOptions =
 export const fetchHandler = async (market: LocalMarket, options: HandlerOptions = {}): Promise<{
   readonly fetch: (request: Request) => Promise<Response>
 }> => {
-  const handler = await mount(market, options, false, (app) => Effect.map(Effect.runtime<never>(), (rt) => HttpApp.toWebHandlerRuntime(rt)(app)))
+  const handler = await mount(market, options, (app) => Effect.map(Effect.runtime<never>(), (rt) => HttpApp.toWebHandlerRuntime(rt)(app)))
   return { fetch: (request) => handler(request) }
 }

@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
  * copy keeps the header.
  */
 
-/** The header, for answers written without the app (the direct lane, the server's own refusals). */
+/** The header, for answers written without the app (the server's own refusals). */
 export const NOSNIFF = { "x-content-type-options": "nosniff" } as const
 
 /** The app with `NOSNIFF` on every answer it gives. */

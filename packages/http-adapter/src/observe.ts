@@ -2,30 +2,55 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { LATENCY_BUCKETS_SECONDS, labelsOf } from "@gpu-market/core/adapters"
+import type { Principal } from "@gpu-market/core"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
 import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
+import type { Answer } from "./answer.js"
 
 /**
  * What the standalone server records of each request: one log line (method, route template,
  * status, duration, request id, principal id; never the token) and the request metrics. The
- * route template and the principal are set where they become known, in the request's own fiber,
- * and read here once the answer is made.
+ * route template and the principal are noted where they become known, on the request's
+ * `RequestNotes` in the Effect context, and read here once the answer is made.
  */
 
 /** The status of a request whose client left before its answer (nginx's 499): never sent, only recorded. */
 export const CLIENT_CLOSED_REQUEST = 499
 
-/** The route template (`/supply/offers/:offer_id`) of the request this fiber serves, once routed. */
-export const currentRoute = FiberRef.unsafeMake<string | undefined>(undefined)
+/**
+ * The caller of a data or procurement request, once admitted: what its handler reads, provided
+ * by the admission in front of it.
+ */
+export class Caller extends Context.Tag("@gpu-market/http-adapter/Caller")<Caller, Principal>() {}
 
-/** The principal the request this fiber serves authenticated as, once it has. */
-export const currentPrincipal = FiberRef.unsafeMake<string | undefined>(undefined)
+/**
+ * What the request log learns of one request while it is answered: the route template that took
+ * it (`/supply/offers/:offer_id`) and the principal it was admitted as. One per request, provided
+ * by `observed`; an app mounted without it (the handlers) notes nothing.
+ */
+export class RequestNotes extends Context.Tag("@gpu-market/http-adapter/RequestNotes")<RequestNotes, {
+  route: string | undefined
+  principalId: string | undefined
+}>() {}
 
-/** `handler` recording `path` as the route of its request. */
+/** Notes `note` on the request's `RequestNotes`, where it has them. */
+const noteOn = (note: (notes: RequestNotes["Type"]) => void): Effect.Effect<void> =>
+  Effect.map(Effect.serviceOption(RequestNotes), Option.map(note))
+
+/** Notes the principal a request was admitted as. */
+export const notePrincipal = (principal: Principal): Effect.Effect<void> =>
+  noteOn((notes) => {
+    notes.principalId = principal.id
+  })
+
+/** `handler` noting `path` as the route of its request. */
 export const routedAs = <A, E, R>(path: string, handler: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.zipRight(FiberRef.set(currentRoute, path), handler)
+  Effect.zipRight(noteOn((notes) => {
+    notes.route = path
+  }), handler)
 
 /** The route label of a request no route took: raw paths would make a label value per URL. */
 const UNMATCHED = "unmatched"
@@ -45,7 +70,7 @@ const durations = Metric.histogram(
 )
 
 /** One answered request, as its log line and metrics see it. */
-export interface Answered {
+interface Answered {
   readonly method: string
   readonly route: string
   readonly status: number
@@ -54,16 +79,8 @@ export interface Answered {
   readonly seconds: number
 }
 
-/** What a Node server hears of the answers given before the app: to log and count them as the app's. */
-export interface Heard {
-  /** An answer replayed from memory. */
-  readonly replayed?: (answered: Answered) => void
-  /** Any other request answered or ended without the app: the direct lane's, one whose client left. */
-  readonly answered?: (answered: Answered) => void
-}
-
 /** Logs and counts one answered request. */
-export const recordAnswered = (answered: Answered) => {
+const recordAnswered = (answered: Answered) => {
   const { method, route, status, seconds } = answered
   durations.unsafeUpdate(seconds, labelsOf({ method, route }))
   requests.unsafeUpdate(1, labelsOf({ method, route, status: String(status) }))
@@ -76,45 +93,48 @@ export const recordAnswered = (answered: Answered) => {
     ...(answered.principalId === undefined ? {} : { principal_id: answered.principalId })
   }
   // The fields ride with the message rather than as annotations: annotating a line per request
-  // cost a busy server more than the rest of a replayed answer. JSON logs spread them into the line.
+  // cost a busy server more than the rest of a cached page. JSON logs spread them into the line.
   return PROBES.has(route) ? Effect.logDebug("request", line) : Effect.logInfo("request", line)
 }
 
-const replays = Metric.counter("gpu_market_http_replayed_total", {
-  description: "Requests answered with a replayed /latest answer, without running the app (also counted in gpu_market_http_requests_total).",
-  incremental: true
-})
-
-/** Logs and counts a request the server answered with a replayed answer, without the app. */
-export const recordReplayed = (answered: Answered): Effect.Effect<void> => {
-  replays.unsafeUpdate(1, labelsOf({ route: answered.route }))
-  return recordAnswered(answered)
-}
-
-/** Logs and counts one finished request of the app, with the route and principal its fiber noted. */
-const record = (request: HttpServerRequest.HttpServerRequest, status: number, requestId: string, started: number) =>
-  Effect.gen(function* () {
-    const seconds = (performance.now() - started) / 1000
-    const route = (yield* FiberRef.get(currentRoute)) ?? UNMATCHED
-    const principalId = yield* FiberRef.get(currentPrincipal)
-    yield* recordAnswered({ method: request.method, route, status, requestId, principalId, seconds })
+/** Logs and counts one finished request of the app, with the route and principal it noted. */
+const record = (method: string, notes: RequestNotes["Type"], status: number, requestId: string, started: number) =>
+  recordAnswered({
+    method, route: notes.route ?? UNMATCHED, status, requestId, principalId: notes.principalId,
+    seconds: (performance.now() - started) / 1000
   })
 
 /**
  * The app, each request logged and counted when answered (or when its client leaves first, as
  * 499). An answer without a request id gets one, so every log line can be found from its answer.
  */
-export const observed = <R>(app: HttpApp.Default<never, R>): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> =>
+export const observed = <R>(
+  app: HttpApp.Default<never, R>
+): HttpApp.Default<never, Exclude<R, RequestNotes> | HttpServerRequest.HttpServerRequest> =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const started = performance.now()
+    const notes: RequestNotes["Type"] = { route: undefined, principalId: undefined }
     return app.pipe(
       Effect.flatMap((response) => {
         const requestId = response.headers["x-request-id"] ?? randomUUID()
         return Effect.as(
-          record(request, response.status, requestId, started),
+          record(request.method, notes, response.status, requestId, started),
           response.headers["x-request-id"] === undefined ? HttpServerResponse.setHeader(response, "x-request-id", requestId) : response
         )
       }),
-      Effect.onInterrupt(() => record(request, CLIENT_CLOSED_REQUEST, randomUUID(), started))
+      Effect.onInterrupt(() => record(request.method, notes, CLIENT_CLOSED_REQUEST, randomUUID(), started)),
+      Effect.provideService(RequestNotes, notes)
     )
   })
+
+/**
+ * The lean path's `answer` to a request on `route`, logged and counted as `observed` does the
+ * app's, with the caller the answer names.
+ */
+export const observedAnswer = (method: string, route: string, answer: Effect.Effect<Answer>): Effect.Effect<Answer> => {
+  const started = performance.now()
+  return answer.pipe(
+    Effect.tap((answered) => record(method, { route, principalId: answered.caller?.id }, answered.status, answered.headers["x-request-id"] ?? randomUUID(), started)),
+    Effect.onInterrupt(() => record(method, { route, principalId: undefined }, CLIENT_CLOSED_REQUEST, randomUUID(), started))
+  )
+}

@@ -1,4 +1,5 @@
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { type Answer, toResponse } from "./answer.js"
 import { type Problem, problemOf } from "@gpu-market/core"
 import type { AdapterError, ProblemError } from "@gpu-market/core/adapters"
 
@@ -30,16 +31,20 @@ export const toProblem = (
   return { problem: problemOf(error, requestId), headers }
 }
 
+/** A problem as an `application/problem+json` answer. */
+export const problemAnswer = (error: ProblemError, requestId: string, headers: Record<string, string> = {}): Answer => {
+  const p = toProblem(error, requestId)
+  return {
+    status: p.problem.status,
+    contentType: "application/problem+json",
+    headers: { ...headers, ...p.headers, "x-request-id": requestId },
+    body: Buffer.from(JSON.stringify(p.problem))
+  }
+}
+
 /** A problem as an `application/problem+json` response. */
 export const problemResponse = (
   error: ProblemError,
   requestId: string,
   headers: Record<string, string> = {}
-): HttpServerResponse.HttpServerResponse => {
-  const p = toProblem(error, requestId)
-  return HttpServerResponse.text(JSON.stringify(p.problem), {
-    status: p.problem.status,
-    contentType: "application/problem+json",
-    headers: { ...headers, ...p.headers, "x-request-id": requestId }
-  })
-}
+): HttpServerResponse.HttpServerResponse => toResponse(problemAnswer(error, requestId, headers))

@@ -7,10 +7,9 @@ import {
 import { refuseParameters, type RequestOrigin, requireProcurement } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
-import { currentPrincipal } from "./observe.js"
+import { notePrincipal } from "./observe.js"
 import { readBody } from "./body.js"
 import { problemResponse } from "./problem.js"
 import { queryOf, rateHeaders } from "./request.js"
@@ -104,7 +103,7 @@ export const makeSupplyRoutes = (options: {
         const requestId = randomUUID()
         const principal = yield* Effect.either(Effect.tap(auth.authenticate(request.headers.authorization), requireProcurement))
         if (Either.isLeft(principal)) return problemResponse(principal.left, requestId)
-        yield* FiberRef.set(currentPrincipal, principal.right.id)
+        yield* notePrincipal(principal.right)
         const headers: Record<string, string> = {}
         const reply = yield* Effect.either(run(principal.right, request, params, headers))
         if (Either.isLeft(reply)) {

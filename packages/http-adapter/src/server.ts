@@ -4,13 +4,12 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Feed } from "@gpu-market/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Runtime from "effect/Runtime"
 import type { IncomingMessage, Server, ServerResponse } from "node:http"
-import { makeAppWithReplay } from "./app.js"
+import { makeServing } from "./app.js"
+import { nodeListener } from "./answer.js"
 import { createHttpServer, DEFAULT_TIMEOUTS, type ServerTimeouts, timeoutsProblem } from "./connections.js"
 import type { CorsOptions } from "./cors.js"
-import { nodeLanes } from "./direct.js"
-import { type Answered, observed, recordAnswered, recordReplayed } from "./observe.js"
+import { observed, observedAnswer } from "./observe.js"
 
 /** Where and how the standalone server listens. */
 export interface ServerOptions {
@@ -101,40 +100,32 @@ const listen = (
 }
 
 /**
- * The standalone HTTP server: the market's HTTP app on a Node `http.Server` behind its replay of
- * hot answers, each request logged and counted (`observed`), closed gracefully with its scope
- * (`listen`). It has no tracer to
- * report to, so tracing is off for its requests: the request span and the service spans
- * (`RentalPrices.latest`, …) would cost more than the rest of a cached page and be read by no
- * one. An app that wants them mounts `makeApp` in a runtime with its own tracer. Timeouts that
- * cannot work are a defect of the embedding app, as CORS options that cannot are.
+ * The standalone HTTP server: the market's HTTP app (`makeApp`, the one path every request
+ * takes) on a Node `http.Server`, each request logged and counted (`observed`), closed gracefully
+ * with its scope (`listen`). It has no tracer to report to, so tracing is off for its requests:
+ * the request span and the service spans (`RentalPrices.latest`, …) would cost more than the rest
+ * of a cached page and be read by no one. An app that wants them mounts `makeApp` in a runtime
+ * with its own tracer. Timeouts that cannot work are a defect of the embedding app, as CORS
+ * options that cannot are.
  */
 export const layer = (options: ServerOptions) => {
   const timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts }
   const problem = timeoutsProblem(timeouts)
   if (problem !== undefined) return Layer.die(new TypeError(problem))
   return Layer.scopedDiscard(Effect.gen(function* () {
-    const { app, ...lanes } = yield* makeAppWithReplay({
+    const serving = yield* makeServing({
       ...(options.baseUrl === undefined ? {} : { baseUrl: options.baseUrl }),
       ...(options.cors === undefined ? {} : { cors: options.cors }),
       metrics: options.metrics ?? false,
       ...(options.dashboard === undefined ? {} : { dashboard: options.dashboard }),
       ...(options.feedHeartbeatMs === undefined ? {} : { feedHeartbeatMs: options.feedHeartbeatMs })
     })
-    const handle = yield* NodeHttpServer.makeHandler(observed(app).pipe(Effect.withTracerEnabled(false))).pipe(
+    const platform = yield* NodeHttpServer.makeHandler(observed(serving.app).pipe(Effect.withTracerEnabled(false))).pipe(
       Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true)
     )
-    const runtime = yield* Effect.runtime<never>()
-    // Replayed answers and the direct lane's are given before the platform sees the request, and
-    // logged and counted as the app's are: those of one turn of the event loop by one fiber,
-    // since a fiber per request cost more than the replay itself.
-    const answered: Array<readonly [Answered, boolean]> = []
-    const record = () => Runtime.runFork(runtime)(Effect.forEach(answered.splice(0), ([answer, replayed]) =>
-      replayed ? recordReplayed(answer) : recordAnswered(answer), { discard: true }))
-    const recorded = (replayed: boolean) => (answer: Answered) => {
-      if (answered.push([answer, replayed]) === 1) setImmediate(record)
-    }
-    yield* listen(nodeLanes(lanes, handle, { replayed: recorded(true), answered: recorded(false) }), {
+    const runtime = yield* Effect.runtime<never>().pipe(Effect.withTracerEnabled(false))
+    const handle = nodeListener(serving.lean, platform, runtime, observedAnswer)
+    yield* listen(handle, {
       port: options.port, host: options.host, timeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS, timeouts
     })
     // Run before the server closes (finalizers run last first): change-feed streams end, so they

@@ -3,7 +3,6 @@ import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type { DataType, Principal } from "@gpu-market/core"
-import { bodyDigest } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import { createHash } from "node:crypto"
 import { promisify } from "node:util"
@@ -85,35 +84,40 @@ const codingFor = (size: number, accept: Record<Coding, number>): Coding => {
 /** The entity tag of a body's variant in `coding`, quoted. */
 const tagOf = (opaque: string, coding: Coding) => `"${opaque}${SUFFIX[coding]}"`
 
-// A principal is read once per token version and then shared by its requests: its audience is too.
-const audiences = new WeakMap<Principal, string>()
-
 /**
  * What a caller may see, as text: the part of a data response's validator that is not its
  * bytes. The same page served to a caller with other grants, floors or indices is another
  * caller's copy, so a browser shared by two tokens never revalidates one's copy for the other.
  * The name, rate limit and procurement flag do not change what a data page holds.
  */
-export const audienceOf = (principal: Principal): string => {
-  let audience = audiences.get(principal)
-  if (audience === undefined) {
-    const grants = (Object.keys(principal.grants) as Array<DataType>).sort().map((type) => [type, principal.grants[type]])
-    audiences.set(principal, audience = JSON.stringify([principal.id, grants, principal.indices, principal.legacy_custom_index]))
-  }
-  return audience
+const audienceOf = (principal: Principal): string => {
+  const grants = (Object.keys(principal.grants) as Array<DataType>).sort().map((type) => [type, principal.grants[type]])
+  return JSON.stringify([principal.id, grants, principal.indices, principal.legacy_custom_index])
 }
 
-/** A byte no JSON body starts with: what follows it is a body's digest (`bodyDigest`), not its bytes. */
+/** A byte no JSON body starts with: what follows it is a body's digest (`ResponseBody`), not its bytes. */
 const DIGEST_FORM = Buffer.from([0])
 
 /**
  * The opaque part of a body's strong validator: 128 bits of SHA-256 over who it is for and its
  * bytes, or, for a page spliced from held rows, over the digest that stands for its bytes.
  */
-const opaqueTag = (audience: string, body: Uint8Array) => {
+const opaqueTag = (audience: string, body: Uint8Array, digest: Uint8Array | undefined) => {
   const hash = createHash("sha256").update(audience).update("\n")
-  const digest = bodyDigest(body)
   return (digest === undefined ? hash.update(body) : hash.update(DIGEST_FORM).update(digest)).digest().subarray(0, 16).toString("base64url")
+}
+
+/**
+ * `opaqueTag`, kept with the body's digest when it has a place for it: the response cache's
+ * answer is served again and again to its one caller, and the hash would otherwise be made
+ * anew on each request. A tag is kept only with a digest: it is the digest it was made from.
+ */
+const keptTag = (audience: string, body: Uint8Array, digest: Uint8Array | undefined, kept: Representation["kept"]) => {
+  if (digest === undefined || kept === undefined) return opaqueTag(audience, body, digest)
+  if (kept.tag?.audience === audience) return kept.tag.opaque
+  const opaque = opaqueTag(audience, body, digest)
+  kept.tag = { audience, opaque }
+  return opaque
 }
 
 /**
@@ -132,8 +136,12 @@ const notModified = (ifNoneMatch: string, opaque: string, selected: Coding, acce
 
 /** A body the app answers a GET with, and what its validator covers. */
 export interface Representation {
-  /** The identity bytes; they are also what the entity tag is computed over. */
+  /** The identity bytes; they are also what the entity tag is computed over, unless `digest` stands for them. */
   readonly body: Uint8Array
+  /** A fingerprint of `body` as strong as SHA-256 of it (a page's, `ResponseBody`), which the tag is then made from. */
+  readonly digest?: Uint8Array | undefined
+  /** Where the tag made from `digest` is kept with it, for the audience it was made for (a page's `ResponseBody`). */
+  readonly kept?: { tag?: { readonly audience: string; readonly opaque: string } }
   readonly contentType: string
   /** Headers of the answer, 200 or 304 alike (the rate limit, the request id). */
   readonly headers?: Readonly<Record<string, string>>
@@ -154,8 +162,8 @@ export interface Validated {
  * coded answer gives it its coding's suffix (`encode`).
  */
 export const validate = (ifNoneMatch: string | undefined, acceptEncoding: string | undefined, representation: Representation): Validated => {
-  const { body, caller } = representation
-  const opaque = opaqueTag(caller === undefined ? "" : audienceOf(caller), body)
+  const { body, caller, kept } = representation
+  const opaque = keptTag(caller === undefined ? "" : audienceOf(caller), body, representation.digest, kept)
   const headers = {
     ...representation.headers,
     "cache-control": caller === undefined ? PUBLIC_CACHE_CONTROL : PRIVATE_CACHE_CONTROL,
@@ -184,7 +192,7 @@ export const respond = (
 }
 
 /** Media types worth compressing: text and JSON (problems included); images are compressed already. */
-const compressible = (contentType: string) => /^(?:text\/|application\/(?:[\w.-]+\+)?json\b)/i.test(contentType)
+export const compressible = (contentType: string) => /^(?:text\/|application\/(?:[\w.-]+\+)?json\b)/i.test(contentType)
 
 const gzipAsync = promisify(gzip)
 const brotliAsync = promisify(brotliCompress)

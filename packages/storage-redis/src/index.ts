@@ -9,22 +9,21 @@ import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import { makeClient, type RedisClient, type RedisOptions } from "./client.js"
-import { hardwareTable, makeHardwarePriceStore } from "./hardware-prices.js"
+import { makeClient, type RedisOptions } from "./client.js"
+import { makeHardwarePriceStore } from "./hardware-prices.js"
 import { markStore } from "./identity.js"
-import { indexesVersionKey, makeIndexStore } from "./indexes.js"
-import { llmTokenPriceSpec, makeLlmTokenPriceStore } from "./llm-token-prices.js"
+import { makeIndexStore } from "./indexes.js"
+import { makeLlmTokenPriceStore } from "./llm-token-prices.js"
 import { makeProcurementStore } from "./procurement.js"
 import { makeRateLimitStore } from "./rate-limits.js"
 import { makeReferenceDataStore } from "./reference.js"
-import { makeRentalPriceStore, rentalTable } from "./rental-prices.js"
+import { makeRentalPriceStore } from "./rental-prices.js"
 import { makeSettingsStore } from "./settings.js"
-import { makeStampedCounts } from "./stamped-counts.js"
-import { makeTokenStore, tokensVersionKey } from "./tokens.js"
+import { makeTokenStore } from "./tokens.js"
 import { makeTransactionStore } from "./transactions.js"
 import { makeEventLogStore } from "./event-log.js"
 import { upgradeHardwareTerms } from "./hardware-terms.js"
-import { type RowCacheOptions, tableKey } from "./table.js"
+import type { RowCacheOptions } from "./table.js"
 
 export type { RedisOptions } from "./client.js"
 
@@ -56,27 +55,11 @@ export const make = (options: RedisOptions): Effect.Effect<Stores, StorageError,
         referenceDataStore: makeReferenceDataStore(client),
         eventLogStore: yield* makeEventLogStore(client),
         pipelines: true,
-        readiness: yield* markStore(settingsStore),
-        ...stampedCountsOf(client)
+        readiness: yield* markStore(settingsStore)
       }
     })
   })
 
-/**
- * The stamps a replayed page is checked by, for the types whose pages and versions are read from
- * the primary: index pages are, unless they are read from a replica (`readFromReplicas`), behind
- * the primary's version.
- */
-const stampedCountsOf = (client: RedisClient): Pick<Stores, "stampedCounts"> => {
-  const counts = makeStampedCounts(client, tokensVersionKey(client), {
-    // The key each table's store bumps: `table.keys("version")`.
-    gpu_rental_prices: tableKey(client, rentalTable, "version"),
-    llm_token_prices: tableKey(client, llmTokenPriceSpec, "version"),
-    gpu_hardware_prices: tableKey(client, hardwareTable, "version"),
-    ...(client.stale === client ? { gpu_rental_indexes: indexesVersionKey(client) } : {})
-  })
-  return counts === undefined ? {} : { stampedCounts: counts }
-}
 
 /**
  * Every store in the Redis `options` name, over one connection the layer opens and closes; calls

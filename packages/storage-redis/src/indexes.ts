@@ -18,7 +18,7 @@ import { logEvents } from "./event-log.js"
 const TAG = "indexes"
 
 /** The key of the index values' version, which every change of a value or definition bumps. */
-export const indexesVersionKey = (client: RedisClient): string => client.keys.key(TAG, "version")
+const indexesVersionKey = (client: RedisClient): string => client.keys.key(TAG, "version")
 
 const startOf = (v: IndexValue): string => intervalStart(v.timestamp)
 

@@ -195,7 +195,7 @@ class PageVersion {
 type FetchRows<Row> = (ties: ReadonlyArray<string>) => Promise<Array<Row | undefined>>
 
 /** The key of a structure of `spec`'s table under its hash tag: `<prefix>:{<tag>}:<parts>`. */
-export const tableKey = (client: RedisClient, spec: { readonly tag: string }, ...parts: ReadonlyArray<string>): string =>
+const tableKey = (client: RedisClient, spec: { readonly tag: string }, ...parts: ReadonlyArray<string>): string =>
   client.keys.key(spec.tag, ...parts)
 
 /**

@@ -9,7 +9,7 @@ import { decode, encode } from "./codec.js"
 import { AFTER_VALUE, encodeMember, encodeValue, memberTie } from "./lex.js"
 
 /** The key of the tokens' version. */
-export const tokensVersionKey = (client: RedisClient): string => client.keys.key("tokens", "version")
+const tokensVersionKey = (client: RedisClient): string => client.keys.key("tokens", "version")
 
 /**
  * Tokens under the hash tag `{tokens}`: `by-hash` (hash token hash → msgpack principal) and

@@ -1,10 +1,10 @@
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Principal, StorageError } from "@gpu-market/core"
+import { StorageError } from "@gpu-market/core"
 import {
-  cmp, llmTokenPriceKeys, MemoryStorage, type PagePlan, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore
+  cmp, MemoryStorage, type PagePlan, putVersions, RateLimitStore, rentalPriceKeys, RentalPriceStore
 } from "@gpu-market/core/storage"
-import { hardwareDay, hardwareRow, llmRow, rentalRow, testListingKey } from "@gpu-market/storage-testkit"
-import { Cause, Context, Effect, Either, Exit, Layer, Option, Schema } from "effect"
+import { rentalRow } from "@gpu-market/storage-testkit"
+import { Cause, Context, Effect, Either, Exit, Layer, Option } from "effect"
 import fc from "fast-check"
 import { Redis } from "ioredis"
 import * as RedisStorage from "@gpu-market/storage-redis"
@@ -67,31 +67,6 @@ const batchOp = fc.oneof(
   fc.tuple(fc.constant("SREM" as const), fc.constantFrom("s1", "s2"), fc.constantFrom("m1", "m2", "m3"))
 )
 
-/** A principal for the token writes that move a stamp. */
-const PRINCIPAL = Schema.decodeSync(Principal)({
-  id: "p1", name: "p1", grants: {}, indices: "all", legacy_custom_index: false, procurement: false, rate_limit_per_minute: 10
-})
-
-/** The stores on the suite's server under a fresh prefix, with their stamped counts. */
-const stampedStores = (label: string) =>
-  Effect.gen(function* () {
-    const server = yield* TestRedis
-    const prefix = uniquePrefix(label)
-    const stores = yield* make({ url: server.url, prefix })
-    return { server, prefix, stores, counts: stores.stampedCounts! }
-  })
-
-/** EVALSHA calls the server has run, as `INFO commandstats` counts them. */
-const scriptCalls = (url: string) =>
-  Effect.promise(async () => {
-    const admin = new Redis(url)
-    try {
-      return Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info("commandstats"))?.[1] ?? 0)
-    } finally {
-      admin.disconnect()
-    }
-  })
-
 layer(testRedisLayer(), { timeout: "30 seconds" })("on one server", (it) => {
   it.effect("scripts still run after the server forgets them (SCRIPT FLUSH, as after a restart)", () =>
     Effect.gen(function* () {
@@ -125,79 +100,6 @@ layer(testRedisLayer(), { timeout: "30 seconds" })("on one server", (it) => {
       ], { concurrency: "unbounded" })
       assert.deepStrictEqual(answers, ["1", "2", 1])
       assert.deepStrictEqual(writes, [3], "one write of the three commands")
-    }).pipe(Effect.scoped))
-
-  it.effect("stamped hits of one turn go out as one script, each counted once in the rate-limit store's own window, with the stamp of that instant", () =>
-    Effect.gen(function* () {
-      const { server, prefix, stores, counts } = yield* stampedStores("stamped")
-      const other = yield* make({ url: server.url, prefix })
-      const minute = 60_000_000
-      // The versions a stamp is made of, set once.
-      yield* stores.tokenStore.put("h".repeat(64), PRINCIPAL)
-      yield* putVersions(stores.rentalStore.transact, rentalPriceKeys, [rentalRow({ vendor: "v", gpu_canonical_name: "g" })])
-      yield* putVersions(stores.llmTokenPriceStore.transact, llmTokenPriceKeys, [llmRow({ model: "m", serving_provider: "p" })])
-      assert.strictEqual((yield* other.rateLimitStore.hit("client", minute, 5)).count, 1)
-      // The connection's first run of the script loads it; what follows is one EVALSHA a turn.
-      assert.strictEqual((yield* Effect.promise(() => counts.hit("client", minute, 5, "gpu_rental_prices"))).count, 2)
-      const scriptsBefore = yield* scriptCalls(server.url)
-      const hits = yield* Effect.promise(() => Promise.all(Array.from({ length: 20 }, () => counts.hit("client", minute, 5, "gpu_rental_prices"))))
-      assert.strictEqual((yield* scriptCalls(server.url)) - scriptsBefore, 1, "one script for the turn's twenty hits")
-      assert.deepStrictEqual(hits.map((h) => h.count), Array.from({ length: 20 }, (_, i) => i + 3))
-      assert.isTrue(hits.every((h) => h.resetInMicros === minute - 5))
-      const stamp = yield* Effect.promise(() => counts.stamp("gpu_rental_prices"))
-      assert.isTrue(hits.every((h) => h.stamp === stamp))
-      // The same counter as the store's: another process counting the same key goes on from there.
-      assert.strictEqual((yield* other.rateLimitStore.hit("client", minute, 5)).count, 23)
-      // Hits of one turn for two types carry each its own type's stamp.
-      const [rental, llm] = yield* Effect.promise(() => Promise.all([
-        counts.hit("client", minute, 5, "gpu_rental_prices"), counts.hit("client", minute, 5, "llm_token_prices")
-      ]))
-      assert.deepStrictEqual([rental!.stamp, llm!.stamp], yield* Effect.promise(() => Promise.all([counts.stamp("gpu_rental_prices"), counts.stamp("llm_token_prices")])))
-      assert.deepStrictEqual([rental!.count, llm!.count], [24, 25])
-    }).pipe(Effect.scoped))
-
-  it.effect("a stamp moves with a token put or revoked and with a write of its type, and with nothing else; a missing version matches nothing", () =>
-    Effect.gen(function* () {
-      const { server, prefix, stores, counts } = yield* stampedStores("stamp-moves")
-      const types = ["gpu_rental_prices", "llm_token_prices", "gpu_hardware_prices"] as const
-      const stamps = () => Effect.promise(() => Promise.all(types.map((type) => counts.stamp(type))))
-      const principal = PRINCIPAL
-      let n = 0
-      const write = {
-        rental: () => putVersions(stores.rentalStore.transact, rentalPriceKeys, [rentalRow({ vendor: `v${n++}`, gpu_canonical_name: "g" })]),
-        llm: () => putVersions(stores.llmTokenPriceStore.transact, llmTokenPriceKeys, [llmRow({ model: `m${n++}`, serving_provider: "p" })]),
-        hardware: () => stores.hardwarePriceStore.put([hardwareRow({ listing_key: testListingKey(`l${n++}`), gpu_canonical_name: "g", observed_date: hardwareDay(1) })])
-      }
-      // Every version set once: before that, a type's stamp matches no other reading.
-      yield* stores.tokenStore.put("h".repeat(64), principal)
-      for (const w of Object.values(write)) yield* w()
-      const seen = [yield* stamps()]
-      for (const step of [write.rental, write.llm, write.hardware, () => stores.rateLimitStore.hit("client", 60_000_000, 5),
-        () => stores.tokenStore.put("i".repeat(64), principal), () => Effect.asVoid(stores.tokenStore.revoke("p1"))]) {
-        yield* step()
-        seen.push(yield* stamps())
-      }
-      const moved = seen.slice(1).map((now, i) => now.map((stamp, t) => stamp !== seen[i]![t]))
-      assert.deepStrictEqual(moved, [
-        [true, false, false], // a rental write: rental only
-        [false, true, false], // an LLM write: LLM only
-        [false, false, true], // a hardware write: hardware only
-        [false, false, false], // a rate-limit hit: none
-        [true, true, true], // a token put: every type
-        [true, true, true] // a revocation: every type
-      ])
-      assert.strictEqual(new Set(seen.map((s) => s[0])).size, 1 + moved.filter(([rental]) => rental).length, "never back to an earlier value")
-      // Index pages are stamped on one server; transactions have no /latest.
-      assert.deepStrictEqual(["gpu_rental_indexes", "gpu_rental_transactions"].map((type) => counts.covers(type as never)), [true, false])
-      // The tokens' version gone (evicted, deleted): two readings, and a hit's, are never equal.
-      yield* Effect.promise(async () => {
-        const admin = new Redis(server.url)
-        await admin.del(`${prefix}:{tokens}:version`)
-        admin.disconnect()
-      })
-      const [first, second] = yield* Effect.promise(() => Promise.all([counts.stamp("gpu_rental_prices"), counts.stamp("gpu_rental_prices")]))
-      const hit = yield* Effect.promise(() => counts.hit("client", 60_000_000, 5, "gpu_rental_prices"))
-      assert.strictEqual(new Set([first, second, hit.stamp]).size, 3)
     }).pipe(Effect.scoped))
 
   it.effect("two connections hitting one key concurrently count every hit exactly once", () =>

@@ -66,7 +66,7 @@ export interface SqliteClient {
   /** The first corruption a statement of this connection met (`SQLITE_CORRUPT`, `SQLITE_NOTADB`), if any: its operation and SQLite's words. */
   readonly corruption: () => string | undefined
   /**
-   * A reading that moves whenever the file may have changed (`StoreChangeStamp`): the header of
+   * A reading that moves whenever the file may have changed (the change feed polls it): the header of
    * its WAL index, which every commit of any connection rewrites, read with one `pread`
    * (`walIndexStamp`); where it cannot be read, the rows this connection has changed
    * (`total_changes()`) and SQLite's `data_version`, which moves with every other connection's
@@ -81,6 +81,16 @@ export interface SqliteClient {
    * told apart as in `run`.
    */
   readonly read: <A>(operation: string, body: () => A) => Effect.Effect<A, StorageError>
+  /**
+   * `read` as `read` runs it, its value kept while the WAL index header (`walIndexStamp`) has not
+   * moved since: every commit of any connection to the file rewrites the header, so while it is
+   * the same, no row changed and the value is current. For a version row every request reads
+   * (a type's data version, the token store's), whose read cost more than the rest of a cached
+   * page. The header is read before a fresh read transaction is opened for the value, so a value
+   * is never kept under a header older than it; inside a transaction already open, whose snapshot
+   * may be older than the header, and where the header cannot be read, it is read every time.
+   */
+  readonly readStamped: <A>(operation: string, read: () => A) => Effect.Effect<A, StorageError>
   /**
    * Runs `body` outside any explicit transaction, once the shared reads of every connection of
    * this process to the file have ended, so it may write and what it reads is the newest. What it
@@ -222,14 +232,27 @@ export const fromDatabase = (db: Database.Database, filename: string, eventReten
       if (header === null) header = walIndexStamp(db, filename)
       const read = header?.()
       if (read !== undefined) return read
-      // Read in the task's shared transaction when one is open, else on its own: a replay reads
-      // nothing else, and opening a transaction to share would cost it two statements more.
+      // Read in the task's shared transaction when one is open, else on its own: a feed poll
+      // reads nothing else when it is unchanged, and opening a transaction to share would cost
+      // it two statements more.
       stamp ??= db.prepare<Array<unknown>, unknown>("SELECT total_changes(), data_version FROM pragma_data_version").raw(true)
       const [changed, version] = stamp.get() as [number, number]
       return `${changed}:${version}`
     },
     prepare,
     read: (operation, body) => Effect.suspend(() => attempt(operation, () => (reads.join(), body()), failed)),
+    readStamped: <A>(operation: string, read: () => A) => {
+      let kept: { readonly at: string; readonly value: A } | undefined
+      return Effect.suspend(() => attempt(operation, () => {
+        if (header === null) header = walIndexStamp(db, filename)
+        const at = db.inTransaction ? undefined : header?.()
+        if (at !== undefined && kept?.at === at) return kept.value
+        reads.join()
+        const value = read()
+        if (at !== undefined) kept = { at, value }
+        return value
+      }, failed))
+    },
     run: (operation, body) => Effect.suspend(() => attempt(operation, () => (reads.end(), body()), failed)),
     transaction: <A, E = never>(operation: string, body: (abort: (error: E) => never) => A) =>
       Effect.suspend(() => attempt<A, E>(operation, () => (reads.end(), db.transaction(() => body(abort)).immediate()), failed)),

@@ -28,7 +28,7 @@ export const dataVersion = (client: SqliteClient, type: string): DataVersion => 
       client.prepare("INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value")
         .run(name, randomBytes(8).toString("hex"))
     },
-    version: client.read(`${type}.version`, current),
+    version: client.readStamped(`${type}.version`, current),
     current
   }
 }

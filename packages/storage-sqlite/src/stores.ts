@@ -29,7 +29,6 @@ export const makeStores = (client: SqliteClient, options: Pick<SqliteOptions, "e
   procurementStore: makeProcurementStore(client),
   referenceDataStore: makeReferenceDataStore(client),
   eventLogStore: makeEventLogStore(client, rentalEventRows, options.eventPollMs),
-  changeStamp: client.changeStamp,
   ...fileIdentity(client.filename)
   }
 }

@@ -50,6 +50,6 @@ export const makeTokenStore = (client: SqliteClient): TokenStore["Type"] => {
         return revoked
       }),
     // Never written until the first token is: the empty string stands for that state.
-    version: client.read("tokens.version", () => (prepare("SELECT value FROM settings WHERE name = ?").pluck().get(VERSION) as string | undefined) ?? "")
+    version: client.readStamped("tokens.version", () => (prepare("SELECT value FROM settings WHERE name = ?").pluck().get(VERSION) as string | undefined) ?? "")
   }
 }

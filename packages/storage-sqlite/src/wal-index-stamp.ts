@@ -11,7 +11,7 @@ import { realPathOf } from "./shared-reads.js"
  * It is read with one `pread` on the descriptor SQLite itself keeps open for the `-shm` file (found
  * once in `/proc/self/fd`): a statement reading `data_version` opens and closes a read of the WAL
  * index instead, two `fcntl` calls and more, which on a processor whose system calls flush the TLB
- * cost a busy server about a fifth of a replayed answer. The descriptor is never closed here: a
+ * cost a busy server about a fifth of a cached answer when every request read it. The descriptor is never closed here: a
  * close would drop the locks SQLite holds on the file through any descriptor of the process.
  *
  * The header is written twice, the second copy first (`walformat.html`); a read that finds the

@@ -6,10 +6,10 @@ import { migratedFiles } from "./support/files"
 import { walIndexStamp } from "../src/wal-index-stamp"
 
 /**
- * The change stamp a replay trusts (`changeStamp`) is read from the WAL index header: it must
- * move with every commit, whoever makes it (this connection, another of the process, another
+ * The change stamp the change feed polls by (`changeStamp`) is read from the WAL index header: it
+ * must move with every commit, whoever makes it (this connection, another of the process, another
  * process) and with every restart of the WAL, and stay put while nothing commits. Read on every
- * hot request, it must also be the header's pread, not the statement it falls back to.
+ * poll, it must also be the header's pread, not the statement it falls back to.
  */
 
 const { withFile, fileNamed } = migratedFiles("wal-stamp")

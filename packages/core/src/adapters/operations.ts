@@ -3,9 +3,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { Auth } from "../auth/auth.js"
-import { type DataType, Principal, type PrincipalInput } from "../auth/principal.js"
+import { Principal, type PrincipalInput } from "../auth/principal.js"
 import { type RateLimitCount, RateLimits, type RateLimitStatus } from "../auth/rate-limits.js"
-import type { StampedCounts } from "../storage/stamped-count.js"
 import {
   InsufficientEntitlement, InvalidRecords, type MarketError, MissingAnchor, NotFound, RateLimited, SearchTooBroad,
   StorageUnavailable, Unauthenticated, ValidationFailed, EventIdExpired
@@ -28,7 +27,7 @@ import type { AdministeredValueInput, FleetWeight, IndexDefinitionInput } from "
 import type { LlmTokenPriceObservationInput } from "../schema/llm-token-price.js"
 import type { RentalPriceObservationInput } from "../schema/rental-price.js"
 import type { TransactionDealInput } from "../schema/transaction.js"
-import { StorageError, TokenStore } from "../storage/contract.js"
+import { TokenStore } from "../storage/contract.js"
 import { type CatalogueEntry, makeReadCalls } from "./catalogue.js"
 import type { EndpointName, ReadResult } from "./reads.js"
 
@@ -63,19 +62,6 @@ export const admit = (
     judged(limits, principal, guess, counted))
 }
 
-/**
- * `admit` for a request already counted under `guess` (`counted`): the token authenticated, and
- * the count judged under the principal it now reaches, or that principal counted instead.
- */
-export const admitCounted = (
-  auth: Auth,
-  limits: RateLimits,
-  authorization: string | undefined,
-  guess: Principal,
-  counted: RateLimitCount
-): Effect.Effect<Admission, MarketError> =>
-  Effect.flatMap(auth.authenticate(authorization), (principal) => judged(limits, principal, guess, counted))
-
 const judged = (limits: RateLimits, principal: Principal, guess: Principal, counted: RateLimitCount) =>
   Effect.map(
     principal.id === guess.id
@@ -93,38 +79,9 @@ export interface Admission {
 /** The rate-limit key of a principal's data requests. */
 const key = (principal: Principal) => `data:${principal.id}`
 
-/**
- * The rest of `admit` for a principal already known to hold (its token's lookup still stands):
- * one request counted against its rate limit, `RateLimited` past it.
- */
-export const charge = (limits: RateLimits, principal: Principal): Effect.Effect<Admission, RateLimited | StorageUnavailable> =>
+/** One request of a principal whose token was just authenticated, counted against its rate limit, `RateLimited` past it. */
+const charge = (limits: RateLimits, principal: Principal): Effect.Effect<Admission, RateLimited | StorageUnavailable> =>
   Effect.map(limits.consume(key(principal), principal.rate_limit_per_minute), (status) => ({ principal, status }))
-
-/** One request counted through the storage's `StampedCounts`, with the stamp read beside the count. */
-export interface StampedCount {
-  readonly counted: RateLimitCount
-  readonly stamp: string
-}
-
-/**
- * One request of `principal` counted through the storage's `StampedCounts`, with the stamp of
- * `type`, as a promise for the replay's hot path: `StorageUnavailable` when the storage failed.
- * Judged apart (`judgeCount`), once the caller knows whether the stamp held.
- */
-export const countStamped = (
-  limits: RateLimits,
-  counts: StampedCounts,
-  principal: Principal,
-  type: DataType
-): Promise<Either.Either<StampedCount, StorageUnavailable>> =>
-  limits.countStamped(counts, key(principal), type).then(
-    (stamped) => Either.right(stamped),
-    (error: unknown) => (error instanceof StorageError ? Either.left(unavailable(error)) : Promise.reject(error))
-  )
-
-/** The admission of a request of `principal` counted as `counted`, or `RateLimited` past its limit. */
-export const judgeCount = (limits: RateLimits, principal: Principal, counted: RateLimitCount): Either.Either<Admission, RateLimited> =>
-  Either.map(limits.judge(counted, principal.rate_limit_per_minute), (status) => ({ principal, status }))
 
 /** Every error an operation ends with; a Schema, so the worker sends them typed. */
 export const OperationError = Schema.Union(

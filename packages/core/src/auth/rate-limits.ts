@@ -8,8 +8,6 @@ import { countNow, rateLimitRejections } from "../metrics.js"
 import { MICROS_PER_MS } from "../query/time.js"
 import { RateLimitStore, type Storage } from "../storage/contract.js"
 import { makeMemoryRateLimitStore } from "../storage/memory-rate-limits.js"
-import { type StampedCounts, StoreStampedCounts } from "../storage/stamped-count.js"
-import type { DataType } from "./principal.js"
 
 /** The state of a caller's budget after one request, for the `X-RateLimit-*` headers. */
 export interface RateLimitStatus {
@@ -32,16 +30,15 @@ export type RateLimitMode = (typeof RATE_LIMIT_MODES)[number]
 /**
  * `storage` with its rate-limit counters kept as `mode` says: the storage's own for `shared`,
  * replaced for `process` by `counters` (default this process's, `makeMemoryRateLimitStore`, the
- * same windows), which also leaves out the storage's `StoreStampedCounts` (they count in the
- * storage). `counters` is where one counter serves several processes or threads: a worker pool's
- * main thread, a `serve --workers` primary.
+ * same windows). `counters` is where one counter serves several processes or threads: a worker
+ * pool's main thread, a `serve --workers` primary.
  */
 export const withRateLimits = <E, R>(
   storage: Layer.Layer<Storage, E, R>,
   mode: RateLimitMode,
   counters: Layer.Layer<RateLimitStore> = Layer.sync(RateLimitStore, makeMemoryRateLimitStore)
 ): Layer.Layer<Storage, E, R> =>
-  mode === "shared" ? storage : Layer.merge(storage, Layer.merge(counters, Layer.succeed(StoreStampedCounts, undefined)))
+  mode === "shared" ? storage : Layer.merge(storage, counters)
 
 /** One request counted in its window, before it is judged against a limit. */
 export interface RateLimitCount {
@@ -60,14 +57,13 @@ const countOf = (hit: { readonly count: number; readonly resetInMicros: number }
 export class RateLimits extends Effect.Service<RateLimits>()("Market/RateLimits", {
   effect: Effect.gen(function* () {
     const store = yield* RateLimitStore
-    const clock = yield* Effect.clock
 
     // Every request counts, so this is not a span: a span costs more than a count in memory.
     const count = (key: string): Effect.Effect<RateLimitCount, StorageUnavailable> =>
       Effect.flatMap(Clock.currentTimeMillis, (millis) =>
         Effect.map(Effect.mapError(store.hit(key, MINUTE, millis * MICROS_PER_MS), unavailable), countOf))
 
-    // An Either, which is also an Effect: the replay judges without running one.
+    // An Either, which is also an Effect: `admit` judges a count it made beside the authentication.
     const judge = ({ count, resetSeconds }: RateLimitCount, limit: number): Either.Either<RateLimitStatus, RateLimited> => {
       if (count <= limit) return Either.right({ limit, remaining: limit - count, resetSeconds })
       countNow(rateLimitRejections, {})
@@ -87,13 +83,7 @@ export class RateLimits extends Effect.Service<RateLimits>()("Market/RateLimits"
        * Counts one request against `limit` per minute for `key`. Past the limit it fails with
        * `RateLimited`; either way the status for the response headers is returned or carried.
        */
-      consume: (key: string, limit: number) => Effect.flatMap(count(key), (counted) => judge(counted, limit)),
-      /**
-       * `count` through the storage's `StampedCounts`, with the stamp of `type` read in the same
-       * round trip: a promise, for the replay's hot path.
-       */
-      countStamped: (counts: StampedCounts, key: string, type: DataType): Promise<{ readonly counted: RateLimitCount; readonly stamp: string }> =>
-        counts.hit(key, MINUTE, clock.unsafeCurrentTimeMillis() * MICROS_PER_MS, type).then((hit) => ({ counted: countOf(hit), stamp: hit.stamp }))
+      consume: (key: string, limit: number) => Effect.flatMap(count(key), (counted) => judge(counted, limit))
     } as const
   })
 }) {}

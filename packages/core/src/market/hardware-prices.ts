@@ -47,7 +47,7 @@ export const endpoints = {
   history: { name: "history", defaultSort: { by: "observed_date", order: "desc" }, needsAnchor: false, defaultSpanDays: 90 }
 } as const satisfies Record<string, EndpointDef>
 
-const pages = pagedEndpoints(hardwarePricesCollection, endpoints)
+const pages = pagedEndpoints(hardwarePricesCollection, endpoints, "HardwarePrices")
 
 /** The filters whose values come from the hardware vocabulary. */
 const vocabularyFilters: ReadonlyArray<HardwareVocabularyField> = ["condition", "market", "channel", "transaction_level", "stock_status", "country_group"]
@@ -77,11 +77,11 @@ export class HardwarePrices extends Effect.Service<HardwarePrices>()("Market/Har
 
     return {
       /** Each listing's most recent observation, filtered. */
-      latest: Effect.fn("HardwarePrices.latest")((request: MarketRequest) => pageOf("latest", request)),
+      latest: (request: MarketRequest) => pageOf("latest", request),
       /** Each listing's most recent observation on or before the UTC date of `at`; needs historical access. */
-      asOf: Effect.fn("HardwarePrices.asOf")((request: MarketRequest) => pageOf("asOf", request)),
+      asOf: (request: MarketRequest) => pageOf("asOf", request),
       /** Observations whose day starts inside `[start, end)`; needs historical access. */
-      history: Effect.fn("HardwarePrices.history")((request: MarketRequest) => pageOf("history", request)),
+      history: (request: MarketRequest) => pageOf("history", request),
       /**
        * The values of every classification filter, the vocabulary of every classification field,
        * coverage per GPU, and the caller's history floor.

@@ -21,6 +21,7 @@ import {
 import { IndexStore } from "../storage/indexes.js"
 import type { PagePlan, Predicate } from "../storage/plan.js"
 import { metadataBody, type MetadataRequest } from "./metadata.js"
+import { spanned } from "./pages.js"
 import { nowMicros, unavailable } from "./storage.js"
 import { indexValueTable } from "../storage/tables.js"
 
@@ -114,7 +115,7 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
     }
 
     const pageOf = (endpoint: keyof typeof endpoints, request: MarketRequest) =>
-      Effect.gen(function* () {
+      spanned(`Indexes.${endpoint}`, Effect.gen(function* () {
         yield* computation.ensureCurrent
         const now = yield* nowMicros
         return yield* runPage<IndexValue>({
@@ -139,7 +140,7 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
             ? "not held"
             : plan.scope._tag === "asOf" ? `floor ${floorKey(request.principal, now)}` : "held"
         })
-      })
+      }))
 
     /** The latest published value of an index, if any. */
     const latestValue = (id: string) =>
@@ -152,15 +153,15 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
 
     return {
       /** The index's most recent published value. */
-      latest: Effect.fn("Indexes.latest")((request: MarketRequest) => pageOf("latest", request)),
+      latest: (request: MarketRequest) => pageOf("latest", request),
       /**
        * The value in force at `at`: a daily index answers with the latest day on or before the
        * UTC date of `at`; an intraday one with the latest interval completed by `at`; with
        * nothing then, the latest earlier value. Needs historical access; `at` below the floor is 403.
        */
-      asOf: Effect.fn("Indexes.asOf")((request: MarketRequest) => pageOf("asOf", request)),
+      asOf: (request: MarketRequest) => pageOf("asOf", request),
       /** Values whose interval starts inside `[start, end)`; needs historical access. */
-      history: Effect.fn("Indexes.history")((request: MarketRequest) => pageOf("history", request)),
+      history: (request: MarketRequest) => pageOf("history", request),
       /** The indices the token holds (none: an empty list), their units and the caller's history floor. */
       metadata: Effect.fn("Indexes.metadata")((request: MetadataRequest) =>
         metadataBody(request, "gpu_rental_indexes", store.definitions,

@@ -4,7 +4,7 @@ import { searchTooBroad, validationFailed } from "../errors.js"
 import { OUTLIER_GROUP, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO } from "../ingest/llm-token-prices.js"
 import { collection, type EndpointDef, type MarketRequest, type Params } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
-import { PageCache, underVersion } from "./page-cache.js"
+import { PageCache } from "./page-cache.js"
 import { bounds, HexKey, list, resolved, single, Slug } from "../query/filters.js"
 import { CommaList, MAX_LIST_VALUES, normaliseName, Token, withMessage } from "../query/params.js"
 import type { LlmTokenPriceMetadata, LlmOutlierRule } from "../schema/llm-metadata.js"
@@ -52,7 +52,7 @@ export const endpoints = {
   history: { name: "history", defaultSort: { by: "valid_from", order: "desc" }, needsAnchor: false, defaultSpanDays: 90 }
 } as const satisfies Record<string, EndpointDef>
 
-const pages = pagedEndpoints(llmTokenPricesCollection, endpoints)
+const pages = pagedEndpoints(llmTokenPricesCollection, endpoints, "LlmTokenPrices")
 
 /** Most models one `model_search` may resolve to. */
 export const MAX_SEARCH_MODELS = MAX_LIST_VALUES
@@ -89,7 +89,7 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
      * its slug or of any name a provider ever wrote for it, ignoring case, spaces and punctuation.
      */
     // Read once per data version: every write that names a model writes LLM rows.
-    const modelsAt = underVersion(store.models)
+    const modelsAt = cache.memo("llm.tokenPrices/models", store.models)
 
     const resolve = (params: Params, version: string | undefined) => {
       const terms = params.model_search as ReadonlyArray<string> | undefined
@@ -114,11 +114,11 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
 
     return {
       /** Prices in force now matching the filters. */
-      latest: Effect.fn("LlmTokenPrices.latest")((request: MarketRequest) => pageOf("latest", request)),
+      latest: (request: MarketRequest) => pageOf("latest", request),
       /** Prices in force at `at`; needs historical access. */
-      asOf: Effect.fn("LlmTokenPrices.asOf")((request: MarketRequest) => pageOf("asOf", request)),
+      asOf: (request: MarketRequest) => pageOf("asOf", request),
       /** Prices that changed inside `[start, end)`; needs historical access. */
-      history: Effect.fn("LlmTokenPrices.history")((request: MarketRequest) => pageOf("history", request)),
+      history: (request: MarketRequest) => pageOf("history", request),
       /** Models with their names, every accepted filter value, the outlier rule and the caller's history floor. */
       metadata: Effect.fn("LlmTokenPrices.metadata")((request: MetadataRequest) =>
         metadataBody(request, "llm_token_prices", store.models,

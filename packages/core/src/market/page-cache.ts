@@ -4,19 +4,25 @@ import * as Layer from "effect/Layer"
 import { createHash } from "node:crypto"
 import { sha256Hex } from "../ingest/key-hash.js"
 import { countNow, pageCacheLookups } from "../metrics.js"
-import type { DataType } from "../auth/principal.js"
 import type { Page } from "../schema/envelope.js"
-import type { StorageError } from "../storage/contract.js"
 import type { Position } from "../storage/plan.js"
 
 /**
- * Hot pages from memory. One page's rows, serialised once, are kept under what decides them: the
- * endpoint, the page plan the request resolved to (filters, scope, sort, position and size, after
- * the caller's entitlements shaped it) and whatever else of the caller's entitlements the type's
- * `page` reads. An entry answers only while the data version of its type, which every write of
- * that type changes in the same atomic step as its rows, is the one read before its rows were.
- * The per-caller parts of a page (`meta`, with the next-page token signed for the caller) are
- * rebuilt on every request around the cached bytes.
+ * The response cache: the one cache of answers on the read path (the other is each backend's row
+ * cache). Its key, written down:
+ *
+ * - the endpoint (`/v2/gpu/rental/prices/latest`);
+ * - the canonical query: the page plan the request resolved to (filters, scope, sort, position
+ *   and size), which the caller's entitlements have already shaped (grants, history floor);
+ * - the rest of the caller's entitlement scope the type's `page` reads (an index's holdings);
+ * - the data version of the type, which every write of that type changes in the same atomic step
+ *   as its rows, read before the rows were: an entry answers only while it is still the version.
+ *
+ * An entry holds the page's rows serialised once (`RowsBytes`) with the SHA-256 its entity tag is
+ * made from. The per-caller parts of a page (`meta`, with the next-page token signed for the
+ * caller) are rebuilt on every request around the cached bytes. What a type reads to resolve a
+ * query (the GPU spellings a search matches) is kept in the same cache, under the same version
+ * (`memo`). Bounded by `PageCacheBytes`, least recently used out first.
  */
 
 /** Default budget of the page cache: 64 MiB of serialised rows and keys. */
@@ -80,8 +86,7 @@ const digestOf = (key: string): string => sha256Hex(key).slice(0, 32)
  * was held before at another version: queries that never come back (a crawler, a scan of
  * history, every request different) pass through without evicting the pages asked again and
  * again, and without the garbage of keeping what is never read. A value of another version than
- * the one asked is dropped when found. The page cache keeps rows in one; the HTTP adapter keeps
- * whole answers in another.
+ * the one asked is dropped when found. The page cache keeps its rows in one.
  */
 export const boundedCache = <V extends Versioned>(budget: number, cost: (key: string, value: V) => number) => {
   // Map order is recency order: a hit moves its entry to the end, eviction takes from the front.
@@ -130,15 +135,15 @@ export const boundedCache = <V extends Versioned>(budget: number, cost: (key: st
       remember(digestOf(key))
     },
     /**
-     * Offers `value` under `key`: kept if the key was offered before (see above), evicting the
-     * least recently used entries past the budget.
+     * Offers `value` under `key`: kept if the key was offered before (see above), or `atOnce`,
+     * evicting the least recently used entries past the budget.
      */
-    set: (key: string, value: V): void => {
+    set: (key: string, value: V, atOnce = false): void => {
       const size = costOf(key, value)
       if (size > budget) return
       const old = entries.get(key)
       if (old !== undefined) drop(key, old)
-      else if (!offeredBefore(key)) return
+      else if (!atOnce && !offeredBefore(key)) return
       entries.set(key, value)
       bytes += size
       for (const [k, v] of entries) {
@@ -151,6 +156,42 @@ export const boundedCache = <V extends Versioned>(budget: number, cost: (key: st
   } as const
 }
 
+/** What a type read to resolve queries at a version (`PageCache.memo`), with what it counts for in the budget. */
+interface CachedValue {
+  readonly version: string
+  readonly value: unknown
+  readonly size: number
+}
+
+/**
+ * A whole page as one caller was answered (`PageCache.answer`): its rows' bytes with the `meta`
+ * made for that caller, and what it counts for in the budget.
+ */
+interface CachedPage {
+  readonly version: string
+  readonly rows: RowsBytes
+  readonly meta: Page<unknown>["meta"]
+  /** The page's body, made once (`responseBody`). */
+  readonly body: Serialised
+  readonly size: number
+}
+
+type CachedEntry = CachedRows | CachedValue | CachedPage
+
+const costOf = (key: string, entry: CachedEntry) => key.length + ("data" in entry ? entry.data.length : entry.size)
+
+/** `value` frozen all the way down (a page's `meta`: plain objects and arrays). */
+const frozen = <A>(value: A): A => {
+  if (typeof value === "object" && value !== null) {
+    for (const inner of Object.values(value)) frozen(inner)
+    Object.freeze(value)
+  }
+  return value
+}
+
+/** What a cached page's `meta` counts for in the budget beside its rows: a next-page link with its token. */
+const META_SIZE = 512
+
 const HIT = { result: "hit" } as const
 const MISS = { result: "miss" } as const
 
@@ -161,58 +202,69 @@ const MISS = { result: "miss" } as const
 export class PageCache extends Effect.Service<PageCache>()("Market/PageCache", {
   effect: Effect.gen(function* () {
     const budget = yield* PageCacheBytes
-    const cache = boundedCache<CachedRows>(budget, (key, rows) => key.length + rows.data.length)
+    const cache = boundedCache<CachedEntry>(budget, costOf)
     return {
       /** Whether the cache holds anything at all (a budget of 0 turns it off). */
       enabled: budget > 0,
-      /** The entry under `key` if it was read at `version`; an entry of another version is dropped. */
+      /** The page under `key` if it was read at `version`; an entry of another version is dropped. */
       get: (key: string, version: string): CachedRows | undefined => {
         const hit = cache.get(key, version)
-        countNow(pageCacheLookups, hit === undefined ? MISS : HIT)
-        return hit
+        const rows = hit !== undefined && "data" in hit ? hit : undefined
+        countNow(pageCacheLookups, rows === undefined ? MISS : HIT)
+        return rows
       },
       /** Offers `rows` under `key`: kept from the key's second offer on (see `boundedCache`). */
-      set: cache.set,
+      set: (key: string, rows: CachedRows): void => cache.set(key, rows),
+      /**
+       * The whole page a request under `key` was answered with at `version` (`runPage`: the
+       * endpoint, the caller's entitlement scope, the origin of its links and its query as
+       * sent), so the same request again skips its decoding and plan; undefined if none.
+       */
+      answer: <Row>(key: string, version: string): Page<Row> | undefined => {
+        const hit = cache.get(key, version)
+        // A miss is counted where the request goes on to look its rows up (`get`): once a request.
+        if (hit === undefined || !("rows" in hit)) return undefined
+        countNow(pageCacheLookups, HIT)
+        // A page of its own for each caller, sharing the bytes, the frozen `meta` and the body made
+        // once: what one caller does to the page it got reaches no other.
+        const page = pageFromBytes<Row>(hit.rows, hit.meta)
+        serialised.set(page, hit.body)
+        return page
+      },
+      /** Offers `page` as the answer under `key` at `version`: kept from the key's second offer on. */
+      keepAnswer: (key: string, version: string, page: Page<unknown>): void => {
+        const held = serialised.get(page)
+        if (held?.data === undefined) return
+        cache.set(key, { version, rows: held.data, meta: frozen(structuredClone(page.meta)), body: held, size: held.data.length + META_SIZE })
+      },
+      /**
+       * `read` kept under `key` and the data version a request read before it: requests at that
+       * version share one answer (a search's spellings, say), and a request at another reads
+       * again. Without a version (the cache is off) every request reads. What is read after the
+       * version is no older than it, so a value is never kept under a version it predates.
+       * It counts in the budget as its JSON's characters.
+       */
+      memo: <A, E>(key: string, read: Effect.Effect<A, E>) => (version: string | undefined): Effect.Effect<A, E> => {
+        const hit = version === undefined ? undefined : cache.get(key, version)
+        // Only this `memo`, under this key, puts a value there: an `A`.
+        if (hit !== undefined && "value" in hit) return Effect.succeed(hit.value as A)
+        return Effect.tap(read, (value) => {
+          // Kept at once: every query of the type that resolves reads it, so it is asked again.
+          if (version !== undefined) cache.set(key, { version, value, size: JSON.stringify(value).length }, true)
+        })
+      },
       /** Entries held and their counted bytes, for tests and operators. */
       stats: cache.stats
     } as const
   })
 }) {}
 
-/**
- * `read` kept under the data version a request read before it: requests at that version share
- * one answer (a search's spellings, say), and a request at another reads again. Without a
- * version (the page cache is off) every request reads. What is read after the version is no
- * older than it, so a value is never kept under a version it predates.
- */
-export const underVersion = <A, E>(read: Effect.Effect<A, E>) => {
-  let kept: { readonly version: string; readonly value: A } | undefined
-  return (version: string | undefined): Effect.Effect<A, E> =>
-    version !== undefined && kept?.version === version
-      ? Effect.succeed(kept.value)
-      : Effect.tap(read, (value) => {
-        if (version !== undefined) kept = { version, value }
-      })
-}
-
-/**
- * What lets an answer built from a page be given again without building it: the data version the
- * page was read at, and how to read the version now. A page is replayable when everything in it
- * follows from the request, the caller and the rows (a `/latest` page: no window or floor that
- * moves with the clock), so while the version holds, the same request by the same caller gets the
- * same bytes.
- */
-export interface Replayable extends Versioned {
-  readonly current: Effect.Effect<string, StorageError>
-  /** The type of the page's rows, whose writes move `current` (and the storage's stamp of it). */
-  readonly dataType: DataType
-}
-
-/** What a page carries besides its rows: their JSON, and whether the answer may be replayed. */
+/** What a page carries besides its rows: their JSON, and its whole body once made. */
 interface Serialised {
   /** Absent: the page's own rows, serialised only if its bytes are asked for (`bodyBytes`). */
   readonly data: RowsBytes | undefined
-  readonly replay: Replayable | undefined
+  /** The page's body as `responseBody` made it: a page answered again from the cache is spliced once. */
+  body?: ResponseBody
 }
 
 const serialised = new WeakMap<object, Serialised>()
@@ -237,12 +289,6 @@ export interface RowsBytes {
    */
   readonly digest: Uint8Array
 }
-
-/**
- * What each response body `bodyBytes` spliced from a page's rows is fingerprinted by: their digest
- * and the page's `meta` bytes, hashed only when an entity tag is asked for (`bodyDigest`).
- */
-const bodyDigests = new WeakMap<Uint8Array, { readonly rows: Uint8Array; readonly meta: Uint8Array } | Uint8Array>()
 
 const OPEN_ARRAY = Buffer.from("[")
 const COMMA = Buffer.from(",")
@@ -299,7 +345,7 @@ const utf8 = new TextDecoder()
  * A page whose `data` is `data` already serialised (`rowsBytes`): the adapters splice the bytes
  * (`bodyBytes`), and a caller that reads `data` gets the rows parsed from them, once.
  */
-export const pageFromBytes = <Row>(data: RowsBytes, meta: Page<Row>["meta"], replay?: Replayable): Page<Row> => {
+export const pageFromBytes = <Row>(data: RowsBytes, meta: Page<Row>["meta"]): Page<Row> => {
   let rows: ReadonlyArray<Row> | undefined
   const page: Page<Row> = {
     get data() {
@@ -307,7 +353,7 @@ export const pageFromBytes = <Row>(data: RowsBytes, meta: Page<Row>["meta"], rep
     },
     meta
   }
-  serialised.set(page, { data, replay })
+  serialised.set(page, { data })
   return page
 }
 
@@ -315,44 +361,58 @@ export const pageFromBytes = <Row>(data: RowsBytes, meta: Page<Row>["meta"], rep
  * `page`, recorded as having `data` for its rows (which it must be `rowsBytes` of), or, without
  * `data`, as a page whose body is spliced from its rows like any other (serialised then).
  */
-export const withSerialisedData = <Row>(page: Page<Row>, data?: RowsBytes, replay?: Replayable): Page<Row> => {
-  serialised.set(page, { data, replay })
+export const withSerialisedData = <Row>(page: Page<Row>, data?: RowsBytes): Page<Row> => {
+  serialised.set(page, { data })
   return page
 }
-
-/** Whether an answer built from `body` may be replayed, and under which version (`Replayable`). */
-export const replayOf = (body: unknown): Replayable | undefined =>
-  typeof body === "object" && body !== null ? serialised.get(body)?.replay : undefined
 
 const OPEN_PAGE = Buffer.from(`{"data":`)
 const META = Buffer.from(`,"meta":`)
 const CLOSE_PAGE = Buffer.from("}")
 
+/** A response body's bytes, and what its entity tag may be made from instead of them. */
+export interface ResponseBody {
+  /** Its JSON in UTF-8, as `JSON.stringify` gives it. */
+  readonly bytes: Uint8Array
+  /**
+   * For a page spliced from its rows' bytes (`rowsBytes`): SHA-256 over the rows' digest and the
+   * page's `meta` bytes, as strong a fingerprint as a hash of the whole body, at 32 bytes a row
+   * (the response cache keeps the rows' digest with their bytes). Undefined for any other body.
+   */
+  readonly digest: Uint8Array | undefined
+  /**
+   * The entity tag last made of `digest`, and the audience it was made for (the HTTP adapter's
+   * validator): a page the response cache answers again and again, mostly to one caller, is
+   * tagged once, not hashed again per request. Undefined until a tag is made.
+   */
+  tag?: { readonly audience: string; readonly opaque: string }
+}
+
+/** A page's body spliced from its rows' bytes and its `meta`, or undefined for a body that is not a page. */
+const spliced = (body: unknown) => {
+  const page = typeof body === "object" && body !== null ? serialised.get(body) : undefined
+  if (page === undefined) return undefined
+  const data = page.data ?? rowsBytes((body as Page<object>).data)
+  const meta = Buffer.from(JSON.stringify((body as Page<unknown>).meta))
+  const bytes = Buffer.concat([OPEN_PAGE, ...data.parts, META, meta, CLOSE_PAGE], OPEN_PAGE.length + data.length + META.length + meta.length + CLOSE_PAGE.length)
+  return { bytes, data, meta }
+}
+
 /**
  * A response body's JSON in UTF-8, as `JSON.stringify` gives it: a page whose rows were serialised
  * when read has their bytes spliced in, so rows are serialised once however often served.
  */
-export const bodyBytes = (body: unknown): Uint8Array => {
-  const page = typeof body === "object" && body !== null ? serialised.get(body) : undefined
-  if (page === undefined) return Buffer.from(JSON.stringify(body))
-  const data = page.data ?? rowsBytes((body as Page<object>).data)
-  const meta = Buffer.from(JSON.stringify((body as Page<unknown>).meta))
-  const bytes = Buffer.concat([OPEN_PAGE, ...data.parts, META, meta, CLOSE_PAGE], OPEN_PAGE.length + data.length + META.length + meta.length + CLOSE_PAGE.length)
-  bodyDigests.set(bytes, { rows: data.digest, meta })
-  return bytes
-}
+export const bodyBytes = (body: unknown): Uint8Array => spliced(body)?.bytes ?? Buffer.from(JSON.stringify(body))
 
-/**
- * A fingerprint of `body` as strong as SHA-256 of its bytes, when `bodyBytes` spliced it from a
- * page's rows (`rowsBytes`): an entity tag taken from it costs 32 bytes a row to hash instead of
- * the page, and the same on every backend for the same bytes. Undefined for any other body.
- */
-export const bodyDigest = (body: Uint8Array): Uint8Array | undefined => {
-  const kept = bodyDigests.get(body)
-  if (kept === undefined || kept instanceof Uint8Array) return kept
-  const digest = createHash("sha256").update(kept.rows).update(kept.meta).digest()
-  bodyDigests.set(body, digest)
-  return digest
+/** `bodyBytes` with the digest its entity tag is made from (`ResponseBody`). */
+export const responseBody = (body: unknown): ResponseBody => {
+  const held = typeof body === "object" && body !== null ? serialised.get(body) : undefined
+  if (held?.body !== undefined) return held.body
+  const page = spliced(body)
+  if (page === undefined) return { bytes: Buffer.from(JSON.stringify(body)), digest: undefined }
+  const made = { bytes: page.bytes, digest: createHash("sha256").update(page.data.digest).update(page.meta).digest() }
+  if (held !== undefined) held.body = made
+  return made
 }
 
 /** `bodyBytes` as text, for an adapter that sends strings (the worker). */

@@ -1,4 +1,5 @@
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Record from "effect/Record"
 import {
   type CollectionDef, endpointDecoder, type EndpointDef, type MarketRequest, type PageRun, runPage
@@ -12,14 +13,26 @@ import { nowMicros } from "./storage.js"
 export type PageSource<Row> = Pick<PageRun<Row>, "tokens" | "resolve" | "page" | "version" | "cache">
 
 /**
- * The paged endpoints of one type, each endpoint's parameter decoder built once, here. Given where
- * the pages come from, it reads one page of an endpoint at the clock's current time.
+ * `effect` in a span named `name` when tracing is on. Off (the standalone server, the handlers),
+ * no span is made: even a no-op span is provided to the effect as a service, which copies the
+ * whole context of the market, and on a page the cache answers that, with `Effect.fn`'s two stack
+ * traces per call, cost more than the rest of the read.
  */
-export const pagedEndpoints = <K extends string>(collection: CollectionDef, endpoints: Record.ReadonlyRecord<K, EndpointDef>) => {
+export const spanned = <A, E, R>(name: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(FiberRef.get(FiberRef.currentTracerEnabled), (tracing) =>
+    tracing ? Effect.withSpan(effect, name, { captureStackTrace: false }) : effect)
+
+/**
+ * The paged endpoints of one type, each endpoint's parameter decoder built once, here. Given where
+ * the pages come from, it reads one page of an endpoint at the clock's current time, in a span
+ * named after the service and the endpoint (`RentalPrices.latest`) (`spanned`).
+ */
+export const pagedEndpoints = <K extends string>(collection: CollectionDef, endpoints: Record.ReadonlyRecord<K, EndpointDef>, service: string) => {
   const decoders = Record.map(endpoints, (endpoint) => endpointDecoder(collection, endpoint))
+  const spans = Record.map(endpoints, (_, name) => `${service}.${name}`)
   return <Row extends Record.ReadonlyRecord<string, unknown>>(source: PageSource<Row>) =>
     (endpoint: K, request: MarketRequest) =>
-      Effect.flatMap(nowMicros, (now) =>
+      spanned(spans[endpoint], Effect.flatMap(nowMicros, (now) =>
         runPage<Row>({ ...source, collection, endpoint: endpoints[endpoint], decode: decoders[endpoint], request, now })
-      )
+      ))
 }

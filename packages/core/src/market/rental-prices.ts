@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import { searchTooBroad, validationFailed } from "../errors.js"
 import { collection, type EndpointDef, type MarketRequest, type Params } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
-import { PageCache, underVersion } from "./page-cache.js"
+import { PageCache } from "./page-cache.js"
 import { bounds, HexKey, list, resolved, single, Slug } from "../query/filters.js"
 import { CommaList, MAX_LIST_VALUES, normaliseName, Token } from "../query/params.js"
 import type { RentalPrice } from "../schema/rental-price.js"
@@ -46,7 +46,7 @@ export const endpoints = {
   history: { name: "history", defaultSort: { by: "valid_from", order: "desc" }, needsAnchor: false, defaultSpanDays: 30 }
 } as const satisfies Record<string, EndpointDef>
 
-const pages = pagedEndpoints(rentalPricesCollection, endpoints)
+const pages = pagedEndpoints(rentalPricesCollection, endpoints, "RentalPrices")
 
 /** Most GPUs one `gpu_search` may resolve to. */
 export const MAX_SEARCH_GPUS = MAX_LIST_VALUES
@@ -73,7 +73,7 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
      * any spelling the GPU ever had, ignoring case, spaces and punctuation.
      */
     // Read once per data version: every write that adds a spelling writes rental rows.
-    const spellingsAt = underVersion(store.spellings)
+    const spellingsAt = cache.memo("rental.prices/spellings", store.spellings)
 
     const resolveSearch = (params: Params, version: string | undefined) => {
       const terms = params.gpu_search as ReadonlyArray<string> | undefined
@@ -95,11 +95,11 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
     return {
       ...rentalSummaries({ collection: rentalPricesCollection, store, tokens, resolve: resolveSearch }),
       /** Current rows matching the filters; needs an anchor. */
-      latest: Effect.fn("RentalPrices.latest")((request: MarketRequest) => pageOf("latest", request)),
+      latest: (request: MarketRequest) => pageOf("latest", request),
       /** Rows in force at `at`; needs an anchor and historical access. */
-      asOf: Effect.fn("RentalPrices.asOf")((request: MarketRequest) => pageOf("asOf", request)),
+      asOf: (request: MarketRequest) => pageOf("asOf", request),
       /** Rows whose price changed inside `[start, end)`; needs historical access. */
-      history: Effect.fn("RentalPrices.history")((request: MarketRequest) => pageOf("history", request)),
+      history: (request: MarketRequest) => pageOf("history", request),
       /** Anchors, GPUs with their spellings and vendors, and the caller's history floor. */
       metadata: Effect.fn("RentalPrices.metadata")((request: MetadataRequest) =>
         metadataBody(request, "gpu_rental_prices", store.gpus,

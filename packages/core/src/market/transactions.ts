@@ -33,7 +33,7 @@ const history = {
 /** The type's paged endpoints: only `/history`. */
 export const endpoints = { history } as const
 
-const pages = pagedEndpoints(transactionsCollection, endpoints)
+const pages = pagedEndpoints(transactionsCollection, endpoints, "Transactions")
 
 const noPredicates = () => Effect.succeed<ReadonlyArray<Predicate>>([])
 
@@ -50,7 +50,7 @@ export class Transactions extends Effect.Service<Transactions>()("Market/Transac
        * Rows whose `transaction_date` falls in `[start, end)` (a date counts at its 00:00 UTC);
        * needs historical access.
        */
-      history: Effect.fn("Transactions.history")((request: MarketRequest) => pageOf("history", request)),
+      history: (request: MarketRequest) => pageOf("history", request),
       /** Value sets, per-GPU coverage and the caller's history floor; any grant of the type reads it. */
       metadata: Effect.fn("Transactions.metadata")((request: MetadataRequest) =>
         metadataBody(request, "gpu_rental_transactions", store.summary,

@@ -199,7 +199,7 @@ export interface PageRun<Row> {
   /**
    * Extra predicates from parameters the type resolves itself. `version` is the type's data
    * version when the page cache is on, read before: what the type reads to resolve may be kept
-   * under it (`underVersion`).
+   * under it in the page cache (`PageCache.memo`).
    */
   readonly resolve: (params: Params, version: string | undefined) => Effect.Effect<ReadonlyArray<Predicate>, MarketError>
   readonly page: (plan: PagePlan) => Effect.Effect<ReadonlyArray<Row>, StorageError>
@@ -347,30 +347,58 @@ const readPage = <Row extends Readonly<Record<string, unknown>>>(
       return { returned: data.length, last, page: (meta) => withSerialisedData({ data, meta }) }
     }
     const key = `${endpointPath}\n${run.entitled?.(plan) ?? ""}\n${JSON.stringify(plan)}`
-    // Only a page of current rows has nothing in it that moves with the clock (a window, a floor).
-    const replay = plan.scope._tag === "latest" ? { version, current: run.version, dataType: run.collection.dataType } : undefined
     const hit = run.cache.get(key, version)
-    if (hit !== undefined) return { returned: hit.returned, last: hit.last, page: (meta) => pageFromBytes<Row>(hit.data, meta, replay) }
+    if (hit !== undefined) return { returned: hit.returned, last: hit.last, page: (meta) => pageFromBytes<Row>(hit.data, meta) }
     const { data, last } = cut(yield* Effect.mapError(run.page(plan), unavailable))
     const bytes = rowsBytes(data)
     run.cache.set(key, { version, data: bytes, returned: data.length, last })
-    return { returned: data.length, last, page: (meta) => withSerialisedData({ data, meta }, bytes, replay) }
+    return { returned: data.length, last, page: (meta) => withSerialisedData({ data, meta }, bytes) }
   })
 
 /** Runs one page request end to end: validation, entitlements, plan, storage, envelope. */
 export const runPage = <Row extends Readonly<Record<string, unknown>>>(
   run: PageRun<Row>
 ): Effect.Effect<Page<Row>, MarketError> =>
+  // The checks before the cache are plain functions and one read, run as flat steps: a `/latest`
+  // page the cache answers goes no further, and a generator here cost it more than the checks.
+  Effect.suspend(() => {
+    const { collection, endpoint, request, now } = run
+    const principal = request.principal
+    const granted = requireGrant(principal, collection.dataType)
+    if (Either.isLeft(granted)) return Effect.fail(granted.left)
+    const floor = endpoint.name === "latest" ? Either.right(null) : requireHistory(principal, collection.dataType, now)
+    if (Either.isLeft(floor)) return Effect.fail(floor.left)
+    const raw = collectQuery(request.query)
+    if (Either.isLeft(raw)) return Effect.fail(raw.left)
+    const endpointPath = readEndpoint(`${collection.service}.${endpoint.name}`).path
+    if (!run.cache.enabled) return readAndAnswer(run, endpointPath, floor.right, raw.right, undefined, undefined)
+    // Read once, before anything the answer is made of (a search's resolution, the rows).
+    return Effect.flatMap(Effect.mapError(run.version, unavailable), (version) => {
+      // A `/latest` page moves with nothing but the data: the same request of a caller with the
+      // same entitlements, whose links lead to the same origin, is answered with the same page at
+      // one version, found before its query is decoded and planned.
+      if (endpoint.name !== "latest") return readAndAnswer(run, endpointPath, floor.right, raw.right, version, undefined)
+      const answer = { key: answerKeyOf(run, endpointPath, raw.right), version }
+      const hit = run.cache.answer<Row>(answer.key, answer.version)
+      return hit !== undefined ? Effect.succeed(hit) : readAndAnswer(run, endpointPath, floor.right, raw.right, version, answer)
+    })
+  })
+
+/**
+ * `runPage` past the checks and the cache: the query decoded (or continued from its token) and
+ * planned, the page read and its envelope made; a `/latest` page kept as the `answer` it was not.
+ */
+const readAndAnswer = <Row extends Readonly<Record<string, unknown>>>(
+  run: PageRun<Row>,
+  endpointPath: string,
+  floor: Micros | null,
+  raw: Readonly<Record<string, string>>,
+  version: string | undefined,
+  answer: { readonly key: string; readonly version: string } | undefined
+): Effect.Effect<Page<Row>, MarketError> =>
   Effect.gen(function* () {
     const { collection, endpoint, request, now } = run
     const principal = request.principal
-    const endpointPath = readEndpoint(`${collection.service}.${endpoint.name}`).path
-    yield* fromEither(requireGrant(principal, collection.dataType))
-    const floor = endpoint.name === "latest" ? null : yield* fromEither(requireHistory(principal, collection.dataType, now))
-    const raw = yield* fromEither(collectQuery(request.query))
-    // Read once, before anything the answer is made of (a search's resolution, the rows).
-    const version = run.cache.enabled ? yield* Effect.mapError(run.version, unavailable) : undefined
-
     let state: Omit<PageTokenState, "after"> & { readonly after: PageTokenState["after"] | undefined }
     let pageSize = DEFAULT_PAGE_SIZE
     if (raw.page_token !== undefined) {
@@ -421,8 +449,27 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
         history_starts_at: reportedHistoryStart(principal, collection.dataType, now)
       }
     } else if (state.scope._tag === "asOf") meta.as_of = state.scope.at
-    return read.page(meta)
+    const page = read.page(meta)
+    if (answer !== undefined) run.cache.keepAnswer(answer.key, answer.version, page)
+    return page
   })
+
+/**
+ * The key of a whole `/latest` page (`PageCache.answer`): the endpoint; the caller's entitlement
+ * scope the page follows from (who they are, which the next-page token is signed for, their grant
+ * of the type and the indices they hold); the origin and prefix of its links; the query as sent,
+ * its parameters in order of name.
+ */
+const answerKeyOf = <Row extends Readonly<Record<string, unknown>>>(
+  run: PageRun<Row>,
+  endpointPath: string,
+  raw: Readonly<Record<string, string>>
+): string => {
+  const { principal, origin } = run.request
+  const scope = JSON.stringify([principal.id, principal.grants[run.collection.dataType], principal.indices])
+  const query = JSON.stringify(Object.keys(raw).sort().map((k) => [k, raw[k]]))
+  return `answer\n${endpointPath}\n${scope}\n${origin.origin}${origin.prefix}\n${query}`
+}
 
 /**
  * A token's request checked against the caller's floor today: the floor may have moved since

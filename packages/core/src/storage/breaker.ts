@@ -6,7 +6,6 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
-import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import { countNow, storageCallSeconds, storageErrors, storageShortCircuits, storageUp } from "../metrics.js"
 import { faultText, RateLimitStore, RentalPriceStore, SettingsStore, type Storage, StorageError, type StorageFault, TokenStore } from "./contract.js"
@@ -17,9 +16,7 @@ import { ProcurementStore } from "./procurement.js"
 import { ReferenceDataStore } from "./reference.js"
 import { EventLogStore } from "./event-log.js"
 import { StorePipelines } from "./pipelining.js"
-import { StoreChangeStamp } from "./change-stamp.js"
 import { StoreReadiness } from "./readiness.js"
-import { type StampedCounts, StoreStampedCounts } from "./stamped-count.js"
 import { storageContext, type Stores } from "./stores.js"
 import { TransactionStore } from "./transactions.js"
 
@@ -152,40 +149,8 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
         })
     }
 
-    // The same for the promises of `StoreStampedCounts`, which the replay runs without a fiber.
-    const runtime = yield* Effect.runtime<never>()
-    const guardPromise = (operation: string) => {
-      const tags = tagsOf(operation)
-      return <A>(call: () => Promise<A>): Promise<A> => {
-        const refused = refusal()
-        if (refused !== undefined) return Promise.reject(refused)
-        const start = performance.now()
-        return call().then((value) => {
-          timed(tags, start)
-          failures = 0
-          return value
-        }, (error: unknown) => {
-          timed(tags, start)
-          if (error instanceof StorageError) Runtime.runFork(runtime)(failed(operation, error))
-          throw error
-        })
-      }
-    }
-    const guardedCounts = (counts: StampedCounts): StampedCounts => {
-      const [stamp, hit] = [guardPromise("stamped_counts.stamp"), guardPromise("stamped_counts.hit")]
-      return {
-        covers: counts.covers,
-        stamp: (type) => stamp(() => counts.stamp(type)),
-        hit: (key, windowMicros, now, type) => hit(() => counts.hit(key, windowMicros, now, type))
-      }
-    }
-
     const guarded = <I extends Storage, S extends object>(tag: Context.Tag<I, S>): S =>
       guardStore(tag.key.split("/").pop()!, Context.get(context, tag), guard)
-    // Read beside the guarded calls, not through them: a stamp that cannot be read throws, and its
-    // reader then takes the guarded path.
-    const stamp = Context.get(context, StoreChangeStamp)
-    const counts = Context.get(context, StoreStampedCounts)
     // Passed through as it is: `/readyz` reads it only after the guarded tokens version answered.
     const readiness = Context.get(context, StoreReadiness)
     const stores: Stores = {
@@ -200,8 +165,6 @@ export const guardStorage = <E, R>(storage: Layer.Layer<Storage, E, R>, options:
       procurementStore: guarded(ProcurementStore),
       referenceDataStore: guarded(ReferenceDataStore),
       eventLogStore: guarded(EventLogStore),
-      ...stamp === undefined ? {} : { changeStamp: stamp },
-      ...counts === undefined ? {} : { stampedCounts: guardedCounts(counts) },
       ...readiness === undefined ? {} : { readiness },
       pipelines: Context.get(context, StorePipelines)
     }

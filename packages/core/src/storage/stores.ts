@@ -10,10 +10,8 @@ import { ProcurementStore } from "./procurement.js"
 import { ReferenceDataStore } from "./reference.js"
 import { TransactionStore } from "./transactions.js"
 import { EventLogStore } from "./event-log.js"
-import { StoreChangeStamp } from "./change-stamp.js"
 import { StoreReadiness } from "./readiness.js"
 import { StorePipelines } from "./pipelining.js"
-import { type StampedCounts, StoreStampedCounts } from "./stamped-count.js"
 
 /** Every store of the storage contract, as a backend builds them over one connection. */
 export interface Stores {
@@ -28,10 +26,6 @@ export interface Stores {
   readonly procurementStore: ProcurementStore["Type"]
   readonly referenceDataStore: ReferenceDataStore["Type"]
   readonly eventLogStore: EventLogStore["Type"]
-  /** The storage's `StoreChangeStamp`, where it can take one at once. */
-  readonly changeStamp?: () => string
-  /** The storage's `StoreStampedCounts`, where it counts rate limits and stamps in one round trip. */
-  readonly stampedCounts?: StampedCounts
   /** Whether its calls share round trips when started together (`StorePipelines`); default false. */
   readonly pipelines?: boolean
   /** The storage's `StoreReadiness`: whether it may take traffic, where it watches for a reason it may not. */
@@ -51,8 +45,6 @@ export const storageContext = (s: Stores): Context.Context<Storage> =>
     Context.add(ProcurementStore, s.procurementStore),
     Context.add(ReferenceDataStore, s.referenceDataStore),
     Context.add(EventLogStore, s.eventLogStore),
-    (context) => s.changeStamp === undefined ? context : Context.add(context, StoreChangeStamp, s.changeStamp),
-    (context) => s.stampedCounts === undefined ? context : Context.add(context, StoreStampedCounts, s.stampedCounts),
     (context) => s.readiness === undefined ? context : Context.add(context, StoreReadiness, s.readiness),
     Context.add(StorePipelines, s.pipelines === true)
   )
