@@ -149,6 +149,6 @@ export const summaryMarkdown = (r: SummaryBenchResults): string => [
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   const config = configFromEnv()
   ensureMarket(config)
-  const result = await runSummaryBench(config.dbFile, config.quick ? 5 : 15)
+  const result = await runSummaryBench(config.dbFile, config.quick ? 3 : 5)
   console.log(summaryMarkdown(result))
 }
