@@ -1,4 +1,5 @@
 import { type FeedBenchResults, feedLines, feedMarkdown } from "./feed"
+import { type SummaryBenchResults, summaryLines, summaryMarkdown } from "./summaries"
 import { type SyncBenchResults, syncLines, syncMarkdown } from "./sync"
 import * as os from "node:os"
 import type { BenchConfig } from "./config"
@@ -34,6 +35,7 @@ export interface RunResults {
   readonly dashboard: DashboardResults
   readonly feed: FeedBenchResults
   readonly sync: SyncBenchResults
+  readonly summaries: SummaryBenchResults
   readonly date: Date
   readonly wallSeconds: number
   /** 1-minute load averages: at the start, and before the HTTP load (after (a) and (b)). */
@@ -105,7 +107,8 @@ export const lines = (r: RunResults): ReadonlyArray<Line> => {
     skypilotImportLine(r.import),
     dashboardLine(r.dashboard),
     ...feedLines(r.feed),
-    ...syncLines(r.sync)
+    ...syncLines(r.sync),
+    ...summaryLines(r.summaries)
   ]
 }
 
@@ -215,5 +218,7 @@ ${startupMarkdown(r.startup)}
 ${importMarkdown(r.import)}
 ${dashboardMarkdown(r.dashboard)}
 ${feedMarkdown(r.feed)}
-${syncMarkdown(r.sync)}`
+${syncMarkdown(r.sync)}
+
+${summaryMarkdown(r.summaries)}`
 }

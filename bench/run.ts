@@ -13,6 +13,7 @@ import { runHttpBench } from "./http-bench"
 import { runRedisBench } from "./redis"
 import { runServingBench, runSmallPagesBench, servingLines, servingMarkdown, smallPagesLines, smallPagesMarkdown } from "./serving"
 import { runStartupBench } from "./startup"
+import { runSummaryBench, SUMMARY_RUNS, summaryLines, summaryMarkdown } from "./summaries"
 import { runSyncBench, syncLines, syncMarkdown } from "./sync"
 import { runTopologyBench, topologyLines, topologyMarkdown } from "./topologies"
 import { runWorkersBench, workersLines, workersMarkdown } from "./workers"
@@ -23,7 +24,7 @@ import { consoleTable, importLine, type Line, lines, machine, markdown, skypilot
  * `npm run bench`: builds or reuses the market, runs the three benchmarks, prints the table and
  * rewrites BENCHMARKS.md. `BENCH_QUICK=1` is a smoke run on a small market whose report goes to
  * bench/.data instead, so it never replaces real figures. `BENCH_STRICT=1` exits 1 when a
- * target is missed. `BENCH_ONLY=k` (or `l`, `m`, `n`, `o`, `p`, `q`) runs that section alone and writes it to bench/.data, leaving
+ * target is missed. `BENCH_ONLY=k` (or `l`, `m`, `n`, `o`, `p`, `q`, `r`) runs that section alone and writes it to bench/.data, leaving
  * BENCHMARKS.md alone; the other sections run alone as `npx tsx bench/<section>.ts`.
  */
 
@@ -104,7 +105,8 @@ const main = async () => {
     if (only === "p") return sectionOnly("p", q, runSyncBench(log), syncLines, syncMarkdown)
     if (only === "q") return sectionOnly("q", q, runWorkersBench(q, log), workersLines, workersMarkdown, true)
     if (only === "r") return sectionOnly("r", q, runSmallPagesBench(log), smallPagesLines, smallPagesMarkdown)
-    throw new Error(`BENCH_ONLY supports k, l, m, n, o, p, q and r; run another section alone with npx tsx bench/<section>.ts`)
+    if (only === "s") return sectionOnly("r", q, runSummaryBench(ensureMarket(config).file, SUMMARY_RUNS(q)), summaryLines, summaryMarkdown)
+    throw new Error(`BENCH_ONLY supports k, l, m, n, o, p, q, r and s; run another section alone with npx tsx bench/<section>.ts`)
   }
 
   const loadBefore = os.loadavg()[0]!
@@ -152,9 +154,11 @@ const main = async () => {
   const feed = await runFeedBench(config.quick, log)
   log("(p): sync of the public preset ...")
   const sync = await runSyncBench(log)
+  log("(s): rental summaries ...")
+  const summaries = await runSummaryBench(market.file, SUMMARY_RUNS(config.quick))
 
   const results = {
-    config, market, core, http, serving, workers, smallPages, hardware, indexes, redis, topologies, startup, import: importResults, dashboard, feed, sync,
+    config, market, core, http, serving, workers, smallPages, hardware, indexes, redis, topologies, startup, import: importResults, dashboard, feed, sync, summaries,
     date: new Date(),
     wallSeconds: (performance.now() - started) / 1000,
     load: { start: loadBefore, beforeHttp: loadBeforeHttp },

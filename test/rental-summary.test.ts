@@ -1,8 +1,8 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Auth, type RentalPriceObservationInput, RentalPriceIngest, baseProductKey } from "@gpu-market/core"
+import { Auth, baseProductKey, PageCache, type RentalPriceObservationInput, RentalPriceIngest } from "@gpu-market/core"
 import { Effect, FastCheck as fc, TestClock } from "effect"
 import { assertSameEverywhere, seededBackends } from "./support/backends"
-import { atNow, fixtureLayer, GPUS, http, NOW_MS, TOKENS, VENDORS } from "./support/market"
+import { atNow, fixtureLayer, GPUS, http, LAST_DAY, NOW_MS, observations, TOKENS, VENDORS } from "./support/market"
 import { testRedisLayer } from "./support/redis"
 
 /**
@@ -265,6 +265,36 @@ describe("rental price summaries: entitlements, floors and bad input", () => {
         assert.deepStrictEqual(summary.body.data, [])
         const weekly = yield* http(`${BASE}/summary/history?gpu_canonical_name=h100-sxm&interval=1w&start=2026-05-01`, { token: "all" })
         assert.deepStrictEqual(weekly.body.data.map((p: any) => p.at.slice(0, 10)), ["2026-05-04", "2026-05-11", "2026-05-18", "2026-05-25", "2026-06-01", "2026-06-08", "2026-06-15"])
+      }))
+
+    it.effect("a series or as_of summary of a fixed instant is kept in the page cache until a rental write, and answers the same from it", () =>
+      Effect.gen(function* () {
+        yield* atNow
+        const cache = yield* PageCache
+        const asOf = `${BASE}/summary?group_by=region&as_of=2026-05-25`
+        // Its last point, tomorrow's midnight, is the market as it stands: a write now moves it.
+        const series = `${BASE}/summary/history?gpu_canonical_name=l40s&start=2026-06-10&end=2026-06-16`
+        const firsts = []
+        for (const path of [asOf, series]) {
+          const first = yield* http(path, { token: "all" })
+          assert.strictEqual(first.status, 200, first.text)
+          const before = cache.stats().entries
+          // Kept from its second asking on; the third is answered from memory.
+          for (let i = 0; i < 2; i++) assert.strictEqual((yield* http(path, { token: "all" })).text, first.text)
+          assert.strictEqual(cache.stats().entries, before + 1)
+          firsts.push(first.body)
+        }
+        const l40s = observations(LAST_DAY).find((o) => o.gpu_canonical_name === "l40s")!
+        yield* (yield* RentalPriceIngest).ingest([{ ...l40s, price_usd_per_gpu_hour: 9.5, raw_price: 9.5 * l40s.gpu_count, extracted_at: new Date(NOW_MS).toISOString() }])
+        assert.deepStrictEqual((yield* http(asOf, { token: "all" })).body, firsts[0])
+        const after = (yield* http(series, { token: "all" })).body.data
+        assert.strictEqual(after.at(-1).at, "2026-06-16T00:00:00.000000Z")
+        assert.strictEqual(after.at(-1).price_max, 9.5)
+        assert.deepStrictEqual(after.slice(0, -1), firsts[1].data.slice(0, -1))
+        // The current market holds now: never kept.
+        const before = cache.stats().entries
+        for (let i = 0; i < 3; i++) yield* http(`${BASE}/summary?group_by=region`, { token: "all" })
+        assert.strictEqual(cache.stats().entries, before)
       }))
 
     it.effect("bad parameters are 422 problems naming them", () =>

@@ -93,7 +93,7 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
     const pageOf = pages<RentalPrice>({ tokens, resolve: resolveSearch, page: store.page, version: store.version, cache })
 
     return {
-      ...rentalSummaries({ collection: rentalPricesCollection, store, tokens, resolve: resolveSearch }),
+      ...rentalSummaries({ collection: rentalPricesCollection, store, tokens, resolve: resolveSearch, cache }),
       /** Current rows matching the filters; needs an anchor. */
       latest: (request: MarketRequest) => pageOf("latest", request),
       /** Rows in force at `at`; needs an anchor and historical access. */

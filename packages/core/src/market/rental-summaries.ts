@@ -16,11 +16,12 @@ import type { Page, PageMeta } from "../schema/envelope.js"
 import type { RentalPrice } from "../schema/rental-price.js"
 import type { PriceChange, RentalPriceSummary, RentalPriceSummaryPoint } from "../schema/rental-summary.js"
 import type { RentalPriceStore } from "../storage/contract.js"
-import type { Predicate, Scope } from "../storage/plan.js"
+import type { Position, Predicate, Scope } from "../storage/plan.js"
 import { cmp } from "../storage/rules.js"
 import { OfferTally, type OfferStatistics, spotDiscountPct, statisticsOf } from "./price-statistics.js"
 import { eachRentalRow } from "./row-walk.js"
-import { nowMicros } from "./storage.js"
+import { type PageCache, pageFromBytes, rowsBytes, withSerialisedData } from "./page-cache.js"
+import { nowMicros, unavailable } from "./storage.js"
 import { readEndpoint } from "../adapters/endpoints.js"
 
 /**
@@ -78,6 +79,8 @@ export interface SummarySource {
   readonly store: RentalPriceStore["Type"]
   readonly tokens: PageTokens["Type"]
   readonly resolve: (params: Params, version: string | undefined) => Effect.Effect<ReadonlyArray<Predicate>, MarketError>
+  /** The market's page cache, which keeps answers of past instants. */
+  readonly cache: PageCache
 }
 
 /** One request as decoded (page 1) or carried by its page token (later pages). */
@@ -168,7 +171,7 @@ const instantCount = (start: Micros, end: Micros, interval: SummaryInterval): nu
 
 /** `/summary` and `/summary/history` of the rental prices, over `source`. */
 export const rentalSummaries = (source: SummarySource) => {
-  const { collection, store, tokens } = source
+  const { collection, store, tokens, cache } = source
   const dataType = collection.dataType
   const summaryPath = readEndpoint("rental.prices.summary").path
   const historyPath = readEndpoint("rental.prices.summaryHistory").path
@@ -218,25 +221,49 @@ export const rentalSummaries = (source: SummarySource) => {
       } satisfies Asked
     })
 
-  /** One page of `rows` (in key order) after the asked position, with its `meta`. */
-  const pageOf = <Row>(
+  /**
+   * One page of the answer `compute` makes (its rows in key order), after the asked position,
+   * with its `meta` (`decorate` adds the scope's part). An answer of a past instant or window
+   * (none resolved from now) is kept in the market's page cache under the rental data version,
+   * read first, and the caller's `entitled` state (what of the floor shaped it); an answer of the
+   * current market holds now, so it is computed every time.
+   */
+  const answered = <Row extends object>(
     request: MarketRequest,
     path: string,
     ask: Asked,
     series: boolean,
-    rows: ReadonlyArray<{ readonly key: GroupKey; readonly row: Row }>
-  ): { readonly data: ReadonlyArray<Row>; readonly meta: { -readonly [K in keyof PageMeta]: PageMeta[K] } } => {
-    const after = ask.after
-    const from = after === undefined ? 0 : rows.findIndex((r) => compareKeys(r.key, after) > 0)
-    const rest = from < 0 ? [] : rows.slice(from)
-    const data = rest.slice(0, ask.pageSize)
-    const last = rest.length > ask.pageSize
-      ? { value: JSON.stringify(data[data.length - 1]!.key), tie: series ? ask.interval : "" }
-      : undefined
-    const state = { scope: ask.scope, predicates: ask.predicates, sort: sortOf(ask.groupBy, series), clamped: ask.clamped }
-    const meta = pageMeta({ pageSize: ask.pageSize, state, tokens, principal: request.principal.id, endpointPath: path, origin: request.origin }, data.length, last)
-    return { data: data.map((r) => r.row), meta }
-  }
+    now: Micros,
+    entitled: string,
+    decorate: (meta: { -readonly [K in keyof PageMeta]: PageMeta[K] }) => void,
+    compute: Effect.Effect<ReadonlyArray<{ readonly key: GroupKey; readonly row: Row }>, MarketError>
+  ) =>
+    Effect.gen(function* () {
+      const metaOf = (returned: number, last: Position | undefined) => {
+        const state = { scope: ask.scope, predicates: ask.predicates, sort: sortOf(ask.groupBy, series), clamped: ask.clamped }
+        const meta = pageMeta({ pageSize: ask.pageSize, state, tokens, principal: request.principal.id, endpointPath: path, origin: request.origin }, returned, last)
+        decorate(meta)
+        return meta
+      }
+      const nowText = formatInstant(now)
+      const scope = ask.scope
+      const past = (scope._tag === "asOf" && scope.at !== nowText) || (scope._tag === "window" && scope.end !== nowText)
+      const version = cache.enabled && past ? yield* Effect.mapError(store.version, unavailable) : undefined
+      const key = `${path}\n${entitled}\n${JSON.stringify([scope, ask.predicates, ask.groupBy, ask.interval, ask.after, ask.pageSize])}`
+      const hit = version === undefined ? undefined : cache.get(key, version)
+      if (hit !== undefined) return pageFromBytes<Row>(hit.data, metaOf(hit.returned, hit.last))
+      const rows = yield* compute
+      const after = ask.after
+      const from = after === undefined ? 0 : rows.findIndex((r) => compareKeys(r.key, after) > 0)
+      const rest = from < 0 ? [] : rows.slice(from)
+      const data = rest.slice(0, ask.pageSize).map((r) => r.row)
+      const last = rest.length > ask.pageSize ? { value: JSON.stringify(rest[ask.pageSize - 1]!.key), tie: series ? ask.interval : "" } : undefined
+      const page: Page<Row> = { data, meta: metaOf(data.length, last) }
+      if (version === undefined) return page
+      const bytes = rowsBytes(data)
+      cache.set(key, { version, data: bytes, returned: data.length, last })
+      return withSerialisedData(page, bytes)
+    })
 
   /** The statistics of each group of the market of `scope`, in key order, tallied as the rows are read. */
   const marketAt = (scope: Scope, ask: Asked) => {
@@ -276,39 +303,44 @@ export const rentalSummaries = (source: SummarySource) => {
               Either.mapLeft(resolveAt(params.as_of as string, now, historyFloor), renameAt),
               (at) => ({ scope: { _tag: "asOf", at: formatInstant(at) }, clamped: false })
             )))
-      const asOf = ask.scope._tag === "asOf" ? parseDateTime(ask.scope.at)! : now
-      const current = yield* marketAt(ask.scope, ask)
-      const before = floor === undefined ? undefined : yield* Effect.forEach(HORIZONS, ([, days]) => {
-        const then = asOf - days * MICROS_PER_DAY
-        return floor !== null && then < floor
-          ? Effect.succeed(new Map<string, OfferStatistics>())
-          : Effect.map(marketAt({ _tag: "asOf", at: formatInstant(then) }, ask), (groups) =>
-            new Map(groups.map((g) => [g.key.join("\u0000"), g.statistics])))
-      })
-      const asOfText = formatInstant(asOf)
-      const rows = current.map(({ key, statistics: s }) => {
-        const id = key.join("\u0000")
-        const row: RentalPriceSummary = {
-          ...keyFields(key, ask.groupBy),
-          as_of: asOfText,
-          ...seriesFields(s),
-          cheapest: s.cheapest,
-          spot_min: s.spot_min,
-          ondemand_min: s.ondemand_min,
-          spot_discount_pct: spotDiscountPct(s.spot_min, s.ondemand_min),
-          ...(before === undefined ? {} : {
-            change: {
-              "1d": changeOf(s, before[0].get(id)),
-              "7d": changeOf(s, before[1]!.get(id)),
-              "30d": changeOf(s, before[2]!.get(id))
-            }
-          })
-        }
-        return { key, row }
-      })
-      const page = pageOf(request, summaryPath, ask, false, rows)
-      if (ask.scope._tag === "asOf") page.meta.as_of = ask.scope.at
-      return page satisfies Page<RentalPriceSummary>
+      const asOfAt = ask.scope._tag === "asOf" ? ask.scope.at : undefined
+      // The floor decides which changes are null, and whether there are any.
+      const entitled = floor === undefined ? "current" : String(floor)
+      return yield* answered(request, summaryPath, ask, false, now, entitled, (meta) => {
+        if (asOfAt !== undefined) meta.as_of = asOfAt
+      }, Effect.gen(function* () {
+        const asOf = ask.scope._tag === "asOf" ? parseDateTime(ask.scope.at)! : now
+        const current = yield* marketAt(ask.scope, ask)
+        const before = floor === undefined ? undefined : yield* Effect.forEach(HORIZONS, ([, days]) => {
+          const then = asOf - days * MICROS_PER_DAY
+          return floor !== null && then < floor
+            ? Effect.succeed(new Map<string, OfferStatistics>())
+            : Effect.map(marketAt({ _tag: "asOf", at: formatInstant(then) }, ask), (groups) =>
+              new Map(groups.map((g) => [g.key.join("\u0000"), g.statistics])))
+        })
+        const asOfText = formatInstant(asOf)
+        const rows = current.map(({ key, statistics: s }) => {
+          const id = key.join("\u0000")
+          const row: RentalPriceSummary = {
+            ...keyFields(key, ask.groupBy),
+            as_of: asOfText,
+            ...seriesFields(s),
+            cheapest: s.cheapest,
+            spot_min: s.spot_min,
+            ondemand_min: s.ondemand_min,
+            spot_discount_pct: spotDiscountPct(s.spot_min, s.ondemand_min),
+            ...(before === undefined ? {} : {
+              change: {
+                "1d": changeOf(s, before[0].get(id)),
+                "7d": changeOf(s, before[1]!.get(id)),
+                "30d": changeOf(s, before[2]!.get(id))
+              }
+            })
+          }
+          return { key, row }
+        })
+        return rows
+      }))
     }),
 
     /**
@@ -332,39 +364,38 @@ export const rentalSummaries = (source: SummarySource) => {
         }))
       const window = ask.scope as Extract<Scope, { readonly _tag: "window" }>
       const instants = seriesInstants(parseDateTime(window.start)!, parseDateTime(window.end)!, ask.interval).map(formatInstant)
-      const rows: Array<{ readonly key: GroupKey; readonly row: RentalPriceSummaryPoint }> = []
-      if (instants.length > 0) {
-        const first = instants[0]!
-        const last = instants[instants.length - 1]!
-        const inForce = yield* rowsOf({ _tag: "asOf", at: first }, ask.predicates)
-        // Versions that began after the first instant, up to the last one included.
-        const began = yield* rowsOf({ _tag: "window", start: first, end: formatInstant(parseDateTime(last)! + 1) }, ask.predicates)
-        const seen = new Set(inForce.map((r) => r.product_key))
-        const versions = [...inForce, ...began.filter((r) => !seen.has(r.product_key))]
-        for (const group of groupRows(versions, ask.groupBy)) {
-          const byStart = [...group.rows].sort((a, b) => cmp(a.valid_from, b.valid_from))
-          let next = 0
-          let live: Array<RentalPrice> = []
-          for (const at of instants) {
-            while (next < byStart.length && byStart[next]!.valid_from <= at) live.push(byStart[next++]!)
-            live = live.filter((r) => r.valid_to === null || r.valid_to > at)
-            if (live.length === 0) continue
-            const s = statisticsOf(live)
-            rows.push({
-              key: [...group.key, at],
-              row: { at, ...keyFields(group.key, ask.groupBy), ...seriesFields(s), spot_min: s.spot_min, ondemand_min: s.ondemand_min }
-            })
+      const historyStartsAt = reportedHistoryStart(request.principal, dataType, now)
+      // The window is already clamped to the floor: the answer depends on nothing else of the caller's.
+      return yield* answered(request, historyPath, ask, true, now, "", (meta) => {
+        meta.window = { start: window.start, end: window.end, clamped: ask.clamped, history_starts_at: historyStartsAt }
+      }, Effect.gen(function* () {
+        const rows: Array<{ readonly key: GroupKey; readonly row: RentalPriceSummaryPoint }> = []
+        if (instants.length > 0) {
+          const first = instants[0]!
+          const last = instants[instants.length - 1]!
+          const inForce = yield* rowsOf({ _tag: "asOf", at: first }, ask.predicates)
+          // Versions that began after the first instant, up to the last one included.
+          const began = yield* rowsOf({ _tag: "window", start: first, end: formatInstant(parseDateTime(last)! + 1) }, ask.predicates)
+          const seen = new Set(inForce.map((r) => r.product_key))
+          const versions = [...inForce, ...began.filter((r) => !seen.has(r.product_key))]
+          for (const group of groupRows(versions, ask.groupBy)) {
+            const byStart = [...group.rows].sort((a, b) => cmp(a.valid_from, b.valid_from))
+            let next = 0
+            let live: Array<RentalPrice> = []
+            for (const at of instants) {
+              while (next < byStart.length && byStart[next]!.valid_from <= at) live.push(byStart[next++]!)
+              live = live.filter((r) => r.valid_to === null || r.valid_to > at)
+              if (live.length === 0) continue
+              const s = statisticsOf(live)
+              rows.push({
+                key: [...group.key, at],
+                row: { at, ...keyFields(group.key, ask.groupBy), ...seriesFields(s), spot_min: s.spot_min, ondemand_min: s.ondemand_min }
+              })
+            }
           }
         }
-      }
-      const page = pageOf(request, historyPath, ask, true, rows)
-      page.meta.window = {
-        start: window.start,
-        end: window.end,
-        clamped: ask.clamped,
-        history_starts_at: reportedHistoryStart(request.principal, dataType, now)
-      }
-      return page satisfies Page<RentalPriceSummaryPoint>
+        return rows
+      }))
     })
   } as const
 }

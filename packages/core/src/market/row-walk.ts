@@ -9,8 +9,11 @@ import { unavailable } from "./storage.js"
 const ROWS_PER_READ = 10_000
 
 /**
- * Hands `visit` every rental row of `scope` matching `predicates`, read a page at a time through
- * the store's keyset pages (by GPU), so a walk over a large market holds one page of rows.
+ * Hands `visit` every rental row of `scope` matching `predicates`, one GPU at a time (those the
+ * predicates name, else every GPU the store knows), read a page at a time through the store's
+ * keyset pages: a GPU is the anchor every backend indexes, so each page is an index range, and a
+ * walk over a large market holds one page of rows. Current rows are read by price, as `/latest`
+ * reads them; rows of the past by `valid_from`, as `/history` does.
  */
 export const eachRentalRow = (
   store: RentalPriceStore["Type"],
@@ -20,13 +23,19 @@ export const eachRentalRow = (
 ): Effect.Effect<void, MarketError> =>
   Effect.gen(function* () {
     if (predicates.some((p) => p.op === "in" && p.values.length === 0)) return
-    const sort = { by: "gpu_canonical_name", order: "asc" } as const
-    let after: { readonly value: string; readonly tie: string } | undefined
-    for (;;) {
-      const page = yield* Effect.mapError(store.page({ scope, predicates, sort, after, limit: ROWS_PER_READ }), unavailable)
-      for (const row of page) visit(row)
-      if (page.length < ROWS_PER_READ) return
-      const last = page[page.length - 1]!
-      after = { value: last.gpu_canonical_name, tie: last.product_key }
+    const named = predicates.find((p) => p.op === "in" && p.field === "gpu_canonical_name")
+    const gpus = named?.op === "in" ? named.values : (yield* Effect.mapError(store.gpus, unavailable)).map((g) => g.gpu_canonical_name)
+    const rest = predicates.filter((p) => p !== named)
+    const sort = { by: scope._tag === "latest" ? "price_usd_per_gpu_hour" : "valid_from", order: "asc" } as const
+    for (const gpu of gpus) {
+      const plan = { scope, predicates: [{ op: "in" as const, field: "gpu_canonical_name", values: [gpu] }, ...rest], sort, limit: ROWS_PER_READ }
+      let after: { readonly value: string | number; readonly tie: string } | undefined
+      for (;;) {
+        const page = yield* Effect.mapError(store.page({ ...plan, after }), unavailable)
+        for (const row of page) visit(row)
+        if (page.length < ROWS_PER_READ) break
+        const last = page[page.length - 1]!
+        after = { value: last[sort.by], tie: last.product_key }
+      }
     }
   })
