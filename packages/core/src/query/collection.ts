@@ -223,7 +223,7 @@ export const continueFromToken = (
   tokens: PageTokens["Type"],
   principal: string,
   endpointPath: string
-): Either.Either<{ readonly state: PageTokenState; readonly pageSize: number }, ValidationFailed> => {
+): Either.Either<{ readonly state: PageTokenState; readonly pageSize: number | undefined }, ValidationFailed> => {
   const beside = Object.keys(raw).filter((k) => k !== "page_token" && k !== "page_size")
   if (beside.length > 0) {
     return Either.left(validationFailed(beside.map((parameter) => ({
@@ -235,7 +235,7 @@ export const continueFromToken = (
     decodeParams(PageSizeOnly, raw.page_size === undefined ? {} : { page_size: raw.page_size }),
     ({ page_size }) => Either.map(
       tokens.open(principal, endpointPath, raw.page_token ?? ""),
-      (state) => ({ state, pageSize: page_size ?? DEFAULT_PAGE_SIZE })
+      (state) => ({ state, pageSize: page_size })
     )
   )
 }
@@ -351,10 +351,28 @@ const readPage = <Row extends Readonly<Record<string, unknown>>>(
     return { returned: data.length, last, page: (meta) => withSerialisedData({ data, meta }, bytes, replay) }
   })
 
-/** Runs one page request end to end: validation, entitlements, plan, storage, envelope. */
-export const runPage = <Row extends Readonly<Record<string, unknown>>>(
-  run: PageRun<Row>
-): Effect.Effect<Page<Row>, MarketError> =>
+/** A request decoded and checked: what to read, in which order, and how many rows a page holds. */
+export interface PlannedQuery {
+  readonly state: Omit<PageTokenState, "after"> & { readonly after: PageTokenState["after"] | undefined }
+  /** The `page_size` asked for, if any. */
+  readonly pageSize: number | undefined
+  /** The endpoint's path (`/v2/gpu/rental/prices/history`), which page tokens are bound to. */
+  readonly endpointPath: string
+  /** What `readVersion` read. */
+  readonly version: string | undefined
+}
+
+/**
+ * Validation, entitlements and the plan of one request (its parameters, or the request a
+ * `page_token` carries, checked against the caller's floor today): the one way every read of a
+ * collection, a page or an export, turns a query into what storage executes. `readVersion` reads
+ * the type's data version, or undefined where nothing is kept under it (see `PageRun.resolve`),
+ * once the request is known to be well formed and before anything the answer is made of.
+ */
+export const planQuery = (
+  run: Pick<PageRun<never>, "collection" | "endpoint" | "decode" | "request" | "tokens" | "now" | "resolve">,
+  readVersion: Effect.Effect<string | undefined, MarketError>
+): Effect.Effect<PlannedQuery, MarketError> =>
   Effect.gen(function* () {
     const { collection, endpoint, request, now } = run
     const principal = request.principal
@@ -362,46 +380,47 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
     yield* fromEither(requireGrant(principal, collection.dataType))
     const floor = endpoint.name === "latest" ? null : yield* fromEither(requireHistory(principal, collection.dataType, now))
     const raw = yield* fromEither(collectQuery(request.query))
-    // Read once, before anything the answer is made of (a search's resolution, the rows).
-    const version = run.cache.enabled ? yield* Effect.mapError(run.version, unavailable) : undefined
-
-    let state: Omit<PageTokenState, "after"> & { readonly after: PageTokenState["after"] | undefined }
-    let pageSize = DEFAULT_PAGE_SIZE
+    const version = yield* readVersion
     if (raw.page_token !== undefined) {
       const continued = yield* fromEither(continueFromToken(raw, run.tokens, principal.id, endpointPath))
-      pageSize = continued.pageSize
-      state = yield* fromEither(reapplyFloor(continued.state, floor))
-    } else {
-      const params = yield* fromEither(run.decode(raw))
-      if (params.page_size !== undefined) pageSize = params.page_size
-      if (endpoint.needsAnchor && !collection.anchors.some((a) => params[a] !== undefined)) {
-        return yield* Effect.fail(new MissingAnchor({
-          detail: `this query needs an anchor: at least one of ${collection.anchors.join(", ")}`,
-          anchors: collection.anchors
-        }))
-      }
-      const extra = yield* run.resolve(params, version)
-      const predicates = mergePredicates([...predicatesOf(collection.params, params), ...extra])
-      let scope: Scope = { _tag: "latest" }
-      let clamped = false
-      if (endpoint.name === "as-of") {
-        scope = { _tag: "asOf", at: formatInstant(yield* fromEither(resolveAt(params.at!, now, floor))) }
-      } else if (endpoint.name === "history") {
-        const w = yield* fromEither(resolveWindow(params, endpoint.defaultSpanDays ?? 30, now, floor))
-        scope = { _tag: "window", start: formatInstant(w.start), end: formatInstant(w.end) }
-        clamped = w.clamped
-      }
-      state = {
-        scope,
-        predicates,
-        sort: {
-          by: params.sort_by ?? endpoint.defaultSort.by,
-          order: params.sort_order ?? endpoint.defaultSort.order
-        },
-        clamped,
-        after: undefined
-      }
+      return { state: yield* fromEither(reapplyFloor(continued.state, floor)), pageSize: continued.pageSize, endpointPath, version }
     }
+    const params = yield* fromEither(run.decode(raw))
+    if (endpoint.needsAnchor && !collection.anchors.some((a) => params[a] !== undefined)) {
+      return yield* Effect.fail(new MissingAnchor({
+        detail: `this query needs an anchor: at least one of ${collection.anchors.join(", ")}`,
+        anchors: collection.anchors
+      }))
+    }
+    const extra = yield* run.resolve(params, version)
+    const predicates = mergePredicates([...predicatesOf(collection.params, params), ...extra])
+    let scope: Scope = { _tag: "latest" }
+    let clamped = false
+    if (endpoint.name === "as-of") {
+      scope = { _tag: "asOf", at: formatInstant(yield* fromEither(resolveAt(params.at!, now, floor))) }
+    } else if (endpoint.name === "history") {
+      const w = yield* fromEither(resolveWindow(params, endpoint.defaultSpanDays ?? 30, now, floor))
+      scope = { _tag: "window", start: formatInstant(w.start), end: formatInstant(w.end) }
+      clamped = w.clamped
+    }
+    const sort = { by: params.sort_by ?? endpoint.defaultSort.by, order: params.sort_order ?? endpoint.defaultSort.order }
+    return { state: { scope, predicates, sort, clamped, after: undefined }, pageSize: params.page_size, endpointPath, version }
+  })
+
+/** Whether a plan's predicates select nothing (a list filter left empty by an intersection): storage is not asked. */
+export const selectsNothing = anyAbsent
+
+/** Runs one page request end to end: validation, entitlements, plan, storage, envelope. */
+export const runPage = <Row extends Readonly<Record<string, unknown>>>(
+  run: PageRun<Row>
+): Effect.Effect<Page<Row>, MarketError> =>
+  Effect.gen(function* () {
+    const { collection, request, now } = run
+    const principal = request.principal
+    // Read once, before anything the answer is made of (a search's resolution, the rows).
+    const planned = yield* planQuery(run, run.cache.enabled ? Effect.mapError(run.version, unavailable) : Effect.succeed(undefined))
+    const { state, endpointPath, version } = planned
+    const pageSize = planned.pageSize ?? DEFAULT_PAGE_SIZE
 
     const read = yield* readPage(run, {
       scope: state.scope, predicates: state.predicates, sort: state.sort, after: state.after, limit: pageSize + 1
