@@ -35,7 +35,7 @@ export {
 export { DEFAULT_PAGE_CACHE_BYTES, PageCache, PageCacheBytes } from "./market/page-cache.js"
 export { EXPORT_BATCH, type RowExport } from "./export/rows.js"
 export {
-  encodeRows, estimateRows, type ExportColumn, exportColumns, type ExportEstimate, type ExportFormat, exportFormats, exportMedia, PARQUET_ROW_GROUP
+  encodeExport, estimateExport, type ExportColumn, exportColumns, type ExportEstimate, type ExportFormat, exportFormats, exportMedia, PARQUET_ROW_GROUP
 } from "./export/formats.js"
 export { baseProductKey, type BulkLoad, MIN_IMPORT_BATCH, productKey, RentalPriceIngest } from "./ingest/rental-prices.js"
 export type { IngestSummary } from "./ingest/versions.js"

@@ -16,6 +16,7 @@ import { makeDashboardRoutes } from "./dashboard.js"
 import { makeDirect } from "./direct.js"
 import { docsPage, makeAssetRoutes } from "./docs.js"
 import { DEFAULT_HEARTBEAT_MS, EVENTS_PATH, heartbeatProblem, sseResponse } from "./events.js"
+import { makeExportRoutes } from "./export.js"
 import { makeHealthRoutes } from "./health.js"
 import { withNosniff } from "./nosniff.js"
 import { CLIENT_CLOSED_REQUEST, currentPrincipal, routedAs } from "./observe.js"
@@ -144,8 +145,9 @@ const buildApp = (options: AppOptions, replaying: boolean) =>
       ...yield* makeHealthRoutes({ metrics })
     ]
 
+    const withExports = yield* makeExportRoutes({ admitted, originOf: origins.of })
     const routes: ReadonlyArray<Route> = [
-      ...dataRoutes.map((route): Route => [route.path, page(readCall(route.entry))]), [EVENTS_PATH, events], ...docs
+      ...dataRoutes.map((route): Route => [route.path, withExports(route.entry, page(readCall(route.entry)))]), [EVENTS_PATH, events], ...docs
     ]
     const known = new Set<string>(routes.map(([path]) => path))
     const routed = yield* HttpRouter.toHttpApp(supply.reduce(

@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { type Answered, CLIENT_CLOSED_REQUEST, type Heard } from "./observe.js"
 import { NOSNIFF } from "./nosniff.js"
 import type { Replay } from "./replay.js"
+import { asksExport } from "./export.js"
 import { queryOf, rateHeaders } from "./request.js"
 import { codingOf, encode, validate, varyWith } from "./transfer.js"
 
@@ -174,6 +175,8 @@ export const nodeLanes = (
     if (!direct.take(req, res, () => handle(req, res), heard.answered)) handle(req, res)
   }
   return (req: IncomingMessage, res: ServerResponse): void => {
+    // An export is the app's alone: the lanes answer pages.
+    if (asksExport(req.url ?? "", req.headers.accept)) return handle(req, res)
     if (!replay.take(req, res, () => directOrApp(req, res), heard)) directOrApp(req, res)
   }
 }

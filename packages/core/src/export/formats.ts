@@ -14,6 +14,7 @@ import { LlmTokenPriceRow } from "../schema/llm-token-price.js"
 import { RentalPriceRow } from "../schema/rental-price.js"
 import { TransactionRow } from "../schema/transaction.js"
 import { type FieldDef, fieldsOf, type RowSchema } from "../storage/table.js"
+import type { RowExport } from "./rows.js"
 
 /**
  * The file formats of an export, each written from the rows as the API serialises them: CSV
@@ -198,21 +199,19 @@ const parquet = <E>(
     )
   }))
 
-/**
- * A data type's rows as the bytes of a file of `format`. `metadata` goes where the format keeps
- * it (Parquet's key-value metadata; CSV and JSON Lines have no place for it).
- */
-export const encodeRows = <E>(
-  format: ExportFormat,
-  dataType: DataType,
-  rows: Stream.Stream<Readonly<Record<string, unknown>>, E>,
-  metadata: Readonly<Record<string, string>> = {}
-): Stream.Stream<Uint8Array, E> => {
-  const columns = exportColumns(dataType)
+/** What a file says of the export it holds, where its format has a place for it (Parquet's key-value metadata). */
+const metadataOf = (exported: Pick<RowExport<unknown>, "endpointPath" | "watermark">): Readonly<Record<string, string>> => ({
+  "gpu-market.endpoint": exported.endpointPath,
+  "gpu-market.watermark": exported.watermark
+})
+
+/** An export's rows as the bytes of a file of `format`, streamed as the rows are read. */
+export const encodeExport = <E>(format: ExportFormat, exported: RowExport<Readonly<Record<string, unknown>>, E>): Stream.Stream<Uint8Array, E> => {
+  const columns = exportColumns(exported.dataType)
   switch (format) {
-    case "csv": return textStream(csv(columns), rows)
-    case "jsonl": return textStream(jsonl, rows)
-    case "parquet": return parquet(columns, rows, metadata)
+    case "csv": return textStream(csv(columns), exported.rows)
+    case "jsonl": return textStream(jsonl, exported.rows)
+    case "parquet": return parquet(columns, exported.rows, metadataOf(exported))
   }
 }
 
@@ -228,12 +227,12 @@ export interface ExportEstimate {
 }
 
 /** Counts the rows of an export and the bytes each format would write, holding at most one Parquet row group. */
-export const estimateRows = <E>(dataType: DataType, rows: Stream.Stream<Readonly<Record<string, unknown>>, E>): Effect.Effect<ExportEstimate, E> =>
+export const estimateExport = <E>(exported: RowExport<Readonly<Record<string, unknown>>, E>): Effect.Effect<ExportEstimate, E> =>
   Effect.gen(function* () {
-    const columns = exportColumns(dataType)
+    const columns = exportColumns(exported.dataType)
     const text = { csv: csv(columns), jsonl }
     const sample: Array<Readonly<Record<string, unknown>>> = []
-    const sizes = yield* Stream.runFold(Stream.chunks(rows), { rows: 0, csv: Buffer.byteLength(text.csv.head), jsonl: 0 }, (acc, chunk) => {
+    const sizes = yield* Stream.runFold(Stream.chunks(exported.rows), { rows: 0, csv: Buffer.byteLength(text.csv.head), jsonl: 0 }, (acc, chunk) => {
       const room = PARQUET_ROW_GROUP - sample.length
       if (room > 0) sample.push(...Chunk.toReadonlyArray(Chunk.take(chunk, room)))
       return {
@@ -242,7 +241,7 @@ export const estimateRows = <E>(dataType: DataType, rows: Stream.Stream<Readonly
         jsonl: acc.jsonl + Buffer.byteLength(text.jsonl.lines(chunk))
       }
     })
-    const sampleBytes = yield* Stream.runFold(parquet(columns, Stream.fromIterable(sample), {}), 0, (n, bytes) => n + bytes.length)
+    const sampleBytes = yield* Stream.runFold(parquet(columns, Stream.fromIterable(sample), metadataOf(exported)), 0, (n, bytes) => n + bytes.length)
     const parquetBytes = sample.length === 0 || sizes.rows === sample.length ? sampleBytes : Math.round(sampleBytes * sizes.rows / sample.length)
     return { rows: sizes.rows, bytes: { csv: sizes.csv, jsonl: sizes.jsonl, parquet: parquetBytes } }
   })

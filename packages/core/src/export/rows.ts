@@ -29,7 +29,7 @@ export type ExportRun<Row> = Omit<PageRun<Row>, "cache" | "entitled"> & {
 }
 
 /** The rows of one export and the state of the store they were read from. */
-export interface RowExport<Row> {
+export interface RowExport<Row, E = StorageUnavailable> {
   readonly dataType: DataType
   /** The endpoint's path, e.g. `/v2/gpu/rental/prices/history`. */
   readonly endpointPath: string
@@ -45,7 +45,7 @@ export interface RowExport<Row> {
    * stream fails with `StorageUnavailable` after the rows of the state it started from, so a
    * consumer never takes a mix of two states for one: run the export again.
    */
-  readonly rows: Stream.Stream<Row, StorageUnavailable>
+  readonly rows: Stream.Stream<Row, E>
 }
 
 const changed = (watermark: string) => new StorageUnavailable({
