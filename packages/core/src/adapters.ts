@@ -7,7 +7,7 @@
 export * from "./adapters/catalogue.js"
 export * from "./adapters/reads.js"
 export type { EventsOptions, EventsQuery, MarketFeed } from "./adapters/feed.js"
-export { admit, type Admission, admitCounted, charge, countStamped, judgeCount, makeOperations, OperationError, type Operations, type StampedCount, type WriteArgs, type WriteName, writeNames, type WriteResult } from "./adapters/operations.js"
+export { admit, type Admission, admitCounted, charge, chargeExport, countStamped, judgeCount, makeOperations, OperationError, type Operations, type StampedCount, type WriteArgs, type WriteName, writeNames, type WriteResult } from "./adapters/operations.js"
 export { buildMarket, type MarketTransport, runOperation, toProblemError } from "./adapters/direct.js"
 export { bodyBytes, bodyDigest, bodyJson, boundedCache, pageCacheLayer, type Replayable, replayOf } from "./market/page-cache.js"
 export { runAsFarAsItGoes, startedTogether } from "./market/together.js"

@@ -1,9 +1,9 @@
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import {
-  encodeExport, estimateExport, type ExportFormat, exportFormats, exportMedia, type MarketError, type ParameterIssue, type Principal, RateLimits, type RateLimitStatus, validationFailed
+  encodeExport, estimateExport, type ExportFormat, exportFormats, exportMedia, type MarketError, type ParameterIssue, type Principal, RateLimits, validationFailed, EXPORT_REQUESTS
 } from "@gpu-market/core"
-import { type CatalogueEntry, charge, makeExportCalls, type RequestOrigin } from "@gpu-market/core/adapters"
+import { type CatalogueEntry, chargeExport, makeExportCalls, type RequestOrigin } from "@gpu-market/core/adapters"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Stream from "effect/Stream"
@@ -17,9 +17,6 @@ import { queryOf, rateHeaders } from "./request.js"
  * `estimate=true` answers what that file would hold. Everything else about the request is the
  * paged endpoint's: its parameters, problems, entitlements and rate limit.
  */
-
-/** Requests an export counts as against the caller's rate limit, the one that admitted it included. */
-export const EXPORT_REQUESTS = 10
 
 /** The header naming the change feed's event id of the state an export was read from. */
 export const WATERMARK_HEADER = "x-market-watermark"
@@ -92,14 +89,6 @@ const abortConnection = (request: HttpServerRequest.HttpServerRequest) => {
 /** The file name an export is offered under: the endpoint's path, e.g. `gpu-rental-prices-history.csv`. */
 const fileName = (endpointPath: string, format: ExportFormat) =>
   `${endpointPath.replace(/^\/v\d+\//, "").replaceAll("/", "-")}.${exportMedia[format].extension}`
-
-/** Counts the rest of an export's requests against the caller's rate limit (429 once it is spent); the caller's budget after them. */
-const chargeExport = (limits: RateLimits, principal: Principal) =>
-  Effect.gen(function* () {
-    let status: RateLimitStatus | undefined
-    for (let i = 1; i < EXPORT_REQUESTS; i++) status = (yield* charge(limits, principal)).status
-    return status
-  })
 
 /** What the app lends the export routes: its admission of data requests, and the origin links start with. */
 export interface ExportHost {

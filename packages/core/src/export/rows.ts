@@ -19,6 +19,9 @@ import type { PagePlan, Position } from "../storage/plan.js"
 /** Rows an export reads from the store at a time, unless its `page_size` asks for another number. */
 export const EXPORT_BATCH = 5_000
 
+/** Requests an export counts as against the caller's rate limit (the request that asked for it included). */
+export const EXPORT_REQUESTS = 10
+
 /** Times an export tries to read a watermark that agrees with its type's data version before it gives up. */
 const WATERMARK_TRIES = 5
 
