@@ -36,7 +36,7 @@ export { DEFAULT_PAGE_CACHE_BYTES, PageCache, PageCacheBytes } from "./market/pa
 export { EXPORT_BATCH, EXPORT_REQUESTS, type RowExport } from "./export/rows.js"
 export type { ExportName, ExportOptions, MarketExport, MarketExports } from "./adapters/export.js"
 export {
-  encodeExport, estimateExport, type ExportColumn, exportColumns, type ExportEstimate, type ExportFormat, exportFormats, exportMedia, PARQUET_ROW_GROUP
+  encodeExport, estimateExport, EXPORT_SCHEMA_VERSION, type ExportColumn, exportColumns, type ExportEstimate, type ExportFormat, exportFormats, exportMedia, PARQUET_ROW_GROUP
 } from "./export/formats.js"
 export { baseProductKey, type BulkLoad, MIN_IMPORT_BATCH, productKey, RentalPriceIngest } from "./ingest/rental-prices.js"
 export type { IngestSummary } from "./ingest/versions.js"

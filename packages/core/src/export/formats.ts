@@ -24,6 +24,12 @@ import type { RowExport } from "./rows.js"
 /** A file format of an export. */
 export type ExportFormat = "csv" | "jsonl" | "parquet"
 
+/**
+ * The version of the columns an export writes (`exportColumns`): a file of another version may
+ * name, type or order them differently. Raised whenever a type's row changes.
+ */
+export const EXPORT_SCHEMA_VERSION = 1
+
 /** Every export format, in the order the docs list them. */
 export const exportFormats: ReadonlyArray<ExportFormat> = ["csv", "jsonl", "parquet"]
 
