@@ -33,8 +33,12 @@ const acceptedFormat = (accept: string | undefined): ExportFormat | undefined =>
  * the direct lane), which answer pages, hand such a request to the app.
  */
 export const asksExport = (url: string, accept: string | undefined): boolean => {
+  if (acceptedFormat(accept) !== undefined) return true
+  // Every request of the lanes passes here: the query is parsed only when it may name one.
+  const q = url.indexOf("?")
+  if (q < 0 || (!url.includes("format=", q) && !url.includes("estimate=", q))) return false
   const query = queryOf(url)
-  return query.has("format") || query.has("estimate") || acceptedFormat(accept) !== undefined
+  return query.has("format") || query.has("estimate")
 }
 
 /** What an export request asks for, read from its URL and `Accept`; the rest of its query is the page's. */
