@@ -1,3 +1,4 @@
+import { type ExportBenchResults, exportLines, exportMarkdown } from "./export"
 import { type FeedBenchResults, feedLines, feedMarkdown } from "./feed"
 import { type SyncBenchResults, syncLines, syncMarkdown } from "./sync"
 import * as os from "node:os"
@@ -33,6 +34,7 @@ export interface RunResults {
   readonly dashboard: DashboardResults
   readonly feed: FeedBenchResults
   readonly sync: SyncBenchResults
+  readonly exports: ExportBenchResults
   readonly date: Date
   readonly wallSeconds: number
   /** 1-minute load averages: at the start, and before the HTTP load (after (a) and (b)). */
@@ -103,7 +105,8 @@ export const lines = (r: RunResults): ReadonlyArray<Line> => {
     skypilotImportLine(r.import),
     dashboardLine(r.dashboard),
     ...feedLines(r.feed),
-    ...syncLines(r.sync)
+    ...syncLines(r.sync),
+    ...exportLines(r.exports)
   ]
 }
 
@@ -212,5 +215,7 @@ ${startupMarkdown(r.startup)}
 ${importMarkdown(r.import)}
 ${dashboardMarkdown(r.dashboard)}
 ${feedMarkdown(r.feed)}
+
+${exportMarkdown(r.exports)}
 ${syncMarkdown(r.sync)}`
 }

@@ -7,6 +7,7 @@ import { dashboardLine, dashboardMarkdown, runDashboardBench } from "./dashboard
 import { issueBenchToken, openMarket, runCoreBench } from "./core-bench"
 import { hardwareConfig, runHardwareBench } from "./hardware"
 import { importConfig, importMarkdown, runImportBench } from "./import"
+import { exportLines, exportMarkdown, runExportBench } from "./export"
 import { feedLines, feedMarkdown, runFeedBench } from "./feed"
 import { runIndexBench } from "./indexes"
 import { runHttpBench } from "./http-bench"
@@ -23,7 +24,7 @@ import { consoleTable, importLine, type Line, lines, machine, markdown, skypilot
  * `npm run bench`: builds or reuses the market, runs the three benchmarks, prints the table and
  * rewrites BENCHMARKS.md. `BENCH_QUICK=1` is a smoke run on a small market whose report goes to
  * bench/.data instead, so it never replaces real figures. `BENCH_STRICT=1` exits 1 when a
- * target is missed. `BENCH_ONLY=k` (or `l`, `m`, `n`, `o`, `p`, `q`) runs that section alone and writes it to bench/.data, leaving
+ * target is missed. `BENCH_ONLY=k` (or `l`, `m`, `n`, `o`, `p`, `q`, `r`) runs that section alone and writes it to bench/.data, leaving
  * BENCHMARKS.md alone; the other sections run alone as `npx tsx bench/<section>.ts`.
  */
 
@@ -103,7 +104,8 @@ const main = async () => {
     if (only === "o") return sectionOnly("o", q, runTopologyBench(q, log), topologyLines, (r) => topologyMarkdown(r), true)
     if (only === "p") return sectionOnly("p", q, runSyncBench(log), syncLines, syncMarkdown)
     if (only === "q") return sectionOnly("q", q, runWorkersBench(q, log), workersLines, workersMarkdown, true)
-    throw new Error(`BENCH_ONLY supports k, l, m, n, o, p and q; run another section alone with npx tsx bench/<section>.ts`)
+    if (only === "r") return sectionOnly("r", q, Promise.resolve(runExportBench(q, log)), exportLines, exportMarkdown, true)
+    throw new Error(`BENCH_ONLY supports k, l, m, n, o, p, q and r; run another section alone with npx tsx bench/<section>.ts`)
   }
 
   const loadBefore = os.loadavg()[0]!
@@ -149,9 +151,11 @@ const main = async () => {
   const feed = await runFeedBench(config.quick, log)
   log("(p): sync of the public preset ...")
   const sync = await runSyncBench(log)
+  log("(r): exports of the whole rental history ...")
+  const exports = runExportBench(config.quick, log)
 
   const results = {
-    config, market, core, http, serving, workers, hardware, indexes, redis, topologies, startup, import: importResults, dashboard, feed, sync,
+    config, market, core, http, serving, workers, hardware, indexes, redis, topologies, startup, import: importResults, dashboard, feed, sync, exports,
     date: new Date(),
     wallSeconds: (performance.now() - started) / 1000,
     load: { start: loadBefore, beforeHttp: loadBeforeHttp },
