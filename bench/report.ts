@@ -1,3 +1,4 @@
+import { type ExportBenchResults, exportLines, exportMarkdown } from "./export"
 import { type FeedBenchResults, feedLines, feedMarkdown } from "./feed"
 import { type SummaryBenchResults, summaryLines, summaryMarkdown } from "./summaries"
 import { type SyncBenchResults, syncLines, syncMarkdown } from "./sync"
@@ -36,6 +37,7 @@ export interface RunResults {
   readonly feed: FeedBenchResults
   readonly sync: SyncBenchResults
   readonly summaries: SummaryBenchResults
+  readonly exports: ExportBenchResults
   readonly date: Date
   readonly wallSeconds: number
   /** 1-minute load averages: at the start, and before the HTTP load (after (a) and (b)). */
@@ -108,7 +110,8 @@ export const lines = (r: RunResults): ReadonlyArray<Line> => {
     dashboardLine(r.dashboard),
     ...feedLines(r.feed),
     ...syncLines(r.sync),
-    ...summaryLines(r.summaries)
+    ...summaryLines(r.summaries),
+    ...exportLines(r.exports)
   ]
 }
 
@@ -220,5 +223,7 @@ ${dashboardMarkdown(r.dashboard)}
 ${feedMarkdown(r.feed)}
 ${syncMarkdown(r.sync)}
 
-${summaryMarkdown(r.summaries)}`
+${summaryMarkdown(r.summaries)}
+
+${exportMarkdown(r.exports)}`
 }

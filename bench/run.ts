@@ -7,6 +7,7 @@ import { dashboardLine, dashboardMarkdown, runDashboardBench } from "./dashboard
 import { issueBenchToken, openMarket, runCoreBench } from "./core-bench"
 import { hardwareConfig, runHardwareBench } from "./hardware"
 import { importConfig, importMarkdown, runImportBench } from "./import"
+import { exportLines, exportMarkdown, runExportBench } from "./export"
 import { feedLines, feedMarkdown, runFeedBench } from "./feed"
 import { runIndexBench } from "./indexes"
 import { runHttpBench } from "./http-bench"
@@ -105,8 +106,9 @@ const main = async () => {
     if (only === "p") return sectionOnly("p", q, runSyncBench(log), syncLines, syncMarkdown)
     if (only === "q") return sectionOnly("q", q, runWorkersBench(q, log), workersLines, workersMarkdown, true)
     if (only === "r") return sectionOnly("r", q, runSmallPagesBench(log), smallPagesLines, smallPagesMarkdown)
-    if (only === "s") return sectionOnly("r", q, runSummaryBench(ensureMarket(config).file, SUMMARY_RUNS(q)), summaryLines, summaryMarkdown)
-    throw new Error(`BENCH_ONLY supports k, l, m, n, o, p, q, r and s; run another section alone with npx tsx bench/<section>.ts`)
+    if (only === "s") return sectionOnly("s", q, runSummaryBench(ensureMarket(config).file, SUMMARY_RUNS(q)), summaryLines, summaryMarkdown)
+    if (only === "t") return sectionOnly("t", q, Promise.resolve(runExportBench(q, log)), exportLines, exportMarkdown, true)
+    throw new Error(`BENCH_ONLY supports k, l, m, n, o, p, q, r, s and t; run another section alone with npx tsx bench/<section>.ts`)
   }
 
   const loadBefore = os.loadavg()[0]!
@@ -157,8 +159,11 @@ const main = async () => {
   log("(s): rental summaries ...")
   const summaries = await runSummaryBench(market.file, SUMMARY_RUNS(config.quick))
 
+  log("(t): exports of the whole rental history ...")
+  const exports = runExportBench(config.quick, log)
+
   const results = {
-    config, market, core, http, serving, workers, smallPages, hardware, indexes, redis, topologies, startup, import: importResults, dashboard, feed, sync, summaries,
+    config, market, core, http, serving, workers, smallPages, hardware, indexes, redis, topologies, startup, import: importResults, dashboard, feed, sync, summaries, exports,
     date: new Date(),
     wallSeconds: (performance.now() - started) / 1000,
     load: { start: loadBefore, beforeHttp: loadBeforeHttp },

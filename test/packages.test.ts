@@ -106,9 +106,9 @@ describe("packages", () => {
     }
   })
 
-  it("core brings no test runner, and only the format libraries its main entry loads (msgpackr: page tokens; yaml: offer requests and import policies)", () => {
+  it("core brings no test runner, and only the format libraries its main entry loads (msgpackr: page tokens; yaml: offer requests and import policies; hyparquet-writer and @bokuweb/zstd-wasm: Parquet exports)", () => {
     const core = packages.find((p) => p.manifest.name === "@gpu-market/core")!
-    assert.deepStrictEqual(Object.keys(core.manifest.dependencies ?? {}).sort(), ["effect", "msgpackr", "yaml"])
+    assert.deepStrictEqual(Object.keys(core.manifest.dependencies ?? {}).sort(), ["@bokuweb/zstd-wasm", "effect", "hyparquet-writer", "msgpackr", "yaml"])
     assert.deepStrictEqual(Object.keys(core.manifest.peerDependencies ?? {}), [])
     const testkit = packages.find((p) => p.manifest.name === "@gpu-market/storage-testkit")!
     assert.deepStrictEqual(Object.keys(testkit.manifest.peerDependencies ?? {}).sort(), ["@effect/vitest", "vitest"])

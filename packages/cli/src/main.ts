@@ -9,6 +9,7 @@ import { createRequire } from "node:module"
 import { checkCommand } from "./check.js"
 import { httpUrl, integerIn, nonNegative, oneOf } from "./checked.js"
 import { commandTree, described, helpFor, type HelpTree } from "./help.js"
+import { exportCommand } from "./export.js"
 import { importCommand } from "./import.js"
 import { ServerLogging, takeLogLevel, withLogging } from "./logging.js"
 import { type CommandTree, runMain, standardConsole, UsageError } from "./output.js"
@@ -199,7 +200,7 @@ const root = Command.make("gpu-market").pipe(
     "gpu-market seed --size small && gpu-market serve",
     "gpu-market tokens create --help"
   )),
-  Command.withSubcommands([serveCommand, seed, importCommand, syncCommand, tokensCommand, indexes, checkCommand]),
+  Command.withSubcommands([serveCommand, seed, importCommand, exportCommand, syncCommand, tokensCommand, indexes, checkCommand]),
   // @effect/cli itself writes through a console of its own (./output.js); the commands write through the process's.
   (command) => Command.transformHandler(command, (effect) => Effect.withConsole(effect, standardConsole))
 )

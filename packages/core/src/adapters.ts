@@ -7,7 +7,7 @@
 export * from "./adapters/catalogue.js"
 export * from "./adapters/reads.js"
 export type { EventsOptions, EventsQuery, MarketFeed } from "./adapters/feed.js"
-export { admit, type Admission, makeOperations, OperationError, type Operations, type WriteArgs, type WriteName, writeNames, type WriteResult, writeResults } from "./adapters/operations.js"
+export { admit, type Admission, chargeExport, makeOperations, OperationError, type Operations, type WriteArgs, type WriteName, writeNames, type WriteResult, writeResults } from "./adapters/operations.js"
 export { counterHost, CountHit, HitCounted, type RemoteCounters, remoteCounters } from "./auth/counting-messages.js"
 export { buildMarket, type MarketTransport, runOperation, toProblemError } from "./adapters/direct.js"
 export { bodyJson, boundedCache, pageCacheLayer, type ResponseBody, responseBody } from "./market/page-cache.js"

@@ -36,6 +36,11 @@ export {
   type DropReason, Feed, type FeedError, type FeedItem, type FeedMessage, feedMessage, FeedQuery, IDLE_TICK_MS, MAX_LAG, RECHECK_MS, RING_SIZE
 } from "./feed/feed.js"
 export { DEFAULT_PAGE_CACHE_BYTES, PageCache, PageCacheBytes } from "./market/page-cache.js"
+export { EXPORT_BATCH, EXPORT_REQUESTS, type RowExport } from "./export/rows.js"
+export type { ExportName, ExportOptions, MarketExport, MarketExports } from "./adapters/export.js"
+export {
+  encodeExport, estimateExport, EXPORT_SCHEMA_VERSION, type ExportColumn, exportColumns, type ExportEstimate, type ExportFormat, exportFormats, exportMedia, PARQUET_ROW_GROUP
+} from "./export/formats.js"
 export { baseProductKey, type BulkLoad, MIN_IMPORT_BATCH, productKey, RentalPriceIngest } from "./ingest/rental-prices.js"
 export type { IngestSummary } from "./ingest/versions.js"
 export { type RentalObservation, usdPerGpuHour, USD_PER_GPU_HOUR_PLACES, USD_PER_GPU_HOUR_TOLERANCE } from "./ingest/rental-normalise.js"

@@ -13,6 +13,7 @@ import { type CorsOptions, corsOptionsProblem, makeCors, withCors } from "./cors
 import { makeDashboardRoutes } from "./dashboard.js"
 import { docsPage, makeAssetRoutes } from "./docs.js"
 import { DEFAULT_HEARTBEAT_MS, EVENTS_PATH, heartbeatProblem, sseResponse } from "./events.js"
+import { asksExport, makeExportRoutes } from "./export.js"
 import { makeHealthRoutes } from "./health.js"
 import { withNosniff } from "./nosniff.js"
 import { Caller, CLIENT_CLOSED_REQUEST, notePrincipal, routedAs } from "./observe.js"
@@ -177,8 +178,19 @@ export const makeServing = (options: AppOptions) =>
       [TOKEN_PATH, page((request) => describeToken(request.principal, request.query))]
     ]
     const data = new Map<string, (exchange: Exchange) => Effect.Effect<Answer>>(dataAnswers)
+    // A paged route's export (`format=`, an export's `Accept`) is the platform's: its body streams.
+    const withExports = yield* makeExportRoutes({
+      admitted: (answer) => admitted((request, requestId, headers) =>
+        Effect.flatMap(Caller, (principal) => answer(principal, request, requestId, headers))),
+      originOf: origins.of
+    })
+    const entries = new Map(dataRoutes.map((route) => [route.path, route.entry]))
     const routes: ReadonlyArray<Route> = [
-      ...dataAnswers.map(([path, answer]): Route => [path, platformRoute(answer)]), [EVENTS_PATH, events], ...docs
+      ...dataAnswers.map(([path, answer]): Route => {
+        const entry = entries.get(path)
+        return [path, entry === undefined ? platformRoute(answer) : withExports(entry, platformRoute(answer))]
+      }),
+      [EVENTS_PATH, events], ...docs
     ]
     const known = new Set<string>(routes.map(([path]) => path))
     const routed = yield* HttpRouter.toHttpApp(supply.reduce(
@@ -238,7 +250,8 @@ export const makeServing = (options: AppOptions) =>
         const q = url.indexOf("?")
         const path = q < 0 ? url : url.slice(0, q)
         const answer = data.get(path)
-        if (answer === undefined) return undefined
+        // An export streams its body: the platform app answers it.
+        if (answer === undefined || asksExport(url, req.headers.accept)) return undefined
         const exchange: Exchange = { method: "GET", url, headers: req.headers, origin: origins.ofNode(req) }
         // A preflight is an OPTIONS, so a GET is never one: CORS only adds its headers here.
         return { path, answer: Effect.flatMap(rescued(answer(exchange)), (answered) => finish(exchange, answered, cors)) }

@@ -5,6 +5,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import { EVENTS_PATH } from "./events.js"
+import { exportOpenApi } from "./export.js"
 import { Health, READINESS_TIMEOUT_MS, Readiness } from "./health.js"
 import { type DataRoute, dataRoutes, type NamedSchema } from "./routes.js"
 import { type SupplyEndpoint, supplyEndpoints, type SupplyParameter } from "./supply-routes.js"
@@ -209,15 +210,15 @@ const operationOf = (registry: ReturnType<typeof makeSchemaRegistry>, route: Dat
   const responses: Record<string, OpenApiObject> = {
     "200": {
       description: route.response.name,
-      headers: { ...validatorHeaders, ...rateLimitHeaders, ...requestIdHeader },
-      content: { "application/json": { schema: registry.named(route.response) } }
+      headers: { ...validatorHeaders, ...rateLimitHeaders, ...requestIdHeader, ...route.paged ? exportOpenApi.headers : {} },
+      content: { "application/json": { schema: registry.named(route.response) }, ...route.paged ? exportOpenApi.content : {} }
     }
   }
   for (const status of Object.keys(dataResponses)) {
     if (status !== "400" || route.badRequest) responses[status] = { $ref: `#/components/responses/${status}` }
   }
   const head = operationHead(registry, route)
-  return { ...head, parameters: [...head.parameters as ReadonlyArray<OpenApiObject>, ifNoneMatchParameter], responses }
+  return { ...head, parameters: [...head.parameters as ReadonlyArray<OpenApiObject>, ...route.paged ? exportOpenApi.parameters : [], ifNoneMatchParameter], responses }
 }
 
 /** What a problem means on a procurement endpoint, by error. */

@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { MarketError } from "../errors.js"
+import type { RowExport } from "../export/rows.js"
 import { Envelope } from "../schema/envelope.js"
 import { HardwarePriceMetadata } from "../schema/hardware-metadata.js"
 import { HardwarePriceRow } from "../schema/hardware-price.js"
@@ -148,4 +149,28 @@ export const makeReadCalls = Effect.gen(function* () {
     "llm.tokenPrices.metadata": llm.metadata
   }
   return <N extends EndpointName>(entry: { readonly name: N }): ReadCall<N> => calls[entry.name]
+})
+
+/** One export as a market service answers it: every row of a paged endpoint's query, at a watermark. */
+export type ExportCall = (request: MarketRequest) => Effect.Effect<RowExport<Readonly<Record<string, unknown>>>, MarketError>
+
+/**
+ * The export behind each paged catalogue entry, over the market's services in context (undefined
+ * for an entry that is not paged): the one way every adapter exports.
+ */
+export const makeExportCalls = Effect.gen(function* () {
+  const transactions = yield* Transactions
+  const services: Record<ServiceName, (endpoint: Paged, request: MarketRequest) => ReturnType<ExportCall>> = {
+    "rental.prices": (yield* RentalPrices).export,
+    "hardware.prices": (yield* HardwarePrices).export,
+    "transactions": (endpoint, request) =>
+      endpoint === "history" ? transactions.export(endpoint, request) : Effect.dieMessage(`transactions have no ${endpoint}`),
+    "llm.tokenPrices": (yield* LlmTokenPrices).export,
+    "indices": (yield* Indexes).export
+  }
+  return (entry: CatalogueEntry): ExportCall | undefined => {
+    const method = entry.method
+    if (!entry.paged || (method !== "latest" && method !== "asOf" && method !== "history")) return undefined
+    return (request) => services[entry.service](method, request)
+  }
 })

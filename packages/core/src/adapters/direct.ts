@@ -14,6 +14,9 @@ import { layer as memoryLayer } from "../storage/memory.js"
 import { type CatalogueEntry, catalogue } from "./catalogue.js"
 import { buildReads, type MarketReads, toQueryRecord, type Transport } from "./reads.js"
 import type { EventsOptions, MarketFeed } from "./feed.js"
+import type { ExportOptions, MarketExport, MarketExports } from "./export.js"
+import { encodeExport, estimateExport, exportFormats } from "../export/formats.js"
+import type { StorageUnavailable } from "../errors.js"
 import { type FeedMessage, feedMessage } from "../feed/feed.js"
 import * as Stream from "effect/Stream"
 import { makeOperations, type Operations, OperationError, type WriteArgs, type WriteName, type WriteResult } from "./operations.js"
@@ -38,8 +41,8 @@ export type MarketWrites = {
   }
 }
 
-/** A market: the read API, the change feed, token admin, write paths, and `close`. */
-export type Market = MarketReads & MarketFeed & MarketWrites & {
+/** A market: the read API, exports, the change feed, token admin, write paths, and `close`. */
+export type Market = MarketReads & MarketExports & MarketFeed & MarketWrites & {
   /** Releases the storage (closes the SQLite file, the Redis connection) or stops the workers. */
   readonly close: () => Promise<void>
 }
@@ -47,6 +50,8 @@ export type Market = MarketReads & MarketFeed & MarketWrites & {
 /** What an adapter provides to build a `Market`: reads, writes and shutdown. */
 export interface MarketTransport extends Transport<CatalogueEntry> {
   readonly write: <N extends WriteName>(name: N, args: WriteArgs<N>) => Promise<WriteResult<N>>
+  /** Exports; a transport without them (the worker) rejects one. */
+  readonly export?: (entry: CatalogueEntry, query: Record<string, string>, options: ExportOptions) => Promise<MarketExport>
   /** The change feed; a transport without one (the worker) rejects a subscription. */
   readonly events?: (query: Record<string, string>, options: EventsOptions) => AsyncIterable<FeedMessage>
   readonly close: () => Promise<void>
@@ -74,7 +79,16 @@ export const buildMarket = (transport: MarketTransport): Market => {
       }
       : transport.events(toQueryRecord(query), options)
   }
-  return Object.assign(buildReads(catalogue, transport), feed, writes, { close: transport.close })
+  const exports: MarketExports = {
+    export: (name, query, options = {}) => {
+      const entry = catalogue.find((e) => e.name === name && e.paged)
+      if (entry === undefined) return Promise.reject(new TypeError(`${String(name)} is not a paged endpoint`))
+      return transport.export === undefined
+        ? Promise.reject(new Error("exports are not served through this transport; export with createMarket or the HTTP API"))
+        : transport.export(entry, toQueryRecord(query), options)
+    }
+  }
+  return Object.assign(buildReads(catalogue, transport), exports, feed, writes, { close: transport.close })
 }
 
 /** The problem a failure ends with: a typed error's own, or a 500 for a defect. */
@@ -142,6 +156,21 @@ export const createMarket = async ({ storage, supply, ...input }: MarketOptions)
     call: (entry, query, { token }) => runOperation(runtime, operations.read(entry, query, token, origin)),
     next: (entry, next, { token }) => runOperation(runtime, operations.read(entry, next.query_params, token, origin)),
     write: (name, args) => runOperation(runtime, operations.write(name, args)),
+    export: async (entry, query, { token }) => {
+      const exported = await runOperation(runtime, operations.export(entry, query, token, origin))
+      const rt = await runtime.runtime()
+      const asProblems = <A>(stream: Stream.Stream<A, StorageUnavailable>) => Stream.mapError(stream, (e) => toProblemError(Cause.fail(e)))
+      return {
+        dataType: exported.dataType,
+        watermark: exported.watermark,
+        rows: () => Stream.toAsyncIterableRuntime(asProblems(exported.rows), rt),
+        bytes: (format) => {
+          if (!exportFormats.includes(format)) throw new TypeError(`format must be one of ${exportFormats.join(", ")}`)
+          return Stream.toAsyncIterableRuntime(asProblems(encodeExport(format, exported)), rt)
+        },
+        estimate: () => runOperation(runtime, estimateExport(exported))
+      }
+    },
     events: (query, { token, lastEventId }) => (async function* (): AsyncGenerator<FeedMessage> {
       const items = await runOperation(runtime, operations.subscribe(query, token, lastEventId))
       const messages: Stream.Stream<FeedMessage> = Stream.filterMap(items, (item) => (item._tag === "idle" ? Option.none() : Option.some(feedMessage(item))))

@@ -28,7 +28,8 @@ import type { LlmTokenPriceObservationInput } from "../schema/llm-token-price.js
 import type { RentalPriceObservationInput } from "../schema/rental-price.js"
 import type { TransactionDealInput } from "../schema/transaction.js"
 import { TokenStore } from "../storage/contract.js"
-import { type CatalogueEntry, makeReadCalls } from "./catalogue.js"
+import { EXPORT_REQUESTS } from "../export/rows.js"
+import { type CatalogueEntry, makeExportCalls, makeReadCalls } from "./catalogue.js"
 import type { EndpointName, ReadResult } from "./reads.js"
 
 /**
@@ -167,11 +168,23 @@ export const writeResults: { readonly [N in WriteName]: Schema.Schema<WriteResul
   "ingest.gpus": ReferenceIngestSummary
 }
 
+/**
+ * Counts the requests an export adds to the one that asked for it (`EXPORT_REQUESTS` in all):
+ * refused with 429 once the budget is spent. The caller's budget after them.
+ */
+export const chargeExport = (limits: RateLimits, principal: Principal): Effect.Effect<RateLimitStatus | undefined, RateLimited | StorageUnavailable> =>
+  Effect.gen(function* () {
+    let status: RateLimitStatus | undefined
+    for (let i = 1; i < EXPORT_REQUESTS; i++) status = (yield* charge(limits, principal)).status
+    return status
+  })
+
 /** Builds the operations over the market's services. */
 export const makeOperations = Effect.gen(function* () {
   const auth = yield* Auth
   const limits = yield* RateLimits
   const readCall = yield* makeReadCalls
+  const exportCall = yield* makeExportCalls
   const feed = yield* Feed
   const writes = yield* makeWrites
   // Indexed by a name's own type, a write takes its own arguments and answers its own result.
@@ -187,6 +200,16 @@ export const makeOperations = Effect.gen(function* () {
     ): Effect.Effect<ReadResult<N>, MarketError> =>
       Effect.flatMap(admit(auth, limits, token === undefined ? undefined : `Bearer ${token}`), ({ principal }) =>
         readCall(entry)({ principal, query, origin })).pipe(Effect.tapErrorCause(logDefect)),
+    /**
+     * One export, authenticated like a read, planned, then counted as `EXPORT_REQUESTS` requests
+     * (a refused one counts one, as its page would).
+     */
+    export: (entry: CatalogueEntry, query: Readonly<Record<string, string>>, token: string | undefined, origin: RequestOrigin) =>
+      Effect.flatMap(admit(auth, limits, token === undefined ? undefined : `Bearer ${token}`), ({ principal }) =>
+        Effect.tap(
+          exportCall(entry)?.({ principal, query, origin }) ?? Effect.dieMessage(`${entry.name} is not paged`),
+          () => chargeExport(limits, principal)
+        )).pipe(Effect.tapErrorCause(logDefect)),
     /** A change-feed subscription, admitted like a read (one count against the rate limit). */
     subscribe: (query: Readonly<Record<string, string>>, token: string | undefined, lastEventId: string | undefined) =>
       Effect.flatMap(admit(auth, limits, token === undefined ? undefined : `Bearer ${token}`), ({ principal }) =>

@@ -1,4 +1,5 @@
 import * as Effect from "effect/Effect"
+import { EventLogStore } from "../storage/event-log.js"
 import * as Schema from "effect/Schema"
 import { type ParameterIssue, validationFailed } from "../errors.js"
 import { collection, type EndpointDef, type MarketRequest, type Params } from "../query/collection.js"
@@ -71,17 +72,23 @@ export class HardwarePrices extends Effect.Service<HardwarePrices>()("Market/Har
     const store = yield* HardwarePriceStore
     const tokens = yield* PageTokens
     const cache = yield* PageCache
+    const events = yield* EventLogStore
     const vocabulary = yield* HardwareVocabulary
 
-    const pageOf = pages<HardwarePrice>({ tokens, resolve: inVocabulary(vocabulary), page: store.page, version: store.version, cache })
+    const pageOf = pages<HardwarePrice>({ tokens, resolve: inVocabulary(vocabulary), page: store.page, version: store.version, cache, head: events.head })
 
     return {
       /** Each listing's most recent observation, filtered. */
-      latest: (request: MarketRequest) => pageOf("latest", request),
+      latest: (request: MarketRequest) => pageOf.page("latest", request),
       /** Each listing's most recent observation on or before the UTC date of `at`; needs historical access. */
-      asOf: (request: MarketRequest) => pageOf("asOf", request),
+      asOf: (request: MarketRequest) => pageOf.page("asOf", request),
       /** Observations whose day starts inside `[start, end)`; needs historical access. */
-      history: (request: MarketRequest) => pageOf("history", request),
+      history: (request: MarketRequest) => pageOf.page("history", request),
+      /**
+       * Every row of a paged query, read from one state of the store, with the change feed's
+       * event id of that state (see `RowExport`).
+       */
+      export: (endpoint: keyof typeof endpoints, request: MarketRequest) => pageOf.export(endpoint, request),
       /**
        * The values of every classification filter, the vocabulary of every classification field,
        * coverage per GPU, and the caller's history floor.

@@ -6,7 +6,8 @@ import { historyFloor } from "../auth/history.js"
 import type { Principal } from "../auth/principal.js"
 import { InsufficientEntitlement, NotFound, validationFailed } from "../errors.js"
 import { IndexComputation } from "../ingest/index-computation.js"
-import { collection, endpointDecoder, type EndpointDef, type MarketRequest, runPage } from "../query/collection.js"
+import { type ExportRun, runExport } from "../export/rows.js"
+import { collection, endpointDecoder, type EndpointDef, type MarketRequest, type PageRun, runPage } from "../query/collection.js"
 import { required, Slug } from "../query/filters.js"
 import { PageTokens } from "../query/page-token.js"
 import { PageCache } from "./page-cache.js"
@@ -18,6 +19,7 @@ import {
   INDEX_UNITS, type IndexDefinition, type IndexMetadata, type IndexMetadataEntry, type IndexValue, type LegacyAvailableIndexBody,
   type LegacyCurrentIndexBody
 } from "../schema/indexes.js"
+import { EventLogStore } from "../storage/event-log.js"
 import { IndexStore } from "../storage/indexes.js"
 import type { PagePlan, Predicate } from "../storage/plan.js"
 import { metadataBody, type MetadataRequest } from "./metadata.js"
@@ -85,6 +87,7 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
     const store = yield* IndexStore
     const tokens = yield* PageTokens
     const cache = yield* PageCache
+    const events = yield* EventLogStore
     const computation = yield* IndexComputation
 
     /** The definition of an id the principal holds, or the one 404 for both "not held" and "no such index". */
@@ -114,11 +117,11 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
       return floor === null ? "unrestricted" : floor === undefined ? "none" : formatInstant(floor)
     }
 
-    const pageOf = (endpoint: keyof typeof endpoints, request: MarketRequest) =>
-      spanned(`Indexes.${endpoint}`, Effect.gen(function* () {
+    const runOf = (endpoint: keyof typeof endpoints, request: MarketRequest) =>
+      Effect.gen(function* () {
         yield* computation.ensureCurrent
         const now = yield* nowMicros
-        return yield* runPage<IndexValue>({
+        return {
           collection: indexesCollection,
           endpoint: endpoints[endpoint],
           decode: decoders[endpoint],
@@ -138,9 +141,12 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
           // What `page` reads of the caller: whether it holds the plan's index, and on as-of its floor.
           entitled: (plan) => !holdsAll(request.principal, plan)
             ? "not held"
-            : plan.scope._tag === "asOf" ? `floor ${floorKey(request.principal, now)}` : "held"
-        })
-      }))
+            : plan.scope._tag === "asOf" ? `floor ${floorKey(request.principal, now)}` : "held",
+          head: events.head
+        } satisfies PageRun<IndexValue> & ExportRun<IndexValue>
+      })
+    const pageOf = (endpoint: keyof typeof endpoints, request: MarketRequest) =>
+      spanned(`Indexes.${endpoint}`, Effect.flatMap(runOf(endpoint, request), runPage<IndexValue>))
 
     /** The latest published value of an index, if any. */
     const latestValue = (id: string) =>
@@ -162,6 +168,12 @@ export class Indexes extends Effect.Service<Indexes>()("Market/Indexes", {
       asOf: (request: MarketRequest) => pageOf("asOf", request),
       /** Values whose interval starts inside `[start, end)`; needs historical access. */
       history: (request: MarketRequest) => pageOf("history", request),
+      /**
+       * Every value of a paged query of one index, read from one state of the store, with the
+       * change feed's event id of that state (see `RowExport`).
+       */
+      export: (endpoint: keyof typeof endpoints, request: MarketRequest) =>
+        spanned("Indexes.export", Effect.flatMap(runOf(endpoint, request), runExport<IndexValue>)),
       /** The indices the token holds (none: an empty list), their units and the caller's history floor. */
       metadata: Effect.fn("Indexes.metadata")((request: MetadataRequest) =>
         metadataBody(request, "gpu_rental_indexes", store.definitions,

@@ -1,4 +1,5 @@
 import * as Effect from "effect/Effect"
+import { EventLogStore } from "../storage/event-log.js"
 import * as Schema from "effect/Schema"
 import { searchTooBroad, validationFailed } from "../errors.js"
 import { OUTLIER_GROUP, OUTLIER_MIN_PROVIDERS, OUTLIER_RATIO } from "../ingest/llm-token-prices.js"
@@ -79,6 +80,7 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
     const store = yield* LlmTokenPriceStore
     const tokens = yield* PageTokens
     const cache = yield* PageCache
+    const events = yield* EventLogStore
 
     /** `exclude_outliers=true` keeps rows not flagged. */
     const outliers = (params: Params): ReadonlyArray<Predicate> =>
@@ -110,15 +112,20 @@ export class LlmTokenPrices extends Effect.Service<LlmTokenPrices>()("Market/Llm
       })
     }
 
-    const pageOf = pages<LlmTokenPrice>({ tokens, resolve, page: store.page, version: store.version, cache })
+    const pageOf = pages<LlmTokenPrice>({ tokens, resolve, page: store.page, version: store.version, cache, head: events.head })
 
     return {
       /** Prices in force now matching the filters. */
-      latest: (request: MarketRequest) => pageOf("latest", request),
+      latest: (request: MarketRequest) => pageOf.page("latest", request),
       /** Prices in force at `at`; needs historical access. */
-      asOf: (request: MarketRequest) => pageOf("asOf", request),
+      asOf: (request: MarketRequest) => pageOf.page("asOf", request),
       /** Prices that changed inside `[start, end)`; needs historical access. */
-      history: (request: MarketRequest) => pageOf("history", request),
+      history: (request: MarketRequest) => pageOf.page("history", request),
+      /**
+       * Every row of a paged query, read from one state of the store, with the change feed's
+       * event id of that state (see `RowExport`).
+       */
+      export: (endpoint: keyof typeof endpoints, request: MarketRequest) => pageOf.export(endpoint, request),
       /** Models with their names, every accepted filter value, the outlier rule and the caller's history floor. */
       metadata: Effect.fn("LlmTokenPrices.metadata")((request: MetadataRequest) =>
         metadataBody(request, "llm_token_prices", store.models,

@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Record from "effect/Record"
+import { type ExportRun, runExport } from "../export/rows.js"
 import {
   type CollectionDef, endpointDecoder, type EndpointDef, type MarketRequest, type PageRun, runPage
 } from "../query/collection.js"
@@ -8,9 +9,10 @@ import { nowMicros } from "./storage.js"
 
 /**
  * Where a type's pages come from: its page tokens, the predicates it resolves itself, its store's
- * pages and data version, and the market's page cache.
+ * pages and data version, the market's page cache, and the head of the change feed's log (an
+ * export's watermark).
  */
-export type PageSource<Row> = Pick<PageRun<Row>, "tokens" | "resolve" | "page" | "version" | "cache">
+export type PageSource<Row> = Pick<PageRun<Row>, "tokens" | "resolve" | "page" | "version" | "cache"> & Pick<ExportRun<Row>, "head">
 
 /**
  * `effect` in a span named `name` when tracing is on. Off (the standalone server, the handlers),
@@ -24,15 +26,19 @@ export const spanned = <A, E, R>(name: string, effect: Effect.Effect<A, E, R>): 
 
 /**
  * The paged endpoints of one type, each endpoint's parameter decoder built once, here. Given where
- * the pages come from, it reads one page of an endpoint at the clock's current time, in a span
- * named after the service and the endpoint (`RentalPrices.latest`) (`spanned`).
+ * the pages come from, it reads one page of an endpoint (`page`), or exports all of its rows
+ * (`export`), at the clock's current time, in a span named after the service and the endpoint
+ * (`RentalPrices.latest`, `RentalPrices.export`) (`spanned`).
  */
 export const pagedEndpoints = <K extends string>(collection: CollectionDef, endpoints: Record.ReadonlyRecord<K, EndpointDef>, service: string) => {
   const decoders = Record.map(endpoints, (endpoint) => endpointDecoder(collection, endpoint))
   const spans = Record.map(endpoints, (_, name) => `${service}.${name}`)
-  return <Row extends Record.ReadonlyRecord<string, unknown>>(source: PageSource<Row>) =>
-    (endpoint: K, request: MarketRequest) =>
-      spanned(spans[endpoint], Effect.flatMap(nowMicros, (now) =>
-        runPage<Row>({ ...source, collection, endpoint: endpoints[endpoint], decode: decoders[endpoint], request, now })
-      ))
+  return <Row extends Record.ReadonlyRecord<string, unknown>>(source: PageSource<Row>) => {
+    const runOf = (endpoint: K, request: MarketRequest) =>
+      Effect.map(nowMicros, (now) => ({ ...source, collection, endpoint: endpoints[endpoint], decode: decoders[endpoint], request, now }))
+    return {
+      page: (endpoint: K, request: MarketRequest) => spanned(spans[endpoint], Effect.flatMap(runOf(endpoint, request), runPage<Row>)),
+      export: (endpoint: K, request: MarketRequest) => spanned(`${service}.export`, Effect.flatMap(runOf(endpoint, request), runExport<Row>))
+    }
+  }
 }

@@ -1,4 +1,5 @@
 import * as Effect from "effect/Effect"
+import { EventLogStore } from "../storage/event-log.js"
 import { searchTooBroad, validationFailed } from "../errors.js"
 import { collection, type EndpointDef, type MarketRequest, type Params } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
@@ -67,6 +68,7 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
     const store = yield* RentalPriceStore
     const tokens = yield* PageTokens
     const cache = yield* PageCache
+    const events = yield* EventLogStore
 
     /**
      * Resolves `gpu_search` terms to catalog GPUs: a term matches a GPU when it is a substring of
@@ -90,16 +92,21 @@ export class RentalPrices extends Effect.Service<RentalPrices>()("Market/RentalP
       })
     }
 
-    const pageOf = pages<RentalPrice>({ tokens, resolve: resolveSearch, page: store.page, version: store.version, cache })
+    const pageOf = pages<RentalPrice>({ tokens, resolve: resolveSearch, page: store.page, version: store.version, cache, head: events.head })
 
     return {
       ...rentalSummaries({ collection: rentalPricesCollection, store, tokens, resolve: resolveSearch, cache }),
       /** Current rows matching the filters; needs an anchor. */
-      latest: (request: MarketRequest) => pageOf("latest", request),
+      latest: (request: MarketRequest) => pageOf.page("latest", request),
       /** Rows in force at `at`; needs an anchor and historical access. */
-      asOf: (request: MarketRequest) => pageOf("asOf", request),
+      asOf: (request: MarketRequest) => pageOf.page("asOf", request),
       /** Rows whose price changed inside `[start, end)`; needs historical access. */
-      history: (request: MarketRequest) => pageOf("history", request),
+      history: (request: MarketRequest) => pageOf.page("history", request),
+      /**
+       * Every row of a paged query, read from one state of the store, with the change feed's
+       * event id of that state (see `RowExport`).
+       */
+      export: (endpoint: keyof typeof endpoints, request: MarketRequest) => pageOf.export(endpoint, request),
       /** Anchors, GPUs with their spellings and vendors, and the caller's history floor. */
       metadata: Effect.fn("RentalPrices.metadata")((request: MetadataRequest) =>
         metadataBody(request, "gpu_rental_prices", store.gpus,

@@ -201,7 +201,7 @@ export const rentalSummaries = (source: SummarySource) => {
           groupBy: SUMMARY_GROUPS.filter((g) => names.includes(g)),
           interval: state.after.tie === "" ? "1d" : state.after.tie as SummaryInterval,
           clamped: state.clamped,
-          pageSize: continued.pageSize,
+          pageSize: continued.pageSize ?? DEFAULT_PAGE_SIZE,
           after: JSON.parse(String(state.after.value)) as GroupKey
         } satisfies Asked
       }

@@ -1,4 +1,5 @@
 import * as Effect from "effect/Effect"
+import { EventLogStore } from "../storage/event-log.js"
 import { collection, type EndpointDef, type MarketRequest } from "../query/collection.js"
 import { PageTokens } from "../query/page-token.js"
 import { PageCache } from "./page-cache.js"
@@ -43,14 +44,20 @@ export class Transactions extends Effect.Service<Transactions>()("Market/Transac
     const store = yield* TransactionStore
     const tokens = yield* PageTokens
     const cache = yield* PageCache
-    const pageOf = pages<AggregatedTransaction>({ tokens, resolve: noPredicates, page: store.page, version: store.version, cache })
+    const events = yield* EventLogStore
+    const pageOf = pages<AggregatedTransaction>({ tokens, resolve: noPredicates, page: store.page, version: store.version, cache, head: events.head })
 
     return {
       /**
        * Rows whose `transaction_date` falls in `[start, end)` (a date counts at its 00:00 UTC);
        * needs historical access.
        */
-      history: (request: MarketRequest) => pageOf("history", request),
+      history: (request: MarketRequest) => pageOf.page("history", request),
+      /**
+       * Every row of a paged query, read from one state of the store, with the change feed's
+       * event id of that state (see `RowExport`).
+       */
+      export: (endpoint: keyof typeof endpoints, request: MarketRequest) => pageOf.export(endpoint, request),
       /** Value sets, per-GPU coverage and the caller's history floor; any grant of the type reads it. */
       metadata: Effect.fn("Transactions.metadata")((request: MetadataRequest) =>
         metadataBody(request, "gpu_rental_transactions", store.summary,

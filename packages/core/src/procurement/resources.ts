@@ -62,7 +62,7 @@ export class Resources extends Effect.Service<Resources>()("Procurement/Resource
     const pageState = (principal: Principal, query: QueryInput) =>
       Either.flatMap(collectQuery(query), (raw): Either.Either<PageRequest, ValidationFailed> =>
         raw.page_token !== undefined
-          ? continueFromToken(raw, tokens, principal.id, RESOURCES_PATH)
+          ? Either.map(continueFromToken(raw, tokens, principal.id, RESOURCES_PATH), ({ state, pageSize }) => ({ state, pageSize: pageSize ?? DEFAULT_PAGE_SIZE }))
           : Either.map(decodeParams(ResourceListParams, raw), (params) => ({
               pageSize: params.page_size ?? DEFAULT_PAGE_SIZE,
               state: {

@@ -229,7 +229,7 @@ export const continueFromToken = (
   tokens: PageTokens["Type"],
   principal: string,
   endpointPath: string
-): Either.Either<{ readonly state: PageTokenState; readonly pageSize: number }, ValidationFailed> => {
+): Either.Either<{ readonly state: PageTokenState; readonly pageSize: number | undefined }, ValidationFailed> => {
   const beside = Object.keys(raw).filter((k) => k !== "page_token" && k !== "page_size")
   if (beside.length > 0) {
     return Either.left(validationFailed(beside.map((parameter) => ({
@@ -241,7 +241,7 @@ export const continueFromToken = (
     decodeParams(PageSizeOnly, raw.page_size === undefined ? {} : { page_size: raw.page_size }),
     ({ page_size }) => Either.map(
       tokens.open(principal, endpointPath, raw.page_token ?? ""),
-      (state) => ({ state, pageSize: page_size ?? DEFAULT_PAGE_SIZE })
+      (state) => ({ state, pageSize: page_size })
     )
   )
 }
@@ -355,6 +355,83 @@ const readPage = <Row extends Readonly<Record<string, unknown>>>(
     return { returned: data.length, last, page: (meta) => withSerialisedData({ data, meta }, bytes) }
   })
 
+/** A request decoded and checked: what to read, in which order, and how many rows a page holds. */
+export interface PlannedQuery {
+  readonly state: Omit<PageTokenState, "after"> & { readonly after: PageTokenState["after"] | undefined }
+  /** The `page_size` asked for, if any. */
+  readonly pageSize: number | undefined
+  /** The endpoint's path (`/v2/gpu/rental/prices/history`), which page tokens are bound to. */
+  readonly endpointPath: string
+  /** The data version the plan was made at, when one was read. */
+  readonly version: string | undefined
+}
+
+type PlanRun = Pick<PageRun<never>, "collection" | "endpoint" | "decode" | "request" | "tokens" | "now" | "resolve">
+
+/** What a request's first checks leave: the caller's history floor, its raw query, its endpoint's path. */
+interface CheckedRequest {
+  readonly floor: Micros | null
+  readonly raw: Readonly<Record<string, string>>
+  readonly endpointPath: string
+}
+
+/** The grant, the history floor and the query's shape: plain checks, before anything is read. */
+const checkRequest = (run: PlanRun): Either.Either<CheckedRequest, MarketError> => {
+  const { collection, endpoint, request, now } = run
+  const principal = request.principal
+  const granted = requireGrant(principal, collection.dataType)
+  if (Either.isLeft(granted)) return Either.left(granted.left)
+  const floor = endpoint.name === "latest" ? Either.right(null) : requireHistory(principal, collection.dataType, now)
+  if (Either.isLeft(floor)) return Either.left(floor.left)
+  const raw = collectQuery(request.query)
+  if (Either.isLeft(raw)) return Either.left(raw.left)
+  return Either.right({ floor: floor.right, raw: raw.right, endpointPath: readEndpoint(`${collection.service}.${endpoint.name}`).path })
+}
+
+/** A checked request planned: continued from its page token (against the floor today), or decoded and resolved at `version`. */
+const planChecked = (run: PlanRun, checked: CheckedRequest, version: string | undefined): Effect.Effect<PlannedQuery, MarketError> =>
+  Effect.gen(function* () {
+    const { collection, endpoint, request, now } = run
+    const { floor, raw, endpointPath } = checked
+    if (raw.page_token !== undefined) {
+      const continued = yield* fromEither(continueFromToken(raw, run.tokens, request.principal.id, endpointPath))
+      return { state: yield* fromEither(reapplyFloor(continued.state, floor)), pageSize: continued.pageSize, endpointPath, version }
+    }
+    const params = yield* fromEither(run.decode(raw))
+    if (endpoint.needsAnchor && !collection.anchors.some((a) => params[a] !== undefined)) {
+      return yield* Effect.fail(new MissingAnchor({
+        detail: `this query needs an anchor: at least one of ${collection.anchors.join(", ")}`,
+        anchors: collection.anchors
+      }))
+    }
+    const extra = yield* run.resolve(params, version)
+    const predicates = mergePredicates([...predicatesOf(collection.params, params), ...extra])
+    let scope: Scope = { _tag: "latest" }
+    let clamped = false
+    if (endpoint.name === "asOf") {
+      scope = { _tag: "asOf", at: formatInstant(yield* fromEither(resolveAt(params.at!, now, floor))) }
+    } else if (endpoint.name === "history") {
+      const w = yield* fromEither(resolveWindow(params, endpoint.defaultSpanDays ?? 30, now, floor))
+      scope = { _tag: "window", start: formatInstant(w.start), end: formatInstant(w.end) }
+      clamped = w.clamped
+    }
+    const sort = { by: params.sort_by ?? endpoint.defaultSort.by, order: params.sort_order ?? endpoint.defaultSort.order }
+    return { state: { scope, predicates, sort, clamped, after: undefined }, pageSize: params.page_size, endpointPath, version }
+  })
+
+/**
+ * Validation, entitlements and the plan of one request (its parameters, or the request a
+ * `page_token` carries, checked against the caller's floor today): the one way every read of a
+ * collection, a page or an export, turns a query into what storage executes. `readVersion` reads
+ * the type's data version, or undefined where nothing is kept under it (see `PageRun.resolve`),
+ * once the request is known to be well formed and before anything the answer is made of.
+ */
+export const planQuery = (run: PlanRun, readVersion: Effect.Effect<string | undefined, MarketError>): Effect.Effect<PlannedQuery, MarketError> =>
+  Effect.flatMap(fromEither(checkRequest(run)), (checked) => Effect.flatMap(readVersion, (version) => planChecked(run, checked, version)))
+
+/** Whether a plan's predicates select nothing (a list filter left empty by an intersection): storage is not asked. */
+export const selectsNothing = anyAbsent
+
 /** Runs one page request end to end: validation, entitlements, plan, storage, envelope. */
 export const runPage = <Row extends Readonly<Record<string, unknown>>>(
   run: PageRun<Row>
@@ -362,81 +439,36 @@ export const runPage = <Row extends Readonly<Record<string, unknown>>>(
   // The checks before the cache are plain functions and one read, run as flat steps: a `/latest`
   // page the cache answers goes no further, and a generator here cost it more than the checks.
   Effect.suspend(() => {
-    const { collection, endpoint, request, now } = run
-    const principal = request.principal
-    const granted = requireGrant(principal, collection.dataType)
-    if (Either.isLeft(granted)) return Effect.fail(granted.left)
-    const floor = endpoint.name === "latest" ? Either.right(null) : requireHistory(principal, collection.dataType, now)
-    if (Either.isLeft(floor)) return Effect.fail(floor.left)
-    const raw = collectQuery(request.query)
-    if (Either.isLeft(raw)) return Effect.fail(raw.left)
-    const endpointPath = readEndpoint(`${collection.service}.${endpoint.name}`).path
-    if (!run.cache.enabled) return readAndAnswer(run, endpointPath, floor.right, raw.right, undefined, undefined)
+    const checked = checkRequest(run)
+    if (Either.isLeft(checked)) return Effect.fail(checked.left)
+    if (!run.cache.enabled) return readAndAnswer(run, checked.right, undefined, undefined)
     // Read once, before anything the answer is made of (a search's resolution, the rows).
     return Effect.flatMap(Effect.mapError(run.version, unavailable), (version) => {
       // A `/latest` page moves with nothing but the data: the same request of a caller with the
       // same entitlements, whose links lead to the same origin, is answered with the same page at
       // one version, found before its query is decoded and planned.
-      if (endpoint.name !== "latest") return readAndAnswer(run, endpointPath, floor.right, raw.right, version, undefined)
-      const answer = { key: answerKeyOf(run, endpointPath, raw.right), version }
+      if (run.endpoint.name !== "latest") return readAndAnswer(run, checked.right, version, undefined)
+      const answer = { key: answerKeyOf(run, checked.right.endpointPath, checked.right.raw), version }
       const hit = run.cache.answer<Row>(answer.key, answer.version)
-      return hit !== undefined ? Effect.succeed(hit) : readAndAnswer(run, endpointPath, floor.right, raw.right, version, answer)
+      return hit !== undefined ? Effect.succeed(hit) : readAndAnswer(run, checked.right, version, answer)
     })
   })
 
 /**
- * `runPage` past the checks and the cache: the query decoded (or continued from its token) and
- * planned, the page read and its envelope made; a `/latest` page kept as the `answer` it was not.
+ * `runPage` past the checks and the cache: the query planned, the page read and its envelope
+ * made; a `/latest` page kept as the `answer` it was not.
  */
 const readAndAnswer = <Row extends Readonly<Record<string, unknown>>>(
   run: PageRun<Row>,
-  endpointPath: string,
-  floor: Micros | null,
-  raw: Readonly<Record<string, string>>,
+  checked: CheckedRequest,
   version: string | undefined,
   answer: { readonly key: string; readonly version: string } | undefined
 ): Effect.Effect<Page<Row>, MarketError> =>
   Effect.gen(function* () {
-    const { collection, endpoint, request, now } = run
+    const { collection, request, now } = run
     const principal = request.principal
-    let state: Omit<PageTokenState, "after"> & { readonly after: PageTokenState["after"] | undefined }
-    let pageSize = DEFAULT_PAGE_SIZE
-    if (raw.page_token !== undefined) {
-      const continued = yield* fromEither(continueFromToken(raw, run.tokens, principal.id, endpointPath))
-      pageSize = continued.pageSize
-      state = yield* fromEither(reapplyFloor(continued.state, floor))
-    } else {
-      const params = yield* fromEither(run.decode(raw))
-      if (params.page_size !== undefined) pageSize = params.page_size
-      if (endpoint.needsAnchor && !collection.anchors.some((a) => params[a] !== undefined)) {
-        return yield* Effect.fail(new MissingAnchor({
-          detail: `this query needs an anchor: at least one of ${collection.anchors.join(", ")}`,
-          anchors: collection.anchors
-        }))
-      }
-      const extra = yield* run.resolve(params, version)
-      const predicates = mergePredicates([...predicatesOf(collection.params, params), ...extra])
-      let scope: Scope = { _tag: "latest" }
-      let clamped = false
-      if (endpoint.name === "asOf") {
-        scope = { _tag: "asOf", at: formatInstant(yield* fromEither(resolveAt(params.at!, now, floor))) }
-      } else if (endpoint.name === "history") {
-        const w = yield* fromEither(resolveWindow(params, endpoint.defaultSpanDays ?? 30, now, floor))
-        scope = { _tag: "window", start: formatInstant(w.start), end: formatInstant(w.end) }
-        clamped = w.clamped
-      }
-      state = {
-        scope,
-        predicates,
-        sort: {
-          by: params.sort_by ?? endpoint.defaultSort.by,
-          order: params.sort_order ?? endpoint.defaultSort.order
-        },
-        clamped,
-        after: undefined
-      }
-    }
-
+    const { state, endpointPath, ...planned } = yield* planChecked(run, checked, version)
+    const pageSize = planned.pageSize ?? DEFAULT_PAGE_SIZE
     const read = yield* readPage(run, {
       scope: state.scope, predicates: state.predicates, sort: state.sort, after: state.after, limit: pageSize + 1
     }, endpointPath, version)
