@@ -1,6 +1,6 @@
 import { assert, beforeAll, describe, it } from "@effect/vitest"
 import { execFile } from "node:child_process"
-import { mkdtempSync, readFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { freePort, startUntil } from "./support/process"
@@ -87,6 +87,15 @@ describe("gpu-market CLI", () => {
     assert.isAbove(cause.length, 0)
     assert.include(cause.join("\n"), "UsageError")
   }, 120_000)
+
+  it("an import that rejected rows ends with exit 1, the rows it could store stored", async () => {
+    const file = join(dir, "one-bad-row.jsonl")
+    writeFileSync(file, "{ not json\n")
+    const r = await run("import", file, "--type", "rental", "--db", DB)
+    assert.strictEqual(r.code, 1, r.stderr)
+    assert.include(r.stdout.split("\n"), "read 1: stored 0, unchanged 0, duplicate 0, skipped 0, quarantined 0, rejected 1 (not_json 1)")
+    assert.match(r.stderr, /^gpu-market import: 1 rejected /m)
+  }, 60_000)
 
   it("a running server refuses a token revoked by another process at its next request", async () => {
     const created = await run("tokens", "create", "--name", "Cached", "--id", "cached", "--grant", "rental", "--rate-limit", "50", "--db", DB)
