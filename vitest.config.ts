@@ -9,9 +9,9 @@ import { configDefaults, defineConfig } from "vitest/config"
  * checkout, CI's, does not have.
  */
 const SLOWEST = [
-  "test/crash-resume.e2e.test.ts", "test/cli.e2e.test.ts", "test/package-install.e2e.test.ts", "test/workers.e2e.test.ts",
-  "test/backends-differential.test.ts", "test/redis-cluster.e2e.test.ts", "test/typedoc.e2e.test.ts", "test/start.e2e.test.ts",
-  "test/adapter-examples.e2e.test.ts", "test/readme.e2e.test.ts", "test/observability.e2e.test.ts"
+  "test/crash-resume.e2e.test.ts", "test/package-install.e2e.test.ts", "test/workers.e2e.test.ts", "test/backends-differential.test.ts",
+  "test/redis-cluster.e2e.test.ts", "test/typedoc.e2e.test.ts", "test/start.e2e.test.ts", "test/adapter-examples.e2e.test.ts",
+  "test/readme.e2e.test.ts", "test/observability.e2e.test.ts", "test/cli.e2e.test.ts"
 ]
 
 class SlowestFirst extends BaseSequencer {

@@ -163,12 +163,13 @@ describe("npm start killed (kill -9) during its first seed, then started again o
 
 /**
  * The import file: every product observed at each of STEPS hourly steps, in time order. SQLite
- * imports 400 products (80k rows, 80 writes of 1,000 rows); Redis 100 (20k rows), as its import is
- * about four times slower. Both leave a kill a third of the way through many writes on each side.
+ * imports 400 products (80k rows, 80 writes of 1,000 rows); Redis 50 (10k rows, 20 writes of 500),
+ * as its import is about four times slower. Both leave a kill a third of the way through many
+ * writes on each side.
  */
 const STEPS = 200
 const SQLITE_PRODUCTS = 400
-const REDIS_PRODUCTS = 100
+const REDIS_PRODUCTS = 50
 /** Every tenth step repeats the step before's price: an unchanged observation, no new version. */
 const repeats = (t: number) => t % 10 === 9
 /** Versions an import of `products` stores: one per product and step that changes the price. */
@@ -274,7 +275,7 @@ const sameTexts = (actual: ReadonlyArray<string>, expected: ReadonlyArray<string
 
 describe("gpu-market import killed (kill -9) midway, then run again on the same store", () => {
   const dir = tempDir("import")
-  const files = { sqlite: join(dir, "rental-200k.jsonl"), redis: join(dir, "rental-50k.jsonl") }
+  const files = { sqlite: join(dir, "rental-80k.jsonl"), redis: join(dir, "rental-10k.jsonl") }
   let redis: RedisServer | undefined
   beforeAll(async () => {
     await writeRentalFile(files.sqlite, SQLITE_PRODUCTS)

@@ -10,7 +10,8 @@ import { NOW_MS, seed } from "./support/market"
 import type { Started } from "./support/process"
 import { uniquePrefix } from "./support/redis"
 import {
-  type Answer, assertExactRateLimit, assertFeedKept, get, issue, LATEST, principal, ROOT, startFeed, startServer, until
+  type Answer, assertExactRateLimit, assertFeedKept, burstTokens,
+  get, issue, LATEST, principal, ROOT, startFeed, startServer, until
 } from "./support/redis-serving"
 import { type RedisCluster, redisCli, startCluster } from "./support/redis-topologies"
 
@@ -73,19 +74,19 @@ describe("two processes on a Cluster", () => {
 
   beforeAll(async () => {
     options = onCluster("processes")
-    await issue(options, [["reader", principal("t-reader", 1_000_000)], ["burst", principal("t-burst", LIMIT)]])
+    await issue(options, [["reader", principal("t-reader", 1_000_000)], ...burstTokens(LIMIT)])
     servers = await Promise.all([startServer(env()), startServer(env())])
   }, 240_000)
   afterAll(() => Promise.all(servers.map((s) => s.stop())), 60_000)
 
   it("rate limits hold exactly across both processes under a concurrent burst", { timeout: 120_000 }, () =>
-    assertExactRateLimit(servers.map((s) => s.base), "burst", LIMIT))
+    assertExactRateLimit(servers.map((s) => s.base), LIMIT))
 
   it("the CLI's --redis-cluster reads the same market, replacing the environment's Redis", { timeout: 60_000 }, async () => {
     const { stdout } = await promisify(execFile)(resolve(ROOT, "node_modules/.bin/gpu-market"), [
       "tokens", "list", "--redis-cluster", cluster.seeds.join(","), "--redis-prefix", options.prefix!
     ], { env: { ...process.env, GPU_MARKET_REDIS_URL: "redis://127.0.0.1:1" }, encoding: "utf8", timeout: 60_000 })
-    assert.deepStrictEqual(stdout.split("\n").filter((l) => l !== "").map((l) => l.split(" ")[0]).sort(), ["t-burst", "t-reader"])
+    assert.deepStrictEqual(stdout.split("\n").filter((l) => l !== "").map((l) => l.split(" ")[0]).sort(), ["t-burst", "t-burst-again", "t-reader"])
   })
 
   it("slots resharded under load: every request succeeds, every acknowledged batch is there once", { timeout: 120_000 }, async () => {

@@ -2,7 +2,8 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { Started } from "./support/process"
 import { type RedisServer, startRedis, uniquePrefix } from "./support/redis"
 import {
-  type Answer, assertExactRateLimit, assertFeedKept, get, issue, LATEST, principal, startFeed, startServer, until
+  type Answer, assertExactRateLimit, assertFeedKept, burstTokens,
+  get, issue, LATEST, principal, startFeed, startServer, until
 } from "./support/redis-serving"
 
 /**
@@ -26,7 +27,7 @@ describe("two processes on one Redis", () => {
   beforeAll(async () => {
     redis = await startRedis({ persistent: true })
     prefix = uniquePrefix("processes")
-    await issue({ url: redis.url, prefix }, [["reader", principal("t-reader", 1_000_000)], ["burst", principal("t-burst", LIMIT)]])
+    await issue({ url: redis.url, prefix }, [["reader", principal("t-reader", 1_000_000)], ...burstTokens(LIMIT)])
     servers = await Promise.all([startServer(env()), startServer(env())])
   }, 240_000)
 
@@ -36,7 +37,7 @@ describe("two processes on one Redis", () => {
   }, 60_000)
 
   it("rate limits hold exactly across both processes under a concurrent burst", { timeout: 120_000 }, () =>
-    assertExactRateLimit(servers.map((s) => s.base), "burst", LIMIT))
+    assertExactRateLimit(servers.map((s) => s.base), LIMIT))
 
   it("Redis killed under load: quick 503s, recovery without restarts, every acknowledged batch exactly once", { timeout: 180_000 }, async () => {
     const feed = startFeed(env(), WRITER_VENDOR, BATCH_SIZE)

@@ -65,16 +65,16 @@ export class ServerLogging extends Context.Tag("@gpu-market/cli/ServerLogging")<
 
 /**
  * Runs `main` with the logging the `flag` and the environment ask for, or prints why they cannot
- * be had, one line on stderr, and exits 1 before anything starts.
+ * be had, one line on stderr, and ends with exit code 1 before anything starts.
  */
-export const withLogging = (flag: string | undefined, main: (logging: Logging) => void): void =>
-  Either.match(loggingOf(flag), {
-    onLeft: (problem) => {
+export const withLogging = <R>(flag: string | undefined, main: (logging: Logging) => Effect.Effect<number, never, R>): Effect.Effect<number, never, R> =>
+  Effect.suspend(() => Either.match(loggingOf(flag), {
+    onLeft: (problem) => Effect.sync(() => {
       process.stderr.write(`gpu-market: ${problem}\n`)
-      process.exitCode = 1
-    },
+      return 1
+    }),
     onRight: main
-  })
+  }))
 
 /** Renders message parts as text, joined by spaces. */
 const text = (parts: ReadonlyArray<unknown>): string =>
@@ -90,6 +90,9 @@ let unwritten = ""
 const UNWRITTEN_LIMIT = 64 * 1024
 /** How long a logged line may wait to be written with the lines after it. */
 const WRITE_EVERY_MS = 20
+
+/** Whether what waits is written when the process exits: once per process, however many commands it runs. */
+let flushesOnExit = false
 
 const writeUnwritten = () => {
   const text = unwritten
@@ -152,11 +155,18 @@ const loggingOf = (flag: string | undefined): Either.Either<Logging, string> => 
     return Either.left(`GPU_MARKET_LOG_FORMAT is ${JSON.stringify(format)}; expected ${FORMATS.join(" or ")}`)
   }
   const pretty = format === "pretty" || (format === "" && process.stderr.isTTY === true)
-  if (!pretty) process.once("exit", writeUnwritten)
+  if (!pretty && !flushesOnExit) {
+    flushesOnExit = true
+    process.once("exit", writeUnwritten)
+  }
   const logger = pretty ? Logger.prettyLogger({ stderr: true }) : jsonLines
   // In place of Effect's default logger and of the pretty one `runMain` puts there.
-  const loggers = Layer.scopedDiscard(Effect.locallyScopedWith(FiberRef.currentLoggers, (set) =>
-    HashSet.add(HashSet.remove(HashSet.remove(set, Logger.defaultLogger), Logger.prettyLoggerDefault), logger)))
+  // What waits is written when the server's scope ends too: its last lines are on stderr when the command ends, not only when the process does.
+  const loggers = Layer.scopedDiscard(Effect.zipRight(
+    Effect.addFinalizer(() => Effect.sync(writeUnwritten)),
+    Effect.locallyScopedWith(FiberRef.currentLoggers, (set) =>
+      HashSet.add(HashSet.remove(HashSet.remove(set, Logger.defaultLogger), Logger.prettyLoggerDefault), logger))
+  ))
   const minimum = Logger.minimumLogLevel(level)
   return Either.right({ level: minimum, server: Layer.merge(loggers, minimum) })
 }

@@ -1,5 +1,6 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import type * as NodeContext from "@effect/platform-node/NodeContext"
 import { IndexComputation, RATE_LIMIT_MODES } from "@gpu-market/core"
 import * as Demo from "@gpu-market/demo"
 import * as Console from "effect/Console"
@@ -12,7 +13,7 @@ import { commandTree, described, helpFor, type HelpTree } from "./help.js"
 import { exportCommand } from "./export.js"
 import { importCommand } from "./import.js"
 import { ServerLogging, takeLogLevel, withLogging } from "./logging.js"
-import { type CommandTree, runMain, standardConsole, UsageError } from "./output.js"
+import { type CommandTree, runCommandLine, runMain, standardConsole, UsageError } from "./output.js"
 import { makeProgress } from "./progress.js"
 import { storageOptions } from "./options.js"
 import { describeStorage, marketOn, settingsOn, storageOn } from "./storage.js"
@@ -212,17 +213,23 @@ const namesOf = (node: HelpTree): CommandTree => Object.fromEntries([...node.sub
 // The version the package was installed at: package.json sits one folder above dist/.
 const { version } = createRequire(import.meta.url)("../package.json") as { readonly version: string }
 
-/** `gpu-market` run on `argv` (`process.argv`): help, or the command it names, to its end. */
-export const main = (argv: ReadonlyArray<string>): void => {
+/**
+ * `gpu-market` run on `argv` (`process.argv`): help, or the command it names, to its end; succeeds
+ * with the exit code. The bin runs it as the process (`main`); tests run it in process.
+ */
+export const run = (argv: ReadonlyArray<string>): Effect.Effect<number, never, NodeContext.NodeContext> => {
   const cli = Command.run(root, { name: "gpu-market", version })
   const { argv: args, level } = takeLogLevel(argv)
-  withLogging(level, (logging) => runMain((line) => {
+  return withLogging(level, (logging) => runCommandLine((line) => {
     const help = helpFor(commands, line.slice(2), version)
     return help === undefined
       ? cli(line).pipe(Effect.provideService(ServerLogging, logging.server), Effect.provide(logging.level))
       : Effect.sync(() => process.stdout.write(`${help}\n`))
   }, args, namesOf(commands)))
 }
+
+/** `gpu-market` run on `argv` (`process.argv`) as the process: sets its exit code. */
+export const main = (argv: ReadonlyArray<string>): void => runMain(run(argv))
 
 /** The help of the command `words` name (`["tokens", "create"]`), as `--help` prints it. */
 export const helpOf = (words: ReadonlyArray<string>): string => helpFor(commands, [...words, "--help"], version)!

@@ -85,31 +85,43 @@ const reportOf = (cause: Cause.Cause<unknown>, where: string): { readonly line: 
 }
 
 /**
- * Runs a program for the command line `argv` (`process.argv`) to its end, as `NodeRuntime.runMain`
- * does, reporting a failure as one line and setting the exit code; `tree` holds the commands, for
- * the errors and usage lines to name the command run. Interruption (Ctrl-C) is left to the runtime.
+ * Runs a program for the command line `argv` (`process.argv`) to its end, reporting a failure as
+ * one line on stderr; succeeds with the exit code (0, else the report's). `tree` holds the
+ * commands, for the errors and usage lines to name the command run. Interruption (Ctrl-C) is
+ * passed on. The bin runs it with `runMain`; tests run it in process.
  */
-export const runMain = (
-  program: (args: ReadonlyArray<string>) => Effect.Effect<void, unknown, NodeContext.NodeContext>,
+export const runCommandLine = <R>(
+  program: (args: ReadonlyArray<string>) => Effect.Effect<void, unknown, R>,
   argv: ReadonlyArray<string>,
   tree: CommandTree = {}
-): void => {
+): Effect.Effect<number, never, R> => {
   const dashes = argv.indexOf("--")
   const verbose = argv.some((a, i) => a === VERBOSE && (dashes < 0 || i < dashes))
   const args = argv.filter((a, i) => a !== VERBOSE || (dashes >= 0 && i > dashes))
   const where = [COMMAND, ...commandPath(args.slice(2), tree)].join(" ")
-  program(args).pipe(
+  return program(args).pipe(
     Effect.withConsole(cliConsole()),
+    Effect.as(0),
     Effect.catchAllCause((cause) => {
       if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
       const report = reportOf(cause, where)
       return Effect.sync(() => {
         process.stderr.write(`${report.line}\n`)
         if (verbose) process.stderr.write(`${Cause.pretty(cause, { renderErrorCause: true }).replace(ANSI, "")}\n`)
-        process.exitCode = report.code
+        return report.code
       })
     }),
+    // Interruption alone is left to the runtime; nothing else fails past the report.
+    Effect.orDie
+  )
+}
+
+/** Runs a command line's `exitCode` (`runCommandLine`) as the process, as `NodeRuntime.runMain` does, and sets the exit code. */
+export const runMain = (exitCode: Effect.Effect<number, never, NodeContext.NodeContext>): void =>
+  exitCode.pipe(
+    Effect.flatMap((code) => Effect.sync(() => {
+      if (code !== 0) process.exitCode = code
+    })),
     Effect.provide(NodeContext.layer),
     NodeRuntime.runMain({ disableErrorReporting: true })
   )
-}

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { withLogging } from "./logging.js"
-import { runMain } from "./output.js"
+import { runCommandLine, runMain } from "./output.js"
 import { dashboardFromEnvironment, metricsFromEnvironment, serve, shutdownTimeoutFromEnvironment } from "./serve.js"
 import { describeStorage, fromEnvironment, settingsOn, storageOn } from "./storage.js"
 import { serveSyncing } from "./sync.js"
@@ -28,7 +28,7 @@ const corsOrigins = [process.env.GPU_MARKET_CORS_ORIGINS ?? ""]
 // GPU_MARKET_REDIS_URL, GPU_MARKET_REDIS_CLUSTER_NODES or GPU_MARKET_REDIS_SENTINELS switches to Redis
 // (keys under GPU_MARKET_REDIS_PREFIX); SQLite otherwise.
 // GPU_MARKET_PAGE_CACHE_MB sizes the page cache (0 turns it off).
-withLogging(undefined, (logging) => runMain(() => Effect.gen(function* () {
+runMain(withLogging(undefined, (logging) => runCommandLine(() => Effect.gen(function* () {
   const workers = yield* workersOf(Option.none())
   const name = yield* describeStorage(fromEnvironment)
   const settings = yield* settingsOn(fromEnvironment)
@@ -41,4 +41,4 @@ withLogging(undefined, (logging) => runMain(() => Effect.gen(function* () {
   })
   const sync = (process.env.GPU_MARKET_SYNC ?? "").trim()
   return yield* serveOnWorkers(workers, shutdownTimeoutMs, sync === "" ? served : serveSyncing(served, sync, fromEnvironment)).pipe(Effect.provide(logging.server))
-}).pipe(Effect.provide(logging.level)), process.argv))
+}).pipe(Effect.provide(logging.level)), process.argv)))

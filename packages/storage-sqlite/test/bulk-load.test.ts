@@ -2,7 +2,7 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import type { RentalPrice } from "@gpu-market/core"
 import type { PagePlan } from "@gpu-market/core/storage"
 import { rentalRow } from "@gpu-market/storage-testkit"
-import { Effect, Either, Exit, Scope } from "effect"
+import { Effect, Either, Exit, Fiber, Scope, TestClock } from "effect"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -14,7 +14,8 @@ import { compilePage, makeClient, makeRentalPriceStore, migrate, type SqliteClie
  * A bulk load of rental prices (`RentalPriceStore.bulkLoad`, what `gpu-market import` runs on
  * SQLite) holds the serving indexes back and builds them again when it ends: meanwhile every page
  * reads the same rows, after it the indexes serve every `/latest` sort again, and a load that
- * died part-way leaves them to the next one. Live clock: the builds pause between indexes.
+ * died part-way leaves them to the next one. On the TestClock, moved on while a test waits: the
+ * pauses between two index builds pass at once, not in wall time.
  */
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gpu-market-bulk-"))
@@ -22,8 +23,12 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 let files = 0
 const freshFile = () => path.join(dir, `db-${files++}.db`)
 
-/** Rows of the sorted-runs case: each index's keys outgrow one sorting run. */
-const SORTED_ROWS = 200_000
+/**
+ * Rows of the sorted-runs case: each index's keys outgrow one sorting run. A key holds a 32-digit
+ * product_key beside its anchor (about 75 bytes in the sorter), and a run is at most 1 MiB (SQLite's
+ * smallest, 250 pages, above the 512 KiB a build asks for): 60,000 keys make about four runs.
+ */
+const SORTED_ROWS = 60_000
 
 const hex32 = (s: string) => createHash("md5").update(s).digest("hex")
 
@@ -79,8 +84,16 @@ const killedLoad = (file: string) =>
     client.db.close()
   })
 
+/** A test of `body` on the TestClock, moved on a pause at a time until `body` ends. */
+const itPaused = <A, E>(name: string, body: () => Effect.Effect<A, E>, timeout?: number) =>
+  it.effect(name, () => Effect.gen(function* () {
+    const fiber = yield* Effect.fork(body())
+    while (fiber.unsafePoll() === null) yield* TestClock.adjust("120 millis")
+    return yield* Fiber.join(fiber)
+  }), timeout)
+
 describe("SQLite bulk load of rental prices", () => {
-  it.live("a load large against the table holds the serving indexes back and builds them again, planner statistics included; pages read the same throughout", () =>
+  itPaused("a load large against the table holds the serving indexes back and builds them again, planner statistics included; pages read the same throughout", () =>
     withFile(freshFile(), (client) => Effect.gen(function* () {
       yield* store(client, Array.from({ length: 1_000 }, (_, i) => product(i, "old")))
       const before = { indexes: indexes(client), stats: stats(client) }
@@ -108,7 +121,7 @@ describe("SQLite bulk load of rental prices", () => {
       }
     })))
 
-  it.live("a load small against the table keeps every index", () =>
+  itPaused("a load small against the table keeps every index", () =>
     withFile(freshFile(), (client) => Effect.gen(function* () {
       yield* store(client, Array.from({ length: 12_000 }, (_, i) => product(i, "old")))
       const before = indexes(client)
@@ -118,7 +131,7 @@ describe("SQLite bulk load of rental prices", () => {
       }))
     })))
 
-  it.live("a load that fails still builds the indexes again as its scope closes", () =>
+  itPaused("a load that fails still builds the indexes again as its scope closes", () =>
     withFile(freshFile(), (client) => Effect.gen(function* () {
       const before = indexes(client)
       const exit = yield* Effect.exit(Effect.scoped(Effect.gen(function* () {
@@ -130,7 +143,7 @@ describe("SQLite bulk load of rental prices", () => {
       assert.deepStrictEqual(indexes(client), before)
     })))
 
-  it.live("a load whose process died part-way leaves its indexes to the next server that opens the file, not to an import's connection", () =>
+  itPaused("a load whose process died part-way leaves its indexes to the next server that opens the file, not to an import's connection", () =>
     Effect.gen(function* () {
       const file = freshFile()
       const expected = yield* withFile(freshFile(), (client) => Effect.sync(() => ({ indexes: indexes(client), stats: stats(client) })))
@@ -143,7 +156,7 @@ describe("SQLite bulk load of rental prices", () => {
       yield* withFile(file, (client) => Effect.sync(() => assert.deepStrictEqual({ indexes: indexes(client), stats: stats(client) }, expected)))
     }))
 
-  it.live("a load whose process died part-way leaves its indexes to the next load, which builds them when it ends", () =>
+  itPaused("a load whose process died part-way leaves its indexes to the next load, which builds them when it ends", () =>
     Effect.gen(function* () {
       const file = freshFile()
       const expected = yield* withFile(freshFile(), (client) => Effect.sync(() => ({ indexes: indexes(client), stats: stats(client) })))
@@ -161,7 +174,7 @@ describe("SQLite bulk load of rental prices", () => {
       }))
     }))
 
-  it.live("copies the WAL into the file between two builds: when they end, the WAL holds the last index built and no more", () =>
+  itPaused("copies the WAL into the file between two builds: when they end, the WAL holds the last index built and no more", () =>
     Effect.scoped(Effect.gen(function* () {
       // Checkpoints as rarely as an import's connection has them: none of its own during the load.
       const client = yield* makeClient({ filename: freshFile(), bulk: true, checkpointPages: 1_000_000 })
@@ -181,9 +194,9 @@ describe("SQLite bulk load of rental prices", () => {
       assert.isAbove(built.reduce((a, b) => a + b, 0), 10 * log)
     })))
 
-  // Rows enough that each index's keys outgrow one sorting run (8 MiB), so the build merges runs
-  // from disk; the connection gets its page cache and temporary store back afterwards.
-  it.live("builds every held-back index again from sorted runs, and restores the connection's settings", () =>
+  // Rows enough that each index's keys outgrow one sorting run, so the build merges runs from
+  // disk; the connection gets its page cache and temporary store back afterwards.
+  itPaused("builds every held-back index again from sorted runs, and restores the connection's settings", () =>
     Effect.scoped(Effect.gen(function* () {
       const client = yield* makeClient({ filename: freshFile(), bulk: true })
       yield* migrate(client)

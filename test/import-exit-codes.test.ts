@@ -1,30 +1,24 @@
 import { assert, describe, it } from "@effect/vitest"
-import { execFile } from "node:child_process"
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { type Run, runWith } from "./support/cli"
 
 /**
- * `gpu-market import` exit codes, run as a user runs it: 0 when every entry was stored or
- * accounted for, 1 when any was rejected (the good ones stored), 2 for a command line the import
- * cannot take. What the counts say is checked in-process elsewhere (test/litellm-import,
- * test/skypilot-import); these spawn the binary because the exit code is what they check.
+ * `gpu-market import` exit codes: 0 when every entry was stored or accounted for, 1 when any was
+ * rejected (the good ones stored), 2 for a command line the import cannot take. The command runs
+ * in process (support/cli.ts), to the exit code the bin's process ends with; test/cli.e2e.test.ts
+ * shows the bin passes it on. What the counts say is checked through the Promise API elsewhere
+ * (test/litellm-import, test/skypilot-import).
  */
 
-const BIN = join(import.meta.dirname, "../node_modules/.bin/gpu-market")
 const REAL = join(import.meta.dirname, "fixtures/real")
 const dir = mkdtempSync(join(tmpdir(), "gpu-market-import-exit-"))
-
-interface Run { readonly code: number; readonly stdout: string; readonly stderr: string }
 
 let dbs = 0
 /** Runs `import` with `args` into a fresh SQLite file, and `env` over this process's environment. */
 const importWith = (env: Readonly<Record<string, string>>, ...args: ReadonlyArray<string>): Promise<Run> =>
-  new Promise((resolve) => {
-    execFile(BIN, ["import", ...args, "--db", join(dir, `market-${++dbs}.db`)],
-      { cwd: dir, env: { ...process.env, NO_COLOR: "1", GPU_MARKET_REDIS_URL: "", GPU_MARKET_IMPORT_POLICY: "", GPU_MARKET_IMPORT_BOUNDS: "", ...env }, timeout: 120_000 },
-      (error, stdout, stderr) => resolve({ code: error === null ? 0 : Number(error.code ?? 1), stdout, stderr }))
-  })
+  runWith({ GPU_MARKET_IMPORT_POLICY: "", GPU_MARKET_IMPORT_BOUNDS: "", ...env }, "import", ...args, "--db", join(dir, `market-${++dbs}.db`))
 const importFile = (...args: ReadonlyArray<string>) => importWith({}, ...args)
 
 const HEADER = "vendor,vendor_gpu_name,vendor_sku,region,gpu_count,contract_type,raw_price,raw_price_unit,extracted_at"

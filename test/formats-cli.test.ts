@@ -1,32 +1,21 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createMarket, describeCounts, type FormatImportSummary, type Market, type PrincipalInput } from "@gpu-market/core"
 import { sqlite } from "@gpu-market/storage-sqlite"
-import { execFile } from "node:child_process"
 import { closeSync, mkdtempSync, openSync, readFileSync, truncateSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { tempDb } from "./support/adapters"
+import { type Run, runCli as run, runWith } from "./support/cli"
 import { PUBLIC_POLICY_FILE, publicQuarantine, SKYPILOT_CLOUDS, SKYPILOT_EXPECTED } from "./support/formats"
 
 /**
  * `gpu-market import --format skypilot|litellm` on the real public files
- * (test/fixtures/real/SOURCES.md), run as a user runs it, into a fresh SQLite file; what it
- * stored is then read through the Promise API on the same file.
+ * (test/fixtures/real/SOURCES.md), the command run in process (support/cli.ts) as the bin runs
+ * it, into a fresh SQLite file; what it stored is then read through the Promise API on the same file.
  */
 
-const ROOT = join(import.meta.dirname, "..")
-const BIN = join(ROOT, "node_modules/.bin/gpu-market")
 const REAL = join(import.meta.dirname, "fixtures/real")
 const tempDir = (name: string) => mkdtempSync(join(tmpdir(), `${name}-`))
-
-interface Run { readonly code: number; readonly stdout: string; readonly stderr: string }
-
-const runWith = (env: Record<string, string>, ...args: ReadonlyArray<string>): Promise<Run> =>
-  new Promise((resolve) => {
-    execFile(BIN, [...args], { env: { ...process.env, NO_COLOR: "1", GPU_MARKET_REDIS_URL: "", ...env }, timeout: 300_000 },
-      (error, stdout, stderr) => resolve({ code: error === null ? 0 : Number(error.code ?? 1), stdout, stderr }))
-  })
-const run = (...args: ReadonlyArray<string>) => runWith({}, ...args)
 
 /** The counts line the Promise API's import of the same file gives, into a market of its own. */
 const promiseCounts = async (name: string, import_: (market: Market) => Promise<FormatImportSummary>): Promise<string> => {

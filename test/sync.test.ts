@@ -1,30 +1,25 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import Database from "better-sqlite3"
-import { execFile } from "node:child_process"
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { parse as parseYaml } from "yaml"
+import { runWith } from "./support/cli"
 
 /**
- * `gpu-market sync --once` run as a user runs it, against a local HTTP server (127.0.0.1 only)
- * that serves the real lambda SkyPilot catalog (test/fixtures/real/SOURCES.md) and altered copies
- * of it: what a sync applies, and that every way a source can go wrong changes nothing in the
- * SQLite file and is reported, with the exit code a scheduler reads.
+ * `gpu-market sync --once`, run in process as the bin runs it (support/cli.ts), against a local
+ * HTTP server (127.0.0.1 only) that serves the real lambda SkyPilot catalog
+ * (test/fixtures/real/SOURCES.md) and altered copies of it: what a sync applies, and that every
+ * way a source can go wrong changes nothing in the SQLite file and is reported, with the exit code
+ * a scheduler reads.
  */
 
-const BIN = join(import.meta.dirname, "../node_modules/.bin/gpu-market")
 const REAL = join(import.meta.dirname, "fixtures/real/skypilot/lambda-vms.csv")
 const dir = mkdtempSync(join(tmpdir(), "gpu-market-sync-"))
 
-interface Run { readonly code: number; readonly stdout: string; readonly stderr: string }
-const cli = (...args: ReadonlyArray<string>): Promise<Run> =>
-  new Promise((resolve) => {
-    execFile(BIN, [...args], { cwd: dir, env: { ...process.env, NO_COLOR: "1", GPU_MARKET_REDIS_URL: "", GPU_MARKET_SYNC: "", GPU_MARKET_LOG_FORMAT: "json" }, timeout: 30_000 },
-      (error, stdout, stderr) => resolve({ code: error === null ? 0 : Number(error.code ?? 1), stdout, stderr }))
-  })
+const cli = (...args: ReadonlyArray<string>) => runWith({ GPU_MARKET_SYNC: "", GPU_MARKET_LOG_FORMAT: "json" }, ...args)
 
 // The catalog's lines (CRLF as published); line 189 is gpu_1x_a10 in europe-central-1 at 0.75 USD/h.
 const original = readFileSync(REAL, "utf8")
