@@ -78,7 +78,7 @@ describe("gpu-market CLI", () => {
     ])
     oneLine(size!, 2, /^gpu-market seed: .*small, medium, large.*\(see gpu-market seed --help\)$/)
     oneLine(name!, 2, /^gpu-market tokens create: .*'--name'/)
-    oneLine(command!, 2, /^gpu-market: .*'serve', 'seed', 'import', 'sync', 'tokens', 'indexes'/)
+    oneLine(command!, 2, /^gpu-market: .*'serve', 'seed', 'import', 'export', 'sync', 'tokens', 'indexes'/)
     oneLine(from!, 2, /^gpu-market indexes compute: --from: expected an ISO 8601 datetime or a YYYY-MM-DD date \(see gpu-market indexes compute --help\)$/)
     oneLine(cacheSize!, 1, /^gpu-market serve: GPU_MARKET_PAGE_CACHE_MB is "lots"; expected a whole number of MB/)
     assert.strictEqual(verbose!.code, 2)

@@ -72,7 +72,7 @@ describe("@gpu-market/client bundled for the browser, in Chromium against a live
     assert.deepStrictEqual(inputs.filter((input) => input.startsWith("node:") || input.includes("(disabled)")), [])
     // Of ours, the client and core's browser-safe reads entry with what it imports; no Effect, no market.
     assert.deepStrictEqual(inputs.filter((input) => input !== "browser-client.js").sort(), [
-      "packages/client/dist/client.js", "packages/client/dist/index.js",
+      "packages/client/dist/client.js", "packages/client/dist/index.js", "packages/core/dist/adapters/endpoints.js",
       "packages/core/dist/adapters/problem.js", "packages/core/dist/adapters/reads.js", "packages/core/dist/reads.js"
     ])
   })
