@@ -93,11 +93,78 @@ export class OfferTally {
   }
 }
 
-/** The statistics of `offers`, which must not be empty. */
-export const statisticsOf = (offers: Iterable<Offer>): OfferStatistics => {
-  const tally = new OfferTally()
-  for (const o of offers) tally.add(o)
-  return tally.statistics()
+/** An offer with the instants its version was in force: from `valid_from`, until `valid_to` (null: still). */
+export interface OfferVersion extends Offer {
+  readonly valid_from: string
+  readonly valid_to: string | null
+}
+
+/** Orders offers by price, then `product_key`: the first is the cheapest. */
+const byPrice = (a: Offer, b: Offer) => a.price_usd_per_gpu_hour - b.price_usd_per_gpu_hour || cmp(a.product_key, b.product_key)
+
+/**
+ * The offers in force at a moving instant, kept sorted by price with a count per vendor, so a
+ * series of instants costs a merge of the versions that began and a drop of those that ended
+ * between two of them, rather than a sort of the whole market at each.
+ */
+export class LiveOffers {
+  private live: Array<OfferVersion> = []
+  private readonly vendors = new Map<string, number>()
+
+  /**
+   * Moves to `at`: adds the versions `began` (each `valid_from <= at`) and drops every version
+   * that ended at or before `at`, as the as-of rules read a version's interval.
+   */
+  advance(began: ReadonlyArray<OfferVersion>, at: string): void {
+    const inForce = (v: OfferVersion) => v.valid_to === null || v.valid_to > at
+    const added = began.filter(inForce).sort(byPrice)
+    const kept: Array<OfferVersion> = []
+    for (const v of this.live) {
+      if (inForce(v)) kept.push(v)
+      else this.count(v.vendor, -1)
+    }
+    for (const v of added) this.count(v.vendor, 1)
+    if (added.length === 0) {
+      this.live = kept
+      return
+    }
+    const merged = new Array<OfferVersion>(kept.length + added.length)
+    let i = 0
+    let j = 0
+    for (let k = 0; k < merged.length; k++) merged[k] = j >= added.length || (i < kept.length && byPrice(kept[i]!, added[j]!) <= 0) ? kept[i++]! : added[j++]!
+    this.live = merged
+  }
+
+  /** The statistics of the offers in force, or undefined when there are none. */
+  statistics(): OfferStatistics | undefined {
+    const live = this.live
+    if (live.length === 0) return undefined
+    const prices = live.map((v) => v.price_usd_per_gpu_hour)
+    const cheapest = live[0]!
+    return {
+      offers: live.length,
+      vendors: this.vendors.size,
+      price_min: prices[0]!,
+      price_p10: quantile(prices, 0.1),
+      price_median: quantile(prices, 0.5),
+      price_p90: quantile(prices, 0.9),
+      price_max: prices[prices.length - 1]!,
+      cheapest: {
+        product_key: cheapest.product_key,
+        base_product_key: cheapest.base_product_key,
+        vendor: cheapest.vendor,
+        price_usd_per_gpu_hour: cheapest.price_usd_per_gpu_hour
+      },
+      spot_min: live.find((v) => v.contract_type === "spot")?.price_usd_per_gpu_hour ?? null,
+      ondemand_min: live.find((v) => v.contract_type === "ondemand")?.price_usd_per_gpu_hour ?? null
+    }
+  }
+
+  private count(vendor: string, by: 1 | -1): void {
+    const n = (this.vendors.get(vendor) ?? 0) + by
+    if (n === 0) this.vendors.delete(vendor)
+    else this.vendors.set(vendor, n)
+  }
 }
 
 /** How much below `ondemand` `spot` lies, in percent of `ondemand`; null without both. */
