@@ -302,13 +302,9 @@ export const rentalSummaries = (source: SummarySource) => {
       const seen = new Set(inForce.map((r) => r.product_key))
       const versions = [...inForce, ...began.filter((r) => !seen.has(r.product_key))]
       return groupRows(versions, ask.groupBy).map((group) => {
-        const byStart = group.rows.sort((a, b) => cmp(a.valid_from, b.valid_from))
-        const live = new LiveOffers()
-        let next = 0
+        const live = new LiveOffers(group.rows)
         const points = instants.map((at) => {
-          const from = next
-          while (next < byStart.length && byStart[next]!.valid_from <= at) next++
-          live.advance(byStart.slice(from, next), at)
+          live.moveTo(at)
           return live.statistics()
         })
         return { key: group.key, points }
