@@ -157,7 +157,7 @@ export const summaryMarkdown = (r: SummaryBenchResults): string => [
   "|  | median | p10 | p90 | mean |",
   "| --- | ---: | ---: | ---: | ---: |",
   `| core, current-only token | ${ms(r.core.medianUs)} | ${ms(r.core.p10Us)} | ${ms(r.core.p90Us)} | ${ms(r.core.meanUs)} |`,
-  `| core, token with history (1/7/30-day change: three as-of markets more) | ${ms(r.coreWithChange.medianUs)} | ${ms(r.coreWithChange.p10Us)} | ${ms(r.coreWithChange.p90Us)} | ${ms(r.coreWithChange.meanUs)} |`,
+  `| core, token with history (1/7/30-day change: the market before read in one sweep) | ${ms(r.coreWithChange.medianUs)} | ${ms(r.coreWithChange.p10Us)} | ${ms(r.coreWithChange.p90Us)} | ${ms(r.coreWithChange.meanUs)} |`,
   `| bare SQL + loop | ${ms(r.bare.medianUs)} | ${ms(r.bare.p10Us)} | ${ms(r.bare.p90Us)} | ${ms(r.bare.meanUs)} |`,
   `| 180-day daily series, warm | ${ms(r.series.warm.medianUs)} | ${ms(r.series.warm.p10Us)} | ${ms(r.series.warm.p90Us)} | ${ms(r.series.warm.meanUs)} |`,
   "",

@@ -18,7 +18,7 @@ import type { PriceChange, RentalPriceSummary, RentalPriceSummaryPoint } from ".
 import type { RentalPriceStore } from "../storage/contract.js"
 import type { Position, Predicate, Scope } from "../storage/plan.js"
 import { cmp } from "../storage/rules.js"
-import { OfferTally, type OfferStatistics, spotDiscountPct, statisticsOf } from "./price-statistics.js"
+import { LiveOffers, OfferTally, type OfferStatistics, spotDiscountPct } from "./price-statistics.js"
 import { eachRentalRow } from "./row-walk.js"
 import { type PageCache, pageFromBytes, rowsBytes, withSerialisedData } from "./page-cache.js"
 import { nowMicros, unavailable } from "./storage.js"
@@ -285,6 +285,32 @@ export const rentalSummaries = (source: SummarySource) => {
     return Effect.as(eachRentalRow(store, scope, predicates, (row) => rows.push(row)), rows)
   }
 
+  /**
+   * The statistics of each group at each of `instants` (ascending), each the market as `/as-of`
+   * answers it then (undefined where the group had no offer), the groups in key order. The rows
+   * in force at any of them are read once (those in force at the first, and those that began
+   * after it up to the last), then swept through the instants per group, rather than one as-of
+   * read per instant.
+   */
+  const marketsAt = (instants: ReadonlyArray<string>, ask: Asked) =>
+    Effect.gen(function* () {
+      if (instants.length === 0) return []
+      const first = instants[0]!
+      const last = instants[instants.length - 1]!
+      const inForce = yield* rowsOf({ _tag: "asOf", at: first }, ask.predicates)
+      const began = last === first ? [] : yield* rowsOf({ _tag: "window", start: first, end: formatInstant(parseDateTime(last)! + 1) }, ask.predicates)
+      const seen = new Set(inForce.map((r) => r.product_key))
+      const versions = [...inForce, ...began.filter((r) => !seen.has(r.product_key))]
+      return groupRows(versions, ask.groupBy).map((group) => {
+        const live = new LiveOffers(group.rows)
+        const points = instants.map((at) => {
+          live.moveTo(at)
+          return live.statistics()
+        })
+        return { key: group.key, points }
+      })
+    })
+
   return {
     /**
      * The market now (or as of `as_of`) of the `/latest` filters, one row per group, with the
@@ -311,12 +337,18 @@ export const rentalSummaries = (source: SummarySource) => {
       }, Effect.gen(function* () {
         const asOf = ask.scope._tag === "asOf" ? parseDateTime(ask.scope.at)! : now
         const current = yield* marketAt(ask.scope, ask)
-        const before = floor === undefined ? undefined : yield* Effect.forEach(HORIZONS, ([, days]) => {
-          const then = asOf - days * MICROS_PER_DAY
-          return floor !== null && then < floor
-            ? Effect.succeed(new Map<string, OfferStatistics>())
-            : Effect.map(marketAt({ _tag: "asOf", at: formatInstant(then) }, ask), (groups) =>
-              new Map(groups.map((g) => [g.key.join("\u0000"), g.statistics])))
+        const before = floor === undefined ? undefined : yield* Effect.gen(function* () {
+          const thens = HORIZONS.map(([, days]) => asOf - days * MICROS_PER_DAY)
+          // The markets the floor allows, in one sweep; a horizon before the floor compares with nothing.
+          const instants = thens.filter((then) => floor === null || then >= floor).sort((a, b) => a - b)
+          const markets = yield* marketsAt(instants.map(formatInstant), ask)
+          return thens.map((then) => {
+            const i = instants.indexOf(then)
+            return new Map(i < 0 ? [] : markets.flatMap((g) => {
+              const s = g.points[i]
+              return s === undefined ? [] : [[g.key.join("\u0000"), s] as const]
+            }))
+          })
         })
         const asOfText = formatInstant(asOf)
         const rows = current.map(({ key, statistics: s }) => {
@@ -331,7 +363,7 @@ export const rentalSummaries = (source: SummarySource) => {
             spot_discount_pct: spotDiscountPct(s.spot_min, s.ondemand_min),
             ...(before === undefined ? {} : {
               change: {
-                "1d": changeOf(s, before[0].get(id)),
+                "1d": changeOf(s, before[0]!.get(id)),
                 "7d": changeOf(s, before[1]!.get(id)),
                 "30d": changeOf(s, before[2]!.get(id))
               }
@@ -345,9 +377,7 @@ export const rentalSummaries = (source: SummarySource) => {
 
     /**
      * The same statistics at each instant of a window on the interval's boundaries, each the
-     * market as `/as-of` answers it then. The rows in force at any of those instants are read
-     * once (those in force at the first, and those that began after it), then swept through the
-     * instants in order per group, rather than one as-of read per instant.
+     * market as `/as-of` answers it then, from one sweep of the rows in force at any of them.
      */
     summaryHistory: Effect.fn("RentalPrices.summaryHistory")(function* (request: MarketRequest) {
       const now = yield* nowMicros
@@ -370,29 +400,15 @@ export const rentalSummaries = (source: SummarySource) => {
         meta.window = { start: window.start, end: window.end, clamped: ask.clamped, history_starts_at: historyStartsAt }
       }, Effect.gen(function* () {
         const rows: Array<{ readonly key: GroupKey; readonly row: RentalPriceSummaryPoint }> = []
-        if (instants.length > 0) {
-          const first = instants[0]!
-          const last = instants[instants.length - 1]!
-          const inForce = yield* rowsOf({ _tag: "asOf", at: first }, ask.predicates)
-          // Versions that began after the first instant, up to the last one included.
-          const began = yield* rowsOf({ _tag: "window", start: first, end: formatInstant(parseDateTime(last)! + 1) }, ask.predicates)
-          const seen = new Set(inForce.map((r) => r.product_key))
-          const versions = [...inForce, ...began.filter((r) => !seen.has(r.product_key))]
-          for (const group of groupRows(versions, ask.groupBy)) {
-            const byStart = [...group.rows].sort((a, b) => cmp(a.valid_from, b.valid_from))
-            let next = 0
-            let live: Array<RentalPrice> = []
-            for (const at of instants) {
-              while (next < byStart.length && byStart[next]!.valid_from <= at) live.push(byStart[next++]!)
-              live = live.filter((r) => r.valid_to === null || r.valid_to > at)
-              if (live.length === 0) continue
-              const s = statisticsOf(live)
-              rows.push({
-                key: [...group.key, at],
-                row: { at, ...keyFields(group.key, ask.groupBy), ...seriesFields(s), spot_min: s.spot_min, ondemand_min: s.ondemand_min }
-              })
-            }
-          }
+        for (const group of yield* marketsAt(instants, ask)) {
+          group.points.forEach((s, i) => {
+            if (s === undefined) return
+            const at = instants[i]!
+            rows.push({
+              key: [...group.key, at],
+              row: { at, ...keyFields(group.key, ask.groupBy), ...seriesFields(s), spot_min: s.spot_min, ondemand_min: s.ondemand_min }
+            })
+          })
         }
         return rows
       }))
