@@ -1,6 +1,6 @@
 /**
  * (t) Exports of the bench market's whole rental history, each format in a process of its own
- * (`export-child.ts`) so its peak RSS is its own: rows per second and peak RSS through the core
+ * (`export-child.mjs`, plain `node` on the built packages) so its peak RSS is its own: rows per second and peak RSS through the core
  * (`RentalPrices.export`, `encodeExport`), against better-sqlite3's `.iterate()` writing the same
  * CSV or JSON lines to the same kind of sink (a file), in the same run.
  */
@@ -28,7 +28,7 @@ export interface ExportBenchResults {
 
 const child = (how: "core" | "bare", format: string, db: string): Run => {
   const out = path.join(DATA_DIR, `export-bench.${how}.${format}`)
-  const run = spawnSync(process.execPath, ["--import", "tsx", path.join(BENCH_DIR, "export-child.ts"), how, format, db, out], {
+  const run = spawnSync(process.execPath, [path.join(BENCH_DIR, "export-child.mjs"), how, format, db, out], {
     cwd: REPO_ROOT, encoding: "utf8", maxBuffer: 1 << 20
   })
   fs.rmSync(out, { force: true })
