@@ -75,7 +75,7 @@ export const exportLines = (r: ExportBenchResults) => [
 /** The section of (t) in BENCHMARKS.md. */
 export const exportMarkdown = (r: ExportBenchResults): string => `## (t) Exports
 
-The bench market's whole rental history (${r.rows.toLocaleString("en-US")} rows, \`/history\` over every day, sorted \`valid_from desc\`) exported to a file, each run in a process of its own so its peak RSS (\`process.resourceUsage().maxRSS\`) is its own. Core: \`RentalPrices.export\` (batches of 5,000 rows, the type's version read after each) and \`encodeExport\`, written with \`fs.writeSync\`. Baseline: better-sqlite3's \`.iterate()\` over the same rows in the same order, each row written as the same CSV or JSON line, in 1 MiB writes to the same kind of file.
+The bench market's whole rental history (${r.rows.toLocaleString("en-US")} rows, \`/history\` over every day, sorted \`valid_from desc\`) exported to a file, each run in a process of its own (plain \`node\` on the built packages, no tsx) so its peak RSS (\`process.resourceUsage().maxRSS\`) is its own. Core: \`RentalPrices.export\` (batches of 5,000 rows, the type's version read after each) and \`encodeExport\`, written with \`fs.writeSync\`. Baseline: better-sqlite3's \`.iterate()\` over the same rows in the same order, each row written as the same CSV or JSON line, in 1 MiB writes to the same kind of file.
 
 | export | rows/s | bytes | peak RSS | baseline rows/s | baseline peak RSS |
 | --- | ---: | ---: | ---: | ---: | ---: |
