@@ -1,6 +1,6 @@
 /**
  * (t) Exports of the bench market's whole rental history, each format in a process of its own
- * (`export-child.ts`) so its peak RSS is its own: rows per second and peak RSS through the core
+ * (`export-child.mjs`, plain `node` on the built packages) so its peak RSS is its own: rows per second and peak RSS through the core
  * (`RentalPrices.export`, `encodeExport`), against better-sqlite3's `.iterate()` writing the same
  * CSV or JSON lines to the same kind of sink (a file), in the same run.
  */
@@ -28,7 +28,7 @@ export interface ExportBenchResults {
 
 const child = (how: "core" | "bare", format: string, db: string): Run => {
   const out = path.join(DATA_DIR, `export-bench.${how}.${format}`)
-  const run = spawnSync(process.execPath, ["--import", "tsx", path.join(BENCH_DIR, "export-child.ts"), how, format, db, out], {
+  const run = spawnSync(process.execPath, [path.join(BENCH_DIR, "export-child.mjs"), how, format, db, out], {
     cwd: REPO_ROOT, encoding: "utf8", maxBuffer: 1 << 20
   })
   fs.rmSync(out, { force: true })
@@ -75,7 +75,7 @@ export const exportLines = (r: ExportBenchResults) => [
 /** The section of (t) in BENCHMARKS.md. */
 export const exportMarkdown = (r: ExportBenchResults): string => `## (t) Exports
 
-The bench market's whole rental history (${r.rows.toLocaleString("en-US")} rows, \`/history\` over every day, sorted \`valid_from desc\`) exported to a file, each run in a process of its own so its peak RSS (\`process.resourceUsage().maxRSS\`) is its own. Core: \`RentalPrices.export\` (batches of 5,000 rows, the type's version read after each) and \`encodeExport\`, written with \`fs.writeSync\`. Baseline: better-sqlite3's \`.iterate()\` over the same rows in the same order, each row written as the same CSV or JSON line, in 1 MiB writes to the same kind of file.
+The bench market's whole rental history (${r.rows.toLocaleString("en-US")} rows, \`/history\` over every day, sorted \`valid_from desc\`) exported to a file, each run in a process of its own (plain \`node\` on the built packages, no tsx) so its peak RSS (\`process.resourceUsage().maxRSS\`) is its own. Core: \`RentalPrices.export\` (batches of 5,000 rows, the type's version read after each) and \`encodeExport\`, written with \`fs.writeSync\`. Baseline: better-sqlite3's \`.iterate()\` over the same rows in the same order, each row written as the same CSV or JSON line, in 1 MiB writes to the same kind of file.
 
 | export | rows/s | bytes | peak RSS | baseline rows/s | baseline peak RSS |
 | --- | ---: | ---: | ---: | ---: | ---: |

@@ -17,6 +17,13 @@ export interface CachedTable<Row> {
 }
 
 /**
+ * The largest page read through the row cache: the API's largest page and the row after it. A
+ * longer read (an export's batch) meets each row once, so holding its rows would only evict the
+ * rows pages keep landing on, and reading keys first then rows by key costs it more than one scan.
+ */
+const CACHED_PAGE_ROWS = 1_001
+
+/**
  * The pages of a versioned table read through a cache of its rows. A page's statement (the table's
  * own compiler over a `SELECT` of the key alone) runs for the keys of its rows only, which SQLite answers from the index it walks without touching the
  * table; only rows not held are then read whole. Reading a row's 29 columns is most of a page's
@@ -28,7 +35,8 @@ export interface CachedTable<Row> {
  * one snapshot of the file whichever process wrote last. Rows are frozen: the core serialises a
  * frozen row once (`rowsBytes`), and nobody can change a row others are served.
  *
- * At most `capacity` rows are held, oldest read first out; 0 reads every page whole.
+ * At most `capacity` rows are held, oldest read first out; 0 reads every page whole, as is every
+ * page longer than `CACHED_PAGE_ROWS`.
  */
 export const rowCachedPages = <Row>(client: SqliteClient, table: CachedTable<Row>, capacity: number) => {
   const { prepare } = client
@@ -65,7 +73,7 @@ export const rowCachedPages = <Row>(client: SqliteClient, table: CachedTable<Row
   })
 
   return (plan: PagePlan): Array<Row> => {
-    if (capacity > 0) return throughCache(keysPage(plan))
+    if (capacity > 0 && plan.limit <= CACHED_PAGE_ROWS) return throughCache(keysPage(plan))
     const { sql, params } = wholePage(plan)
     return readRows(prepare, sql, params, table.fromColumns)
   }
