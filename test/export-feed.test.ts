@@ -1,5 +1,5 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { createMarket, type FeedMessage, type RentalPriceObservationInput, type Storage, type StorageError } from "@gpu-market/core"
+import { createMarket, type RentalPriceObservationInput, type Storage, type StorageError } from "@gpu-market/core"
 import { nodeHandler } from "@gpu-market/http-adapter"
 import { redis } from "@gpu-market/storage-redis"
 import * as SqliteStorage from "@gpu-market/storage-sqlite"
@@ -11,6 +11,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { dayIso, LAST_DAY, observations, seed } from "./support/market"
 import { type RedisServer, startRedis, uniquePrefix } from "./support/redis"
+import { collect } from "./support/feed-messages"
 
 /**
  * History and live join without a gap: export, write, then follow the change feed from the
@@ -23,19 +24,6 @@ const WINDOW = `start=${dayIso(0)}&end=${new Date(Date.now() + 86_400_000).toISO
 
 /** Rows of a JSON Lines body. */
 const lines = (text: string) => text.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as { product_key: string })
-
-/** Messages of `iterable` until `last` says one is the last, or a timeout. */
-const collect = async (iterable: AsyncIterable<FeedMessage>, last: (m: FeedMessage) => boolean, ms = 30_000) => {
-  const out: Array<FeedMessage> = []
-  const timer = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out after ${out.length} messages`)), ms).unref())
-  await Promise.race([timer, (async () => {
-    for await (const m of iterable) {
-      out.push(m)
-      if (last(m)) break
-    }
-  })()])
-  return out
-}
 
 const joinsWithoutAGap = async (storage: Layer.Layer<Storage, StorageError>) => {
   const market = await createMarket({ storage })
@@ -65,7 +53,7 @@ const joinsWithoutAGap = async (storage: Layer.Layer<Storage, StorageError>) => 
     assert.strictEqual(opened.length, changed.length + 1, "the write opens a row per observation")
 
     const messages = await collect(market.events({ data_type: "gpu_rental_prices" }, { token: "all", lastEventId: before.watermark }),
-      (m) => m.type === "rental_price" && m.row.vendor_sku === "sentinel")
+      (m) => m.type === "rental_price" && m.row.vendor_sku === "sentinel", 30_000)
     const delivered = messages.flatMap((m) => (m.type === "rental_price" ? [m.row.product_key] : []))
     // Every row the write opened, each once, the sentinel last; none the export held.
     assert.deepStrictEqual([...delivered].sort(), [...opened].sort())

@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { collect } from "./support/feed-messages.js"
 
 /**
  * The change feed through the Promise API on a real SQLite file: what each token receives
@@ -38,19 +39,6 @@ const administered = (id: string): IndexDefinitionInput => ({
   gpu_group: "h100-sxm", region_group: "global", contract_type: "ondemand", vendor_category: "all", source: "administered",
   gpu_model: "h100-sxm", inputs: { kind: "administered", administrator: "Example Administrator" }
 })
-
-/** Collects messages of `iterable` until `last` says so; fails after `ms`. */
-const collect = async (iterable: AsyncIterable<FeedMessage>, last: (m: FeedMessage) => boolean, ms = 20_000) => {
-  const out: Array<FeedMessage> = []
-  const timer = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out after ${out.length} messages`)), ms).unref())
-  await Promise.race([timer, (async () => {
-    for await (const m of iterable) {
-      out.push(m)
-      if (last(m)) break
-    }
-  })()])
-  return out
-}
 
 /** The first answer of a subscription: its first message, or the problem it was refused with. */
 const first = (market: Market, query: object, options: { readonly token: string; readonly lastEventId?: string }) =>
